@@ -1,0 +1,13 @@
+"""The numerical core of streamembed: no I/O, only arrays in and arrays out.
+
+| module | MATH.md | what |
+| --- | --- | --- |
+| ``validation`` | — | input checks, per-row reasons |
+| ``cmds`` | §1 | landmark classical MDS spectrum |
+| ``centering`` | §2 | centring new objects and blocks |
+| ``projection`` | §3 | fused projection hot path (also β) |
+| ``restricted`` | §3 | single-object RR: secular equation, hard case, arc |
+| ``block`` | §3 | multi-point RR |
+| ``residuals`` | §4 | k0, dropped energy, block K0 |
+| ``bounds`` | §4 | window error and eigenvalue bounds |
+"""

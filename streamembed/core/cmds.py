@@ -1,0 +1,164 @@
+"""Classical MDS of the landmarks (MATH.md §1).
+
+``fit_spectrum`` turns an (n, n) landmark dissimilarity matrix into everything
+later stages need: the positive eigenpairs of the double-centred kernel
+``B = -1/2 P Δ2 P``, the row means of Δ2 and its grand mean. Nothing here
+depends on how many dimensions the map keeps: that is the estimator's choice
+of the first d eigenpairs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse.linalg
+
+from .errors import InputError
+
+#: Above this many landmarks a partial eigensolver replaces the full ``eigh``
+#: (PERF.md: full eigh of n = 2000 takes 0.58 s, eigsh of the top 10 0.11 s).
+FULL_EIGH_MAX_N = 1500
+
+
+@dataclass(frozen=True)
+class LandmarkSpectrum:
+    """The landmark kernel's spectrum and centring constants.
+
+    Attributes:
+        eigenvalues: (r,) positive eigenvalues of B, descending (squared distance units).
+        eigenvectors: (n, r) orthonormal eigenvectors, sign fixed so that the
+            largest-magnitude entry of each column is positive.
+        row_means: (n,) row means m_Δ of the squared dissimilarities Δ2.
+        grand_mean: g = mean(Δ2).
+        negative_share: Σ|λ_neg| / Σ|λ| (0 for Euclidean Δ); a lower bound
+            when ``exact`` is False.
+        exact: True when the full spectrum was computed, so ``eigenvalues``
+            holds every positive eigenvalue and ``negative_share`` is exact.
+    """
+
+    eigenvalues: np.ndarray
+    eigenvectors: np.ndarray
+    row_means: np.ndarray
+    grand_mean: float
+    negative_share: float
+    exact: bool
+
+    @property
+    def n_landmarks(self) -> int:
+        return int(self.eigenvectors.shape[0])
+
+    @property
+    def rank(self) -> int:
+        return int(self.eigenvalues.shape[0])
+
+
+def double_center(D2: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """B = -1/2 P Δ2 P with P = I - eeᵀ/n; returns (B, row_means, grand_mean)."""
+    row_means = D2.mean(axis=1)
+    grand_mean = float(row_means.mean())
+    B = D2 - row_means[:, None]
+    B -= row_means[None, :]
+    B += grand_mean
+    B *= -0.5
+    return B, row_means, grand_mean
+
+
+def _fix_signs(vectors: np.ndarray) -> np.ndarray:
+    idx = np.argmax(np.abs(vectors), axis=0)
+    signs = np.sign(vectors[idx, np.arange(vectors.shape[1])])
+    signs[signs == 0] = 1.0
+    return vectors * signs
+
+
+def positive_tolerance(lambda_max: float, n: int, dtype: np.dtype) -> float:
+    """Eigenvalues at or below this are numerically zero, not positive.
+
+    Round-off in B's eigenvalues is about n·eps·λ_max of the input's precision;
+    keeping such an eigenvalue would divide by noise in k̂ (MATH.md §4).
+    """
+    return 10.0 * max(n, 100) * float(np.finfo(dtype).eps) * max(lambda_max, 0.0)
+
+
+def fit_spectrum(
+    D: np.ndarray,
+    n_residual: int | None = None,
+    solver: str = "auto",
+    input_dtype: np.dtype = np.dtype(np.float64),
+) -> LandmarkSpectrum:
+    """Classical MDS spectrum of validated dissimilarities D (n, n), float64.
+
+    Args:
+        D: landmark dissimilarities (not squared), already validated.
+        n_residual: how many eigenpairs to keep (r). None keeps every positive
+            eigenvalue when the full solver runs, else ``default_partial_rank(n)``.
+        solver: "full" (LAPACK eigh), "partial" (ARPACK eigsh, top r) or "auto"
+            (full up to ``FULL_EIGH_MAX_N`` landmarks).
+        input_dtype: precision the dissimilarities were given in (sets the
+            tolerance below which an eigenvalue counts as zero).
+    """
+    n = D.shape[0]
+    D2 = np.square(D)
+    B, row_means, grand_mean = double_center(D2)
+    if solver == "auto":
+        solver = "full" if (n <= FULL_EIGH_MAX_N or (n_residual is not None and n_residual > n // 4)) else "partial"
+    if solver == "full":
+        w, V = scipy.linalg.eigh(B, overwrite_a=False, check_finite=False)
+        w, V = w[::-1], V[:, ::-1]
+        tol = positive_tolerance(float(w[0]), n, input_dtype)
+        pos = w > tol
+        neg_abs = float(np.abs(w[w < -tol]).sum())
+        total = float(np.abs(w[np.abs(w) > tol]).sum())
+        negative_share = neg_abs / total if total > 0 else 0.0
+        r = int(pos.sum()) if n_residual is None else min(int(n_residual), int(pos.sum()))
+        values, vectors, exact = w[:r], V[:, :r], True
+    elif solver == "partial":
+        k = default_partial_rank(n) if n_residual is None else int(n_residual)
+        if not 1 <= k < n - 1:
+            raise InputError(f"the partial eigensolver needs 1 <= n_residual < n - 1 = {n - 1}, got {k}")
+        w, V = scipy.sparse.linalg.eigsh(B, k=k, which="LA", v0=np.ones(n) / np.sqrt(n) + _v0_jitter(n))
+        order = np.argsort(w)[::-1]
+        w, V = w[order], V[:, order]
+        tol = positive_tolerance(float(w[0]), n, input_dtype)
+        r = int((w > tol).sum())
+        values, vectors, exact = w[:r], V[:, :r], False
+        negative_share = _negative_share_lower_bound(B, w[w > tol], tol)
+    else:
+        raise InputError(f"solver must be 'auto', 'full' or 'partial', got {solver!r}")
+    if values.size == 0:
+        raise InputError("the landmark kernel has no positive eigenvalue: all landmarks coincide")
+    return LandmarkSpectrum(
+        eigenvalues=np.ascontiguousarray(values),
+        eigenvectors=np.ascontiguousarray(_fix_signs(vectors)),
+        row_means=row_means,
+        grand_mean=grand_mean,
+        negative_share=float(negative_share),
+        exact=exact,
+    )
+
+
+def default_partial_rank(n: int) -> int:
+    """Eigenpairs kept for monitoring with the partial solver (a documented truncation)."""
+    return max(1, min(n // 4, 64))
+
+
+def _v0_jitter(n: int) -> np.ndarray:
+    # ARPACK's default start vector is random; a fixed one makes fits reproducible.
+    # The ones vector alone lies in B's null space, hence the deterministic jitter.
+    return 1e-3 * np.cos(np.arange(n) * 0.7548776662466927)
+
+
+def _negative_share_lower_bound(B: np.ndarray, positive: np.ndarray, tol: float) -> float:
+    """Σ|λ_neg| / Σ|λ| from the few most negative eigenvalues and the trace.
+
+    With P = Σ positive and N = Σ|negative|, tr(B) = P - N, so the share is
+    N / (tr + 2N), increasing in N; a lower bound on N gives a lower bound.
+    """
+    n = B.shape[0]
+    k = min(8, n - 2)
+    w = scipy.sparse.linalg.eigsh(B, k=k, which="SA", v0=np.ones(n) / np.sqrt(n) + _v0_jitter(n), return_eigenvectors=False)
+    neg = float(np.abs(w[w < -tol]).sum())
+    trace = float(np.trace(B))
+    denom = trace + 2.0 * neg
+    return neg / denom if denom > 0 else 0.0

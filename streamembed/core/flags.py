@@ -1,0 +1,36 @@
+"""Per-object flags attached to every embedded object (a uint32 bitmask).
+
+Flags say how far to trust a placement; the streaming layer turns them into
+names with :func:`flag_names`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: RR hard case (MATH.md §3): the component along the smallest kept
+#: eigen-direction is determined only up to sign; a deterministic sign was chosen.
+FLAG_AMBIGUOUS = np.uint32(1)
+#: Evidence that the object's dissimilarities are not Euclidean against the
+#: landmarks: exact k0 < 0 beyond tolerance, or beta < 0 (MATH.md §4).
+FLAG_NON_EUCLIDEAN = np.uint32(2)
+#: Embedded with a retained older model and mapped into the current frame.
+FLAG_RETAINED_MODEL = np.uint32(4)
+#: Embedded as a member of a block (multi-point RR with mutual dissimilarities).
+FLAG_BLOCK = np.uint32(8)
+#: The secular-equation solver stopped at its iteration limit (never expected).
+FLAG_NOT_CONVERGED = np.uint32(16)
+
+FLAG_NAMES: dict[int, str] = {
+    int(FLAG_AMBIGUOUS): "ambiguous_sign",
+    int(FLAG_NON_EUCLIDEAN): "non_euclidean",
+    int(FLAG_RETAINED_MODEL): "retained_model",
+    int(FLAG_BLOCK): "block",
+    int(FLAG_NOT_CONVERGED): "not_converged",
+}
+
+
+def flag_names(flags: int) -> list[str]:
+    """Names of the bits set in one flags value, in bit order."""
+    f = int(flags)
+    return [name for bit, name in FLAG_NAMES.items() if f & bit]

@@ -1,0 +1,135 @@
+"""Input validation in one place (scikit-learn's convention).
+
+Array-level checks raise :class:`~streamembed.core.errors.InputError` with a
+message naming the argument, the problem and the offending shape or index.
+Row-level checks (:func:`row_problems`) never raise: the streaming layer
+dead-letters the rows they name. A reason string always starts with a short
+machine label followed by a colon (``"negative: A[3, 17] = -0.5"``), so
+metrics can use the label and people can read the rest.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import InputError
+
+_FLOAT_TYPES = (np.float32, np.float64)
+
+
+def as_float_array(x: object, name: str, ndim: int) -> np.ndarray:
+    """Return ``x`` as a float32/float64 array of ``ndim`` dimensions.
+
+    float32 and float64 keep their dtype (the hot path runs in the input's
+    precision); anything else numeric becomes float64.
+    """
+    arr = np.asarray(x)
+    if arr.dtype.type not in _FLOAT_TYPES:
+        if arr.dtype.kind not in "biuf":
+            raise InputError(f"{name} must be numeric, got dtype {arr.dtype}")
+        arr = arr.astype(np.float64)
+    if arr.ndim != ndim:
+        raise InputError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
+    return arr
+
+
+def _first_index(mask: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(mask)), mask.shape))
+
+
+def check_finite_nonnegative(arr: np.ndarray, name: str) -> None:
+    """Raise if any entry is NaN, infinite or negative, naming the first one."""
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        idx = _first_index(bad)
+        raise InputError(f"{name} has a non-finite entry: {name}{list(idx)} = {arr[idx]}")
+    neg = arr < 0
+    if neg.any():
+        idx = _first_index(neg)
+        raise InputError(f"{name} has a negative dissimilarity: {name}{list(idx)} = {arr[idx]}")
+
+
+def check_dissimilarity_matrix(D: object, name: str = "D", rtol: float = 1e-7) -> np.ndarray:
+    """Validate a square dissimilarity matrix (MATH.md §1) and return it as float64.
+
+    Square, finite, non-negative, zero diagonal and symmetric, each up to
+    ``rtol`` times the largest entry (float32 inputs round-trip through text
+    formats with such errors). Nothing is clipped or symmetrised silently.
+    """
+    arr = as_float_array(D, name, 2).astype(np.float64, copy=False)
+    if arr.shape[0] != arr.shape[1]:
+        raise InputError(f"{name} must be square, got shape {arr.shape}")
+    if arr.shape[0] < 2:
+        raise InputError(f"{name} needs at least 2 objects, got shape {arr.shape}")
+    check_finite_nonnegative(arr, name)
+    scale = max(float(arr.max()), np.finfo(np.float64).tiny)
+    tol = rtol * scale
+    diag = np.abs(np.diagonal(arr))
+    if (diag > tol).any():
+        i = int(np.argmax(diag))
+        raise InputError(f"{name} must have a zero diagonal: {name}[{i}, {i}] = {arr[i, i]}")
+    asym = np.abs(arr - arr.T)
+    if (asym > tol).any():
+        i, j = _first_index(asym > tol)
+        raise InputError(
+            f"{name} must be symmetric: {name}[{i}, {j}] = {arr[i, j]} but {name}[{j}, {i}] = {arr[j, i]}"
+        )
+    return arr
+
+
+def check_rows(A: object, n_landmarks: int, name: str = "A") -> np.ndarray:
+    """Validate the shape of an (m, n) block of dissimilarities to the landmarks."""
+    arr = as_float_array(A, name, 2)
+    if arr.shape[1] != n_landmarks:
+        raise InputError(
+            f"{name} has {arr.shape[1]} columns but the model has {n_landmarks} landmarks "
+            f"(shape {arr.shape}, expected (m, {n_landmarks}))"
+        )
+    return arr
+
+
+def row_problems(A: np.ndarray, name: str = "dissimilarities") -> list[str | None]:
+    """Per-row reasons for rows that are not valid dissimilarities (None = valid).
+
+    One vectorised pass finds the bad rows (the row minimum is NaN for a NaN
+    and negative for a negative entry; +inf is caught by ``isfinite`` of the
+    row sum); only the bad rows are then inspected one by one for a message.
+    """
+    m = A.shape[0]
+    reasons: list[str | None] = [None] * m
+    if m == 0 or A.shape[1] == 0:
+        return reasons
+    bad = ~(A.min(axis=1) >= 0) | ~np.isfinite(A.sum(axis=1))
+    for i in np.flatnonzero(bad):
+        reasons[int(i)] = describe_bad_row(A[i], name)
+    return reasons
+
+
+def describe_bad_row(row: np.ndarray, name: str = "dissimilarities") -> str | None:
+    """Reason string for one row, or None if it is valid."""
+    nonfinite = ~np.isfinite(row)
+    if nonfinite.any():
+        j = int(np.argmax(nonfinite))
+        return f"non_finite: {name}[{j}] = {row[j]}"
+    neg = row < 0
+    if neg.any():
+        j = int(np.argmax(neg))
+        return f"negative: {name}[{j}] = {row[j]}"
+    with np.errstate(over="ignore"):
+        if not np.isfinite(np.square(row, dtype=np.float64).sum()):
+            return f"non_finite: squared {name} overflow"
+    return None
+
+
+def check_cross(C: object, m: int, rtol: float = 1e-7, name: str = "C") -> np.ndarray:
+    """Validate the (m, m) mutual dissimilarities of a block; returns float64."""
+    arr = as_float_array(C, name, 2)
+    if arr.shape != (m, m):
+        raise InputError(f"{name} must have shape ({m}, {m}) to match A's {m} rows, got {arr.shape}")
+    if m == 1:
+        arr64 = arr.astype(np.float64)
+        check_finite_nonnegative(arr64, name)
+        if abs(arr64[0, 0]) > 0:
+            raise InputError(f"{name} must have a zero diagonal: {name}[0, 0] = {arr64[0, 0]}")
+        return arr64
+    return check_dissimilarity_matrix(arr, name=name, rtol=rtol)
