@@ -30,6 +30,8 @@ sign when c_G = 0 exactly; such objects carry ``FLAG_AMBIGUOUS``.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,8 +66,29 @@ class RestrictedSolution:
     iterations: int
 
 
+#: Rows per chunk: (d, chunk) float64 work arrays stay in L2 cache, and
+#: numpy's per-call overhead is amortised over the chunk.
+CHUNK_ROWS = 4096
+#: A Newton step this small (relative to u) is the last one needed: with
+#: quadratic convergence the error after applying it is ~(1e-7)² relative.
+FINAL_STEP_RTOL = 1e-7
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)), thread_name_prefix="streamembed-rr")
+    return _POOL
+
+
 def solve_restricted(
-    c: np.ndarray, beta: np.ndarray, lam: np.ndarray, ambiguity_rtol: float = AMBIGUITY_RTOL
+    c: np.ndarray,
+    beta: np.ndarray,
+    lam: np.ndarray,
+    ambiguity_rtol: float = AMBIGUITY_RTOL,
+    n_threads: int | None = None,
 ) -> RestrictedSolution:
     """Global minimisers of the single-object RR problem for a batch.
 
@@ -75,108 +98,184 @@ def solve_restricted(
         beta: (m,) centred self-similarities β.
         lam: (d,) kept eigenvalues, descending, positive.
         ambiguity_rtol: ‖c_G‖ ≤ ambiguity_rtol · scale counts as zero.
+        n_threads: chunks are solved on up to this many threads (default 2).
     """
     c = np.asarray(c, dtype=np.float64)
     beta = np.asarray(beta, dtype=np.float64)
     lam = np.asarray(lam, dtype=np.float64)
     m, d = c.shape
-    lam_d = lam[-1]
-    gap = lam - lam_d
-    in_group = gap <= GROUP_RTOL * lam[0]
-    sqrt_lam = np.sqrt(lam)
-    a = lam * np.square(c)  # λ_j c_j², (m, d)
-    cG2 = np.square(c[:, in_group]).sum(axis=1)
-    scale2 = np.abs(beta) * lam[0] + np.square(c).sum(axis=1)
+    consts = _Constants(lam, ambiguity_rtol)
     y = np.empty((m, d))
     t = np.empty(m)
     flags = np.zeros(m, dtype=np.uint32)
+    starts = range(0, m, CHUNK_ROWS)
+    threads = min(2, os.cpu_count() or 1) if n_threads is None else n_threads
+    if threads > 1 and m > CHUNK_ROWS:
+        its = list(_pool().map(lambda s: _solve_chunk(c, beta, consts, s, min(s + CHUNK_ROWS, m), y, t, flags), starts))
+    else:
+        its = [_solve_chunk(c, beta, consts, s, min(s + CHUNK_ROWS, m), y, t, flags) for s in starts]
+    return RestrictedSolution(y=y, t=t, flags=flags, iterations=max(its, default=0))
 
-    # Hard-case test: ρ = β - λ_d - Σ_{j∉G} y_j(u=0)² ≥ 0 with c_G negligible.
-    outside = ~in_group
-    y_out0 = sqrt_lam[outside] * c[:, outside] / gap[outside]
-    rho = beta - lam_d - np.square(y_out0).sum(axis=1)
-    hard = (rho >= 0) & (cG2 <= (ambiguity_rtol**2) * scale2)
+
+class _Constants:
+    """Per-spectrum quantities shared by every chunk."""
+
+    def __init__(self, lam: np.ndarray, ambiguity_rtol: float):
+        d = lam.size
+        self.lam = lam
+        self.lam_d = float(lam[-1])
+        self.gap = lam - lam[-1]
+        self.in_group = self.gap <= GROUP_RTOL * lam[0]
+        self.sqrt_lam = np.sqrt(lam)
+        self.ambiguity_rtol2 = ambiguity_rtol**2
+        # One small product gives, per object, from c² (d, k):
+        #   row 0: Σ_{j∉G} λ_j c_j² / gap_j²  (‖y_out(u=0)‖², the hard-case test)
+        #   row 1: ‖c_G‖²;  row 2: ‖c‖²;  row 3: ‖ŷ‖² = Σ c_j² / λ_j
+        M = np.zeros((4, d))
+        outside = ~self.in_group
+        M[0, outside] = lam[outside] / self.gap[outside] ** 2
+        M[1, self.in_group] = 1.0
+        M[2, :] = 1.0
+        M[3, :] = 1.0 / lam
+        self.M = M
+
+
+def _solve_chunk(
+    c: np.ndarray, beta_all: np.ndarray, k: _Constants, s: int, e: int, y: np.ndarray, t: np.ndarray, flags: np.ndarray
+) -> int:
+    """Solve rows s:e and write y, t, flags in place; returns the Newton iterations used."""
+    cT = np.ascontiguousarray(c[s:e].T)  # (d, k)
+    beta = beta_all[s:e]
+    c2 = cT * cT
+    y_out2, cG2, c_norm2, proj_norm2 = k.M @ c2
+    lam_d = k.lam_d
+    tc = t[s:e]
+    fc = flags[s:e]
+    # Hard case: ρ = β - λ_d - ‖y_out(u=0)‖² ≥ 0 with c_G negligible.
+    rho = beta - lam_d - y_out2
+    hard = (rho >= 0) & (cG2 <= k.ambiguity_rtol2 * (np.abs(beta) * k.lam[0] + c_norm2))
+    zero = ~hard & (c_norm2 == 0)  # c = 0 and not hard: y = 0, t = -β
+    special = hard | zero
+    yT = np.empty_like(cT)
+    iterations = 0
+    if special.all():
+        easy = np.empty(0, dtype=np.int64)
+    elif special.any():
+        easy = np.flatnonzero(~special)
+    else:
+        easy = None  # every row
+    if easy is None or easy.size:
+        cE = cT if easy is None else cT[:, easy]
+        u, iterations, ok = _newton_chunk(
+            k.lam[:, None] * (cE * cE),
+            beta if easy is None else beta[easy],
+            k.gap,
+            k.in_group,
+            lam_d,
+            proj_norm2 if easy is None else proj_norm2[easy],
+        )
+        yE = k.sqrt_lam[:, None] * cE / (k.gap[:, None] + u)
+        if easy is None:
+            yT, tc[:] = yE, u - lam_d
+            fc[~ok] |= FLAG_NOT_CONVERGED
+        else:
+            yT[:, easy] = yE
+            tc[easy] = u - lam_d
+            fc[easy[~ok]] |= FLAG_NOT_CONVERGED
     if hard.any():
         idx = np.flatnonzero(hard)
-        yh = np.zeros((idx.size, d))
-        yh[:, outside] = y_out0[idx]
-        cG = c[np.ix_(idx, np.flatnonzero(in_group))]
+        outside = ~k.in_group
+        yh = np.zeros((cT.shape[0], idx.size))
+        yh[outside] = k.sqrt_lam[outside, None] * cT[np.ix_(outside, idx)] / k.gap[outside, None]
+        cG = cT[np.ix_(k.in_group, idx)]
         norm = np.sqrt(cG2[idx])
         direction = np.zeros_like(cG)
         nz = norm > 0
-        direction[nz] = cG[nz] / norm[nz, None]
-        direction[~nz, 0] = 1.0
-        yh[:, in_group] = direction * np.sqrt(rho[idx])[:, None]
-        y[idx] = yh
-        t[idx] = -lam_d
-        flags[idx] |= FLAG_AMBIGUOUS
-
-    # c = 0 entirely and not hard: y = 0, t = -β (then β < λ_d).
-    zero = ~hard & (a.sum(axis=1) == 0)
-    y[zero] = 0.0
-    t[zero] = -beta[zero]
-
-    easy = np.flatnonzero(~hard & ~zero)
-    iterations = 0
-    if easy.size:
-        u, iterations, ok = _newton_u(a[easy], beta[easy], gap, in_group, lam_d, np.square(c[easy] / sqrt_lam).sum(axis=1))
-        y[easy] = sqrt_lam * c[easy] / (gap + u[:, None])
-        t[easy] = u - lam_d
-        flags[easy[~ok]] |= FLAG_NOT_CONVERGED
-    return RestrictedSolution(y=y, t=t, flags=flags, iterations=iterations)
+        direction[:, nz] = cG[:, nz] / norm[nz]
+        direction[0, ~nz] = 1.0
+        yh[k.in_group] = direction * np.sqrt(rho[idx])
+        yT[:, idx] = yh
+        tc[idx] = -lam_d
+        fc[idx] |= FLAG_AMBIGUOUS
+    if zero.any():
+        yT[:, zero] = 0.0
+        tc[zero] = -beta[zero]
+    y[s:e] = yT.T
+    return iterations
 
 
-def _phi(a: np.ndarray, gap: np.ndarray, u: np.ndarray, bmd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """φ(u), φ'(u) and φ's round-off scale for rows of a (k, d), u (k,), bmd = β - λ_d (k,)."""
-    iw = 1.0 / (gap + u[:, None])
-    term = a * iw * iw
-    q = term.sum(axis=1)
-    dq = -2.0 * (term * iw).sum(axis=1)
-    s = bmd + u
-    rq = 1.0 / np.sqrt(q)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rs = 1.0 / np.sqrt(s)
-        phi = rq - rs
-        dphi = -0.5 * rq * rq * rq * dq + 0.5 * rs * rs * rs
-    return phi, dphi, 8 * np.finfo(np.float64).eps * (rq + np.abs(rs))
-
-
-def _newton_u(
-    a: np.ndarray, beta: np.ndarray, gap: np.ndarray, in_group: np.ndarray, lam_d: float, proj_norm2: np.ndarray
+def _newton_chunk(
+    aT: np.ndarray, beta: np.ndarray, gap: np.ndarray, in_group: np.ndarray, lam_d: float, proj_norm2: np.ndarray
 ) -> tuple[np.ndarray, int, np.ndarray]:
-    """Root u* of φ for each row (easy case). Returns (u, iterations, converged)."""
-    k = a.shape[0]
+    """Safeguarded Newton on φ(u) for the columns of aT (d, k) = λ_j c_j².
+
+    Bracket: hi = λ_d + max(0, ‖ŷ‖² - β) has h ≤ 0 (φ ≥ 0); lo is the largest
+    of 0 (the pole), λ_d - β (where β - λ_d + u reaches 0) and the pole bound
+    √(a_G / s(hi)) (u* ≥ √(a_G / s(u*)) with a_G = Σ_{j∈G} λ_j c_j²). The first
+    step is taken from hi. Newton's step on the concave increasing φ and on
+    the convex decreasing h(u) = q(u) - (β - λ_d + u) both land at or left
+    of the root, from either side; the larger of the two is taken, so the
+    iterates increase monotonically to the root after the first step. A step
+    leaving the bracket restarts from lo (a point left of the root), or
+    bisects when the iterate is already there. Finished rows leave the
+    active set.
+    """
+    d, k = aT.shape
+    gapc = gap[:, None]
     bmd = beta - lam_d
-    hi = lam_d + np.maximum(0.0, proj_norm2 - beta)  # h(t) ≤ 0 there: φ ≥ 0
-    s_hi = bmd + hi
-    aG = a[:, in_group].sum(axis=1)
-    lo = np.maximum(0.0, -bmd)
+    hi = lam_d + np.maximum(0.0, proj_norm2 - beta)
+    aG = aT[in_group].sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        pole_lb = np.sqrt(aG / s_hi)  # u* ≥ √(a_G / s(u*)) ≥ √(a_G / s(hi))
-    lo = np.maximum(lo, np.nan_to_num(pole_lb, nan=0.0, posinf=0.0))
-    u = np.full(k, lam_d)
-    outside = ~((u > lo) & (u < hi))
-    u[outside] = 0.5 * (lo[outside] + hi[outside])
+        pole_lb = np.sqrt(aG / (bmd + hi))
+    lo = np.maximum(np.maximum(0.0, -bmd), np.nan_to_num(pole_lb, nan=0.0, posinf=0.0))
+    u = hi.copy()
+    u_out = np.empty(k)
     converged = np.zeros(k, dtype=bool)
-    active = np.arange(k)
+    idx = np.arange(k)
+    W = np.empty((d, k))
+    T = np.empty((d, k))
+    eps8 = 8 * np.finfo(np.float64).eps
     it = 0
-    while active.size and it < MAX_ITER:
+    while idx.size and it < MAX_ITER:
         it += 1
-        ua, loa, hia = u[active], lo[active], hi[active]
-        phi, dphi, noise = _phi(a[active], gap, ua, bmd[active])
-        right = phi > 0
-        hia = np.where(right, ua, hia)
-        loa = np.where(right, loa, ua)
+        np.add(gapc, u, out=W)
+        np.reciprocal(W, out=W)
+        np.multiply(aT, W, out=T)
+        np.multiply(T, W, out=T)
+        q = T.sum(axis=0)  # Σ a/w²
+        np.multiply(T, W, out=T)
+        half_dq = T.sum(axis=0)  # Σ a/w³ = -q'/2
+        su = bmd + u
         with np.errstate(divide="ignore", invalid="ignore"):
-            un = ua - phi / dphi
-        small_step = (np.abs(un - ua) <= STEP_RTOL * np.abs(ua)) | (np.abs(phi) <= noise)
-        bad = ~((un >= loa) & (un <= hia)) & ~small_step
-        un[bad] = 0.5 * (loa[bad] + hia[bad])
-        done = small_step | (hia - loa <= STEP_RTOL * hia)
-        u[active], lo[active], hi[active] = un, loa, hia
-        converged[active[done]] = True
-        active = active[~done]
-    return u, it, converged
+            rq = 1.0 / np.sqrt(q)
+            rs = 1.0 / np.sqrt(su)
+            phi = rq - rs
+            dphi = rq * rq * rq * half_dq + 0.5 * rs * rs * rs
+            # Both Newton steps, on the concave φ and on the convex h = q - s, land
+            # at or left of the root from either side, so the larger is the better:
+            # φ's is nearly exact near the pole, h's near the boundary s = 0.
+            un = np.fmax(u - phi / dphi, u + (q - su) / (2.0 * half_dq + 1.0))
+        right = phi > 0
+        hi = np.where(right, u, hi)
+        lo = np.where(right, lo, u)
+        small = (np.abs(un - u) <= FINAL_STEP_RTOL * u) | (np.abs(phi) <= eps8 * (rq + np.abs(rs)))
+        bad = ~((un >= lo) & (un <= hi)) & ~small
+        if bad.any():
+            # lo is always at or left of the root: restart the monotone
+            # iteration there, or bisect if the iterate already sits on it.
+            at_lo = u[bad] <= lo[bad]
+            un[bad] = np.where(at_lo, 0.5 * (lo[bad] + hi[bad]), lo[bad])
+        done = small | (hi - lo <= STEP_RTOL * hi)
+        u = un
+        if done.any():
+            u_out[idx[done]] = u[done]
+            converged[idx[done]] = True
+            keep = ~done
+            idx, u, lo, hi, bmd = idx[keep], u[keep], lo[keep], hi[keep], bmd[keep]
+            aT = aT[:, keep]
+            W, T = W[:, : idx.size], T[:, : idx.size]
+    u_out[idx] = u
+    return u_out, it, converged
 
 
 def restricted_arc(c: np.ndarray, lam: np.ndarray, t_star: np.ndarray, s: float) -> np.ndarray:
