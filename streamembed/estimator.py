@@ -53,7 +53,9 @@ class LandmarkMDS:
     Fitted attributes:
         embedding_ (n, d), eigenvalues_ (d,), spectrum_ (LandmarkSpectrum),
         negative_share_, n_landmarks_, landmark_ids_ (n,) str, model_version_,
-        dissimilarities_ (n, n) or None, landmark_features_ (n, p) or None, metric_.
+        dissimilarities_ (n, n) or None, landmark_features_ (n, p) or None, metric_,
+        alignment_rotation_ (d, d) and alignment_shift_ (d,): outputs are
+        y·R + shift (identity unless ``set_alignment`` was called by a refit).
     """
 
     def __init__(
@@ -79,7 +81,7 @@ class LandmarkMDS:
         D_arr = np.asarray(D)
         input_dtype = D_arr.dtype if D_arr.dtype in (np.float32, np.float64) else np.dtype(np.float64)
         D64 = validation.check_dissimilarity_matrix(D_arr, "D")
-        spectrum = fit_spectrum(D64, self.n_residual_components, self.eigensolver, np.dtype(input_dtype))
+        spectrum = fit_spectrum(D64, self.n_residual_components, self.eigensolver, np.dtype(input_dtype), int(self.n_components))
         return self._set_fitted(spectrum, D64, landmark_ids, None, None)
 
     def fit_features(self, X: object, metric: str = "euclidean", landmark_ids: object = None) -> "LandmarkMDS":
@@ -129,6 +131,8 @@ class LandmarkMDS:
                 raise InputError("landmark_ids must be unique")
         self.spectrum_ = spectrum
         self.eigenvalues_ = spectrum.eigenvalues[:d].copy()
+        self.alignment_rotation_ = np.eye(d)
+        self.alignment_shift_ = np.zeros(d)
         self.embedding_ = spectrum.eigenvectors[:, :d] * np.sqrt(self.eigenvalues_)
         self.negative_share_ = spectrum.negative_share
         self.n_landmarks_ = n
@@ -184,6 +188,43 @@ class LandmarkMDS:
             errors: "raise" (InputError on the first bad row) or "mask" (bad rows
                get valid=False, a reason and NaN numbers).
         """
+        res = self._embed_natural(A, C, method=method, k0_rows=k0_rows, errors=errors)
+        self._to_frame(res)
+        return res
+
+    def set_alignment(self, rotation: np.ndarray, shift: np.ndarray) -> "LandmarkMDS":
+        """Map every output into another frame: y ↦ y·R + shift (MATH.md §5).
+
+        A refitted model is aligned to its predecessor's frame by orthogonal
+        Procrustes so that downstream coordinates stay comparable; the
+        alignment applies to ``embedding_`` and to every embedded object.
+
+        Args:
+            rotation: (d, d) orthogonal matrix R (rotation or reflection).
+            shift: (d,) translation, in distance units.
+        """
+        self._check_fitted()
+        d = int(self.n_components)
+        R = np.asarray(rotation, dtype=np.float64)
+        t = np.asarray(shift, dtype=np.float64)
+        if R.shape != (d, d) or t.shape != (d,):
+            raise InputError(f"alignment needs rotation ({d}, {d}) and shift ({d},), got {R.shape} and {t.shape}")
+        if not np.allclose(R.T @ R, np.eye(d), atol=1e-8):
+            raise InputError("alignment rotation must be orthogonal (RᵀR = I)")
+        self.alignment_rotation_, self.alignment_shift_ = R, t
+        natural = self.spectrum_.eigenvectors[:, :d] * np.sqrt(self.eigenvalues_)
+        self.embedding_ = natural @ R + t
+        return self
+
+    def _is_aligned(self) -> bool:
+        return not (np.array_equal(self.alignment_rotation_, np.eye(self.alignment_rotation_.shape[0])) and not self.alignment_shift_.any())
+
+    def _to_frame(self, res: EmbeddingResult) -> None:
+        if self._is_aligned():
+            res.y = res.y @ self.alignment_rotation_ + self.alignment_shift_
+
+    def _embed_natural(self, A: object, C: object = None, *, method: Method | None = None, k0_rows=None, errors: str = "raise") -> EmbeddingResult:
+        """``embed`` in the model's own eigenbasis frame (before any alignment)."""
         self._check_fitted()
         method = self.method if method is None else method
         if method not in METHODS:
@@ -205,6 +246,12 @@ class LandmarkMDS:
                 if errors == "raise":
                     raise InputError(f"row {i} of A is invalid: {why}")
                 valid[i], reasons[i] = False, why
+        with np.errstate(invalid="ignore", over="ignore"):
+            return self._finish_embed(A_arr, Z, valid, reasons, method, k0_rows)
+
+    def _finish_embed(self, A_arr, Z, valid, reasons, method, k0_rows) -> EmbeddingResult:
+        d = int(self.n_components)
+        m = A_arr.shape[0]
         Z64 = Z.astype(np.float64)
         y = Z64[:, :d]
         beta = Z64[:, d]
@@ -349,12 +396,12 @@ class LandmarkMDS:
 
     def arc(self, A: object, s: float) -> np.ndarray:
         """The point at fraction s ∈ [0, 1] of the arc from projection (0) to RR (1), (m, d)."""
-        res = self.embed(A, method="restricted")
-        if s == 1.0:
-            return res.y
-        A_arr = validation.check_rows(A, self.n_landmarks_, "A")
-        y_proj = self.embed(A_arr, method="projection").y
-        return restricted_arc(y_proj * np.sqrt(self.eigenvalues_), self.eigenvalues_, res.t, s)
+        res = self._embed_natural(A, method="restricted")
+        if s != 1.0:
+            y_proj = self._embed_natural(A, method="projection").y
+            res.y = restricted_arc(y_proj * np.sqrt(self.eigenvalues_), self.eigenvalues_, res.t, s)
+        self._to_frame(res)
+        return res.y
 
     # ---------------------------------------------------------- feature mode
     def dissimilarities_to_landmarks(self, F: object) -> np.ndarray:

@@ -47,6 +47,8 @@ def model_arrays(est) -> dict[str, np.ndarray]:
         "row_means": sp.row_means,
         "grand_mean": np.array(sp.grand_mean),
         "landmark_ids": np.asarray(est.landmark_ids_, dtype=str),
+        "alignment_rotation": est.alignment_rotation_,
+        "alignment_shift": est.alignment_shift_,
     }
     if est.dissimilarities_ is not None:
         arrays["dissimilarities"] = est.dissimilarities_
@@ -145,6 +147,8 @@ def load_model(path: str | os.PathLike):
             meta.get("metric"),
             model_version=int(meta["model_version"]),
         )
+        if "alignment_rotation" in files:
+            est.set_alignment(files["alignment_rotation"], files["alignment_shift"])
     except InputError as exc:
         raise ModelFileError(f"model file {path} holds an invalid model: {exc}") from exc
     return est

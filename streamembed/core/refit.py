@@ -1,0 +1,126 @@
+"""Landmark refits aligned to the previous map (MATH.md §5).
+
+A refit chooses a new landmark set from the old landmarks and recent objects
+whose mutual dissimilarities are known, fits classical MDS on it, and aligns
+the new configuration to the old frame by orthogonal Procrustes (rotation or
+reflection plus translation, no scaling), so downstream coordinates stay
+comparable. The alignment is fitted on every old landmark: the old landmarks
+are part of the candidate set, so their dissimilarities to the new
+landmarks are known and the new model can place them; their old positions
+are the targets. The RMS distance left after alignment is recorded.
+
+Pure computation: the caller decides where it runs (a worker process in the
+daemon) and where the result is written.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InputError
+from .landmarks import maxmin_select
+
+
+@dataclass
+class RefitResult:
+    """A refitted, aligned model and what an operator needs to know about it.
+
+    Attributes:
+        model: the new ``LandmarkMDS`` (model_version = old + 1), aligned.
+        rotation: (d, d) orthogonal R of the alignment y ↦ y·R + shift.
+        shift: (d,) translation.
+        alignment_rms: RMS distance between old landmarks placed by the new
+            model (aligned) and their old positions (distance units).
+        old_ids, new_ids: landmark ids before and after.
+        eigenvalues: (d,) the new kept eigenvalues.
+        duration_seconds: wall time of selection + fit + alignment.
+    """
+
+    model: object
+    rotation: np.ndarray
+    shift: np.ndarray
+    alignment_rms: float
+    old_ids: list[str]
+    new_ids: list[str]
+    eigenvalues: np.ndarray
+    duration_seconds: float
+    details: dict = field(default_factory=dict)
+
+
+def procrustes(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """Orthogonal Procrustes with translation: source·R + shift ≈ target.
+
+    Args:
+        source, target: (k, d) paired points.
+
+    Returns:
+        (R (d, d) orthogonal, shift (d,), RMS residual distance).
+    """
+    mu_s, mu_t = source.mean(axis=0), target.mean(axis=0)
+    S, T = source - mu_s, target - mu_t
+    U, _, Vt = np.linalg.svd(S.T @ T)
+    R = U @ Vt
+    shift = mu_t - mu_s @ R
+    resid = source @ R + shift - target
+    return R, shift, float(np.sqrt(np.square(resid).sum(axis=1).mean()))
+
+
+def refit(
+    old,
+    D_candidates: np.ndarray,
+    candidate_ids: list[str],
+    n_landmarks: int | None = None,
+    features: np.ndarray | None = None,
+) -> RefitResult:
+    """Refit the landmark map on old landmarks ∪ recent objects.
+
+    Args:
+        old: the current fitted ``LandmarkMDS`` (its outputs define the frame).
+        D_candidates: (N, N) dissimilarities among the candidates; the first
+            ``old.n_landmarks_`` rows/columns must be the old landmarks, in
+            their order.
+        candidate_ids: N ids (the first n are the old landmark ids).
+        n_landmarks: size of the new landmark set (default: the old size).
+            Chosen by max–min selection, which keeps the map's extremes and
+            adds the new region of the stream.
+        features: (N, p) candidate features in feature mode (kept with the model).
+    """
+    from ..estimator import LandmarkMDS
+
+    t0 = time.perf_counter()
+    n_old = int(old.n_landmarks_)
+    N = D_candidates.shape[0]
+    if D_candidates.shape != (N, N) or len(candidate_ids) != N:
+        raise InputError(f"refit needs square candidate dissimilarities with one id each, got {D_candidates.shape} and {len(candidate_ids)} ids")
+    if N < n_old or list(candidate_ids[:n_old]) != [str(x) for x in old.landmark_ids_]:
+        raise InputError("the first candidates must be the old landmarks, in the model's order")
+    n_new = n_old if n_landmarks is None else int(n_landmarks)
+    n_new = min(n_new, N)
+    sel = np.sort(maxmin_select(n_new, D=D_candidates, first=0))
+    D_new = D_candidates[np.ix_(sel, sel)]
+    ids = [str(candidate_ids[i]) for i in sel]
+    model = LandmarkMDS(**old.get_params())
+    if features is not None:
+        model.fit(D_new, landmark_ids=ids)
+        model.landmark_features_ = np.asarray(features)[sel]
+        model.metric_ = old.metric_
+    else:
+        model.fit(D_new, landmark_ids=ids)
+    model.model_version_ = int(old.model_version_) + 1
+    placed = model.embed(D_candidates[np.ix_(np.arange(n_old), sel)], method="projection").y
+    R, shift, rms = procrustes(placed, old.embedding_)
+    model.set_alignment(R, shift)
+    return RefitResult(
+        model=model,
+        rotation=R,
+        shift=shift,
+        alignment_rms=rms,
+        old_ids=[str(x) for x in old.landmark_ids_],
+        new_ids=ids,
+        eigenvalues=model.eigenvalues_.copy(),
+        duration_seconds=time.perf_counter() - t0,
+        details={"n_candidates": N, "kept_old": int((sel < n_old).sum())},
+    )

@@ -1,0 +1,1 @@
+"""The daemon around the streaming loop: configuration, metrics, health, logging."""

@@ -1,0 +1,217 @@
+"""The daemon: configuration -> model -> source, sinks, loop, ops server.
+
+``run_daemon(cfg)`` returns the process exit code: 0 after a clean stop
+(SIGTERM/SIGINT, limits reached, or an exhausted source), 2 when it refuses
+to start (bad configuration, missing or corrupt model, unusable checkpoint),
+1 when the loop died of an unexpected error (nothing uncommitted is lost:
+the next start resumes from the last checkpoint).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import numpy as np
+
+from streamembed.daemon.config import Config
+from streamembed.daemon.health import HealthState, OpsServer
+from streamembed.daemon.logs import setup_logging
+from streamembed.daemon.metrics import Metrics
+from streamembed.stream.checkpoint import CheckpointError, CheckpointStore
+from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource, MixtureSpec
+from streamembed.stream.loop import EmbeddingLoop, LoopSettings
+from streamembed.stream.sinks import DeadLetterSink, ParquetSink, atomic_write_bytes
+from streamembed.stream.sources import DirectorySource, Source
+
+__all__ = ["StartupError", "run_daemon", "load_or_fit_model", "build_source", "mixture_spec", "k0_rows_value"]
+
+log = logging.getLogger("streamembed.daemon")
+
+EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
+
+
+class StartupError(RuntimeError):
+    """The daemon refuses to start; the message says what to fix."""
+
+
+def mixture_spec(cfg: Config) -> MixtureSpec:
+    g = cfg.generator
+    return MixtureSpec(seed=g.seed, n_features=g.n_features, clusters=g.clusters, intrinsic_dims=g.intrinsic_dims,
+                       cluster_spread=g.cluster_spread, cluster_std=g.cluster_std, noise_std=g.noise_std,
+                       drift_speed=g.drift_speed, new_cluster_after=g.new_cluster_after,
+                       new_cluster_offset=g.new_cluster_offset)
+
+
+def k0_rows_value(value: str | int) -> None | str | int:
+    """Config ``model.k0_rows`` -> the core's ``k0_rows`` argument."""
+    if isinstance(value, str):
+        return None if value == "none" else "all"
+    return int(value)
+
+
+def load_or_fit_model(cfg: Config) -> Any:
+    """The configured model: loaded from ``model.path``, else fitted from generator samples."""
+    from streamembed import LandmarkMDS, ModelFileError
+    from streamembed.core.landmarks import maxmin_select
+
+    m = cfg.model
+    if m.path:
+        path = Path(m.path)
+        if not path.exists():
+            raise StartupError(f"model.path = {m.path!r} does not exist: make a model with `streamembed fit` "
+                               f"or leave model.path empty to fit one from the generator")
+        try:
+            est = LandmarkMDS.load(path)
+        except (ModelFileError, OSError) as exc:
+            raise StartupError(f"model.path = {m.path!r} cannot be loaded: {exc}") from None
+        est.method = m.method
+        return est
+    stream = GaussianMixtureStream(mixture_spec(cfg))
+    X = stream.fit_sample(m.fit_sample)
+    rng = np.random.default_rng([cfg.generator.seed, 7])
+    if m.landmark_selection == "maxmin":
+        idx = maxmin_select(m.n_landmarks, X=X, metric=m.metric, first=int(rng.integers(len(X))))
+    else:
+        idx = np.sort(rng.choice(len(X), size=m.n_landmarks, replace=False))
+    try:
+        est = LandmarkMDS(n_components=m.n_components, method=m.method).fit_features(X[idx], metric=m.metric)
+    except ValueError as exc:
+        raise StartupError(f"cannot fit a model from the generator ({exc}); check [model] and [generator]") from None
+    log.info("fitted a model from generator samples",
+             extra={"landmarks": m.n_landmarks, "dims": m.n_components, "metric": m.metric})
+    if m.save_path:
+        est.save(m.save_path)
+        log.info("saved the fitted model", extra={"path": m.save_path})
+    return est
+
+
+def build_source(cfg: Config, est: Any) -> Source:
+    s = cfg.source
+    if s.kind == "directory":
+        d = cfg.directory
+        if not Path(d.path).is_dir():
+            log.warning("directory.path = %r does not exist (yet); waiting for it to appear", d.path)
+        return DirectorySource(d.path, pattern=d.pattern, batch_rows=s.batch_rows, settle_seconds=d.settle_seconds,
+                               poll_seconds=d.poll_seconds, max_block_rows=s.max_block_rows,
+                               exit_when_idle=d.exit_when_idle)
+    g = cfg.generator
+    feats = getattr(est, "landmark_features_", None)
+    if feats is None or np.asarray(feats).shape[1] != g.n_features:
+        have = "no landmark features" if feats is None else f"{np.asarray(feats).shape[1]} features"
+        raise StartupError(f"source.kind = 'generator' needs a model fitted from {g.n_features}-dimensional "
+                           f"feature vectors (generator.n_features), but model.path = {cfg.model.path!r} has "
+                           f"{have}: leave model.path empty or fit the model with `streamembed fit --features`")
+    to_diss = est.dissimilarities_to_landmarks if g.emit == "dissimilarities" else None
+    return GeneratorSource(GaussianMixtureStream(mixture_spec(cfg)), batch_rows=s.batch_rows, rate=g.rate,
+                           id_prefix=g.id_prefix, to_dissimilarities=to_diss)
+
+
+class _Signals:
+    """SIGTERM/SIGINT set ``stop``; the loop ends after the current batch."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self._old: dict[int, Any] = {}
+
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
+        log.info("signal received; stopping after the current batch", extra={"signal": signal.Signals(signum).name})
+        self.stop.set()
+
+    def __enter__(self) -> "_Signals":
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self._old[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Metrics | None = None) -> int:
+    """Run the engine with ``cfg`` until stopped; returns the exit code."""
+    setup_logging(cfg.logging.level, cfg.logging.format)
+    stop = stop or threading.Event()
+    metrics = metrics or Metrics()
+    health = HealthState(cfg.metrics.wedged_after_seconds)
+    server: OpsServer | None = None
+    with _Signals(stop):
+        try:
+            if cfg.metrics.enabled:
+                server = _start_server(cfg, metrics, health)
+            est = load_or_fit_model(cfg)
+            source = build_source(cfg, est)
+            checkpoints = CheckpointStore(cfg.checkpoint_path)
+            output = ParquetSink(cfg.embeddings_dir, row_group_rows=cfg.output.row_group_rows,
+                                 compression=cfg.output.compression)
+            dead = DeadLetterSink(cfg.dead_letter_dir, fmt=cfg.output.dead_letter_format, source=source.name,
+                                  compression=cfg.output.compression)
+            loop = EmbeddingLoop(est, source, output, dead, checkpoints, settings=_settings(cfg), metrics=metrics,
+                                 health=health, stop=stop)
+            loop.restore()
+        except (StartupError, CheckpointError) as exc:
+            log.error("refusing to start: %s", exc)
+            if server is not None:
+                server.stop()
+            return EXIT_REFUSED
+        except OSError as exc:
+            log.error("refusing to start: %s", exc)
+            if server is not None:
+                server.stop()
+            return EXIT_REFUSED
+        _describe_model(metrics, est, cfg)
+        health.model_loaded = True
+        log.info("running", extra={"source": source.name, "output": str(cfg.embeddings_dir)})
+        code = EXIT_OK
+        try:
+            stats = loop.run()
+            log.info("stopped", extra={"batches": stats.batches, "records_in": stats.records_in,
+                                       "embedded": stats.embedded, "dead_letters": stats.dead,
+                                       "commits": stats.commits})
+        except Exception:  # noqa: BLE001 - report, exit non-zero; the checkpoint is intact
+            log.exception("the loop failed; restart resumes from the last checkpoint")
+            code = EXIT_FAILED
+        finally:
+            output.close()
+            dead.close()
+            source.close()
+            if server is not None:
+                server.stop()
+        return code
+
+
+def _settings(cfg: Config) -> LoopSettings:
+    return LoopSettings(method=cfg.model.method, k0_rows=k0_rows_value(cfg.model.k0_rows),
+                        max_batches=cfg.run.max_batches, max_records=cfg.run.max_records,
+                        roll_rows=cfg.output.roll_rows, roll_seconds=cfg.output.roll_seconds,
+                        max_block_rows=cfg.source.max_block_rows,
+                        max_idle_sleep=max(0.05, min(1.0, cfg.directory.poll_seconds)))
+
+
+def _start_server(cfg: Config, metrics: Metrics, health: HealthState) -> OpsServer:
+    try:
+        server = OpsServer(metrics.registry, health, cfg.metrics.host, cfg.metrics.port).start()
+    except OSError as exc:
+        raise StartupError(f"cannot listen on metrics.host = {cfg.metrics.host!r}, metrics.port = "
+                           f"{cfg.metrics.port}: {exc} (choose another port, or 0 for a free one)") from None
+    log.info("ops server listening on http://%s:%d (/metrics /healthz /readyz)", server.host, server.port,
+             extra={"host": server.host, "port": server.port})
+    if cfg.metrics.port_file:
+        atomic_write_bytes(cfg.metrics.port_file, f"{server.port}\n".encode())
+    return server
+
+
+def _describe_model(metrics: Metrics, est: Any, cfg: Config) -> None:
+    metrics.model_version.set(int(getattr(est, "model_version_", 1)))
+    metrics.model_info.info({
+        "landmarks": str(est.n_landmarks_),
+        "dims": str(est.n_components),
+        "method": cfg.model.method,
+        "metric": str(getattr(est, "metric_", None) or ""),
+        "source": cfg.model.path or "generator",
+    })

@@ -1,0 +1,412 @@
+"""Configuration: dataclass schema, TOML files, environment overrides, validation.
+
+Precedence, lowest first: the embedded default (``streamembed/default.toml``)
+< a TOML file (``--config``) < environment variables < command-line flags.
+
+Environment overrides: ``STREAMEMBED_<SECTION>__<KEY>=<value>``, section and
+key in any case, separated by a double underscore, e.g.
+``STREAMEMBED_OUTPUT__ROLL_ROWS=5000`` or ``STREAMEMBED_METRICS__PORT=0``.
+The value is parsed by the key's type: integers and floats as numbers,
+booleans as true/false/1/0/yes/no/on/off, strings verbatim (no quotes);
+``model.k0_rows`` takes ``none``, ``all`` or an integer. A variable that
+starts with ``STREAMEMBED_`` and contains ``__`` but names no key is an error.
+
+Any unknown section or key, wrong type or out-of-range value raises
+:class:`ConfigError` naming the key and the value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+__all__ = [
+    "ConfigError",
+    "Config",
+    "ENV_PREFIX",
+    "load_config",
+    "default_toml_text",
+    "to_dict",
+    "to_toml",
+    "to_json",
+    "parse_value",
+]
+
+ENV_PREFIX = "STREAMEMBED_"
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message names the key and value."""
+
+
+def _f(default: Any, doc: str, *, choices: tuple[Any, ...] | None = None, min: float | None = None,
+       max: float | None = None, exclusive_min: bool = False) -> Any:
+    return field(default=default, metadata={"doc": doc, "choices": choices, "min": min, "max": max,
+                                            "exclusive_min": exclusive_min})
+
+
+@dataclass
+class ModelConfig:
+    path: str = _f("", "landmark model (.npz from `streamembed fit`); empty: fit one from the generator at startup")
+    method: str = _f("projection", "embedding method for single objects", choices=("projection", "restricted"))
+    k0_rows: str | int = _f("none", "rows per batch with the exact residual k0: none, all, or a count (>= 1)")
+    n_landmarks: int = _f(100, "landmarks of a generator-fitted model", min=2, max=100_000)
+    n_components: int = _f(2, "map dimensions d of a generator-fitted model", min=1, max=1000)
+    landmark_selection: str = _f("maxmin", "how a generator-fitted model picks landmarks",
+                                 choices=("maxmin", "random"))
+    fit_sample: int = _f(2000, "generator objects drawn to pick landmarks from", min=2, max=10_000_000)
+    metric: str = _f("euclidean", "feature metric of a generator-fitted model (scipy cdist name)")
+    save_path: str = _f("", "save a generator-fitted model here (.npz); empty: do not save")
+
+
+@dataclass
+class SourceConfig:
+    kind: str = _f("generator", "where objects come from", choices=("generator", "directory"))
+    batch_rows: int = _f(1024, "rows per batch (256-1024 is the sweet spot)", min=1, max=10_000_000)
+    max_block_rows: int = _f(4096, "largest block (batch with `cross`) accepted", min=1, max=1_000_000)
+
+
+@dataclass
+class DirectoryConfig:
+    path: str = _f("input", "directory watched for input files")
+    pattern: str = _f("*", "glob of files to read (`**/` or `/` in it: search subdirectories)")
+    poll_seconds: float = _f(0.5, "seconds between directory scans when idle", min=0.0, max=3600.0,
+                             exclusive_min=True)
+    settle_seconds: float = _f(1.0, "ignore files modified less than this long ago", min=0.0, max=3600.0)
+    exit_when_idle: bool = _f(False, "stop when no unread file is left (batch mode)")
+
+
+@dataclass
+class GeneratorConfig:
+    seed: int = _f(0, "seed: the same seed gives the same objects", min=0)
+    n_features: int = _f(10, "feature dimension p", min=2, max=100_000)
+    clusters: int = _f(4, "mixture components", min=1, max=10_000)
+    intrinsic_dims: int = _f(3, "dimension of the subspace the components live in (< n_features)", min=1)
+    cluster_spread: float = _f(5.0, "scale of the component means", min=0.0)
+    cluster_std: float = _f(0.5, "standard deviation within a component", min=0.0)
+    noise_std: float = _f(0.01, "isotropic noise in all n_features directions", min=0.0)
+    drift_speed: float = _f(0.0, "component means move this far per 100,000 objects", min=0.0)
+    new_cluster_after: int = _f(0, "object index from which a component off the landmarks' span appears (0: never)",
+                                min=0)
+    new_cluster_offset: float = _f(5.0, "distance of that component from the span", min=0.0)
+    rate: float = _f(5000.0, "objects per second (0: as fast as possible)", min=0.0)
+    emit: str = _f("features", "emit feature vectors or dissimilarities to the landmarks",
+                   choices=("features", "dissimilarities"))
+    id_prefix: str = _f("gen", "ids are <id_prefix>-<seed>-<index>")
+
+
+@dataclass
+class OutputConfig:
+    root: str = _f("streamembed-out", "root of the default output locations below")
+    embeddings_dir: str = _f("", "Parquet output files; empty: <root>/embeddings")
+    dead_letter_dir: str = _f("", "dead-letter files; empty: <root>/dead-letter")
+    dead_letter_format: str = _f("parquet", "dead-letter file format", choices=("parquet", "jsonl"))
+    checkpoint_path: str = _f("", "checkpoint file; empty: <root>/checkpoint.json")
+    roll_rows: int = _f(100_000, "publish files and checkpoint after this many rows", min=1)
+    roll_seconds: float = _f(5.0, "... or this many seconds after the first unpublished row", min=0.0,
+                             exclusive_min=True)
+    row_group_rows: int = _f(65536, "Parquet row-group size", min=1)
+    compression: str = _f("zstd", "Parquet compression", choices=("zstd", "snappy", "gzip", "lz4", "none"))
+
+
+@dataclass
+class RunConfig:
+    max_batches: int = _f(0, "stop after this many batches (0: unbounded)", min=0)
+    max_records: int = _f(0, "stop after this many input records (0: unbounded)", min=0)
+
+
+@dataclass
+class MetricsConfig:
+    enabled: bool = _f(True, "serve /metrics, /healthz and /readyz")
+    host: str = _f("127.0.0.1", "address to bind")
+    port: int = _f(9108, "TCP port (0: an ephemeral port, logged and written to port_file)", min=0, max=65535)
+    port_file: str = _f("", "write the bound port to this file; empty: do not")
+    wedged_after_seconds: float = _f(120.0, "/healthz fails when the loop has not beaten for this long", min=0.0,
+                                     exclusive_min=True)
+
+
+@dataclass
+class LoggingConfig:
+    level: str = _f("INFO", "log level", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    format: str = _f("text", "text, or json (one JSON object per line)", choices=("text", "json"))
+
+
+@dataclass
+class Config:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    source: SourceConfig = field(default_factory=SourceConfig)
+    directory: DirectoryConfig = field(default_factory=DirectoryConfig)
+    generator: GeneratorConfig = field(default_factory=GeneratorConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+
+    # derived locations
+    @property
+    def embeddings_dir(self) -> Path:
+        return Path(self.output.embeddings_dir or Path(self.output.root) / "embeddings")
+
+    @property
+    def dead_letter_dir(self) -> Path:
+        return Path(self.output.dead_letter_dir or Path(self.output.root) / "dead-letter")
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return Path(self.output.checkpoint_path or Path(self.output.root) / "checkpoint.json")
+
+
+def _sections() -> dict[str, type]:
+    hints = typing.get_type_hints(Config)
+    return {f.name: hints[f.name] for f in dataclasses.fields(Config)}
+
+
+def _keys(section_cls: type) -> dict[str, tuple[Any, dataclasses.Field[Any]]]:
+    hints = typing.get_type_hints(section_cls)
+    return {f.name: (hints[f.name], f) for f in dataclasses.fields(section_cls)}
+
+
+# ------------------------------------------------------------------------ values
+
+
+def _type_name(tp: Any) -> str:
+    if tp is bool:
+        return "a boolean"
+    if tp is int:
+        return "an integer"
+    if tp is float:
+        return "a number"
+    if tp is str:
+        return "a string"
+    return "none, all or an integer"
+
+
+def _check_value(key: str, tp: Any, f: dataclasses.Field[Any], value: Any) -> Any:
+    """Type-check and range-check one value (from TOML or already parsed)."""
+    if tp is bool:
+        ok = isinstance(value, bool)
+    elif tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif tp is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if ok:
+            value = float(value)
+    elif tp is str:
+        ok = isinstance(value, str)
+    else:  # str | int: k0_rows
+        ok = (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, str) and value.lower() in ("none", "all"))
+        if isinstance(value, str):
+            value = value.lower()
+    if not ok:
+        raise ConfigError(f"{key} = {value!r} is not {_type_name(tp)}")
+    meta = f.metadata
+    choices = meta.get("choices")
+    if choices is not None:
+        cmp = value.upper() if key == "logging.level" and isinstance(value, str) else value
+        if cmp not in choices:
+            raise ConfigError(f"{key} = {value!r} is not one of {', '.join(map(repr, choices))}")
+        value = cmp
+    lo, hi = meta.get("min"), meta.get("max")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if lo is not None and (value < lo or (meta.get("exclusive_min") and value <= lo)):
+            rel = ">" if meta.get("exclusive_min") else ">="
+            raise ConfigError(f"{key} = {value!r} is out of range (must be {rel} {lo})")
+        if hi is not None and value > hi:
+            raise ConfigError(f"{key} = {value!r} is out of range (must be <= {hi})")
+    if key == "model.k0_rows" and isinstance(value, int) and value < 1:
+        raise ConfigError(f"{key} = {value!r} is out of range (none, all or an integer >= 1)")
+    return value
+
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def parse_value(key: str, text: str) -> Any:
+    """Parse the string ``text`` for ``section.key`` by the key's type."""
+    section, name = _split_key(key)
+    tp, f = _keys(_sections()[section])[name]
+    t = text.strip()
+    try:
+        if tp is bool:
+            if t.lower() in _TRUE:
+                return _check_value(key, tp, f, True)
+            if t.lower() in _FALSE:
+                return _check_value(key, tp, f, False)
+            raise ValueError
+        if tp is int:
+            return _check_value(key, tp, f, int(t))
+        if tp is float:
+            return _check_value(key, tp, f, float(t))
+        if tp is str:
+            return _check_value(key, tp, f, text)
+        return _check_value(key, tp, f, int(t) if t.lstrip("+-").isdigit() else t)
+    except ValueError as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"{key} = {text!r} is not {_type_name(tp)}") from None
+
+
+def _split_key(key: str) -> tuple[str, str]:
+    section, _, name = key.partition(".")
+    sections = _sections()
+    if section not in sections:
+        raise ConfigError(f"unknown config section {section!r} (in {key!r}); known: {', '.join(sections)}")
+    if name not in _keys(sections[section]):
+        raise ConfigError(f"unknown config key {key!r}; keys of [{section}]: {', '.join(_keys(sections[section]))}")
+    return section, name
+
+
+# ------------------------------------------------------------------------ loading
+
+
+def default_toml_text() -> str:
+    """The embedded default configuration (package data ``streamembed/default.toml``)."""
+    return resources.files("streamembed").joinpath("default.toml").read_text(encoding="utf-8")
+
+
+def _apply_doc(cfg: Config, doc: Mapping[str, Any], origin: str) -> None:
+    sections = _sections()
+    for section, body in doc.items():
+        if section not in sections:
+            raise ConfigError(f"unknown config section [{section}] in {origin}; known: {', '.join(sections)}")
+        if not isinstance(body, dict):
+            raise ConfigError(f"{section} in {origin} must be a table ([{section}])")
+        keys = _keys(sections[section])
+        target = getattr(cfg, section)
+        for name, value in body.items():
+            key = f"{section}.{name}"
+            if name not in keys:
+                raise ConfigError(f"unknown config key {key!r} in {origin}; keys of [{section}]: {', '.join(keys)}")
+            tp, f = keys[name]
+            setattr(target, name, _check_value(key, tp, f, value))
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc}") from None
+
+
+def env_overrides(environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(``section.key``, value) pairs from ``STREAMEMBED_<SECTION>__<KEY>`` variables."""
+    out = []
+    for var, value in sorted(environ.items()):
+        if not var.startswith(ENV_PREFIX) or "__" not in var[len(ENV_PREFIX):]:
+            continue
+        section, _, name = var[len(ENV_PREFIX):].partition("__")
+        key = f"{section.lower()}.{name.lower()}"
+        try:
+            _split_key(key)
+        except ConfigError as exc:
+            raise ConfigError(f"environment variable {var}: {exc}") from None
+        out.append((key, value))
+    return out
+
+
+def load_config(
+    path: str | Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """The effective configuration (see the module doc for precedence).
+
+    ``overrides`` maps ``section.key`` to a value: strings are parsed like
+    environment values, other values are type-checked as given.
+    """
+    cfg = Config()
+    _apply_doc(cfg, tomllib.loads(default_toml_text()), "the embedded default")
+    if path is not None:
+        _apply_doc(cfg, _read_toml(Path(path)), str(path))
+    for key, text in env_overrides(environ or {}):
+        section, name = _split_key(key)
+        try:
+            setattr(getattr(cfg, section), name, parse_value(key, text))
+        except ConfigError as exc:
+            var = f"{ENV_PREFIX}{section.upper()}__{name.upper()}"
+            raise ConfigError(f"environment variable {var}: {exc}") from None
+    for key, value in (overrides or {}).items():
+        section, name = _split_key(key)
+        tp, f = _keys(_sections()[section])[name]
+        v = parse_value(key, value) if isinstance(value, str) else _check_value(key, tp, f, value)
+        setattr(getattr(cfg, section), name, v)
+    _cross_check(cfg)
+    return cfg
+
+
+def _cross_check(cfg: Config) -> None:
+    g, m = cfg.generator, cfg.model
+    if g.intrinsic_dims >= g.n_features:
+        raise ConfigError(f"generator.intrinsic_dims = {g.intrinsic_dims} must be < generator.n_features = "
+                          f"{g.n_features}")
+    if not m.path:
+        if m.n_landmarks > m.fit_sample:
+            raise ConfigError(f"model.n_landmarks = {m.n_landmarks} must be <= model.fit_sample = {m.fit_sample}")
+        if m.n_components >= m.n_landmarks:
+            raise ConfigError(f"model.n_components = {m.n_components} must be < model.n_landmarks = "
+                              f"{m.n_landmarks}")
+    if cfg.source.kind == "directory" and not m.path:
+        raise ConfigError("source.kind = 'directory' needs a model: set model.path to a .npz file "
+                          "(make one with `streamembed fit`)")
+
+
+# ------------------------------------------------------------------------ output
+
+
+def to_dict(cfg: Config) -> dict[str, dict[str, Any]]:
+    return {name: dataclasses.asdict(getattr(cfg, name)) for name in _sections()}
+
+
+def to_json(cfg: Config) -> str:
+    return json.dumps(to_dict(cfg), indent=2)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return json.dumps(str(v))  # a TOML basic string is a JSON string for our values
+
+
+def to_toml(cfg: Config, *, comments: bool = True) -> str:
+    """The configuration as TOML (every key, with its documentation as comments)."""
+    lines: list[str] = []
+    for section, cls in _sections().items():
+        lines.append(f"[{section}]")
+        body = getattr(cfg, section)
+        for name, (_, f) in _keys(cls).items():
+            line = f"{name} = {_toml_value(getattr(body, name))}"
+            if comments and f.metadata.get("doc"):
+                line = f"{line:<40} # {f.metadata['doc']}"
+            lines.append(line)
+        lines.append("")
+    return "\n".join(lines)
+
+
+def reference_rows() -> list[tuple[str, str, str]]:
+    """(``section.key``, default as TOML, documentation) for every key."""
+    cfg = Config()
+    rows = []
+    for section, cls in _sections().items():
+        for name, (_, f) in _keys(cls).items():
+            doc = f.metadata.get("doc", "")
+            ch = f.metadata.get("choices")
+            if ch:
+                doc += f" (one of: {', '.join(map(str, ch))})"
+            rows.append((f"{section}.{name}", _toml_value(getattr(getattr(cfg, section), name)), doc))
+    return rows

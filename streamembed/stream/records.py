@@ -1,0 +1,156 @@
+"""Record formats: the public contract of the streaming layer.
+
+Input rows (one per object)
+    ``id``                string, required, non-empty
+    ``dissimilarities``   list / large_list / fixed_size_list of float32 or float64,
+                          length n (the model's landmarks, in the model's landmark order)
+    ``features``          feature mode only, instead of ``dissimilarities``: list of
+                          float (length p); the engine computes the dissimilarities
+    ``landmark_version``  int64, optional; the model version whose landmark order the
+                          row follows; null/absent means "the current model"
+    ``event_time``        timestamp, optional (JSON lines: ISO 8601 string)
+    ``cross``             optional; when present the whole batch is ONE block of k
+                          rows and row p holds the k dissimilarities of object p to
+                          the block's objects (k x k, zero diagonal)
+
+Output rows (one per embedded object): see :func:`output_schema`.
+Dead letters (one per rejected record): see :func:`dead_letter_schema`.
+
+Nothing here does I/O; the schemas are built by functions so ``d`` is explicit.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import pyarrow as pa
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "SCHEMA_VERSION_KEY",
+    "REASONS",
+    "Reason",
+    "INPUT_ID",
+    "INPUT_DISSIMILARITIES",
+    "INPUT_FEATURES",
+    "INPUT_LANDMARK_VERSION",
+    "INPUT_EVENT_TIME",
+    "INPUT_CROSS",
+    "TIMESTAMP_TYPE",
+    "output_schema",
+    "dead_letter_schema",
+    "jsonl_input_schema",
+]
+
+#: Version of the output and dead-letter record formats. Bump on any change a
+#: reader could notice (a renamed/removed column or a changed type).
+SCHEMA_VERSION: Final[int] = 1
+#: Parquet key-value metadata key that carries :data:`SCHEMA_VERSION`.
+SCHEMA_VERSION_KEY: Final[str] = "streamembed.schema_version"
+
+INPUT_ID: Final[str] = "id"
+INPUT_DISSIMILARITIES: Final[str] = "dissimilarities"
+INPUT_FEATURES: Final[str] = "features"
+INPUT_LANDMARK_VERSION: Final[str] = "landmark_version"
+INPUT_EVENT_TIME: Final[str] = "event_time"
+INPUT_CROSS: Final[str] = "cross"
+
+#: All timestamps written by the engine: microseconds, UTC.
+TIMESTAMP_TYPE: Final[pa.DataType] = pa.timestamp("us", tz="UTC")
+
+
+class Reason:
+    """The bounded set of reasons a record can fail (metric label values)."""
+
+    MISSING_ID = "missing_id"  #: id absent, null, empty or not a string
+    WRONG_LENGTH = "wrong_length"  #: list null or its length != n landmarks (or p features)
+    NON_FINITE = "non_finite"  #: NaN, +-inf or a null element
+    NEGATIVE = "negative"  #: a negative dissimilarity
+    NON_NUMERIC = "non_numeric"  #: the list holds something that is not a number
+    BAD_BLOCK = "bad_block"  #: invalid ``cross`` matrix, or another member of the block failed
+    UNKNOWN_LANDMARK_VERSION = "unknown_landmark_version"  #: landmark_version not served
+    UNDECODABLE = "undecodable"  #: not UTF-8 / not JSON / truncated Arrow data / bad column type
+    UNREADABLE_FILE = "unreadable_file"  #: the file could not be opened or parsed at all
+    REJECTED = "rejected"  #: the core refused the row (``errors="mask"``) for another reason
+    EMBED_FAILED = "embed_failed"  #: the core raised on the batch (a bug: every row dead-lettered)
+
+
+#: Every reason, in a fixed order (metrics pre-create a series per reason).
+REASONS: Final[tuple[str, ...]] = (
+    Reason.MISSING_ID,
+    Reason.WRONG_LENGTH,
+    Reason.NON_FINITE,
+    Reason.NEGATIVE,
+    Reason.NON_NUMERIC,
+    Reason.BAD_BLOCK,
+    Reason.UNKNOWN_LANDMARK_VERSION,
+    Reason.UNDECODABLE,
+    Reason.UNREADABLE_FILE,
+    Reason.REJECTED,
+    Reason.EMBED_FAILED,
+)
+
+
+def _with_version(fields: list[pa.Field]) -> pa.Schema:
+    return pa.schema(fields, metadata={SCHEMA_VERSION_KEY: str(SCHEMA_VERSION)})
+
+
+def output_schema(d: int) -> pa.Schema:
+    """Schema of embedded rows for a d-dimensional map.
+
+    ``y`` is fixed_size_list<float64, d>; ``k0`` is null where not computed;
+    ``t`` is null for the projection method; ``flags`` lists flag names.
+    """
+    return _with_version(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("model_version", pa.int64(), nullable=False),
+            pa.field("method", pa.string(), nullable=False),
+            pa.field("y", pa.list_(pa.float64(), d), nullable=False),
+            pa.field("beta", pa.float64(), nullable=False),
+            pa.field("unexplained", pa.float64(), nullable=False),
+            pa.field("k0", pa.float64()),
+            pa.field("t", pa.float64()),
+            pa.field("flags", pa.list_(pa.string()), nullable=False),
+            pa.field("event_time", TIMESTAMP_TYPE),
+            pa.field("processed_at", TIMESTAMP_TYPE, nullable=False),
+        ]
+    )
+
+
+def dead_letter_schema() -> pa.Schema:
+    """Schema of dead letters: the original record and why it was refused.
+
+    ``record`` is the row as JSON text when it could be decoded into columns;
+    ``raw`` holds the original bytes when it could not (e.g. a non-UTF-8 line);
+    ``file``/``row`` locate it in its input (row is 0-based within the file;
+    null for a whole unreadable file).
+    """
+    return _with_version(
+        [
+            pa.field("id", pa.string()),
+            pa.field("reason", pa.string(), nullable=False),
+            pa.field("detail", pa.string()),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("file", pa.string()),
+            pa.field("row", pa.int64()),
+            pa.field("record", pa.string()),
+            pa.field("raw", pa.binary()),
+            pa.field("model_version", pa.int64()),
+            pa.field("failed_at", TIMESTAMP_TYPE, nullable=False),
+        ]
+    )
+
+
+def jsonl_input_schema() -> pa.Schema:
+    """The explicit schema JSON-lines input is parsed with (extra keys ignored)."""
+    return pa.schema(
+        [
+            pa.field(INPUT_ID, pa.string()),
+            pa.field(INPUT_DISSIMILARITIES, pa.list_(pa.float64())),
+            pa.field(INPUT_FEATURES, pa.list_(pa.float64())),
+            pa.field(INPUT_LANDMARK_VERSION, pa.int64()),
+            pa.field(INPUT_EVENT_TIME, TIMESTAMP_TYPE),
+            pa.field(INPUT_CROSS, pa.list_(pa.float64())),
+        ]
+    )

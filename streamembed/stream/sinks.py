@@ -1,0 +1,272 @@
+"""Durable sinks: rolling Parquet files and dead letters, written atomically.
+
+A sink buffers what it is given (``write``) and makes it durable on
+``flush(label)``: the data goes to a temporary file, is fsynced, renamed to
+its final name and the directory is fsynced. The final name is derived from
+``label`` - the position of the first input the file holds - so replaying the
+same input after a crash rewrites the same file instead of adding a second one.
+
+The loop commits its checkpoint only after every sink's ``flush`` returned.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Protocol, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from streamembed.stream.codecs import DeadRecord, encode_dead_letters
+
+__all__ = [
+    "Sink",
+    "ParquetSink",
+    "DeadLetterSink",
+    "atomic_write_bytes",
+    "fsync_dir",
+    "safe_label",
+]
+
+
+class Sink(Protocol):
+    """What the loop needs from a sink."""
+
+    @property
+    def pending_rows(self) -> int: ...
+
+    @property
+    def pending_age(self) -> float: ...
+
+    def flush(self, label: str) -> Path | None: ...
+
+    def close(self) -> None: ...
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_label(text: str, limit: int = 96) -> str:
+    """A file-name-safe version of ``text`` (no separators, bounded length)."""
+    return _UNSAFE.sub("_", text).strip("._")[:limit] or "x"
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """fsync a directory so a rename inside it survives a power loss."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: temp file, fsync, rename, fsync dir."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def _clean_temp(directory: Path, prefix: str) -> None:
+    for p in directory.glob(f".{prefix}-*.tmp"):
+        try:
+            p.unlink()
+        except OSError:
+            pass
+
+
+def _remove_stale(path: Path) -> None:
+    if path.exists():
+        path.unlink()
+        fsync_dir(path.parent)
+
+
+class ParquetSink:
+    """Rolling Parquet files ``<prefix>-<label>.parquet`` in ``directory``.
+
+    Rows stream into a temporary Parquet file (row groups of
+    ``row_group_rows``); ``flush(label)`` closes it and publishes it atomically.
+    The schema's key-value metadata (``streamembed.schema_version``) is kept.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        prefix: str = "part",
+        row_group_rows: int = 65536,
+        compression: str = "zstd",
+    ) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.prefix = prefix
+        self.row_group_rows = int(row_group_rows)
+        self.compression = compression
+        self._writer: pq.ParquetWriter | None = None
+        self._tmp: Path | None = None
+        self._schema: pa.Schema | None = None
+        self._buffer: list[pa.RecordBatch] = []
+        self._buffered = 0
+        self._rows = 0
+        self._since: float | None = None
+        self.files_written = 0
+        _clean_temp(self.directory, prefix)
+
+    @property
+    def pending_rows(self) -> int:
+        """Rows written since the last flush."""
+        return self._rows
+
+    @property
+    def pending_age(self) -> float:
+        """Seconds since the first row after the last flush (0 when empty)."""
+        return 0.0 if self._since is None else time.monotonic() - self._since
+
+    def write(self, data: pa.RecordBatch | pa.Table, label: str) -> None:
+        """Buffer rows; ``label`` names the file if this opens a new one."""
+        if data.num_rows == 0:
+            return
+        if self._writer is None:
+            self._schema = data.schema
+            self._tmp = self.directory / f".{self.prefix}-{safe_label(label)}.parquet.tmp"
+            self._writer = pq.ParquetWriter(self._tmp, data.schema, compression=self.compression)
+            self._since = time.monotonic()
+        batches = data.to_batches() if isinstance(data, pa.Table) else [data]
+        self._buffer.extend(batches)
+        self._buffered += data.num_rows
+        self._rows += data.num_rows
+        if self._buffered >= self.row_group_rows:
+            self._write_buffer()
+
+    def _write_buffer(self) -> None:
+        if self._buffer and self._writer is not None:
+            table = pa.Table.from_batches(self._buffer, self._schema)
+            self._writer.write_table(table, row_group_size=max(self.row_group_rows, table.num_rows))
+        self._buffer = []
+        self._buffered = 0
+
+    def final_path(self, label: str) -> Path:
+        return self.directory / f"{self.prefix}-{safe_label(label)}.parquet"
+
+    def flush(self, label: str) -> Path | None:
+        """Publish the buffered rows as ``<prefix>-<label>.parquet``; None if empty.
+
+        With nothing buffered, a file of the same label left by a crashed run
+        is removed: it covered input from the same uncommitted position on,
+        which this run has just processed again (and found nothing to write).
+        """
+        if self._writer is None or self._tmp is None:
+            _remove_stale(self.final_path(label))
+            return None
+        self._write_buffer()
+        self._writer.close()
+        _fsync_file(self._tmp)
+        final = self.final_path(label)
+        os.replace(self._tmp, final)
+        fsync_dir(self.directory)
+        self._writer, self._tmp, self._since = None, None, None
+        self._rows = 0
+        self.files_written += 1
+        return final
+
+    def close(self) -> None:
+        """Drop an unflushed temporary file (nothing durable is lost)."""
+        if self._writer is not None:
+            self._writer.close()
+        if self._tmp is not None and self._tmp.exists():
+            self._tmp.unlink()
+        self._writer, self._tmp, self._since, self._buffer, self._rows = None, None, None, [], 0
+
+
+class DeadLetterSink:
+    """Dead letters as Parquet (``dead-<label>.parquet``) or JSON lines (``dead-<label>.jsonl``).
+
+    JSON lines hold the same fields as the Parquet schema; ``raw`` is base64.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        fmt: str = "parquet",
+        source: str = "",
+        compression: str = "zstd",
+    ) -> None:
+        if fmt not in ("parquet", "jsonl"):
+            raise ValueError(f"dead-letter format must be 'parquet' or 'jsonl', got {fmt!r}")
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.fmt = fmt
+        self.source = source
+        self._parquet = ParquetSink(directory, prefix="dead", compression=compression) if fmt == "parquet" else None
+        self._lines: list[bytes] = []
+        self._since: float | None = None
+        self.files_written = 0
+        if fmt == "jsonl":
+            _clean_temp(self.directory, "dead")
+
+    @property
+    def pending_rows(self) -> int:
+        return self._parquet.pending_rows if self._parquet is not None else len(self._lines)
+
+    @property
+    def pending_age(self) -> float:
+        if self._parquet is not None:
+            return self._parquet.pending_age
+        return 0.0 if self._since is None else time.monotonic() - self._since
+
+    def write(self, dead: Sequence[DeadRecord], label: str, *, model_version: int | None,
+              source: str | None = None) -> None:
+        """Buffer dead records (label names the file if this opens a new one)."""
+        if not dead:
+            return
+        now_us = time.time_ns() // 1000
+        table = encode_dead_letters(dead, source=source or self.source, model_version=model_version,
+                                    failed_at_us=now_us)
+        if self._parquet is not None:
+            self._parquet.write(table, label)
+            return
+        if self._since is None:
+            self._since = time.monotonic()
+        for row in table.to_pylist():
+            raw = row.get("raw")
+            row["raw"] = base64.b64encode(raw).decode("ascii") if raw is not None else None
+            row["failed_at"] = row["failed_at"].isoformat()
+            self._lines.append(json.dumps(row, allow_nan=True).encode("utf-8") + b"\n")
+
+    def flush(self, label: str) -> Path | None:
+        if self._parquet is not None:
+            path = self._parquet.flush(label)
+            self.files_written = self._parquet.files_written
+            return path
+        final = self.directory / f"dead-{safe_label(label)}.jsonl"
+        if not self._lines:
+            _remove_stale(final)
+            return None
+        atomic_write_bytes(final, b"".join(self._lines))
+        self._lines, self._since = [], None
+        self.files_written += 1
+        return final
+
+    def close(self) -> None:
+        if self._parquet is not None:
+            self._parquet.close()
+        self._lines, self._since = [], None

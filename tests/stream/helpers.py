@@ -1,0 +1,111 @@
+"""Small fitted models and input files shared by the streaming, daemon and e2e tests."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
+from scipy.spatial.distance import cdist
+
+N_LANDMARKS = 12
+DIMS = 2
+P = 3
+
+
+def landmark_points(seed: int = 0) -> np.ndarray:
+    """(N_LANDMARKS, P) points; the model is fitted on their Euclidean distances."""
+    return np.random.default_rng(seed).standard_normal((N_LANDMARKS, P)) * 3.0
+
+
+def fitted_model(seed: int = 0, features: bool = False) -> Any:
+    from streamembed import LandmarkMDS
+
+    L = landmark_points(seed)
+    est = LandmarkMDS(n_components=DIMS)
+    return est.fit_features(L) if features else est.fit(cdist(L, L))
+
+
+def objects(m: int, seed: int = 1) -> np.ndarray:
+    """(m, P) new objects near the landmarks."""
+    return np.random.default_rng(seed).standard_normal((m, P)) * 3.0
+
+
+def dissimilarities(Z: np.ndarray, seed: int = 0, dtype: Any = np.float32) -> np.ndarray:
+    """(m, N_LANDMARKS) Euclidean distances of Z to the landmarks of ``fitted_model(seed)``."""
+    return cdist(Z, landmark_points(seed)).astype(dtype)
+
+
+def list_column(A: np.ndarray, fixed: bool = True) -> pa.Array:
+    A = np.ascontiguousarray(A)
+    values = pa.array(A.reshape(-1))
+    if fixed:
+        return pa.FixedSizeListArray.from_arrays(values, A.shape[1])
+    offsets = pa.array(np.arange(0, A.size + 1, A.shape[1], dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, values)
+
+
+def input_table(ids: Sequence[str | None], A: np.ndarray, *, fixed: bool = True, cross: np.ndarray | None = None,
+                event_time: bool = True) -> pa.Table:
+    cols: dict[str, pa.Array] = {"id": pa.array(list(ids), pa.string()), "dissimilarities": list_column(A, fixed)}
+    if event_time:
+        now = np.datetime64("now", "us")
+        cols["event_time"] = pa.array(np.full(len(ids), now)).cast(pa.timestamp("us", tz="UTC"))
+    if cross is not None:
+        cols["cross"] = list_column(cross.astype(A.dtype), fixed)
+    return pa.table(cols)
+
+
+def write_parquet(path: Path, table: pa.Table, row_group_size: int | None = None) -> Path:
+    tmp = path.with_name("." + path.name)
+    pq.write_table(table, tmp, row_group_size=row_group_size)
+    os.replace(tmp, path)
+    return path
+
+
+def write_arrow(path: Path, table: pa.Table, *, file_format: bool = False, chunk: int | None = None) -> Path:
+    tmp = path.with_name("." + path.name)
+    with pa.OSFile(str(tmp), "wb") as sink:
+        w = ipc.new_file(sink, table.schema) if file_format else ipc.new_stream(sink, table.schema)
+        for b in table.to_batches(max_chunksize=chunk):
+            w.write_batch(b)
+        w.close()
+    os.replace(tmp, path)
+    return path
+
+
+def write_jsonl(path: Path, records: Sequence[Any], raw_lines: Sequence[bytes] = ()) -> Path:
+    tmp = path.with_name("." + path.name)
+    with open(tmp, "wb") as f:
+        for r in records:
+            f.write(json.dumps(r).encode() + b"\n")
+        for line in raw_lines:
+            f.write(line + b"\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_ids(directory: Path, pattern: str) -> list[str]:
+    """Every ``id`` in the Parquet/JSONL files matching ``pattern`` under ``directory``."""
+    out: list[str] = []
+    for p in sorted(directory.glob(pattern)):
+        if p.suffix == ".parquet":
+            out.extend(pq.read_table(p, columns=["id"]).column("id").to_pylist())
+        else:
+            out.extend(json.loads(line)["id"] for line in p.read_text().splitlines() if line)
+    return out
+
+
+def read_dead(directory: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for p in sorted(directory.glob("dead-*")):
+        if p.suffix == ".parquet":
+            rows.extend(pq.read_table(p).to_pylist())
+        else:
+            rows.extend(json.loads(line) for line in p.read_text().splitlines() if line)
+    return rows
