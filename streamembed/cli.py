@@ -89,6 +89,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- config
 
 
+def _cmd_refit(args: argparse.Namespace) -> int:
+    """Ask the running daemon of this configuration for a landmark refit (SIGUSR1)."""
+    import signal
+
+    cfg = _load(args)
+    pid_path = cfg.pid_path
+    try:
+        pid = int(pid_path.read_text().strip())
+    except (OSError, ValueError):
+        raise _Refused(f"no running daemon: {pid_path} is missing or unreadable (is `streamembed run` running "
+                       f"with output.root = {cfg.output.root!r}?)") from None
+    try:
+        os.kill(pid, signal.SIGUSR1)
+    except ProcessLookupError:
+        raise _Refused(f"no process {pid} (stale {pid_path})") from None
+    print(f"asked daemon {pid} for a refit; see {cfg.history_path} and streamembed_refits_total", file=sys.stderr)
+    return EXIT_OK
+
+
 def _cmd_config(args: argparse.Namespace) -> int:
     from streamembed.daemon.config import reference_rows, to_json, to_toml
 
@@ -414,6 +433,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--dead-letter-format", choices=("parquet", "jsonl"), default="parquet")
     e.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                    help="progress bar on stderr (auto: when stderr is a terminal)")
+
+    rf = add("refit", "ask the running daemon for a landmark refit now", _cmd_refit,
+             "Send SIGUSR1 to the daemon whose pid file is <output.root>/streamembed.pid. The daemon refits\n"
+             "in the background from its reservoir of landmark candidates, aligns the new map to the old one\n"
+             "by Procrustes, swaps it in between batches and appends a record to <output.root>/model-history.jsonl.")
+    config_args(rf)
 
     c = add("config", "print the effective configuration (TOML or JSON)", _cmd_config,
             "Print the effective configuration after the file, environment and --set overrides.\n"

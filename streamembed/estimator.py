@@ -295,6 +295,15 @@ class LandmarkMDS:
             return valid_rows
         return valid_rows[np.linspace(0, valid_rows.size - 1, s).round().astype(np.int64)] if s else valid_rows[:0]
 
+    def residual_projection(self, A: object) -> tuple[np.ndarray, np.ndarray]:
+        """(ŷ_r (m, r), β (m,)): projections on every monitored eigenpair, float64.
+
+        In the model's own eigenbasis (not aligned); k0 = β - ‖ŷ_r‖² (MATH.md §4).
+        Input rows must already be valid (finite, non-negative).
+        """
+        self._check_fitted()
+        return self._project_r(validation.check_rows(A, self.n_landmarks_, "A"))
+
     def _project_r(self, A_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(ŷ_r (s, r), β (s,)) in float64 with every monitored eigenpair."""
         r = self.spectrum_.rank

@@ -39,6 +39,8 @@ def _first_index(mask: np.ndarray) -> tuple[int, ...]:
 
 def check_finite_nonnegative(arr: np.ndarray, name: str) -> None:
     """Raise if any entry is NaN, infinite or negative, naming the first one."""
+    if arr.size and np.isfinite(total := arr.sum()) and arr.min() >= 0:
+        return  # one pass each for the common case; the slow search only on failure
     bad = ~np.isfinite(arr)
     if bad.any():
         idx = _first_index(bad)
@@ -68,12 +70,16 @@ def check_dissimilarity_matrix(D: object, name: str = "D", rtol: float = 1e-7) -
     if (diag > tol).any():
         i = int(np.argmax(diag))
         raise InputError(f"{name} must have a zero diagonal: {name}[{i}, {i}] = {arr[i, i]}")
-    asym = np.abs(arr - arr.T)
-    if (asym > tol).any():
-        i, j = _first_index(asym > tol)
-        raise InputError(
-            f"{name} must be symmetric: {name}[{i}, {j}] = {arr[i, j]} but {name}[{j}, {i}] = {arr[j, i]}"
-        )
+    # symmetry, a block of rows at a time (no n×n temporaries for large n)
+    step = max(1, 4_000_000 // arr.shape[0])
+    for i0 in range(0, arr.shape[0], step):
+        asym = np.abs(arr[i0 : i0 + step] - arr[:, i0 : i0 + step].T) > tol
+        if asym.any():
+            i, j = _first_index(asym)
+            i += i0
+            raise InputError(
+                f"{name} must be symmetric: {name}[{i}, {j}] = {arr[i, j]} but {name}[{j}, {i}] = {arr[j, i]}"
+            )
     return arr
 
 

@@ -22,7 +22,11 @@ from streamembed.daemon.config import Config
 from streamembed.daemon.health import HealthState, OpsServer
 from streamembed.daemon.logs import setup_logging
 from streamembed.daemon.metrics import Metrics
+from streamembed.core.drift import RefitTrigger
+from streamembed.daemon.refits import RefitManager, RefitSettings, newest_models
 from streamembed.stream.checkpoint import CheckpointError, CheckpointStore
+from streamembed.stream.models import ModelRegistry
+from streamembed.stream.monitor import DriftMonitor, MonitorSettings
 from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource, MixtureSpec
 from streamembed.stream.loop import EmbeddingLoop, LoopSettings
 from streamembed.stream.sinks import DeadLetterSink, ParquetSink, atomic_write_bytes
@@ -90,7 +94,45 @@ def load_or_fit_model(cfg: Config) -> Any:
     return est
 
 
-def build_source(cfg: Config, est: Any) -> Source:
+def build_registry(cfg: Config, est: Any) -> ModelRegistry:
+    """The served models: ``est`` plus newer refitted versions found in the model directory."""
+    from streamembed import LandmarkMDS, ModelFileError
+
+    registry = ModelRegistry(est, retain=cfg.refit.retain_versions)
+    for path in newest_models(cfg.model_dir, cfg.refit.retain_versions + 1):
+        try:
+            m = LandmarkMDS.load(path)
+        except ModelFileError as exc:
+            raise StartupError(f"{path} cannot be loaded ({exc}); remove it to fall back to an older version") from None
+        if int(m.model_version_) > registry.current_version:
+            m.method = cfg.model.method
+            registry.install(m)
+            log.info("resuming with a refitted model", extra={"model_version": int(m.model_version_),
+                                                              "path": str(path)})
+    return registry
+
+
+def build_drift(cfg: Config, registry: ModelRegistry, metrics: Metrics) -> tuple[DriftMonitor | None, RefitManager | None]:
+    """The drift monitor and refit manager of the [drift] and [refit] sections (None, None if disabled)."""
+    d, r = cfg.drift, cfg.refit
+    if not d.enabled:
+        return None, None
+    trigger = RefitTrigger(statistic=d.statistic, ratio=d.ratio, margin=d.margin, threshold=d.threshold or None,
+                           hysteresis=d.hysteresis, min_objects=d.min_objects, baseline_objects=d.baseline_objects,
+                           cooldown_seconds=d.cooldown_seconds)
+    monitor = DriftMonitor(registry.current, MonitorSettings(window_objects=d.window_objects,
+                                                             window_seconds=d.window_seconds,
+                                                             k0_sample=d.k0_sample,
+                                                             reservoir_objects=d.reservoir_objects),
+                           trigger, metrics)
+    cfg.model_dir.mkdir(parents=True, exist_ok=True)
+    refits = RefitManager(RefitSettings(auto=r.auto, n_landmarks=r.n_landmarks, retain_versions=r.retain_versions,
+                                        timeout_seconds=r.timeout_seconds),
+                          registry, monitor, cfg.model_dir, cfg.history_path, metrics)
+    return monitor, refits
+
+
+def build_source(cfg: Config, est: Any, registry: ModelRegistry | None = None) -> Source:
     s = cfg.source
     if s.kind == "directory":
         d = cfg.directory
@@ -106,17 +148,29 @@ def build_source(cfg: Config, est: Any) -> Source:
         raise StartupError(f"source.kind = 'generator' needs a model fitted from {g.n_features}-dimensional "
                            f"feature vectors (generator.n_features), but model.path = {cfg.model.path!r} has "
                            f"{have}: leave model.path empty or fit the model with `streamembed fit --features`")
-    to_diss = est.dissimilarities_to_landmarks if g.emit == "dissimilarities" else None
+    to_diss = None
+    if g.emit == "dissimilarities":
+        if registry is None:
+            to_diss = est.dissimilarities_to_landmarks
+        else:
+            def to_diss(X: np.ndarray) -> tuple[np.ndarray, int]:
+                model = registry.current  # follow refits: stamp the landmark version used
+                return model.dissimilarities_to_landmarks(X), int(model.model_version_)
     return GeneratorSource(GaussianMixtureStream(mixture_spec(cfg)), batch_rows=s.batch_rows, rate=g.rate,
                            id_prefix=g.id_prefix, to_dissimilarities=to_diss)
 
 
 class _Signals:
-    """SIGTERM/SIGINT set ``stop``; the loop ends after the current batch."""
+    """SIGTERM/SIGINT set ``stop``; the loop ends after the current batch. SIGUSR1 asks for a refit."""
 
     def __init__(self, stop: threading.Event) -> None:
         self.stop = stop
+        self.on_refit: Any = None
         self._old: dict[int, Any] = {}
+
+    def _refit(self, signum: int, frame: FrameType | None) -> None:
+        if self.on_refit is not None:
+            self.on_refit()
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         log.info("signal received; stopping after the current batch", extra={"signal": signal.Signals(signum).name})
@@ -126,6 +180,7 @@ class _Signals:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 self._old[sig] = signal.signal(sig, self._handler)
+            self._old[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, self._refit)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -140,19 +195,27 @@ def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Met
     metrics = metrics or Metrics()
     health = HealthState(cfg.metrics.wedged_after_seconds)
     server: OpsServer | None = None
-    with _Signals(stop):
+    refits: RefitManager | None = None
+    with _Signals(stop) as signals:
         try:
             if cfg.metrics.enabled:
                 server = _start_server(cfg, metrics, health)
             est = load_or_fit_model(cfg)
-            source = build_source(cfg, est)
+            registry = build_registry(cfg, est)
+            est = registry.current
+            source = build_source(cfg, est, registry)
+            monitor, refits = build_drift(cfg, registry, metrics)
+            if refits is not None:
+                signals.on_refit = refits.request_manual
             checkpoints = CheckpointStore(cfg.checkpoint_path)
             output = ParquetSink(cfg.embeddings_dir, row_group_rows=cfg.output.row_group_rows,
                                  compression=cfg.output.compression)
             dead = DeadLetterSink(cfg.dead_letter_dir, fmt=cfg.output.dead_letter_format, source=source.name,
                                   compression=cfg.output.compression)
             loop = EmbeddingLoop(est, source, output, dead, checkpoints, settings=_settings(cfg), metrics=metrics,
-                                 health=health, stop=stop)
+                                 health=health, stop=stop, registry=registry, monitor=monitor,
+                                 between_batches=None if refits is None else refits.poll)
+            _write_pid(cfg)
             loop.restore()
         except (StartupError, CheckpointError) as exc:
             log.error("refusing to start: %s", exc)
@@ -177,12 +240,23 @@ def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Met
             log.exception("the loop failed; restart resumes from the last checkpoint")
             code = EXIT_FAILED
         finally:
+            if refits is not None:
+                refits.close()
             output.close()
             dead.close()
             source.close()
+            cfg.pid_path.unlink(missing_ok=True)
             if server is not None:
                 server.stop()
         return code
+
+
+def _write_pid(cfg: Config) -> None:
+    """``<root>/streamembed.pid``: where ``streamembed refit`` sends SIGUSR1."""
+    import os
+
+    cfg.pid_path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(cfg.pid_path, f"{os.getpid()}\n".encode())
 
 
 def _settings(cfg: Config) -> LoopSettings:

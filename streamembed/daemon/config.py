@@ -122,6 +122,35 @@ class RunConfig:
 
 
 @dataclass
+class DriftConfig:
+    enabled: bool = _f(True, "monitor drift through k0 (MATH.md §4) and trigger refits")
+    window_objects: int = _f(50_000, "objects in the sliding drift window", min=100)
+    window_seconds: float = _f(0.0, "also drop objects older than this (0: by count only)", min=0.0)
+    k0_sample: int = _f(32, "rows per batch whose exact k0 is computed (O(n·r) each)", min=0, max=1_000_000)
+    reservoir_objects: int = _f(2000, "recent objects kept as landmark candidates (feature mode)", min=0)
+    statistic: str = _f("relative_unexplained_mean", "statistic the refit trigger watches",
+                        choices=("relative_unexplained_mean", "relative_unexplained_p90", "relative_k0_mean",
+                                 "kernel_distance_bound", "gap_ratio"))
+    ratio: float = _f(1.5, "drift = statistic above baseline x ratio ...", min=1.0)
+    margin: float = _f(0.05, "... and above baseline + margin", min=0.0)
+    threshold: float = _f(0.0, "absolute trigger level instead of the baseline rule (0: baseline rule)", min=0.0)
+    hysteresis: float = _f(0.5, "clear level = baseline + hysteresis x (trigger level - baseline)", min=0.0, max=1.0)
+    min_objects: int = _f(20_000, "objects above the level before a refit fires", min=1)
+    baseline_objects: int = _f(20_000, "objects after a (re)fit before the baseline is taken", min=1)
+    cooldown_seconds: float = _f(300.0, "no automatic refit within this time after one", min=0.0)
+
+
+@dataclass
+class RefitConfig:
+    auto: bool = _f(True, "refit when the drift trigger fires (manual: SIGUSR1 or `streamembed refit`)")
+    n_landmarks: int = _f(0, "landmarks of a refitted model (0: as many as now)", min=0, max=100_000)
+    retain_versions: int = _f(3, "older model versions kept to embed inputs that name them", min=0, max=100)
+    timeout_seconds: float = _f(600.0, "kill a refit worker running longer than this", min=1.0)
+    model_dir: str = _f("", "versioned models model-v<N>.npz; empty: <root>/models")
+    history_path: str = _f("", "JSON lines record of every refit; empty: <root>/model-history.jsonl")
+
+
+@dataclass
 class MetricsConfig:
     enabled: bool = _f(True, "serve /metrics, /healthz and /readyz")
     host: str = _f("127.0.0.1", "address to bind")
@@ -145,6 +174,8 @@ class Config:
     generator: GeneratorConfig = field(default_factory=GeneratorConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    drift: DriftConfig = field(default_factory=DriftConfig)
+    refit: RefitConfig = field(default_factory=RefitConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
 
@@ -160,6 +191,18 @@ class Config:
     @property
     def checkpoint_path(self) -> Path:
         return Path(self.output.checkpoint_path or Path(self.output.root) / "checkpoint.json")
+
+    @property
+    def model_dir(self) -> Path:
+        return Path(self.refit.model_dir or Path(self.output.root) / "models")
+
+    @property
+    def history_path(self) -> Path:
+        return Path(self.refit.history_path or Path(self.output.root) / "model-history.jsonl")
+
+    @property
+    def pid_path(self) -> Path:
+        return Path(self.output.root) / "streamembed.pid"
 
 
 def _sections() -> dict[str, type]:

@@ -11,7 +11,7 @@ import threading
 from typing import Iterable, Sequence
 
 import numpy as np
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, PlatformCollector, ProcessCollector
 from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
@@ -77,6 +77,10 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         r = self.registry
+        # process_* (CPU seconds, resident/virtual memory bytes, open fds, start time) and python_info:
+        # the default registry has these, an explicit one needs them registered.
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
         self.records_in = Counter("streamembed_records_in_total",
                                   "Input records read (rows, plus undecodable lines and unreadable files).",
                                   registry=r)
@@ -107,3 +111,74 @@ class Metrics:
         self.checkpoints = Counter("streamembed_checkpoints_total", "Checkpoints committed.", registry=r)
         self.files_written = Counter("streamembed_output_files_total", "Output and dead-letter files published.",
                                      ["kind"], registry=r)
+        # Drift monitoring and refits (MATH.md §4–5; values of the current window).
+        self.drift = {
+            name: Gauge(f"streamembed_drift_{name}", doc, registry=r)
+            for name, doc in DRIFT_GAUGES.items()
+        }
+        self.drift_quantile = Gauge("streamembed_drift_relative_unexplained_quantile",
+                                    "Quantiles of unexplained / beta over the drift window (ratio 0-1).",
+                                    ["quantile"], registry=r)
+        self.refit_trigger_value = Gauge("streamembed_refit_trigger_value",
+                                         "Current value of the statistic the refit trigger watches.", registry=r)
+        self.refit_trigger_level = Gauge("streamembed_refit_trigger_level",
+                                         "Level above which the watched statistic counts toward a refit (NaN until "
+                                         "the baseline is known).", registry=r)
+        self.refits = Counter("streamembed_refits_total", "Landmark refits completed and swapped in, by trigger.",
+                              ["trigger"], registry=r)
+        for trigger in ("auto", "manual", "remote"):
+            self.refits.labels(trigger=trigger)
+        self.refit_failures = Counter("streamembed_refit_failures_total", "Landmark refits that failed or were "
+                                      "rejected by validation.", registry=r)
+        self.refit_seconds = Histogram("streamembed_refit_duration_seconds",
+                                       "Wall time of a refit: selection, eigendecomposition, alignment, persistence.",
+                                       buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120), registry=r)
+        self.refit_alignment_rms = Gauge("streamembed_refit_alignment_rms",
+                                         "RMS distance left by the Procrustes alignment of the last refit "
+                                         "(map distance units).", registry=r)
+        self.refit_in_progress = Gauge("streamembed_refit_in_progress", "1 while a refit runs in the background.",
+                                       registry=r)
+        self.last_refit = Gauge("streamembed_last_refit_timestamp_seconds",
+                                "Unix time of the last completed refit (0: none since start).", registry=r)
+        self.reservoir_objects = Gauge("streamembed_refit_candidates",
+                                       "Objects in the reservoir of landmark candidates.", registry=r)
+        # Kafka source and sinks (streamembed.kafka); zero unless source.kind = "kafka" or output.kafka_topic is set.
+        self.kafka_consumer_lag = Gauge("streamembed_kafka_consumer_lag",
+                                        "Messages not yet handed to the loop: fetch high watermark - next offset, "
+                                        "per assigned partition.", ["topic", "partition"], registry=r)
+        self.kafka_messages_in = Counter("streamembed_kafka_messages_in_total", "Kafka messages consumed.",
+                                         registry=r)
+        self.kafka_bytes_in = Counter("streamembed_kafka_bytes_in_total", "Bytes of Kafka message values consumed.",
+                                      registry=r)
+        self.kafka_messages_out = Counter("streamembed_kafka_messages_out_total",
+                                          "Kafka messages produced and acknowledged, by topic (output, dead letters, "
+                                          "model).", ["topic"], registry=r)
+        self.kafka_produce_errors = Counter("streamembed_kafka_produce_errors_total",
+                                            "Produce requests that failed (each is retried unless permanent).",
+                                            registry=r)
+        self.kafka_retries = Counter("streamembed_kafka_retries_total",
+                                     "Kafka operations retried after a transient error.", registry=r)
+        self.kafka_rebalances = Counter("streamembed_kafka_rebalances_total",
+                                        "Consumer-group rebalances this member took part in.", registry=r)
+        self.kafka_assigned_partitions = Gauge("streamembed_kafka_assigned_partitions",
+                                               "Input partitions assigned to this member.", registry=r)
+        self.kafka_paused_partitions = Gauge("streamembed_kafka_paused_partitions",
+                                             "Input partitions paused because the sinks fell behind.", registry=r)
+        self.kafka_commits = Counter("streamembed_kafka_commits_total",
+                                     "Offset commits (after the outputs of the batches were acknowledged).",
+                                     registry=r)
+
+
+#: streamembed_drift_<name> gauges: statistics of the current drift window.
+DRIFT_GAUGES: dict[str, str] = {
+    "window_objects": "Objects in the drift window.",
+    "sampled_objects": "Objects of the window with an exact k0.",
+    "relative_unexplained_mean": "Mean of unexplained / beta over the window (ratio 0-1).",
+    "relative_k0_mean": "Mean of k0 / beta over the sampled objects (ratio).",
+    "trace_k0": "Tr(k0) over the window, scaled up from the sample (squared map units).",
+    "norm_k0": "||k0||_2 over the window: exact on blocks, else its trace bound (squared map units).",
+    "kernel_distance_bound": "Bound on the average kernel-distance error against a full refit (map units).",
+    "eigengap": "gamma_d - gamma_{d+1} of the Nystrom kernel over landmarks and window (squared map units).",
+    "gap_ratio": "||k0||_2 / eigengap: at 1 or above a refit may reorder or replace the kept axes.",
+    "negative_k0_ratio": "Share of sampled objects with k0 < 0 (non-Euclidean input), 0-1.",
+}

@@ -95,6 +95,8 @@ class DecodedBatch:
     index: np.ndarray
     dead: list[DeadRecord] = field(default_factory=list)
     n_rows: int = 0
+    #: landmark version of each accepted row, or None when every row follows the current model
+    versions: np.ndarray | None = None
 
 
 def row_as_json(table: pa.Table | pa.RecordBatch, i: int) -> str:
@@ -328,8 +330,11 @@ def decode_batch(
     else:
         mask = pa.array(ok)
         out_ids, out_et = ids.filter(mask), event_time.filter(mask)
+    row_versions = None
+    if versions is not None and ok.any() and (versions[ok] != model_version).any():
+        row_versions = versions[ok]
     return DecodedBatch(ids=out_ids, matrix=matrix, kind=kind, cross=cross,
-                        event_time=out_et, index=np.flatnonzero(ok), dead=dead, n_rows=m)
+                        event_time=out_et, index=np.flatnonzero(ok), dead=dead, n_rows=m, versions=row_versions)
 
 
 def _row_no(rows: np.ndarray | None, row_base: int, i: int) -> int:

@@ -143,8 +143,14 @@ class GeneratorSource:
         if self.to_dissimilarities is None:
             cols["features"] = pa.FixedSizeListArray.from_arrays(pa.array(X.reshape(-1)), X.shape[1])
         else:
-            A = np.ascontiguousarray(self.to_dissimilarities(X), dtype=np.float32)
+            got = self.to_dissimilarities(X)
+            version = None
+            if isinstance(got, tuple):  # (A, the model version whose landmarks A refers to)
+                got, version = got
+            A = np.ascontiguousarray(got, dtype=np.float32)
             cols["dissimilarities"] = pa.FixedSizeListArray.from_arrays(pa.array(A.reshape(-1)), A.shape[1])
+            if version is not None:
+                cols["landmark_version"] = pa.array(np.full(m, int(version), dtype=np.int64))
         cols["event_time"] = pa.array(now).cast(TIMESTAMP_TYPE)
         return pa.table(cols)
 

@@ -88,6 +88,9 @@ class EmbeddingLoop:
         metrics: Any = None,
         health: Any = None,
         stop: threading.Event | None = None,
+        registry: Any = None,
+        monitor: Any = None,
+        between_batches: Any = None,
     ) -> None:
         self.est = estimator
         self.source = source
@@ -98,15 +101,20 @@ class EmbeddingLoop:
         self.metrics = metrics
         self.health = health
         self.stop = stop or threading.Event()
+        self.between_batches = between_batches
         self.stats = LoopStats()
         s = self.settings
         self.embedder = BatchEmbedder(estimator, method=s.method, block_method=s.block_method,
-                                      k0_rows=s.k0_rows, max_block_rows=s.max_block_rows)
-        self.model_version = self.embedder.model_version
+                                      k0_rows=s.k0_rows, max_block_rows=s.max_block_rows,
+                                      registry=registry, monitor=monitor)
         self._sources_state: dict[str, Any] = {}
         self._position: Any = None
         self._roll_label: str | None = None
         self._uncommitted = False
+
+    @property
+    def model_version(self) -> int:
+        return self.embedder.model_version
 
     # ------------------------------------------------------------------ restore
     def restore(self) -> None:
@@ -128,6 +136,8 @@ class EmbeddingLoop:
         try:
             while not self.stop.is_set():
                 self._beat()
+                if self.between_batches is not None:
+                    self.between_batches()
                 if s.max_batches and self.stats.batches >= s.max_batches:
                     break
                 if s.max_records and self.stats.records_in >= s.max_records:
@@ -160,12 +170,20 @@ class EmbeddingLoop:
         return rows >= s.roll_rows or age >= s.roll_seconds
 
     def commit(self) -> None:
-        """Publish both sinks' files, then commit the checkpoint."""
+        """Publish both sinks' files, then commit the checkpoint.
+
+        A source that keeps its own positions (``commit``, e.g. Kafka: the
+        consumer group's offsets) commits them instead of the checkpoint file.
+        """
         label = self._roll_label or "empty"
         out_path = self.output.flush(label)
         dead_path = self.dead.flush(label)
-        self._sources_state[self.source.name] = self._position
-        self.checkpoints.save(Checkpoint(sources=self._sources_state, model_version=self.model_version))
+        commit_source = getattr(self.source, "commit", None)
+        if commit_source is not None:
+            commit_source(self._position)
+        else:
+            self._sources_state[self.source.name] = self._position
+            self.checkpoints.save(Checkpoint(sources=self._sources_state, model_version=self.model_version))
         self.stats.commits += 1
         self._roll_label, self._uncommitted = None, False
         if self.metrics is not None:

@@ -35,7 +35,7 @@ from streamembed.stream.records import (
     Reason,
 )
 
-__all__ = ["ReadChunk", "file_format", "iter_file", "FORMATS"]
+__all__ = ["ReadChunk", "file_format", "iter_file", "parse_json_lines", "FORMATS"]
 
 #: file extension -> format name
 FORMATS: dict[str, str] = {
@@ -279,6 +279,15 @@ def _parse_lines(lines: list[bytes], start: int, name: str) -> ReadChunk:
         except (pa.ArrowException, ValueError):
             pass
     return _parse_lines_slowly(lines, start, name)
+
+
+def parse_json_lines(lines: list[bytes], start: int = 0, name: str = "") -> ReadChunk:
+    """Parse JSON lines (one object per line, no newline inside) into rows and dead letters.
+
+    The same parser and checks as JSON-lines files (used for JSON Kafka
+    messages); line j is row ``start + j`` of ``name``.
+    """
+    return _parse_lines(lines, start, name)
 
 
 def _parse_lines_slowly(lines: list[bytes], start: int, name: str) -> ReadChunk:

@@ -79,6 +79,11 @@ class Source(Protocol):
 
     def close(self) -> None: ...
 
+    # Optional: ``commit(position)``. A source that keeps its own positions
+    # (Kafka: the consumer group's committed offsets) defines it; the loop then
+    # calls it, after the sinks are durable, instead of writing the checkpoint
+    # file, and ``restore`` is not used.
+
 
 _SKIP_SUFFIXES = (".tmp", ".part", ".partial", ".crdownload")
 

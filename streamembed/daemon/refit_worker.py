@@ -1,0 +1,70 @@
+"""The refit worker: one landmark refit in its own process (MATH.md §5).
+
+    python -m streamembed.daemon.refit_worker JOB.npz OLD_MODEL.npz NEW_MODEL.npz RECORD.json
+
+JOB.npz (``allow_pickle=False``) holds the candidates: ``dissimilarities``
+(N, N) whose first rows are the old landmarks, ``ids`` (N,), optionally
+``features`` (N, p), and ``n_landmarks``. The worker loads the old model,
+runs ``core.refit.refit`` (selection, classical MDS, Procrustes alignment),
+writes the new model atomically and a JSON record of what it did; it exits
+0 on success and 1 with ``{"error": ...}`` in the record otherwise. Nothing
+crosses the process boundary but these files: no pickle, and the daemon's
+process keeps streaming (and heartbeating) while the eigendecomposition runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from streamembed.stream.sinks import atomic_write_bytes
+
+
+def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
+    from streamembed import LandmarkMDS
+    from streamembed.core.refit import refit
+
+    t0 = time.perf_counter()
+    try:
+        with np.load(job, allow_pickle=False) as npz:
+            D = npz["dissimilarities"]
+            ids = [str(x) for x in npz["ids"]]
+            features = npz["features"] if "features" in npz.files else None
+            n_landmarks = int(npz["n_landmarks"])
+        old = LandmarkMDS.load(old_model)
+        res = refit(old, D, ids, n_landmarks=n_landmarks or None, features=features)
+        res.model.save(new_model)
+        doc = {
+            "model_version": int(res.model.model_version_),
+            "previous_version": int(old.model_version_),
+            "old_landmarks": res.old_ids,
+            "new_landmarks": res.new_ids,
+            "eigenvalues": res.eigenvalues.tolist(),
+            "alignment_rms": res.alignment_rms,
+            "fit_seconds": res.duration_seconds,
+            "worker_seconds": time.perf_counter() - t0,
+            "n_candidates": res.details["n_candidates"],
+            "kept_old_landmarks": res.details["kept_old"],
+        }
+        code = 0
+    except Exception as exc:  # noqa: BLE001 - reported to the daemon through the record
+        doc = {"error": f"{type(exc).__name__}: {exc}", "worker_seconds": time.perf_counter() - t0}
+        code = 1
+    atomic_write_bytes(record, json.dumps(doc).encode())
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return run(*(Path(a) for a in args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,275 @@
+"""Background landmark refits, versioned and swapped in between batches (MATH.md §5).
+
+``RefitManager.poll()`` runs between batches on the loop's thread. When the
+drift monitor has a pending trigger (or an operator asked with SIGUSR1 /
+``streamembed refit``) and no refit is running, it writes the candidates
+to a job file and starts ``refit_worker`` as a separate process. Later polls
+check the process without waiting; when it is done the new model is loaded,
+validated (newer version, finite and aligned), made current in the
+registry (older versions stay retained for stale inputs), the monitor
+restarts its window, and a record of the refit is appended to the model
+history (JSON lines). Models live as ``model-v<N>.npz`` in the model
+directory, so a restarted daemon continues with the newest one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.spatial.distance
+
+from streamembed.stream.models import ModelRegistry, StaleModelError
+
+__all__ = ["RefitSettings", "RefitManager", "model_path", "newest_models"]
+
+log = logging.getLogger("streamembed.refit")
+
+_MODEL_FILE = re.compile(r"^model-v(\d+)\.npz$")
+
+
+@dataclass
+class RefitSettings:
+    """See the [refit] section of the configuration reference."""
+
+    auto: bool = True
+    n_landmarks: int = 0
+    retain_versions: int = 3
+    timeout_seconds: float = 600.0
+
+
+def worker_environment() -> dict[str, str]:
+    """The refit worker's environment: one BLAS thread, so the stream keeps a core.
+
+    On a small machine a multithreaded eigensolver would take every core from
+    the loop (and from the Kafka client's heartbeats) for the refit's duration.
+    """
+    import os
+
+    env = dict(os.environ)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = "1"
+    return env
+
+
+def model_path(model_dir: Path, version: int) -> Path:
+    return Path(model_dir) / f"model-v{int(version)}.npz"
+
+
+def newest_models(model_dir: Path, count: int) -> list[Path]:
+    """The ``count`` newest ``model-v<N>.npz`` files, oldest first."""
+    d = Path(model_dir)
+    if not d.is_dir():
+        return []
+    found = sorted((int(m.group(1)), p) for p in d.iterdir() if (m := _MODEL_FILE.match(p.name)))
+    return [p for _, p in found[-count:]]
+
+
+class RefitManager:
+    """Starts, watches and installs refits; never blocks the stream."""
+
+    def __init__(self, settings: RefitSettings, registry: ModelRegistry, monitor: Any, model_dir: Path,
+                 history_path: Path, metrics: Any = None) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.monitor = monitor
+        self.model_dir = Path(model_dir)
+        self.history_path = Path(history_path)
+        self.metrics = metrics
+        self._manual = threading.Event()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._job: dict[str, Any] | None = None
+        self.completed = 0
+        self.failed = 0
+
+    # ------------------------------------------------------------------ asking
+    def request_manual(self) -> None:
+        """Ask for a refit now (signal-safe: only sets a flag)."""
+        self._manual.set()
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None
+
+    # --------------------------------------------------------------- the poll
+    def poll(self) -> None:
+        """Between batches: finish a done refit, or start a requested one."""
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                if time.monotonic() - self._job["started"] > self.settings.timeout_seconds:
+                    self._proc.kill()
+                    self._proc.wait()
+                    self._fail("the refit worker exceeded refit.timeout_seconds and was killed")
+                return
+            self._finish()
+            return
+        trigger = None
+        if self._manual.is_set():
+            self._manual.clear()
+            trigger, reason, stats = "manual", "requested by an operator", self.monitor.last_stats
+        elif self.settings.auto and self.monitor.pending is not None:
+            reason, stats = self.monitor.pending
+            self.monitor.pending = None
+            trigger = "auto"
+        if trigger is not None:
+            self._start(trigger, reason, stats)
+
+    def wait(self, timeout: float) -> None:
+        """Block until a running refit finishes and is installed (tests, shutdown)."""
+        deadline = time.monotonic() + timeout
+        while self._proc is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            self.poll()
+
+    def close(self) -> None:
+        """Stop a running refit (shutdown): it is simply not installed; drift will ask again."""
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            self._proc.wait()
+            self._record({"trigger": self._job["trigger"], "reason": self._job["reason"], "status": "abandoned",
+                          "detail": "the daemon stopped while the refit ran"})
+            self._cleanup(self._job)
+        self._proc = None
+        self.monitor.refit_running = False
+
+    # ------------------------------------------------------------------ start
+    def _start(self, trigger: str, reason: str, stats: Any) -> None:
+        est = self.registry.current
+        cand = self.monitor.candidates()
+        if cand is None or not cand.ids:
+            self._record({"trigger": trigger, "reason": reason, "status": "skipped",
+                          "detail": "no landmark candidates: the stream carried no blocks and no features"})
+            log.warning("refit requested but there are no landmark candidates")
+            self.monitor.trigger.refitted(time.time())  # cooldown: do not ask again at once
+            return
+        n_old = int(est.n_landmarks_)
+        old_ids = [str(x) for x in est.landmark_ids_]
+        taken = set(old_ids)
+        keep = [i for i, x in enumerate(cand.ids) if x not in taken]
+        ids = old_ids + [cand.ids[i] for i in keep]
+        features = None
+        if cand.features is not None:
+            if est.landmark_features_ is None:
+                self._fail("feature candidates but the model has no landmark features")
+                return
+            features = np.vstack([est.landmark_features_, cand.features[keep]])
+            D = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(features, metric=est.metric_))
+        else:
+            if est.dissimilarities_ is None:
+                self._fail("the model does not store its landmark dissimilarities; refit impossible")
+                return
+            k = len(keep)
+            D = np.zeros((n_old + k, n_old + k))
+            D[:n_old, :n_old] = est.dissimilarities_
+            A = cand.cross_to_landmarks[keep]
+            D[n_old:, :n_old] = A
+            D[:n_old, n_old:] = A.T
+            D[n_old:, n_old:] = cand.mutual[np.ix_(keep, keep)]
+        workdir = Path(tempfile.mkdtemp(prefix="refit-", dir=self.model_dir))
+        job = workdir / "job.npz"
+        arrays = {"dissimilarities": D, "ids": np.asarray(ids, dtype=str),
+                  "n_landmarks": np.asarray(self.settings.n_landmarks or n_old)}
+        if features is not None:
+            arrays["features"] = features
+        np.savez(job, **arrays)
+        old_path = workdir / "old.npz"
+        est.save(old_path)
+        new_path = workdir / "new.npz"
+        record_path = workdir / "record.json"
+        cmd = [sys.executable, "-m", "streamembed.daemon.refit_worker", str(job), str(old_path), str(new_path),
+               str(record_path)]
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=worker_environment())
+        self._job = {"trigger": trigger, "reason": reason, "started": time.monotonic(), "started_at": time.time(),
+                     "workdir": workdir, "new": new_path, "record": record_path,
+                     "stats": None if stats is None else stats.as_dict(), "n_candidates": len(ids),
+                     "objects_seen": self.monitor.objects_seen}
+        self.monitor.refit_running = True
+        if self.metrics is not None:
+            self.metrics.refit_in_progress.set(1)
+        log.info("refit started", extra={"trigger": trigger, "reason": reason, "candidates": len(ids)})
+
+    # ----------------------------------------------------------------- finish
+    def _finish(self) -> None:
+        from streamembed import LandmarkMDS
+
+        job, proc = self._job, self._proc
+        self._proc = None
+        self.monitor.refit_running = False
+        try:
+            rec = json.loads(Path(job["record"]).read_text())
+        except (OSError, ValueError):
+            rec = {"error": f"the refit worker exited with code {proc.returncode} and wrote no record"}
+        if proc.returncode != 0 or "error" in rec:
+            self._fail(rec.get("error", f"worker exit code {proc.returncode}"))
+            return
+        try:
+            new = LandmarkMDS.load(job["new"])
+            current = self.registry.current
+            if not np.isfinite(new.embedding_).all() or not np.isfinite(rec["alignment_rms"]):
+                raise ValueError("the new model has non-finite coordinates")
+            if int(new.n_components) != int(current.n_components):
+                raise ValueError("the new model changed the map's dimension")
+            new.method = current.method
+            self.model_dir.mkdir(parents=True, exist_ok=True)
+            final = model_path(self.model_dir, new.model_version_)
+            Path(job["new"]).replace(final)
+            self.registry.install(new)
+        except (ValueError, StaleModelError, OSError) as exc:
+            self._fail(f"the refitted model was rejected: {exc}")
+            return
+        duration = time.monotonic() - job["started"]
+        self.monitor.reset(new)
+        self.completed += 1
+        self._record({**rec, "trigger": job["trigger"], "reason": job["reason"], "status": "installed",
+                      "statistics": job["stats"], "triggered_after_objects": job["objects_seen"],
+                      "installed_after_objects": self.monitor.objects_seen, "duration_seconds": duration,
+                      "path": str(final)})
+        self._cleanup(job)
+        if self.metrics is not None:
+            m = self.metrics
+            m.refits.labels(trigger=job["trigger"]).inc()
+            m.refit_seconds.observe(duration)
+            m.refit_alignment_rms.set(rec["alignment_rms"])
+            m.last_refit.set(time.time())
+            m.refit_in_progress.set(0)
+            m.model_version.set(int(new.model_version_))
+        log.info("refit installed", extra={"model_version": int(new.model_version_),
+                                           "alignment_rms": rec["alignment_rms"], "seconds": round(duration, 3)})
+
+    def _fail(self, why: str) -> None:
+        job = self._job or {}
+        self._proc = None
+        self.monitor.refit_running = False
+        self.failed += 1
+        self._record({"trigger": job.get("trigger"), "reason": job.get("reason"), "status": "failed", "error": why})
+        if job:
+            self._cleanup(job)
+        self.monitor.trigger.refitted(time.time())  # cool down before trying again
+        if self.metrics is not None:
+            self.metrics.refit_failures.inc()
+            self.metrics.refit_in_progress.set(0)
+        log.error("refit failed: %s", why)
+
+    def _cleanup(self, job: dict[str, Any]) -> None:
+        import shutil
+
+        shutil.rmtree(job["workdir"], ignore_errors=True)
+        self._job = None
+
+    def _record(self, doc: dict[str, Any]) -> None:
+        doc = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **doc}
+        self.history_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.history_path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(doc, default=float) + "\n")
+            fh.flush()

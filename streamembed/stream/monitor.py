@@ -1,0 +1,159 @@
+"""Drift monitoring in the stream: residuals -> window -> trigger (MATH.md §4).
+
+``DriftMonitor.observe`` sees every batch embedded with the current model.
+It adds the batch's relative unexplained energy (all objects, free) and the
+exact k0 of a deterministic sample of rows to a ``core.drift.DriftWindow``,
+feeds the window's statistics to a ``core.drift.RefitTrigger``, exports both
+as metrics, and keeps the reservoir of landmark candidates a refit needs:
+in feature mode the most recent objects' feature vectors, in dissimilarity
+mode the most recent block (its members' mutual dissimilarities are known).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from streamembed.core.centering import center_block
+from streamembed.core.drift import DriftStatistics, DriftWindow, RefitTrigger
+from streamembed.core.residuals import block_k0, operator_norm
+
+__all__ = ["MonitorSettings", "DriftMonitor", "Candidates"]
+
+log = logging.getLogger("streamembed.monitor")
+
+
+@dataclass
+class MonitorSettings:
+    """See the [drift] section of the configuration reference."""
+
+    window_objects: int = 50_000
+    window_seconds: float = 0.0
+    k0_sample: int = 32
+    reservoir_objects: int = 2000
+    max_block_for_norm: int = 512
+
+
+@dataclass
+class Candidates:
+    """Recent objects usable as landmarks: features (feature mode) or one block."""
+
+    ids: list[str]
+    features: np.ndarray | None = None  # (k, p)
+    cross_to_landmarks: np.ndarray | None = None  # (k, n) dissimilarities to the current landmarks
+    mutual: np.ndarray | None = None  # (k, k)
+
+
+class DriftMonitor:
+    """Watches the residuals of the current model and decides when to refit."""
+
+    def __init__(self, est: Any, settings: MonitorSettings, trigger: RefitTrigger, metrics: Any = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.trigger = trigger
+        self.metrics = metrics
+        self.clock = clock
+        self.pending: tuple[str, DriftStatistics | None] | None = None
+        #: set by the refit manager while a refit runs: no new trigger meanwhile
+        self.refit_running = False
+        self.last_stats: DriftStatistics | None = None
+        #: objects observed since start (the trigger's position in the stream)
+        self.objects_seen = 0
+        self.triggered_at: int | None = None
+        self._features: deque[tuple[str, np.ndarray]] = deque(maxlen=settings.reservoir_objects)
+        self._block: Candidates | None = None
+        self.reset(est, refitted=False)
+
+    def reset(self, est: Any, refitted: bool = True) -> None:
+        """Start over with ``est`` (after a refit): new window, new baseline, cooldown."""
+        s = self.settings
+        self.window = DriftWindow(est.spectrum_.eigenvalues, int(est.n_components), int(est.n_landmarks_),
+                                  max_objects=s.window_objects, max_seconds=s.window_seconds or None)
+        self.pending = None
+        self._block = None  # its dissimilarities refer to the old landmarks
+        if refitted:
+            self.trigger.refitted(self.clock())
+
+    # ----------------------------------------------------------------- observe
+    def observe(self, est: Any, A: np.ndarray, res: Any, *, ids: Any = None, cross: np.ndarray | None = None,
+                features: np.ndarray | None = None) -> None:
+        """Account for one batch: A (m, n) dissimilarities, ``res`` its valid EmbeddingResult rows."""
+        now = self.clock()
+        m = A.shape[0]
+        if m == 0:
+            return
+        self.objects_seen += m
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where(res.beta > 0, res.unexplained / res.beta, np.nan)
+        s = min(self.settings.k0_sample, m)
+        k0 = y_r = beta = None
+        block_norm = None
+        if s:
+            rows = np.unique(np.linspace(0, m - 1, s).round().astype(np.int64))
+            y_r, beta = est.residual_projection(np.asarray(A[rows], dtype=np.float64))
+            k0 = beta - np.einsum("ij,ij->i", y_r, y_r)
+        if cross is not None and m <= self.settings.max_block_for_norm:
+            A64 = np.asarray(A, dtype=np.float64)
+            _, Beta = center_block(A64**2, np.asarray(cross, dtype=np.float64) ** 2, est.spectrum_.row_means,
+                                   est.spectrum_.grand_mean)
+            block_norm = operator_norm(block_k0(Beta, est.residual_projection(A64)[0]))
+        self.window.add(now, rel, k0, y_r, beta, block_norm)
+        self._keep_candidates(A, ids, cross, features)
+        stats = self.window.statistics(now)
+        self.last_stats = stats
+        decision = self.trigger.observe(now, stats, m)
+        if decision.fire and self.pending is None and not self.refit_running:
+            log.info("drift: refit triggered", extra={"reason": decision.reason})
+            self.pending = (decision.reason, stats)
+            self.triggered_at = self.objects_seen
+        self._export(stats, decision.value, decision.threshold)
+
+    def _keep_candidates(self, A: np.ndarray, ids: Any, cross: np.ndarray | None, features: np.ndarray | None) -> None:
+        id_list = [str(x) for x in ids.to_pylist()] if ids is not None else [f"obj-{i}" for i in range(A.shape[0])]
+        if features is not None:
+            for i, f in zip(id_list, np.asarray(features, dtype=np.float64)):
+                self._features.append((i, f))
+        elif cross is not None:
+            self._block = Candidates(ids=id_list, cross_to_landmarks=np.asarray(A, dtype=np.float64).copy(),
+                                     mutual=np.asarray(cross, dtype=np.float64).copy())
+
+    def candidates(self) -> Candidates | None:
+        """The reservoir as refit candidates (None when there are none)."""
+        if self._features:
+            ids, feats = zip(*self._features)
+            return Candidates(ids=list(ids), features=np.vstack(feats))
+        return self._block
+
+    @property
+    def reservoir_size(self) -> int:
+        if self._features:
+            return len(self._features)
+        return 0 if self._block is None else len(self._block.ids)
+
+    # ----------------------------------------------------------------- metrics
+    def _export(self, stats: DriftStatistics | None, value: float, level: float) -> None:
+        m = self.metrics
+        if m is None:
+            return
+        m.refit_trigger_value.set(value)
+        m.refit_trigger_level.set(level)
+        m.reservoir_objects.set(self.reservoir_size)
+        if stats is None:
+            return
+        g = m.drift
+        g["window_objects"].set(stats.n_objects)
+        g["sampled_objects"].set(stats.n_sampled)
+        for name in ("relative_unexplained_mean", "relative_k0_mean", "trace_k0", "norm_k0",
+                     "kernel_distance_bound", "eigengap", "gap_ratio"):
+            v = getattr(stats, name)
+            g[name].set(v if math.isfinite(v) else float("nan"))
+        g["negative_k0_ratio"].set(stats.negative_k0_share)
+        for q, v in (("0.5", stats.relative_unexplained_p50), ("0.9", stats.relative_unexplained_p90),
+                     ("0.99", stats.relative_unexplained_p99)):
+            m.drift_quantile.labels(quantile=q).set(v)

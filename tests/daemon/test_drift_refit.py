@@ -1,0 +1,110 @@
+"""Drift monitoring and automatic refits through the real daemon loop (MATH.md §4–5)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pytest
+
+from streamembed.daemon.app import run_daemon
+from streamembed.daemon.config import load_config
+from streamembed.daemon.metrics import Metrics
+
+pytestmark = pytest.mark.slow
+
+DRIFT_AT = 40_000
+
+
+def _config(root: Path, **overrides: object):
+    base = {
+        "output.root": str(root),
+        "metrics.enabled": False,
+        "generator.rate": 60_000.0,
+        "drift.window_objects": 10_000,
+        "drift.baseline_objects": 10_000,
+        "drift.min_objects": 5_000,
+        "drift.cooldown_seconds": 30.0,
+        "output.roll_seconds": 1.0,
+    }
+    base.update(overrides)
+    return load_config(None, environ={}, overrides=base)
+
+
+def _history(root: Path) -> list[dict]:
+    path = root / "model-history.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _gauge(metrics: Metrics, name: str, **labels: str) -> float:
+    value = metrics.registry.get_sample_value(name, labels or None)
+    assert value is not None, name
+    return value
+
+
+DRIFT = {
+    # landmarks span the mixture's 3-dim subspace exactly (no noise), so a component that appears
+    # off that subspace has k0 > 0 until a refit takes some of its objects as landmarks
+    "generator.noise_std": 0.0,
+    "generator.new_cluster_after": DRIFT_AT,
+    "generator.new_cluster_offset": 6.0,
+    "drift.statistic": "relative_k0_mean",
+}
+
+
+def test_drift_triggers_one_refit_and_the_residuals_recover(tmp_path):
+    cfg = _config(tmp_path, **DRIFT, **{"run.max_records": 200_000})
+    metrics = Metrics()
+    assert run_daemon(cfg, metrics=metrics) == 0
+    installed = [h for h in _history(tmp_path) if h["status"] == "installed"]
+    assert len(installed) == 1, _history(tmp_path)
+    rec = installed[0]
+    assert rec["model_version"] == 2 and rec["previous_version"] == 1
+    assert np.isfinite(rec["alignment_rms"]) and rec["alignment_rms"] >= 0
+    assert len(rec["new_landmarks"]) == len(rec["old_landmarks"]) == 100
+    at_trigger = rec["statistics"]
+    assert at_trigger["relative_k0_mean"] > 0.05 and at_trigger["kernel_distance_bound"] > 0.1
+
+    table = ds.dataset(tmp_path / "embeddings", format="parquet").to_table(columns=["id", "model_version"])
+    index = pc.cast(pc.utf8_slice_codeunits(table["id"], 6), "int64").to_numpy()  # ids are gen-0-<index>
+    versions = table["model_version"].to_numpy()
+    first_v2 = index[versions == 2].min()
+    # the refit triggers within a bounded number of objects after the drift starts (window + min_objects),
+    # and the stream keeps flowing while it runs
+    assert DRIFT_AT < rec["triggered_after_objects"] <= DRIFT_AT + 10_000 + 5_000 + 1024
+    assert rec["triggered_after_objects"] < first_v2 <= rec["installed_after_objects"] + 1024
+    assert (versions[index < DRIFT_AT] == 1).all()
+    # after the refit the new landmarks span the stream again: k0 and its bound fall back
+    assert _gauge(metrics, "streamembed_drift_relative_k0_mean") < 0.01
+    assert _gauge(metrics, "streamembed_drift_kernel_distance_bound") < 0.1 * at_trigger["kernel_distance_bound"]
+    assert _gauge(metrics, "streamembed_refits_total", trigger="auto") == 1
+    assert _gauge(metrics, "streamembed_model_version") == 2
+    assert Path(rec["path"]).exists()
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cityblock"])
+def test_stationary_input_triggers_no_refit(tmp_path, metric):
+    """200,000 stationary objects: Euclidean features, and non-Euclidean (L1) dissimilarities."""
+    cfg = _config(tmp_path, **{"run.max_records": 200_000, "generator.rate": 0.0, "model.metric": metric,
+                               "generator.emit": "dissimilarities" if metric == "cityblock" else "features",
+                               "drift.cooldown_seconds": 0.0})
+    metrics = Metrics()
+    assert run_daemon(cfg, metrics=metrics) == 0
+    assert [h for h in _history(tmp_path) if h["status"] != "skipped"] == []
+    assert _gauge(metrics, "streamembed_refits_total", trigger="auto") == 0
+    assert _gauge(metrics, "streamembed_drift_window_objects") > 0
+    if metric == "cityblock":
+        assert _gauge(metrics, "streamembed_drift_negative_k0_ratio") > 0  # the input is visibly non-Euclidean
+
+
+def test_restart_continues_with_the_refitted_model(tmp_path):
+    cfg = _config(tmp_path, **DRIFT, **{"run.max_records": 120_000})
+    assert run_daemon(cfg, metrics=Metrics()) == 0
+    assert any(h["status"] == "installed" for h in _history(tmp_path))
+    cfg2 = _config(tmp_path, **DRIFT, **{"run.max_records": 20_000})
+    metrics = Metrics()
+    assert run_daemon(cfg2, metrics=metrics) == 0
+    assert _gauge(metrics, "streamembed_model_version") == 2
