@@ -440,6 +440,9 @@ def build_parser() -> argparse.ArgumentParser:
              "by Procrustes, swaps it in between batches and appends a record to <output.root>/model-history.jsonl.")
     config_args(rf)
 
+    for name, (_, help_) in _TOOLS.items():
+        sub.add_parser(name, help=help_, add_help=False)  # listed here; main() hands them their arguments
+
     c = add("config", "print the effective configuration (TOML or JSON)", _cmd_config,
             "Print the effective configuration after the file, environment and --set overrides.\n"
             "Environment: STREAMEMBED_<SECTION>__<KEY>=value, e.g. STREAMEMBED_METRICS__PORT=0.")
@@ -450,10 +453,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: Subcommands with their own parsers: name -> (module with main(argv), help).
+_TOOLS: dict[str, tuple[str, str]] = {
+    "bench": ("streamembed.evaluation.bench", "throughput against the memory-read ceiling (and scikit-learn)"),
+    "evaluate": ("streamembed.evaluation.evaluate", "placement quality of every method against full refits"),
+    "plot": ("streamembed.evaluation.plots", "render the map or the drift history to PNG (needs matplotlib)"),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns (and, as a script, exits with) the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] in _TOOLS:
+        import importlib
+
+        module = importlib.import_module(_TOOLS[args_list[0]][0])
+        return int(module.main(args_list[1:]))
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(args_list)
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_REFUSED

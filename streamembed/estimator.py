@@ -252,21 +252,21 @@ class LandmarkMDS:
     def _finish_embed(self, A_arr, Z, valid, reasons, method, k0_rows) -> EmbeddingResult:
         d = int(self.n_components)
         m = A_arr.shape[0]
-        Z64 = Z.astype(np.float64)
-        y = Z64[:, :d]
-        beta = Z64[:, d]
+        y = Z[:, :d].astype(np.float64)
+        beta = Z[:, d].astype(np.float64)
         flags = np.zeros(m, dtype=np.uint32)
         t = np.full(m, np.nan)
+        unexpl = beta - np.einsum("ij,ij->i", y, y)
         if method == "restricted":
-            rows = np.flatnonzero(valid) if not valid.all() else slice(None)
-            sol = solve_restricted(y[rows] * np.sqrt(self.eigenvalues_), beta[rows], self.eigenvalues_, self._ambiguity_rtol(A_arr.dtype))
-            unexpl = beta - np.einsum("ij,ij->i", y, y)
-            y = y.copy()
-            y[rows] = sol.y
-            t[rows] = sol.t
-            flags[rows] |= sol.flags
-        else:
-            unexpl = beta - np.einsum("ij,ij->i", y, y)
+            c = y * np.sqrt(self.eigenvalues_)
+            rtol = self._ambiguity_rtol(A_arr.dtype)
+            if valid.all():
+                sol = solve_restricted(c, beta, self.eigenvalues_, rtol)
+                y, t, flags = sol.y, sol.t, sol.flags
+            else:
+                rows = np.flatnonzero(valid)
+                sol = solve_restricted(c[rows], beta[rows], self.eigenvalues_, rtol)
+                y[rows], t[rows], flags[rows] = sol.y, sol.t, sol.flags
         k0 = np.full(m, np.nan)
         sample = self._k0_sample(k0_rows, np.flatnonzero(valid))
         if sample.size:

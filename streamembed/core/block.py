@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 
+from .blas import single_blas_thread
 from .flags import FLAG_AMBIGUOUS
 from .restricted import solve_restricted
 
@@ -104,16 +105,17 @@ def solve_block(
     for _ in range(n_random_starts):
         starts.append(single.y + 0.3 * scale * rng.standard_normal(single.y.shape))
     best_f, best_y = np.inf, single.y
-    for Y0 in starts:
-        res = scipy.optimize.minimize(
-            _objective_and_gradient,
-            Y0.ravel(),
-            args=(C, Beta, lam, sl, B_norm2),
-            jac=True,
-            method="L-BFGS-B",
-            options={"maxiter": 5000, "gtol": 1e-12, "ftol": 1e-15},
-        )
-        f = block_objective(res.x.reshape(k, d), C, Beta, lam, B_norm2)
-        if f < best_f:
-            best_f, best_y = f, res.x.reshape(k, d)
+    with single_blas_thread():
+        for Y0 in starts:
+            res = scipy.optimize.minimize(
+                _objective_and_gradient,
+                Y0.ravel(),
+                args=(C, Beta, lam, sl, B_norm2),
+                jac=True,
+                method="L-BFGS-B",
+                options={"maxiter": 5000, "gtol": 1e-12, "ftol": 1e-15},
+            )
+            f = block_objective(res.x.reshape(k, d), C, Beta, lam, B_norm2)
+            if f < best_f:
+                best_f, best_y = f, res.x.reshape(k, d)
     return BlockSolution(y=best_y, objective=best_f, n_starts=len(starts), single=single.y, single_flags=single.flags)

@@ -65,9 +65,17 @@ class WindowBounds:
 
 
 def kernel_distance_bound(trace_k0: float, n_landmarks: int, n_window: int) -> float:
-    """√(2·Tr(k0)/(n + |Z|)): the corrected Theorem 18 bound (MATH.md §4)."""
+    """√(2·Tr(k0)/(n + |Z|)): the corrected Theorem 18 bound (MATH.md §4).
+
+    NaN when Tr(k0) < 0: k0 is then not positive semidefinite (non-Euclidean
+    input) and the bound does not apply; round-off below zero counts as 0.
+    """
     total = n_landmarks + n_window
-    return float(np.sqrt(max(2.0 * trace_k0, 0.0) / total)) if total else 0.0
+    if not total:
+        return 0.0
+    if trace_k0 < -1e-9 * max(1.0, abs(trace_k0)) and trace_k0 < 0:
+        return float("nan")
+    return float(np.sqrt(max(2.0 * trace_k0, 0.0) / total))
 
 
 def kernel_distance_exact(K0: np.ndarray, n_landmarks: int) -> float:

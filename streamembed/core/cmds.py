@@ -54,11 +54,15 @@ class LandmarkSpectrum:
         return int(self.eigenvalues.shape[0])
 
 
-def double_center(D2: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """B = -1/2 P Δ2 P with P = I - eeᵀ/n; returns (B, row_means, grand_mean)."""
+def double_center(D2: np.ndarray, overwrite: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
+    """B = -1/2 P Δ2 P with P = I - eeᵀ/n; returns (B, row_means, grand_mean).
+
+    With ``overwrite`` the (n, n) Δ2 buffer becomes B (no second n×n array).
+    """
     row_means = D2.mean(axis=1)
     grand_mean = float(row_means.mean())
-    B = D2 - row_means[:, None]
+    B = D2 if overwrite else D2.copy()
+    B -= row_means[:, None]
     B -= row_means[None, :]
     B += grand_mean
     B *= -0.5
@@ -102,8 +106,7 @@ def fit_spectrum(
             full accuracy (Lanczos) and the rest of the r only approximately.
     """
     n = D.shape[0]
-    D2 = np.square(D)
-    B, row_means, grand_mean = double_center(D2)
+    B, row_means, grand_mean = double_center(np.square(D), overwrite=True)
     if solver == "auto":
         solver = "full" if (n <= FULL_EIGH_MAX_N or (n_residual is not None and n_residual > n // 4)) else "partial"
     if solver == "full":

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .blas import single_blas_thread
 from .cmds import LandmarkSpectrum
 
 #: Rows per cache block ≈ BLOCK_ELEMENTS / n: 128 rows at n = 500 (256 KB of
@@ -120,9 +121,11 @@ class ProjectionKernel:
                 self._pool = ThreadPoolExecutor(max_workers=self.n_threads, thread_name_prefix="streamembed-proj")
             # Split on block boundaries so each block's minimum has one writer.
             bounds = [min(m, (m * w // workers) // bs * bs) for w in range(workers)] + [m]
-            futures = [self._pool.submit(self._run, A, Z, blkmin, bounds[w], bounds[w + 1], w) for w in range(workers)]
-            for f in futures:
-                f.result()
+            with single_blas_thread():  # one BLAS thread per Python worker (PERF.md)
+                futures = [self._pool.submit(self._run, A, Z, blkmin, bounds[w], bounds[w + 1], w)
+                           for w in range(workers)]
+                for f in futures:
+                    f.result()
         with np.errstate(invalid="ignore", over="ignore"):
             Z += self.const
         suspect = ~np.isfinite(Z[:, self.n_coords])

@@ -22,6 +22,7 @@ import numpy as np
 
 from .errors import InputError
 from .landmarks import maxmin_select
+from .procrustes import orthogonal_procrustes_align
 
 
 @dataclass
@@ -48,24 +49,6 @@ class RefitResult:
     eigenvalues: np.ndarray
     duration_seconds: float
     details: dict = field(default_factory=dict)
-
-
-def procrustes(source: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """Orthogonal Procrustes with translation: source·R + shift ≈ target.
-
-    Args:
-        source, target: (k, d) paired points.
-
-    Returns:
-        (R (d, d) orthogonal, shift (d,), RMS residual distance).
-    """
-    mu_s, mu_t = source.mean(axis=0), target.mean(axis=0)
-    S, T = source - mu_s, target - mu_t
-    U, _, Vt = np.linalg.svd(S.T @ T)
-    R = U @ Vt
-    shift = mu_t - mu_s @ R
-    resid = source @ R + shift - target
-    return R, shift, float(np.sqrt(np.square(resid).sum(axis=1).mean()))
 
 
 def refit(
@@ -111,7 +94,7 @@ def refit(
         model.fit(D_new, landmark_ids=ids)
     model.model_version_ = int(old.model_version_) + 1
     placed = model.embed(D_candidates[np.ix_(np.arange(n_old), sel)], method="projection").y
-    R, shift, rms = procrustes(placed, old.embedding_)
+    R, shift, rms = orthogonal_procrustes_align(placed, old.embedding_)
     model.set_alignment(R, shift)
     return RefitResult(
         model=model,

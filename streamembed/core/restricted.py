@@ -68,7 +68,7 @@ class RestrictedSolution:
 
 #: Rows per chunk: (d, chunk) float64 work arrays stay in L2 cache, and
 #: numpy's per-call overhead is amortised over the chunk.
-CHUNK_ROWS = 4096
+CHUNK_ROWS = 8192
 #: A Newton step this small (relative to u) is the last one needed: with
 #: quadratic convergence the error after applying it is ~(1e-7)² relative.
 FINAL_STEP_RTOL = 1e-7

@@ -22,6 +22,8 @@ from streamembed.daemon.config import Config
 from streamembed.daemon.health import HealthState, OpsServer
 from streamembed.daemon.logs import setup_logging
 from streamembed.daemon.metrics import Metrics
+from streamembed.kafka.wiring import KafkaIO, ModelSync, build_io, open_model_topic, startup_model
+from streamembed.kafka.wiring import build_source as build_kafka_source
 from streamembed.core.drift import RefitTrigger
 from streamembed.daemon.refits import RefitManager, RefitSettings, newest_models
 from streamembed.stream.checkpoint import CheckpointError, CheckpointStore
@@ -196,34 +198,45 @@ def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Met
     health = HealthState(cfg.metrics.wedged_after_seconds)
     server: OpsServer | None = None
     refits: RefitManager | None = None
+    kafka_io = KafkaIO()
     with _Signals(stop) as signals:
         try:
             if cfg.metrics.enabled:
                 server = _start_server(cfg, metrics, health)
-            est = load_or_fit_model(cfg)
+            model_topic = open_model_topic(cfg, kafka_io, metrics=metrics, stop=stop)
+            est = startup_model(cfg, model_topic, load_or_fit_model)
             registry = build_registry(cfg, est)
             est = registry.current
-            source = build_source(cfg, est, registry)
+            source = (build_kafka_source(cfg, kafka_io, metrics=metrics, stop=stop) if cfg.source.kind == "kafka"
+                      else build_source(cfg, est, registry))
             monitor, refits = build_drift(cfg, registry, metrics)
             if refits is not None:
                 signals.on_refit = refits.request_manual
             checkpoints = CheckpointStore(cfg.checkpoint_path)
             output = ParquetSink(cfg.embeddings_dir, row_group_rows=cfg.output.row_group_rows,
-                                 compression=cfg.output.compression)
+                                 compression=cfg.output.compression) if cfg.output.parquet else None
             dead = DeadLetterSink(cfg.dead_letter_dir, fmt=cfg.output.dead_letter_format, source=source.name,
-                                  compression=cfg.output.compression)
+                                  compression=cfg.output.compression) if cfg.source.kind != "kafka" else None
+            # Parquet and/or the Kafka output topic; the dead-letter topic for a Kafka source
+            output, dead = build_io(cfg, kafka_io, source, output, dead, metrics=metrics, stop=stop)
+            model_sync = None if model_topic is None else ModelSync(
+                model_topic, registry, monitor=monitor, metrics=metrics, poll_seconds=cfg.kafka.model_poll_seconds)
+            between = [f for f in (None if refits is None else refits.poll,
+                                   None if model_sync is None else model_sync.poll) if f is not None]
             loop = EmbeddingLoop(est, source, output, dead, checkpoints, settings=_settings(cfg), metrics=metrics,
                                  health=health, stop=stop, registry=registry, monitor=monitor,
-                                 between_batches=None if refits is None else refits.poll)
+                                 between_batches=_chain(between))
             _write_pid(cfg)
             loop.restore()
         except (StartupError, CheckpointError) as exc:
             log.error("refusing to start: %s", exc)
+            kafka_io.close()
             if server is not None:
                 server.stop()
             return EXIT_REFUSED
         except OSError as exc:
             log.error("refusing to start: %s", exc)
+            kafka_io.close()
             if server is not None:
                 server.stop()
             return EXIT_REFUSED
@@ -245,10 +258,25 @@ def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Met
             output.close()
             dead.close()
             source.close()
+            kafka_io.close()
             cfg.pid_path.unlink(missing_ok=True)
             if server is not None:
                 server.stop()
         return code
+
+
+def _chain(calls: list[Any]) -> Any:
+    """One between-batches callable running ``calls`` in order (None when there are none)."""
+    if not calls:
+        return None
+    if len(calls) == 1:
+        return calls[0]
+
+    def run_all() -> None:
+        for call in calls:
+            call()
+
+    return run_all
 
 
 def _write_pid(cfg: Config) -> None:

@@ -46,9 +46,12 @@ class ConfigError(ValueError):
 
 
 def _f(default: Any, doc: str, *, choices: tuple[Any, ...] | None = None, min: float | None = None,
-       max: float | None = None, exclusive_min: bool = False) -> Any:
-    return field(default=default, metadata={"doc": doc, "choices": choices, "min": min, "max": max,
-                                            "exclusive_min": exclusive_min})
+       max: float | None = None, exclusive_min: bool = False, secret: bool = False) -> Any:
+    meta = {"doc": doc, "choices": choices, "min": min, "max": max, "exclusive_min": exclusive_min,
+            "secret": secret}
+    if isinstance(default, dict):  # a table of free-form settings ([kafka.client])
+        return field(default_factory=lambda: dict(default), metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 @dataclass
@@ -67,7 +70,7 @@ class ModelConfig:
 
 @dataclass
 class SourceConfig:
-    kind: str = _f("generator", "where objects come from", choices=("generator", "directory"))
+    kind: str = _f("generator", "where objects come from", choices=("generator", "directory", "kafka"))
     batch_rows: int = _f(1024, "rows per batch (256-1024 is the sweet spot)", min=1, max=10_000_000)
     max_block_rows: int = _f(4096, "largest block (batch with `cross`) accepted", min=1, max=1_000_000)
 
@@ -113,6 +116,8 @@ class OutputConfig:
                              exclusive_min=True)
     row_group_rows: int = _f(65536, "Parquet row-group size", min=1)
     compression: str = _f("zstd", "Parquet compression", choices=("zstd", "snappy", "gzip", "lz4", "none"))
+    parquet: bool = _f(True, "write the Parquet output files (off: only the Kafka output topic)")
+    kafka_topic: str = _f("", "Kafka topic the embedded rows are produced to ([kafka] settings); empty: none")
 
 
 @dataclass
@@ -151,6 +156,55 @@ class RefitConfig:
 
 
 @dataclass
+class KafkaConfig:
+    bootstrap_servers: str = _f("127.0.0.1:9092", "comma-separated host:port of Kafka brokers")
+    input_topic: str = _f("", "topic read when source.kind = kafka")
+    group_id: str = _f("streamembed", "consumer group: replicas with the same group share the input partitions")
+    client_id: str = _f("streamembed", "client id prefix (-consumer / -producer appended)")
+    auto_offset_reset: str = _f("earliest", "where a group without committed offsets starts",
+                                choices=("earliest", "latest"))
+    dead_letter_topic: str = _f("", "topic of refused input messages and rows; empty: <input_topic>.dlq")
+    output_format: str = _f("arrow", "messages of output.kafka_topic: one Arrow IPC stream per batch, or one "
+                            "JSON object per row", choices=("arrow", "json"))
+    model_topic: str = _f("", "compacted topic distributing the landmark model to every replica; empty: off")
+    model_name: str = _f("streamembed", "key of this deployment's model in model_topic")
+    model_poll_seconds: float = _f(2.0, "how often the loop looks for a newer model between batches", min=0.0)
+    model_wait_seconds: float = _f(60.0, "without model.path: wait this long for a model on model_topic",
+                                   min=0.0)
+    poll_timeout_ms: int = _f(200, "longest wait for new messages in one poll", min=0, max=60_000)
+    max_poll_records: int = _f(500, "messages decoded per consumer poll", min=1, max=1_000_000)
+    max_poll_interval_ms: int = _f(300_000, "the group drops a member that does not poll for this long", min=1000)
+    session_timeout_ms: int = _f(45_000, "the group drops a member without heartbeats for this long", min=1000)
+    heartbeat_interval_ms: int = _f(3000, "heartbeat period (below a third of session_timeout_ms)", min=100)
+    fetch_max_bytes: int = _f(52_428_800, "most bytes one fetch returns", min=1024)
+    max_partition_fetch_bytes: int = _f(16_777_216, "most bytes per partition per fetch (>= a batch message)",
+                                        min=1024)
+    max_request_size: int = _f(16_777_216, "largest produce request (output, dead letters of large inputs)",
+                               min=1024)
+    batch_size: int = _f(1_048_576, "producer batch bytes per partition", min=0)
+    linger_ms: int = _f(5, "producer wait for more messages to batch", min=0, max=60_000)
+    acks: str = _f("all", "acknowledgements a produce waits for", choices=("all", "1", "0"))
+    max_unacked_bytes: int = _f(67_108_864, "pause the input while this many produced bytes are unacknowledged",
+                                min=1)
+    startup_timeout_seconds: float = _f(60.0, "give up (exit 2) when the brokers are unreachable this long at start",
+                                        min=0.0)
+    retry_backoff_max_seconds: float = _f(10.0, "longest wait between retries of a transient error", min=0.0,
+                                          exclusive_min=True)
+    security_protocol: str = _f("PLAINTEXT", "transport security",
+                                choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"))
+    sasl_mechanism: str = _f("", "SASL mechanism (with SASL_*); empty: none",
+                             choices=("", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"))
+    sasl_plain_username: str = _f("", "SASL user name")
+    sasl_plain_password: str = _f("", "SASL password (prefer STREAMEMBED_KAFKA__SASL_PLAIN_PASSWORD)", secret=True)
+    ssl_cafile: str = _f("", "CA certificate file (PEM) to verify the brokers")
+    ssl_certfile: str = _f("", "client certificate file (PEM)")
+    ssl_keyfile: str = _f("", "client private key file (PEM)")
+    ssl_check_hostname: bool = _f(True, "verify that the broker certificate matches its host name")
+    client: dict[str, Any] = _f({}, "[kafka.client]: more kafka-python settings, passed to the consumer and/or "
+                                "producer that knows each key (unknown keys refuse to start)")
+
+
+@dataclass
 class MetricsConfig:
     enabled: bool = _f(True, "serve /metrics, /healthz and /readyz")
     host: str = _f("127.0.0.1", "address to bind")
@@ -176,6 +230,7 @@ class Config:
     run: RunConfig = field(default_factory=RunConfig)
     drift: DriftConfig = field(default_factory=DriftConfig)
     refit: RefitConfig = field(default_factory=RefitConfig)
+    kafka: KafkaConfig = field(default_factory=KafkaConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
 
@@ -227,6 +282,8 @@ def _type_name(tp: Any) -> str:
         return "a number"
     if tp is str:
         return "a string"
+    if typing.get_origin(tp) is dict:
+        return "a table (in the environment: a JSON object)"
     return "none, all or an integer"
 
 
@@ -242,6 +299,10 @@ def _check_value(key: str, tp: Any, f: dataclasses.Field[Any], value: Any) -> An
             value = float(value)
     elif tp is str:
         ok = isinstance(value, str)
+    elif typing.get_origin(tp) is dict:  # a free-form table such as [kafka.client]
+        ok = isinstance(value, dict) and all(isinstance(k, str) for k in value)
+        if ok:
+            value = dict(value)
     else:  # str | int: k0_rows
         ok = (isinstance(value, int) and not isinstance(value, bool)) or (
             isinstance(value, str) and value.lower() in ("none", "all"))
@@ -290,6 +351,8 @@ def parse_value(key: str, text: str) -> Any:
             return _check_value(key, tp, f, float(t))
         if tp is str:
             return _check_value(key, tp, f, text)
+        if typing.get_origin(tp) is dict:
+            return _check_value(key, tp, f, json.loads(text))
         return _check_value(key, tp, f, int(t) if t.lstrip("+-").isdigit() else t)
     except ValueError as exc:
         if isinstance(exc, ConfigError):
@@ -405,6 +468,37 @@ def _cross_check(cfg: Config) -> None:
     if cfg.source.kind == "directory" and not m.path:
         raise ConfigError("source.kind = 'directory' needs a model: set model.path to a .npz file "
                           "(make one with `streamembed fit`)")
+    _cross_check_kafka(cfg)
+
+
+def _cross_check_kafka(cfg: Config) -> None:
+    k = cfg.kafka
+    if cfg.source.kind == "kafka":
+        if not k.input_topic:
+            raise ConfigError("source.kind = 'kafka' needs kafka.input_topic")
+        if not cfg.model.path and not k.model_topic:
+            raise ConfigError("source.kind = 'kafka' needs a model: set model.path to a .npz file, or "
+                              "kafka.model_topic to take the model another replica published")
+    if not cfg.output.parquet and not cfg.output.kafka_topic:
+        raise ConfigError("output.parquet = false and output.kafka_topic is empty: the embeddings would go nowhere")
+    if k.security_protocol.startswith("SASL_") and not k.sasl_mechanism:
+        raise ConfigError(f"kafka.security_protocol = {k.security_protocol!r} needs kafka.sasl_mechanism")
+    if k.sasl_mechanism and not k.security_protocol.startswith("SASL_"):
+        raise ConfigError(f"kafka.sasl_mechanism = {k.sasl_mechanism!r} needs kafka.security_protocol = "
+                          "'SASL_PLAINTEXT' or 'SASL_SSL'")
+    if k.sasl_mechanism and not k.sasl_plain_username:
+        raise ConfigError(f"kafka.sasl_mechanism = {k.sasl_mechanism!r} needs kafka.sasl_plain_username "
+                          "(and kafka.sasl_plain_password)")
+    if k.heartbeat_interval_ms * 3 > k.session_timeout_ms:
+        raise ConfigError(f"kafka.heartbeat_interval_ms = {k.heartbeat_interval_ms} must be at most a third of "
+                          f"kafka.session_timeout_ms = {k.session_timeout_ms}")
+    if k.client:
+        from streamembed.kafka.client import validate_client_table
+
+        try:
+            validate_client_table(k.client)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
 
 
 # ------------------------------------------------------------------------ output
@@ -414,8 +508,21 @@ def to_dict(cfg: Config) -> dict[str, dict[str, Any]]:
     return {name: dataclasses.asdict(getattr(cfg, name)) for name in _sections()}
 
 
+def _redacted(cfg: Config) -> dict[str, dict[str, Any]]:
+    """:func:`to_dict` with secrets (passwords) replaced, for printing."""
+    doc = to_dict(cfg)
+    for section, cls in _sections().items():
+        for name, (_, f) in _keys(cls).items():
+            value = doc[section][name]
+            if f.metadata.get("secret") and value:
+                doc[section][name] = "<redacted>"
+            elif isinstance(value, dict):
+                doc[section][name] = {k: "<redacted>" if "password" in k.lower() else v for k, v in value.items()}
+    return doc
+
+
 def to_json(cfg: Config) -> str:
-    return json.dumps(to_dict(cfg), indent=2)
+    return json.dumps(_redacted(cfg), indent=2)
 
 
 def _toml_value(v: Any) -> str:
@@ -423,17 +530,21 @@ def _toml_value(v: Any) -> str:
         return "true" if v else "false"
     if isinstance(v, (int, float)):
         return repr(v)
+    if isinstance(v, dict):  # an inline table
+        return "{" + ", ".join(f"{json.dumps(str(k))} = {_toml_value(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     return json.dumps(str(v))  # a TOML basic string is a JSON string for our values
 
 
 def to_toml(cfg: Config, *, comments: bool = True) -> str:
     """The configuration as TOML (every key, with its documentation as comments)."""
     lines: list[str] = []
+    shown = _redacted(cfg)
     for section, cls in _sections().items():
         lines.append(f"[{section}]")
-        body = getattr(cfg, section)
         for name, (_, f) in _keys(cls).items():
-            line = f"{name} = {_toml_value(getattr(body, name))}"
+            line = f"{name} = {_toml_value(shown[section][name])}"
             if comments and f.metadata.get("doc"):
                 line = f"{line:<40} # {f.metadata['doc']}"
             lines.append(line)

@@ -1,0 +1,660 @@
+"""``streamembed bench``: throughput against the memory-read ceiling, in one run.
+
+Everything is measured in the same process, one after the other, so the
+ratios are meaningful on a shared, noisy machine (PERF.md); absolute numbers
+are not. Tables:
+
+1. **Throughput** for n landmarks, map dimension d and input dtype: objects/s
+   of projection, single-object RR and block RR (blocks of k objects with
+   their mutual dissimilarities, MATH.md §3), each as a ratio to the *read
+   ceiling*, the objects/s at which numpy merely reads the same (m, n) input
+   (``A.sum()``). When scikit-learn is installed, also
+   ``KernelPCA(kernel="precomputed").transform`` on the same input, its
+   agreement with the projection (max abs difference up to column signs) and
+   the speed ratio streamembed/sklearn.
+2. **Scaling with m**: per-call time and objects/s for growing batches.
+3. **Refit**: time of ``LandmarkMDS(n_components=d).fit(D)`` (classical MDS of
+   the landmarks, MATH.md §1) for growing n.
+4. **End to end**: rows registered by other components with
+   ``register_end_to_end`` (file daemon, Kafka); skipped when none is
+   registered or a registered one reports itself unavailable.
+
+Problems are synthetic: n landmarks and m objects drawn from N(0, I) in
+R^(2d) (so every object lies off the d-dimensional map and RR does real
+work), Euclidean dissimilarities. The input array is sized to ``target_mb``
+(capped in m) so that the read ceiling is a memory-bound number, not a
+cache-bound one.
+
+scikit-learn is given K_fit = -1/2 Δ∘Δ and K = -1/2 A∘A: its KernelCenterer
+then applies exactly the landmark centring of MATH.md §2, so its transform
+is the projection ŷ = Λ^(-1/2) Uᵀ b (seed 003 §2). Forming A∘A is not timed
+for sklearn (streamembed's time includes its squaring), which favours sklearn.
+
+    python -m streamembed.evaluation.bench [--quick] [--sizes SPEC] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import importlib
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import scipy
+
+from ..estimator import LandmarkMDS
+from ..core.blas import single_blas_thread
+
+__all__ = [
+    "BenchSizes",
+    "PRESETS",
+    "parse_sizes",
+    "EndToEndUnavailable",
+    "register_end_to_end",
+    "unregister_end_to_end",
+    "registered_end_to_end",
+    "run_bench",
+    "format_tables",
+    "main",
+]
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+@dataclass(frozen=True)
+class BenchSizes:
+    """What to measure.
+
+    Attributes:
+        n: landmark counts of the throughput grid.
+        d: map dimensions of the throughput grid.
+        dtypes: input precisions ("float32", "float64").
+        target_mb: size of each throughput input array in MB (m = target / (n · itemsize)).
+        max_m: cap on m.
+        block_objects: objects embedded by block RR per measurement (it is ~10⁴× slower).
+        block_size: k, objects per block.
+        m_scaling: batch sizes of the m-scaling table (at n_scaling, d_scaling, float32).
+        n_scaling, d_scaling: the landmark count and dimension of that table.
+        refit_n: landmark counts of the refit table.
+        refit_d: map dimension for the refit table.
+        repeat: timings are the best of this many runs.
+        sklearn: include scikit-learn's KernelPCA when installed.
+    """
+
+    n: tuple[int, ...] = (100, 500, 2000)
+    d: tuple[int, ...] = (2, 10, 50)
+    dtypes: tuple[str, ...] = ("float32", "float64")
+    target_mb: float = 64.0
+    max_m: int = 200_000
+    block_objects: int = 128
+    block_size: int = 8
+    m_scaling: tuple[int, ...] = (10, 100, 1_000, 10_000, 100_000)
+    n_scaling: int = 500
+    d_scaling: int = 10
+    refit_n: tuple[int, ...] = (500, 2000, 5000)
+    refit_d: int = 10
+    repeat: int = 5
+    sklearn: bool = True
+
+
+PRESETS: dict[str, BenchSizes] = {
+    "full": BenchSizes(),
+    "quick": BenchSizes(
+        n=(100, 500),
+        d=(2, 10),
+        dtypes=("float32", "float64"),
+        target_mb=16.0,
+        block_objects=32,
+        m_scaling=(10, 1_000, 10_000),
+        refit_n=(500, 2000),
+        repeat=3,
+    ),
+}
+
+_SPEC_KEYS = {
+    "n": ("n", "ints"),
+    "d": ("d", "ints"),
+    "dtypes": ("dtypes", "strs"),
+    "dtype": ("dtypes", "strs"),
+    "mb": ("target_mb", "float"),
+    "max_m": ("max_m", "int"),
+    "block_objects": ("block_objects", "int"),
+    "k": ("block_size", "int"),
+    "m": ("m_scaling", "ints"),
+    "n_scaling": ("n_scaling", "int"),
+    "d_scaling": ("d_scaling", "int"),
+    "refit": ("refit_n", "ints"),
+    "refit_d": ("refit_d", "int"),
+    "repeat": ("repeat", "int"),
+    "sklearn": ("sklearn", "bool"),
+}
+
+
+def parse_sizes(spec: str, base: BenchSizes) -> BenchSizes:
+    """Override fields of ``base`` from "key=v1,v2;key=v" (keys: see ``--help``).
+
+    Example: ``"n=100;d=2;dtype=float32;mb=2;m=100,1000;refit=300;repeat=1"``.
+    """
+    changes: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in spec.split(";"))):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in _SPEC_KEYS:
+            raise ValueError(f"bad --sizes entry {part!r}; keys: {', '.join(_SPEC_KEYS)}")
+        name, kind = _SPEC_KEYS[key]
+        vals = [v.strip() for v in value.split(",") if v.strip()]
+        if kind == "ints":
+            changes[name] = tuple(int(v) for v in vals)
+        elif kind == "strs":
+            changes[name] = tuple(vals)
+        elif kind == "int":
+            changes[name] = int(vals[0])
+        elif kind == "float":
+            changes[name] = float(vals[0])
+        else:
+            changes[name] = vals[0].lower() in ("1", "true", "yes", "on")
+    for dt in changes.get("dtypes", ()):
+        if dt not in ("float32", "float64"):
+            raise ValueError(f"dtype must be float32 or float64, got {dt!r}")
+    return dataclasses.replace(base, **changes)
+
+
+# --------------------------------------------------------------------------- end-to-end hooks
+
+
+class EndToEndUnavailable(RuntimeError):
+    """Raised by an end-to-end benchmark that cannot run here (no broker, missing extra, ...)."""
+
+
+#: name -> fn(quick: bool) -> dict. The dict needs "objects_per_s"; it may add
+#: "n" and "dtype" (to compare with the read ceiling of that input), "mb_per_s",
+#: "seconds", "note" and anything else (kept in the JSON).
+_END_TO_END: dict[str, Callable[[bool], dict]] = {}
+
+#: Modules imported (if they exist) before the end-to-end rows run, so that a
+#: component can register its row at import time without bench knowing it.
+END_TO_END_MODULES: tuple[str, ...] = (
+    "streamembed.daemon.bench_e2e",
+    "streamembed.stream.bench_e2e",
+)
+
+
+def register_end_to_end(name: str, fn: Callable[[bool], dict], *, replace: bool = False) -> None:
+    """Add an end-to-end row: ``fn(quick)`` runs it and returns its measurements.
+
+    ``fn`` raises ``EndToEndUnavailable(reason)`` to be skipped (e.g. no Kafka
+    broker reachable). Any other exception is reported in the row, not raised.
+    """
+    if name in _END_TO_END and not replace:
+        raise ValueError(f"end-to-end benchmark {name!r} is already registered")
+    _END_TO_END[name] = fn
+
+
+def unregister_end_to_end(name: str) -> None:
+    """Remove a registered row (no error if absent)."""
+    _END_TO_END.pop(name, None)
+
+
+def registered_end_to_end() -> dict[str, Callable[[bool], dict]]:
+    """A copy of the registry."""
+    return dict(_END_TO_END)
+
+
+def _load_end_to_end_modules(extra: Sequence[str]) -> list[str]:
+    notes = []
+    for mod in (*END_TO_END_MODULES, *extra):
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if mod in extra or exc.name != mod:
+                notes.append(f"{mod}: {exc}")
+        except Exception as exc:  # a broken plugin must not stop the benchmark
+            notes.append(f"{mod}: {type(exc).__name__}: {exc}")
+    return notes
+
+
+def run_end_to_end(quick: bool, ceilings: dict[tuple[int, str], float]) -> list[dict]:
+    """Run every registered end-to-end row; unavailable ones become skipped rows."""
+    rows = []
+    for name, fn in sorted(_END_TO_END.items()):
+        row: dict[str, Any] = {"name": name}
+        try:
+            out = dict(fn(quick))
+        except EndToEndUnavailable as exc:
+            row.update(status="skipped", reason=str(exc))
+        except Exception as exc:
+            row.update(status="error", reason=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=3))
+        else:
+            row.update(status="ok", **out)
+            key = (int(out.get("n", -1)), str(out.get("dtype", "")))
+            if key in ceilings and "objects_per_s" in out:
+                row["over_read"] = float(out["objects_per_s"]) / ceilings[key]
+        rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------- timing helpers
+
+
+def best_time(fn: Callable[[], object], repeat: int, min_seconds: float = 0.02, budget_seconds: float = 10.0) -> float:
+    """Seconds per call of ``fn``: best of up to ``repeat`` runs of enough calls to last ``min_seconds``.
+
+    Repeats stop early once ``budget_seconds`` have been spent (a loaded machine
+    must not stretch a run without bound).
+    """
+    start = time.perf_counter()
+    fn()  # warm-up (thread pools, kernels, caches)
+    number = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        elapsed = time.perf_counter() - t0
+        if elapsed >= min_seconds or number >= 1 << 16:
+            break
+        number = min(number * max(2, int(min_seconds / max(elapsed, 1e-6))), 1 << 16)
+    best = elapsed / number
+    for _ in range(repeat - 1):
+        if time.perf_counter() - start > budget_seconds:
+            break
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / number)
+    return best
+
+
+# --------------------------------------------------------------------------- problems
+
+
+def make_points(n: int, m: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Landmarks (n, 2d) and objects (m, 2d) from N(0, I) in R^(2d): objects lie off the d-dim map."""
+    rng = np.random.default_rng(seed)
+    p = max(2 * d, 2)
+    return rng.standard_normal((n, p)), rng.standard_normal((m, p))
+
+
+def euclidean(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    """(a, b) Euclidean distances between rows of P (a, p) and Q (b, p), float64."""
+    sq = (P * P).sum(1)[:, None] + (Q * Q).sum(1)[None, :] - 2.0 * (P @ Q.T)
+    return np.sqrt(np.maximum(sq, 0.0))
+
+
+def landmark_matrix(Lm: np.ndarray) -> np.ndarray:
+    """(n, n) exactly symmetric Euclidean distances with a zero diagonal."""
+    D = euclidean(Lm, Lm)
+    D = 0.5 * (D + D.T)
+    np.fill_diagonal(D, 0.0)
+    return D
+
+
+# --------------------------------------------------------------------------- measurements
+
+
+def _sklearn_kpca():
+    try:
+        from sklearn.decomposition import KernelPCA
+    except ImportError:
+        return None
+    return KernelPCA
+
+
+def _agreement(ours: np.ndarray, theirs: np.ndarray) -> float:
+    """Max abs difference after matching each column's sign."""
+    signs = np.sign(np.einsum("ij,ij->j", ours.astype(np.float64), theirs.astype(np.float64)))
+    signs[signs == 0] = 1.0
+    return float(np.abs(ours.astype(np.float64) - theirs.astype(np.float64) * signs).max())
+
+
+def bench_throughput(n: int, d: int, dtype: str, sizes: BenchSizes) -> dict:
+    """One row of table 1 (see module docstring)."""
+    dt = np.dtype(dtype)
+    m = int(min(sizes.max_m, max(1000, sizes.target_mb * 1e6 / (n * dt.itemsize))))
+    Lm, Z = make_points(n, m, d)
+    D = landmark_matrix(Lm)
+    A = np.ascontiguousarray(euclidean(Z, Lm), dtype=dt)
+    est = LandmarkMDS(n_components=d).fit(D)
+    reps = sizes.repeat
+    t_read = best_time(lambda: A.sum(), reps)
+    t_proj = best_time(lambda: est.embed(A, method="projection"), reps)
+    t_rr = best_time(lambda: est.embed(A, method="restricted"), reps)
+
+    k = sizes.block_size
+    nb = max(1, sizes.block_objects // k)
+    blocks = []
+    for b in range(nb):
+        rows = slice(b * k, (b + 1) * k)
+        C = euclidean(Z[rows], Z[rows])
+        C = 0.5 * (C + C.T)
+        np.fill_diagonal(C, 0.0)
+        blocks.append((A[rows], C.astype(dt)))
+
+    def run_blocks() -> None:
+        for Ab, Cb in blocks:
+            est.embed(Ab, Cb)
+
+    with single_blas_thread():
+        t_block = best_time(run_blocks, max(1, min(reps, 3)), min_seconds=0.0)
+    row: dict[str, Any] = {
+        "n": n,
+        "d": d,
+        "dtype": dt.name,
+        "m": m,
+        "read_objects_per_s": m / t_read,
+        "projection_objects_per_s": m / t_proj,
+        "restricted_objects_per_s": m / t_rr,
+        "block_objects_per_s": nb * k / t_block,
+        "block_size": k,
+        "projection_over_read": t_read / t_proj,
+        "restricted_over_read": t_read / t_rr,
+        "block_over_read": (t_read / m) / (t_block / (nb * k)),
+    }
+    KernelPCA = _sklearn_kpca() if sizes.sklearn else None
+    if KernelPCA is not None:
+        kpca = KernelPCA(n_components=d, kernel="precomputed", eigen_solver="dense")
+        kpca.fit((-0.5) * np.square(D.astype(dt)))
+        K = (-0.5) * np.square(A)
+        t_sk = best_time(lambda: kpca.transform(K), reps)
+        ours = est.embed(A, method="projection").y
+        theirs = kpca.transform(K)
+        diff = _agreement(ours, theirs)
+        scale = float(np.abs(ours).max())
+        tol = 1e-8 if dt == np.float64 else 1e-3
+        row.update(
+            sklearn_objects_per_s=m / t_sk,
+            sklearn_over_read=t_read / t_sk,
+            speedup_over_sklearn=t_sk / t_proj,
+            sklearn_max_abs_diff=diff,
+            sklearn_rel_diff=diff / scale if scale > 0 else diff,
+            sklearn_agrees=bool(diff <= tol * max(scale, 1.0)),
+        )
+        del K
+    return row
+
+
+def bench_block_default_threads(n: int, d: int, sizes: BenchSizes) -> dict:
+    """Block RR with the process's default BLAS threading (what a caller gets without threadpoolctl)."""
+    Lm, Z = make_points(n, sizes.block_objects, d)
+    est = LandmarkMDS(n_components=d).fit(landmark_matrix(Lm))
+    A = euclidean(Z, Lm)
+    k = sizes.block_size
+    nb = max(1, sizes.block_objects // k)
+
+    def run(limit: bool) -> float:
+        ctx = single_blas_thread() if limit else contextlib.nullcontext()
+        with ctx:
+            return best_time(lambda: [est.embed(A[b * k : (b + 1) * k], _mutual(Z[b * k : (b + 1) * k])) for b in range(nb)], 2, 0.0)
+
+    t1, tdef = run(True), run(False)
+    return {"n": n, "d": d, "block_size": k, "one_thread_objects_per_s": nb * k / t1, "default_threads_objects_per_s": nb * k / tdef,
+            "slowdown_default_threads": tdef / t1}
+
+
+def _mutual(Zb: np.ndarray) -> np.ndarray:
+    C = euclidean(Zb, Zb)
+    C = 0.5 * (C + C.T)
+    np.fill_diagonal(C, 0.0)
+    return C
+
+
+def bench_scaling_m(sizes: BenchSizes) -> list[dict]:
+    """Table 2: per-call cost over batch sizes m (float32, n_scaling, d_scaling)."""
+    n, d = sizes.n_scaling, sizes.d_scaling
+    m_max = max(sizes.m_scaling)
+    Lm, Z = make_points(n, m_max, d, seed=1)
+    est = LandmarkMDS(n_components=d).fit(landmark_matrix(Lm))
+    A_all = np.ascontiguousarray(euclidean(Z, Lm), dtype=np.float32)
+    rows = []
+    for m in sizes.m_scaling:
+        A = A_all[:m]
+        t_read = best_time(lambda: A.sum(), sizes.repeat)
+        t_proj = best_time(lambda: est.embed(A, method="projection"), sizes.repeat)
+        t_rr = best_time(lambda: est.embed(A, method="restricted"), sizes.repeat)
+        rows.append(
+            {
+                "n": n,
+                "d": d,
+                "dtype": "float32",
+                "m": m,
+                "read_seconds": t_read,
+                "projection_seconds": t_proj,
+                "restricted_seconds": t_rr,
+                "projection_objects_per_s": m / t_proj,
+                "restricted_objects_per_s": m / t_rr,
+                "projection_over_read": t_read / t_proj,
+            }
+        )
+    return rows
+
+
+def bench_refit(sizes: BenchSizes) -> list[dict]:
+    """Table 3: seconds of ``LandmarkMDS(n_components=refit_d).fit(D)`` per n."""
+    rows = []
+    for n in sizes.refit_n:
+        Lm, _ = make_points(n, 1, sizes.refit_d, seed=2)
+        D = landmark_matrix(Lm)
+        reps = 1 if n > 3000 else max(1, min(sizes.repeat, 3))
+        est = LandmarkMDS(n_components=sizes.refit_d)
+        t = best_time(lambda: est.fit(D), reps, min_seconds=0.0)
+        rows.append(
+            {
+                "n": n,
+                "d": sizes.refit_d,
+                "seconds": t,
+                "eigenpairs_kept": int(est.spectrum_.rank),
+                "full_spectrum": bool(est.spectrum_.exact),
+            }
+        )
+        del D
+    return rows
+
+
+# --------------------------------------------------------------------------- driver
+
+
+@dataclass
+class BenchResult:
+    meta: dict
+    throughput: list[dict] = field(default_factory=list)
+    block_threads: list[dict] = field(default_factory=list)
+    scaling_m: list[dict] = field(default_factory=list)
+    refit: list[dict] = field(default_factory=list)
+    end_to_end: list[dict] = field(default_factory=list)
+
+
+def _meta(sizes: BenchSizes, preset: str) -> dict:
+    try:
+        import sklearn
+
+        skv = sklearn.__version__
+    except ImportError:
+        skv = None
+    return {
+        "preset": preset,
+        "sizes": dataclasses.asdict(sizes),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "sklearn": skv,
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def run_bench(
+    sizes: BenchSizes,
+    preset: str = "custom",
+    e2e_modules: Sequence[str] = (),
+    log: Callable[[str], None] = lambda s: None,
+    block_threads: bool = True,
+) -> BenchResult:
+    """Run every table; ``log`` receives a progress line per measurement."""
+    res = BenchResult(meta=_meta(sizes, preset))
+    t0 = time.perf_counter()
+    for n in sizes.n:
+        for d in sizes.d:
+            if d >= n - 1:
+                continue
+            for dt in sizes.dtypes:
+                log(f"throughput n={n} d={d} {dt}")
+                res.throughput.append(bench_throughput(n, d, dt, sizes))
+    if block_threads and preset.split("+")[0] != "quick":
+        n0 = sizes.n_scaling if sizes.n_scaling in sizes.n else sizes.n[0]
+        d0 = sizes.d_scaling if sizes.d_scaling < n0 - 1 else sizes.d[0]
+        log(f"block RR BLAS threads n={n0} d={d0}")
+        res.block_threads.append(bench_block_default_threads(n0, d0, sizes))
+    log("scaling with m")
+    res.scaling_m = bench_scaling_m(sizes)
+    log("refit")
+    res.refit = bench_refit(sizes)
+    notes = _load_end_to_end_modules(e2e_modules)
+    ceilings = {(r["n"], r["dtype"]): r["read_objects_per_s"] for r in res.throughput}
+    res.end_to_end = run_end_to_end(preset.split("+")[0] == "quick", ceilings)
+    res.meta["end_to_end_import_notes"] = notes
+    res.meta["seconds"] = time.perf_counter() - t0
+    return res
+
+
+def _fmt_rate(x: float) -> str:
+    if x >= 1e6:
+        return f"{x / 1e6:.2f} M"
+    if x >= 1e3:
+        return f"{x / 1e3:.1f} k"
+    return f"{x:.0f}"
+
+
+def format_tables(res: BenchResult) -> str:
+    """Markdown tables of a bench run (the form used in README)."""
+    out = []
+    has_sk = any("sklearn_objects_per_s" in r for r in res.throughput)
+    head = "| n | d | dtype | m | read obj/s | projection obj/s | proj/read | RR obj/s | RR/read | block RR obj/s | block/read |"
+    sep = "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    if has_sk:
+        head += " sklearn obj/s | ours/sklearn | max abs diff (relative) |"
+        sep += " ---: | ---: | ---: |"
+    out += ["#### Throughput (ratios to the read ceiling of the same input, measured in one run)", "", head, sep]
+    for r in res.throughput:
+        line = (
+            f"| {r['n']} | {r['d']} | {r['dtype']} | {r['m']} | {_fmt_rate(r['read_objects_per_s'])} | "
+            f"{_fmt_rate(r['projection_objects_per_s'])} | {r['projection_over_read']:.3f} | "
+            f"{_fmt_rate(r['restricted_objects_per_s'])} | {r['restricted_over_read']:.3f} | "
+            f"{_fmt_rate(r['block_objects_per_s'])} | {r['block_over_read']:.2e} |"
+        )
+        if has_sk:
+            if "sklearn_objects_per_s" in r:
+                line += f" {_fmt_rate(r['sklearn_objects_per_s'])} | {r['speedup_over_sklearn']:.1f} | {r['sklearn_max_abs_diff']:.1e} ({r['sklearn_rel_diff']:.0e}) |"
+            else:
+                line += " | | |"
+        out.append(line)
+    k = res.throughput[0]["block_size"] if res.throughput else "k"
+    out.append("")
+    out.append(f"Block RR: blocks of {k} objects with their mutual dissimilarities, one BLAS thread (threadpoolctl when installed).")
+    if res.block_threads:
+        out += ["", "#### Block RR and BLAS threads", "", "| n | d | k | 1 BLAS thread obj/s | default threads obj/s | slowdown |", "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for r in res.block_threads:
+            out.append(
+                f"| {r['n']} | {r['d']} | {r['block_size']} | {_fmt_rate(r['one_thread_objects_per_s'])} | "
+                f"{_fmt_rate(r['default_threads_objects_per_s'])} | {r['slowdown_default_threads']:.1f}x |"
+            )
+    if res.scaling_m:
+        r0 = res.scaling_m[0]
+        out += [
+            "",
+            f"#### Scaling with batch size m (n={r0['n']}, d={r0['d']}, float32)",
+            "",
+            "| m | read µs | projection µs | RR µs | projection obj/s | RR obj/s | proj/read |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in res.scaling_m:
+            out.append(
+                f"| {r['m']} | {r['read_seconds'] * 1e6:.1f} | {r['projection_seconds'] * 1e6:.1f} | {r['restricted_seconds'] * 1e6:.1f} | "
+                f"{_fmt_rate(r['projection_objects_per_s'])} | {_fmt_rate(r['restricted_objects_per_s'])} | {r['projection_over_read']:.3f} |"
+            )
+    if res.refit:
+        out += ["", "#### Refit: classical MDS of n landmarks (`LandmarkMDS(n_components=d).fit`)", "",
+                "| n | d | seconds | eigenpairs kept | full spectrum |", "| ---: | ---: | ---: | ---: | --- |"]
+        for r in res.refit:
+            out.append(f"| {r['n']} | {r['d']} | {r['seconds']:.3f} | {r['eigenpairs_kept']} | {r['full_spectrum']} |")
+    out += ["", "#### End to end", ""]
+    if not res.end_to_end:
+        out.append("(no end-to-end benchmark registered)")
+    else:
+        out += ["| name | status | obj/s | over read | note |", "| --- | --- | ---: | ---: | --- |"]
+        for r in res.end_to_end:
+            rate = _fmt_rate(r["objects_per_s"]) if "objects_per_s" in r else ""
+            over = f"{r['over_read']:.3f}" if "over_read" in r else ""
+            note = r.get("reason") or r.get("note") or ""
+            out.append(f"| {r['name']} | {r['status']} | {rate} | {over} | {note} |")
+    out.append("")
+    out.append(f"total {res.meta.get('seconds', float('nan')):.1f} s; numpy {res.meta['numpy']}, scipy {res.meta['scipy']}, "
+               f"scikit-learn {res.meta['sklearn']}, {res.meta['cpus']} CPUs")
+    return "\n".join(out)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="streamembed bench",
+        description="Throughput of projection, RR and block RR against the memory-read ceiling, scaling, refit time.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "--sizes SPEC overrides the preset: 'key=v1,v2;key=v', keys\n"
+            "  n, d, dtype (float32,float64), mb (input MB), max_m, block_objects, k (block size),\n"
+            "  m (m-scaling sizes), n_scaling, d_scaling, refit (n list), refit_d, repeat, sklearn (0/1)\n"
+            "example: --sizes 'n=100;d=2;dtype=float32;mb=2;m=100,1000;refit=300;repeat=1'"
+        ),
+    )
+    p.add_argument("--quick", action="store_true", help="small grid, about a minute (default: the full grid, a few minutes)")
+    p.add_argument("--sizes", metavar="SPEC", help="override sizes (see below)")
+    p.add_argument("--json", metavar="PATH", default="streamembed-bench.json", help="JSON output (default streamembed-bench.json; '-' for none)")
+    p.add_argument("--e2e-module", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first so it can register_end_to_end() a row (repeatable)")
+    p.add_argument("--no-block-threads", action="store_true", help="skip the BLAS-threads comparison for block RR")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``streamembed bench``; returns the exit code (0 ok, 2 bad arguments)."""
+    args = build_parser().parse_args(argv)
+    preset = "quick" if args.quick else "full"
+    sizes = PRESETS[preset]
+    if args.sizes:
+        try:
+            sizes = parse_sizes(args.sizes, sizes)
+        except ValueError as exc:
+            print(f"streamembed bench: {exc}", file=sys.stderr)
+            return 2
+        preset += "+sizes"
+    log = (lambda s: None) if args.quiet else (lambda s: print(f"[bench] {s}", file=sys.stderr, flush=True))
+    res = run_bench(sizes, preset, args.e2e_module, log, block_threads=not args.no_block_threads)
+    print(format_tables(res))
+    if args.json and args.json != "-":
+        with open(args.json, "w") as fh:
+            json.dump(dataclasses.asdict(res), fh, indent=2, default=_json_default)
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,346 @@
+"""``streamembed evaluate``: how well each out-of-sample method places held-out objects.
+
+For a dataset of N objects with full dissimilarities Δ:
+
+1. choose n landmarks by max–min selection (MATH.md §5; from the dataset's
+   landmark pool if it has one) and fit the landmark map (classical MDS, §1);
+2. draw m held-out objects among the others (seeded) and embed them from
+   their dissimilarities to the landmarks with every method (MATH.md §3):
+   projection, single-object restricted reconstruction (RR), and block RR in
+   consecutive blocks of k objects with their mutual dissimilarities;
+3. score every map (columns of the table):
+
+   * fidelity to full classical-MDS refits (same d), each aligned to the map
+     by orthogonal Procrustes with translation, no scaling, fitted on the
+     landmarks and evaluated on the held-out objects (``core.procrustes``),
+     as RMS distance / RMS radius of the landmark map. Three refits
+     (``references``): landmarks + the object alone (what RR approximates),
+     landmarks + its block of k (what block RR approximates), landmarks + all
+     m held-out objects at once ("refit everything");
+   * stress of the held-out objects' distances to the landmarks (raw
+     Σ(‖y - x‖ - δ)², normalised by Σδ²) and the normalised stress of their
+     mutual distances (all pairs; block RR sees only the pairs inside blocks);
+   * trustworthiness and continuity (k nearest neighbours, seed 002 §1.3) of
+     landmarks + held-out objects against Δ;
+
+   plus the held-out set's residual-kernel statistics (MATH.md §4): mean
+   relative unexplained energy (β - ‖ŷ‖²)/β, mean exact k0 and k0/β, Tr(k0),
+   the kernel-distance error bound √(2 Tr(k0)/(n + m)) and its exact value
+   (the whole held-out set is one block, so K0 is known).
+
+The "full refit (all)" row scores the all-objects refit itself (its fidelity to
+itself is 0). Seed 003 compares out-of-sample criteria the same way.
+
+    python -m streamembed.evaluation.evaluate [--datasets swiss_roll,digits] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from ..core.landmarks import maxmin_select
+from ..estimator import LandmarkMDS
+from ..core.blas import single_blas_thread
+from .datasets import DATASETS, Dataset, DatasetUnavailable, available_datasets, load_dataset
+from .metrics import pairwise_stress, stress_to_reference, trustworthiness_continuity
+from .references import refit_reference, reference_error
+
+__all__ = ["EvaluationSettings", "MethodRow", "DatasetReport", "evaluate_dataset", "format_report", "main"]
+
+
+@dataclass(frozen=True)
+class EvaluationSettings:
+    """Sizes of one evaluation (see module docstring)."""
+
+    n_landmarks: int = 100
+    n_heldout: int = 400
+    n_components: int = 2
+    block_size: int = 8
+    knn: int = 10
+    seed: int = 0
+
+
+@dataclass
+class MethodRow:
+    """One method's scores.
+
+    Fidelity columns are RMS distances of the held-out objects to a refit
+    reference after Procrustes alignment on the landmarks (``references``),
+    divided by the RMS radius of the landmark map (unitless; 0 = identical):
+    ``fidelity_object`` against landmarks + that object alone, ``fidelity_block``
+    against landmarks + its block of k, ``fidelity_all`` against landmarks + all
+    held-out objects. ``*_rmse`` are the same in distance units.
+    """
+
+    method: str
+    fidelity_object: float
+    fidelity_block: float
+    fidelity_all: float
+    rmse_object: float
+    rmse_block: float
+    rmse_all: float
+    stress_raw: float
+    stress_normalised: float
+    mutual_stress_normalised: float
+    trustworthiness: float
+    continuity: float
+    seconds: float
+
+
+@dataclass
+class DatasetReport:
+    """All methods on one dataset, plus the held-out set's k0 statistics (MATH.md §4)."""
+
+    dataset: str
+    description: str
+    kind: str
+    n_objects: int
+    n_landmarks: int
+    n_heldout: int
+    settings: EvaluationSettings
+    map_radius: float
+    negative_share: float
+    landmark_residual_all: float
+    mean_relative_unexplained: float
+    mean_k0: float
+    mean_relative_k0: float
+    trace_k0: float
+    kernel_distance_bound: float
+    kernel_distance_exact: float | None
+    gap_ratio: float
+    rows: list[MethodRow] = field(default_factory=list)
+
+    def row(self, method: str) -> MethodRow:
+        return next(r for r in self.rows if r.method.startswith(method))
+
+
+def _split(D: np.ndarray, s: EvaluationSettings, pool: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    N = D.shape[0]
+    pool = np.arange(N) if pool is None else np.asarray(pool)
+    n = min(s.n_landmarks, pool.size, N - 2)
+    landmarks = pool[maxmin_select(n, D=D[np.ix_(pool, pool)], first=0)]
+    rest = np.setdiff1d(np.arange(N), landmarks)
+    rng = np.random.default_rng(s.seed)
+    m = min(s.n_heldout, rest.size)
+    heldout = rng.permutation(rest)[:m]
+    return landmarks, heldout
+
+
+def embed_blocks(est: LandmarkMDS, A: np.ndarray, C: np.ndarray, k: int) -> np.ndarray:
+    """Block RR in consecutive blocks of k rows: A (m, n), C (m, m) -> (m, d)."""
+    Y = np.empty((A.shape[0], est.n_components))
+    with single_blas_thread():
+        for start in range(0, A.shape[0], k):
+            sl = slice(start, min(start + k, A.shape[0]))
+            Y[sl] = est.embed(A[sl], C[sl, sl]).y
+    return Y
+
+
+def evaluate_dataset(ds: Dataset, settings: EvaluationSettings = EvaluationSettings()) -> DatasetReport:
+    """Embed held-out objects of ``ds`` with every method and score them (module docstring)."""
+    s = settings
+    D = ds.dissimilarities()
+    L, H = _split(D, s, ds.landmark_pool)
+    d = s.n_components
+    est = LandmarkMDS(n_components=d, random_state=s.seed).fit(D[np.ix_(L, L)])
+    X = est.embedding_
+    A = D[np.ix_(H, L)]
+    C = D[np.ix_(H, H)]
+
+    timings: dict[str, float] = {}
+    maps: dict[str, np.ndarray] = {}
+    t0 = time.perf_counter()
+    proj = est.embed(A, method="projection", k0_rows="all")
+    timings["projection"] = time.perf_counter() - t0
+    maps["projection"] = proj.y
+    t0 = time.perf_counter()
+    maps["restricted"] = est.embed(A, method="restricted").y
+    timings["restricted"] = time.perf_counter() - t0
+    block_name = f"block RR (k={s.block_size})"
+    t0 = time.perf_counter()
+    maps[block_name] = embed_blocks(est, A, C, s.block_size)
+    timings[block_name] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    ref_all = refit_reference(D, L, H, d, None)
+    timings["full refit"] = time.perf_counter() - t0
+    refs = {"object": refit_reference(D, L, H, d, 1), "block": refit_reference(D, L, H, d, s.block_size), "all": ref_all}
+    full_L, full_H = ref_all[0].landmarks, ref_all[0].objects
+    maps_and_landmarks = {name: (X, Y) for name, Y in maps.items()}
+    maps_and_landmarks["full refit (all)"] = (full_L, full_H)
+    radius = float(np.sqrt(((X - X.mean(axis=0)) ** 2).sum(axis=1).mean()))
+
+    S = np.concatenate([L, H])
+    D_S = D[np.ix_(S, S)]
+    rows: list[MethodRow] = []
+    lm_all = float("nan")
+    for name, (XL, Y) in maps_and_landmarks.items():
+        err = {key: reference_error(XL, Y, ref) for key, ref in refs.items()}
+        lm_all = err["all"][1] if name == "projection" else lm_all
+        st = stress_to_reference(Y, XL, A)
+        mutual = pairwise_stress(Y, C) if Y.shape[0] > 1 else None
+        T, Cc = trustworthiness_continuity(D_S, np.vstack([XL, Y]), k=s.knn)
+        rows.append(
+            MethodRow(
+                method=name,
+                fidelity_object=err["object"][0] / radius,
+                fidelity_block=err["block"][0] / radius,
+                fidelity_all=err["all"][0] / radius,
+                rmse_object=err["object"][0],
+                rmse_block=err["block"][0],
+                rmse_all=err["all"][0],
+                stress_raw=st.raw,
+                stress_normalised=st.normalised,
+                mutual_stress_normalised=mutual.normalised if mutual is not None else float("nan"),
+                trustworthiness=T,
+                continuity=Cc,
+                seconds=timings["full refit" if name.startswith("full") else name],
+            )
+        )
+
+    _, bounds = est.residuals(A, C=C, k0_rows="all")
+    beta = proj.beta
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel_k0 = np.where(beta > 0, proj.k0 / beta, np.nan)
+    return DatasetReport(
+        dataset=ds.name,
+        description=ds.description,
+        kind=ds.kind,
+        n_objects=ds.n_objects,
+        n_landmarks=int(L.size),
+        n_heldout=int(H.size),
+        settings=s,
+        negative_share=float(est.negative_share_),
+        map_radius=radius,
+        landmark_residual_all=lm_all,
+        mean_relative_unexplained=float(np.nanmean(proj.relative_unexplained)),
+        mean_k0=float(np.nanmean(proj.k0)),
+        mean_relative_k0=float(np.nanmean(rel_k0)),
+        trace_k0=float(bounds.trace_k0),
+        kernel_distance_bound=float(bounds.kernel_distance_bound),
+        kernel_distance_exact=None if bounds.kernel_distance_exact is None else float(bounds.kernel_distance_exact),
+        gap_ratio=float(bounds.gap_ratio),
+        rows=rows,
+    )
+
+
+# --------------------------------------------------------------------------- output
+
+
+def format_report(rep: DatasetReport) -> str:
+    """The report as a Markdown table with a short header (the form used in README)."""
+    s = rep.settings
+    exact = "n/a" if rep.kernel_distance_exact is None else f"{rep.kernel_distance_exact:.4g}"
+    bound = f"{rep.kernel_distance_bound:.4g} (exact {exact})"
+    if rep.negative_share > 1e-9 and rep.trace_k0 < 0:
+        # k0 is PSD only for Euclidean data (MATH.md §4): the bound does not apply.
+        bound = "n/a (Tr(k0) < 0: non-Euclidean input)"
+    lines = [
+        f"### {rep.dataset} ({rep.kind}): {rep.description}",
+        "",
+        f"N={rep.n_objects}, landmarks={rep.n_landmarks} (max-min), held-out={rep.n_heldout}, d={s.n_components}, "
+        f"block k={s.block_size}, kNN k={s.knn}, seed={s.seed}; landmark map RMS radius {rep.map_radius:.4g}; "
+        f"negative eigenvalue share {rep.negative_share:.3f}.",
+        f"Held-out residuals (MATH.md §4): mean relative unexplained {rep.mean_relative_unexplained:.3f}, "
+        f"mean k0 {rep.mean_k0:.4g} (k0/beta {rep.mean_relative_k0:.3f}), Tr(k0) {rep.trace_k0:.4g}, "
+        f"kernel-distance error bound {bound}, ||k0||/eigengap {rep.gap_ratio:.3g}; "
+        f"landmark Procrustes residual to the all-objects refit {rep.landmark_residual_all:.3g}.",
+        "",
+        "| method | fid. refit L+object | fid. refit L+block | fid. refit L+all | raw stress | norm. stress | mutual norm. stress | trustw. | contin. | seconds |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rep.rows:
+        lines.append(
+            f"| {r.method} | {r.fidelity_object:.4f} | {r.fidelity_block:.4f} | {r.fidelity_all:.4f} | {r.stress_raw:.4g} | "
+            f"{r.stress_normalised:.5f} | {r.mutual_stress_normalised:.5f} | {r.trustworthiness:.4f} | "
+            f"{r.continuity:.4f} | {r.seconds:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def report_to_dict(rep: DatasetReport) -> dict:
+    """JSON-ready dict (NaN and inf become null)."""
+    return _clean(asdict(rep))
+
+
+def _clean(obj):
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="streamembed evaluate",
+        description="Compare projection, restricted reconstruction and block RR against a full classical MDS refit.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="datasets: " + ", ".join(DATASETS) + "\n(digits, iris, wine, breast_cancer need scikit-learn: pip install 'streamembed[eval]')",
+    )
+    p.add_argument("--datasets", default="all", help="comma-separated names, 'all' (installed ones), 'real' or 'synthetic'")
+    p.add_argument("--landmarks", type=int, default=100, metavar="N", help="landmarks chosen by max-min (default 100)")
+    p.add_argument("--heldout", type=int, default=400, metavar="M", help="held-out objects (default 400)")
+    p.add_argument("-d", "--n-components", type=int, default=2, metavar="D", help="map dimension (default 2)")
+    p.add_argument("--block", type=int, default=8, metavar="K", help="objects per block for block RR (default 8)")
+    p.add_argument("--knn", type=int, default=10, metavar="K", help="neighbours for trustworthiness/continuity (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="seed for the held-out sample (default 0)")
+    p.add_argument("--json", metavar="PATH", help="also write the reports to this JSON file")
+    p.add_argument("--list", action="store_true", help="list the datasets and exit")
+    return p
+
+
+def _resolve(spec: str) -> list[str]:
+    avail = available_datasets()
+    if spec == "all":
+        return avail
+    if spec in ("real", "synthetic"):
+        from .datasets import REAL, SYNTHETIC
+
+        return [n for n in (REAL if spec == "real" else SYNTHETIC) if n in avail]
+    return [x.strip() for x in spec.split(",") if x.strip()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``streamembed evaluate``; returns the exit code (0 ok, 2 bad arguments)."""
+    args = build_parser().parse_args(argv)
+    if args.list:
+        avail = set(available_datasets())
+        for name, fn in DATASETS.items():
+            doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else "plane with off-span noise sd 1"
+            print(f"{name:20} {'' if name in avail else '(needs scikit-learn) '}{doc}")
+        return 0
+    settings = EvaluationSettings(args.landmarks, args.heldout, args.n_components, args.block, args.knn, args.seed)
+    reports = []
+    for name in _resolve(args.datasets):
+        try:
+            ds = load_dataset(name)
+        except KeyError as exc:
+            print(f"streamembed evaluate: {exc.args[0]}", file=sys.stderr)
+            return 2
+        except DatasetUnavailable as exc:
+            print(f"skipping {name}: {exc}", file=sys.stderr)
+            continue
+        rep = evaluate_dataset(ds, settings)
+        reports.append(rep)
+        print(format_report(rep), end="\n\n", flush=True)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump([report_to_dict(r) for r in reports], fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

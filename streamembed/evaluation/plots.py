@@ -1,0 +1,376 @@
+"""PNG plots: the landmark map with embedded objects, and drift statistics over time.
+
+matplotlib is an optional extra (``pip install 'streamembed[plot]'``); it is
+imported only when a plot is drawn. Figures are built with
+``matplotlib.figure.Figure`` (no pyplot global state, no GUI backend), so
+plotting is safe inside the daemon or a test.
+
+``streamembed plot`` (``main``) has three subcommands:
+
+    streamembed plot map -m model.npz -e embedded.parquet -o map.png [--color-by relative_unexplained]
+    streamembed plot drift records.jsonl -o drift.png [--stats trace_k0,gap_ratio]
+    streamembed plot demo -o DIR          # both plots from a synthetic drifting stream
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["MatplotlibMissing", "plot_map", "plot_drift", "main"]
+
+#: Keys of a drift record that are not statistics.
+RECORD_META_KEYS = ("time", "refit", "model_version", "event", "note")
+
+
+class MatplotlibMissing(ImportError):
+    """matplotlib is not installed."""
+
+
+def _figure_class():
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise MatplotlibMissing(
+            "plotting needs matplotlib, an optional extra: pip install 'streamembed[plot]' (or pip install matplotlib)"
+        ) from exc
+    return Figure
+
+
+def _is_categorical(values: np.ndarray, kind: str) -> bool:
+    if kind != "auto":
+        return kind == "categorical"
+    if values.dtype.kind in "iub":
+        return np.unique(values).size <= 12
+    if values.dtype.kind in "OUS":
+        return True
+    finite = values[np.isfinite(values)]
+    return finite.size > 0 and np.all(finite == np.round(finite)) and np.unique(finite).size <= 12
+
+
+def plot_map(
+    est: Any,
+    Y: np.ndarray,
+    color_by: np.ndarray | None = None,
+    path: str | os.PathLike = "map.png",
+    *,
+    color_label: str | None = None,
+    color_kind: str = "auto",
+    title: str | None = None,
+    dims: tuple[int, int] = (0, 1),
+    max_points: int = 50_000,
+) -> Path:
+    """Draw the landmark map with embedded objects to a PNG.
+
+    Args:
+        est: a fitted ``LandmarkMDS`` (uses ``embedding_`` (n, d) and ``model_version_``).
+        Y: (m, d) embedded objects in the map's frame.
+        color_by: (m,) per-object values: continuous (e.g. relative residual
+            ``unexplained / beta``, drawn with a colorbar) or categorical (e.g.
+            ``model_version`` or class labels, drawn with a legend).
+        path: output PNG path.
+        color_label: colorbar / legend title (default: "value").
+        color_kind: "auto" (few distinct integers are categorical), "continuous" or "categorical".
+        title: figure title (default names the model version and counts).
+        dims: which two map axes to draw (a 1-D map is drawn against zero).
+        max_points: draw at most this many objects (an evenly spaced subset).
+    Returns:
+        The written path.
+    """
+    Figure = _figure_class()
+    X = np.asarray(est.embedding_, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.ndim != 2 or Y.shape[1] != X.shape[1]:
+        raise ValueError(f"Y must be (m, {X.shape[1]}) for this {X.shape[1]}-dimensional map, got {Y.shape}")
+    values = None if color_by is None else np.asarray(color_by)
+    if values is not None and values.shape[0] != Y.shape[0]:
+        raise ValueError(f"color_by has {values.shape[0]} values for {Y.shape[0]} objects")
+    if Y.shape[0] > max_points:
+        keep = np.linspace(0, Y.shape[0] - 1, max_points).round().astype(int)
+        Y = Y[keep]
+        values = None if values is None else values[keep]
+    d = X.shape[1]
+    i, j = dims if d > 1 else (0, None)
+
+    def coords(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return P[:, i], (P[:, j] if j is not None else np.zeros(P.shape[0]))
+
+    fig = Figure(figsize=(7.5, 6.2), dpi=130, layout="constrained")
+    ax = fig.add_subplot()
+    yx, yy = coords(Y)
+    size = float(np.clip(2000.0 / max(np.sqrt(Y.shape[0]), 1.0), 4.0, 40.0))
+    label = color_label or "value"
+    if values is None:
+        ax.scatter(yx, yy, s=size, c="tab:blue", alpha=0.6, linewidths=0, label=f"embedded objects ({Y.shape[0]})")
+    elif _is_categorical(values, color_kind):
+        cats = np.unique(values)
+        cmap = _colormap(len(cats))
+        for c_idx, cat in enumerate(cats):
+            sel = values == cat
+            ax.scatter(yx[sel], yy[sel], s=size, color=cmap(c_idx), alpha=0.7, linewidths=0, label=f"{label} {cat} ({int(sel.sum())})")
+    else:
+        v = values.astype(np.float64)
+        finite = np.isfinite(v)
+        lo, hi = (np.percentile(v[finite], [1, 99]) if finite.any() else (0.0, 1.0))
+        order = np.argsort(np.where(finite, v, -np.inf), kind="stable")  # high values drawn on top
+        sc = ax.scatter(yx[order], yy[order], s=size, c=v[order], cmap="viridis", vmin=lo, vmax=hi if hi > lo else lo + 1,
+                        alpha=0.8, linewidths=0, label=f"embedded objects ({Y.shape[0]})")
+        cb = fig.colorbar(sc, ax=ax, shrink=0.85)
+        cb.set_label(label)
+        if (~finite).any():
+            ax.scatter(yx[~finite], yy[~finite], s=size, c="lightgrey", linewidths=0, label=f"{label} not available")
+    lx, ly = coords(X)
+    ax.scatter(lx, ly, s=42, marker="^", facecolor="white", edgecolor="black", linewidths=1.1, label=f"landmarks ({X.shape[0]})", zorder=5)
+    version = getattr(est, "model_version_", None)
+    ax.set_title(title or f"Landmark map{f' (model version {version})' if version is not None else ''}: "
+                 f"{X.shape[0]} landmarks, {Y.shape[0]} objects")
+    ax.set_xlabel(f"map axis {i + 1}")
+    ax.set_ylabel(f"map axis {j + 1}" if j is not None else "(1-D map)")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.grid(True, alpha=0.25)
+    ax.legend(loc="best", fontsize=8, framealpha=0.85, markerscale=1.5)
+    out = Path(path)
+    fig.savefig(out, format="png")
+    return out
+
+
+def _colormap(n: int):
+    from matplotlib import colormaps
+
+    return colormaps["tab10" if n <= 10 else "tab20"]
+
+
+def _parse_time(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise ValueError(f"record time {value!r} is neither a number nor an ISO 8601 timestamp") from exc
+    return value
+
+
+def plot_drift(
+    records: Sequence[Mapping[str, Any]],
+    path: str | os.PathLike = "drift.png",
+    *,
+    statistics: Sequence[str] | None = None,
+    thresholds: Mapping[str, float] | None = None,
+    title: str = "Drift statistics",
+    time_label: str | None = None,
+    log_scale: Sequence[str] = (),
+) -> Path:
+    """Draw drift statistics over time, one panel per statistic, refits marked.
+
+    Args:
+        records: dicts with "time" (seconds, a number of objects, or an ISO 8601
+            string), statistic values (numbers; None/missing = gap), and
+            optionally "refit" (truthy on the record where a refit took effect)
+            and "model_version" (a change also marks a refit).
+        path: output PNG path.
+        statistics: which keys to draw (default: every numeric key not in
+            ``RECORD_META_KEYS``, in first-seen order, at most 6).
+        thresholds: key -> value drawn as a dashed red alert line.
+        title: figure title.
+        time_label: x-axis label (default "time" or "time (UTC)" for timestamps).
+        log_scale: keys drawn on a logarithmic y axis.
+    Returns:
+        The written path.
+    """
+    Figure = _figure_class()
+    if not records:
+        raise ValueError("plot_drift needs at least one record")
+    if any("time" not in r for r in records):
+        raise ValueError("every drift record needs a 'time'")
+    recs = sorted(records, key=lambda r: _parse_time(r["time"]))
+    times = [_parse_time(r["time"]) for r in recs]
+    if statistics is None:
+        statistics = []
+        for r in recs:
+            for k, v in r.items():
+                if k not in RECORD_META_KEYS and k not in statistics and isinstance(v, (int, float)) and not isinstance(v, bool):
+                    statistics.append(k)
+        statistics = statistics[:6]
+    if not statistics:
+        raise ValueError("no numeric statistic found in the records")
+    refits = []
+    prev_version = None
+    for t, r in zip(times, recs):
+        version = r.get("model_version")
+        if r.get("refit") or (prev_version is not None and version is not None and version != prev_version):
+            refits.append((t, version))
+        prev_version = version if version is not None else prev_version
+
+    fig = Figure(figsize=(9.0, 1.9 + 1.7 * len(statistics)), dpi=130, layout="constrained")
+    axes = fig.subplots(len(statistics), 1, sharex=True, squeeze=False)[:, 0]
+    thresholds = dict(thresholds or {})
+    for ax, key in zip(axes, statistics):
+        vals = np.array([np.nan if r.get(key) is None else float(r.get(key)) for r in recs])
+        ax.plot(times, vals, marker="o", markersize=2.5, linewidth=1.3, color="tab:blue", label=key)
+        if key in thresholds:
+            ax.axhline(thresholds[key], color="tab:red", linestyle="--", linewidth=1.0, label=f"alert threshold {thresholds[key]:g}")
+        for n_ref, (t, version) in enumerate(refits):
+            ax.axvline(t, color="tab:orange", linestyle=":", linewidth=1.4,
+                       label="refit" if n_ref == 0 else None)
+        if key in log_scale:
+            ax.set_yscale("log")
+        ax.set_ylabel(key.replace("_", " "))
+        ax.grid(True, alpha=0.25)
+        ax.legend(loc="upper left", fontsize=7, framealpha=0.85)
+    top = axes[0]
+    for t, version in refits:
+        if version is not None:
+            top.annotate(f"v{version}", xy=(t, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -10),
+                         textcoords="offset points", fontsize=7, color="tab:orange")
+    is_time = isinstance(times[0], _dt.datetime)
+    axes[-1].set_xlabel(time_label or ("time (UTC)" if is_time else "time"))
+    if is_time:
+        fig.autofmt_xdate()
+    fig.suptitle(f"{title} ({len(recs)} windows, {len(refits)} refit{'s' if len(refits) != 1 else ''})")
+    out = Path(path)
+    fig.savefig(out, format="png")
+    return out
+
+
+# --------------------------------------------------------------------------- CLI helpers
+
+
+def read_records(path: str | os.PathLike) -> list[dict]:
+    """Drift records from a JSON array file or a JSON-lines file."""
+    text = Path(path).read_text(encoding="utf-8")
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        return list(json.loads(stripped))
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _read_embedded(path: str) -> dict[str, np.ndarray]:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    names = table.schema.names
+    if "y" not in names:
+        raise ValueError(f"{path} has no 'y' column (expected the output of 'streamembed embed')")
+    col = table.column("y").combine_chunks()
+    Y = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float64).reshape(len(table), -1)
+    out = {"y": Y}
+    for name in ("beta", "unexplained", "k0", "model_version"):
+        if name in names:
+            out[name] = np.asarray(table.column(name).to_numpy(zero_copy_only=False))
+    if "beta" in out and "unexplained" in out:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out["relative_unexplained"] = np.where(out["beta"] > 0, out["unexplained"] / out["beta"], np.nan)
+    return out
+
+
+def demo(outdir: str | os.PathLike, seed: int = 0) -> tuple[Path, Path]:
+    """Both plots from a synthetic stream whose novel cluster drifts off the map (see ``datasets.novel_cluster``)."""
+    from ..estimator import LandmarkMDS
+    from .datasets import novel_cluster
+
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    ds = novel_cluster(n=1200, seed=seed)
+    D = ds.dissimilarities()
+    pool = ds.landmark_pool
+    from ..core.landmarks import maxmin_select
+
+    L = pool[maxmin_select(60, D=D[np.ix_(pool, pool)])]
+    est = LandmarkMDS(n_components=2).fit(D[np.ix_(L, L)])
+    rest = np.setdiff1d(np.arange(ds.n_objects), L)
+    rng = np.random.default_rng(seed)
+    old = rng.permutation(np.intersect1d(rest, pool))
+    new = rng.permutation(np.setdiff1d(rest, pool))
+    # A stream: old clusters only at first, then the novel cluster mixes in more and more.
+    stream = list(old[:300])
+    mix = list(old[300:]) + list(new)
+    rng.shuffle(mix)
+    stream += sorted(mix, key=lambda i: (i in set(old)) * rng.random() + (i not in set(old)) * rng.random() ** 0.5)
+    stream = np.asarray(stream)
+    res = est.embed(D[np.ix_(stream, L)], k0_rows="all")
+    map_path = plot_map(est, res.y, res.relative_unexplained, outdir / "map.png", color_label="relative unexplained (1 - ||y||²/β)",
+                        title="Novel cluster off the landmark map: colour = share of β the map does not explain")
+    records = []
+    window, refit_at = 60, 12
+    version = 1
+    for w, start in enumerate(range(0, stream.size - window + 1, window)):
+        if w == refit_at:  # refit on old landmarks + everything seen so far (MATH.md §5)
+            seen = np.union1d(L, stream[:start])
+            L = seen[maxmin_select(80, D=D[np.ix_(seen, seen)])]
+            est = LandmarkMDS(n_components=2).fit(D[np.ix_(L, L)])
+            version = 2
+        rows = stream[start : start + window]
+        _, b = est.residuals(D[np.ix_(rows, L)], k0_rows="all")
+        records.append({"time": start + window, "trace_k0": b.trace_k0, "kernel_distance_bound": b.kernel_distance_bound,
+                        "gap_ratio": b.gap_ratio, "model_version": version})
+    drift_path = plot_drift(records, outdir / "drift.png", thresholds={"gap_ratio": 1.0},
+                            title="Residual kernel k0 over a stream with a novel cluster", time_label="objects seen")
+    return map_path, drift_path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="streamembed plot", description="Draw the landmark map or drift statistics to PNG (needs matplotlib).")
+    sub = p.add_subparsers(dest="what", required=True)
+    m = sub.add_parser("map", help="the landmark map with embedded objects")
+    m.add_argument("-m", "--model", required=True, metavar="MODEL.npz")
+    m.add_argument("-e", "--embedded", required=True, metavar="EMBEDDED.parquet", help="output of 'streamembed embed'")
+    m.add_argument("-o", "--output", default="map.png", metavar="PNG")
+    m.add_argument("--color-by", default="relative_unexplained", choices=("relative_unexplained", "model_version", "k0", "none"))
+    m.add_argument("--title")
+    dr = sub.add_parser("drift", help="drift statistics over time")
+    dr.add_argument("records", metavar="RECORDS", help="JSON array or JSON lines of {time, statistic..., refit?, model_version?}")
+    dr.add_argument("-o", "--output", default="drift.png", metavar="PNG")
+    dr.add_argument("--stats", help="comma-separated statistics to draw (default: all numeric, at most 6)")
+    dr.add_argument("--threshold", action="append", default=[], metavar="STAT=VALUE", help="alert line (repeatable)")
+    dr.add_argument("--log", default="", help="comma-separated statistics on a log scale")
+    dr.add_argument("--title", default="Drift statistics")
+    de = sub.add_parser("demo", help="both plots from a synthetic drifting stream")
+    de.add_argument("-o", "--output", default=".", metavar="DIR")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``streamembed plot``; exit code 0 ok, 2 refused (bad input or matplotlib missing)."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.what == "map":
+            from ..model_io import load_model
+
+            est = load_model(args.model)
+            emb = _read_embedded(args.embedded)
+            color = None if args.color_by == "none" else emb.get(args.color_by)
+            if args.color_by != "none" and color is None:
+                raise ValueError(f"{args.embedded} has no column for --color-by {args.color_by}")
+            out = plot_map(est, emb["y"], color, args.output, color_label=args.color_by.replace("_", " "), title=args.title)
+        elif args.what == "drift":
+            thresholds = {}
+            for item in args.threshold:
+                key, sep, value = item.partition("=")
+                if not sep:
+                    raise ValueError(f"--threshold expects STAT=VALUE, got {item!r}")
+                thresholds[key] = float(value)
+            stats = [s for s in args.stats.split(",") if s] if args.stats else None
+            out = plot_drift(read_records(args.records), args.output, statistics=stats, thresholds=thresholds,
+                             title=args.title, log_scale=[s for s in args.log.split(",") if s])
+        else:
+            outs = demo(args.output)
+            print("\n".join(str(o) for o in outs))
+            return 0
+    except MatplotlibMissing as exc:
+        print(f"streamembed plot: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"streamembed plot: {exc}", file=sys.stderr)
+        return 2
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

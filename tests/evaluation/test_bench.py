@@ -1,0 +1,68 @@
+"""`streamembed bench` runs end to end on tiny sizes; end-to-end hooks are optional."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from streamembed.evaluation import bench
+
+TINY = "n=60;d=2;dtype=float32,float64;mb=0.25;max_m=1000;m=50,200;n_scaling=60;d_scaling=2;refit=80;repeat=1;block_objects=8;k=4"
+
+
+@pytest.fixture
+def clean_registry():
+    before = bench.registered_end_to_end()
+    yield
+    for name in list(bench.registered_end_to_end()):
+        if name not in before:
+            bench.unregister_end_to_end(name)
+
+
+def test_quick_bench_with_tiny_sizes_writes_tables_and_json(tmp_path, capsys, clean_registry) -> None:
+    def fake_daemon(quick: bool) -> dict:
+        assert quick
+        return {"objects_per_s": 1000.0, "n": 60, "dtype": "float32", "note": "fake"}
+
+    def no_broker(quick: bool) -> dict:
+        raise bench.EndToEndUnavailable("no broker reachable")
+
+    bench.register_end_to_end("fake-file-daemon", fake_daemon)
+    bench.register_end_to_end("fake-kafka", no_broker)
+    out = tmp_path / "bench.json"
+    assert bench.main(["--quick", "--sizes", TINY, "--json", str(out), "-q"]) == 0
+    text = capsys.readouterr().out
+    assert "Throughput" in text and "Scaling with batch size m" in text and "Refit" in text
+    data = json.loads(out.read_text())
+    assert {r["dtype"] for r in data["throughput"]} == {"float32", "float64"}
+    row = data["throughput"][0]
+    for key in ("projection_over_read", "restricted_over_read", "block_over_read", "block_objects_per_s"):
+        assert row[key] > 0
+    assert [r["m"] for r in data["scaling_m"]] == [50, 200]
+    assert data["refit"][0]["n"] == 80
+    e2e = {r["name"]: r for r in data["end_to_end"]}
+    assert e2e["fake-file-daemon"]["status"] == "ok" and e2e["fake-file-daemon"]["over_read"] > 0
+    assert e2e["fake-kafka"]["status"] == "skipped" and "no broker" in e2e["fake-kafka"]["reason"]
+
+
+def test_sklearn_kernel_pca_agrees_with_projection() -> None:
+    pytest.importorskip("sklearn")
+    sizes = bench.parse_sizes(TINY, bench.PRESETS["quick"])
+    for dtype in ("float32", "float64"):
+        row = bench.bench_throughput(60, 2, dtype, sizes)
+        assert row["sklearn_agrees"], row
+        if dtype == "float64":
+            assert row["sklearn_rel_diff"] < 1e-10
+
+
+def test_bad_sizes_are_refused(capsys) -> None:
+    assert bench.main(["--sizes", "bogus=1", "--json", "-"]) == 2
+    assert "bad --sizes entry" in capsys.readouterr().err
+
+
+def test_registering_twice_needs_replace(clean_registry) -> None:
+    bench.register_end_to_end("x", lambda q: {"objects_per_s": 1.0})
+    with pytest.raises(ValueError):
+        bench.register_end_to_end("x", lambda q: {"objects_per_s": 1.0})
+    bench.register_end_to_end("x", lambda q: {"objects_per_s": 2.0}, replace=True)

@@ -1,0 +1,101 @@
+"""Quality measures on cases with known answers (seed 002 §1.3, seed 003)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.spatial.distance as ssd
+
+from streamembed.core.errors import InputError
+from streamembed.evaluation.metrics import (
+    pairwise_stress,
+    procrustes_fidelity,
+    stress_to_reference,
+    trustworthiness_continuity,
+)
+
+
+def dist(X: np.ndarray) -> np.ndarray:
+    return ssd.squareform(ssd.pdist(X))
+
+
+def test_identity_embedding_is_perfectly_trustworthy_and_continuous() -> None:
+    X = np.random.default_rng(0).normal(size=(80, 2))
+    T, C = trustworthiness_continuity(dist(X), X, k=7)
+    assert T == 1.0 and C == 1.0
+
+
+def test_rigid_motion_keeps_neighbourhoods() -> None:
+    X = np.random.default_rng(1).normal(size=(60, 3))
+    Q, _ = np.linalg.qr(np.random.default_rng(2).normal(size=(3, 3)))
+    assert trustworthiness_continuity(dist(X), X @ Q + 4.0, k=5) == (1.0, 1.0)
+
+
+def test_hand_computed_swap_on_a_line() -> None:
+    # Points at 0, 1, 3, 6, 10; the embedding swaps the two ends. With k = 1 the
+    # false neighbours have original ranks 3, 4, 3 (penalties 2 + 3 + 2 = 7) and
+    # the lost ones embedded ranks 3, 4, 3; scale 2/(N k (2N - 3k - 1)) = 1/15.
+    x = np.array([0.0, 1.0, 3.0, 6.0, 10.0])[:, None]
+    y = np.array([10.0, 1.0, 3.0, 6.0, 0.0])[:, None]
+    T, C = trustworthiness_continuity(dist(x), y, k=1)
+    assert T == pytest.approx(8 / 15)
+    assert C == pytest.approx(8 / 15)
+
+
+def test_shuffled_embedding_has_low_trustworthiness() -> None:
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 2))
+    T, C = trustworthiness_continuity(dist(X), X[rng.permutation(300)], k=10)
+    assert T < 0.6 and C < 0.6  # a random map scores about 0.5
+
+
+def test_continuity_is_trustworthiness_with_roles_swapped() -> None:
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(120, 5))
+    Y = X[:, :2] + 0.3 * rng.normal(size=(120, 2))
+    T, C = trustworthiness_continuity(dist(X), Y, k=8)
+    T_swapped, C_swapped = trustworthiness_continuity(dist(Y), X, k=8)
+    assert C == pytest.approx(T_swapped) and T == pytest.approx(C_swapped)
+
+
+def test_trustworthiness_matches_scikit_learn() -> None:
+    manifold = pytest.importorskip("sklearn.manifold")
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(150, 6))
+    Y = X[:, :2] + 0.5 * rng.normal(size=(150, 2))
+    T, _ = trustworthiness_continuity(dist(X), Y, k=9)
+    assert T == pytest.approx(manifold.trustworthiness(X, Y, n_neighbors=9), abs=1e-12)
+
+
+def test_k_too_large_is_refused() -> None:
+    X = np.zeros((6, 2)) + np.arange(6)[:, None]
+    with pytest.raises(InputError):
+        trustworthiness_continuity(dist(X), X, k=4)
+
+
+def test_hand_computed_stress() -> None:
+    # y = (0, 0); references (3, 0) and (0, 4): embedded distances 3 and 4 against
+    # dissimilarities 2 and 5 -> raw (1² + 1²) = 2, normalised 2 / (4 + 25).
+    st = stress_to_reference(np.zeros((1, 2)), np.array([[3.0, 0.0], [0.0, 4.0]]), np.array([[2.0, 5.0]]))
+    assert st.raw == pytest.approx(2.0)
+    assert st.normalised == pytest.approx(2 / 29)
+    assert st.n_pairs == 2
+
+
+def test_pairwise_stress_counts_each_pair_once() -> None:
+    Y = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 4.0]])  # distances 3, 4, 5
+    Delta = np.array([[0, 3, 4], [3, 0, 6], [4, 6, 0]], dtype=float)
+    st = pairwise_stress(Y, Delta)
+    assert st.raw == pytest.approx(1.0) and st.n_pairs == 3
+    assert st.normalised == pytest.approx(1 / (9 + 16 + 36))
+
+
+def test_procrustes_fidelity_of_a_moved_copy_is_zero() -> None:
+    rng = np.random.default_rng(6)
+    L, Y = rng.normal(size=(20, 2)), rng.normal(size=(15, 2))
+    c, s = np.cos(0.7), np.sin(0.7)
+    R = np.array([[c, -s], [s, c]])
+    fid = procrustes_fidelity(L, L @ R + 3.0, Y, Y @ R + 3.0)
+    assert fid.rmse < 1e-12 and fid.relative < 1e-12 and fid.landmark_residual < 1e-12
+    moved = procrustes_fidelity(L, L @ R + 3.0, Y, Y @ R + 3.0 + np.array([1.0, 0.0]))
+    assert moved.rmse == pytest.approx(1.0)
