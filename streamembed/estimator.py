@@ -400,6 +400,7 @@ class LandmarkMDS:
             n_window=A_arr.shape[0] if n_window is None else n_window,
             K0=K0,
             negative_tol=0.0,
+            beta=res.beta[sample],
         )
         return res, bounds
 

@@ -64,16 +64,17 @@ class WindowBounds:
     negative_k0_share: float
 
 
-def kernel_distance_bound(trace_k0: float, n_landmarks: int, n_window: int) -> float:
+def kernel_distance_bound(trace_k0: float, n_landmarks: int, n_window: int, tolerance: float = 0.0) -> float:
     """√(2·Tr(k0)/(n + |Z|)): the corrected Theorem 18 bound (MATH.md §4).
 
-    NaN when Tr(k0) < 0: k0 is then not positive semidefinite (non-Euclidean
-    input) and the bound does not apply; round-off below zero counts as 0.
+    NaN when Tr(k0) < -tolerance: k0 is then not positive semidefinite
+    (non-Euclidean input) and the bound does not apply; a trace within the
+    round-off ``tolerance`` below zero counts as 0.
     """
     total = n_landmarks + n_window
     if not total:
         return 0.0
-    if trace_k0 < -1e-9 * max(1.0, abs(trace_k0)) and trace_k0 < 0:
+    if trace_k0 < -tolerance:
         return float("nan")
     return float(np.sqrt(max(2.0 * trace_k0, 0.0) / total))
 
@@ -101,6 +102,7 @@ def window_bounds(
     n_window: int | None = None,
     K0: np.ndarray | None = None,
     negative_tol: float = 0.0,
+    beta: np.ndarray | None = None,
 ) -> WindowBounds:
     """Bounds for a window from the exact k0 of (a sample of) its objects.
 
@@ -115,6 +117,9 @@ def window_bounds(
             (a block with mutual dissimilarities): makes ‖k0‖₂ and the
             kernel-distance error exact.
         negative_tol: k0 below -negative_tol counts as non-Euclidean.
+        beta: (s,) the sampled objects' β: sets the round-off tolerance
+            (1e-8·Σ|β|, scaled like the trace) below which a negative Tr(k0)
+            still counts as 0 rather than as non-Euclidean.
     """
     s = int(k0.shape[0])
     nz = s if n_window is None else int(n_window)
@@ -140,7 +145,9 @@ def window_bounds(
         trace_k0=trace,
         norm_k0=norm,
         norm_exact=norm_exact,
-        kernel_distance_bound=kernel_distance_bound(trace, n_landmarks, nz),
+        kernel_distance_bound=kernel_distance_bound(
+            trace, n_landmarks, nz, 0.0 if beta is None else 1e-8 * weight * float(np.abs(beta).sum())
+        ),
         kernel_distance_exact=exact_dist,
         gamma=gamma,
         eigengap=gap,

@@ -148,7 +148,7 @@ class DriftWindow:
         y_r = np.concatenate([b.y_r for b in self._batches]) if k0.size else np.empty((0, self.lam_r.size))
         p50, p90, p99 = np.percentile(rel, [50, 90, 99])
         if k0.size:
-            wb = window_bounds(k0, y_r, self.lam_r, self.n_components, self.n_landmarks, n_window=self._n)
+            wb = window_bounds(k0, y_r, self.lam_r, self.n_components, self.n_landmarks, n_window=self._n, beta=beta)
             norms = [b.block_norm for b in self._batches if b.block_norm is not None]
             norm, exact = wb.norm_k0, wb.norm_exact
             with np.errstate(divide="ignore", invalid="ignore"):

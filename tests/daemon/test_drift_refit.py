@@ -23,7 +23,7 @@ def _config(root: Path, **overrides: object):
     base = {
         "output.root": str(root),
         "metrics.enabled": False,
-        "generator.rate": 60_000.0,
+        "generator.rate": 40_000.0,  # the refit process needs ~1 s while the stream runs
         "drift.window_objects": 10_000,
         "drift.baseline_objects": 10_000,
         "drift.min_objects": 5_000,
@@ -101,7 +101,7 @@ def test_stationary_input_triggers_no_refit(tmp_path, metric):
 
 
 def test_restart_continues_with_the_refitted_model(tmp_path):
-    cfg = _config(tmp_path, **DRIFT, **{"run.max_records": 120_000})
+    cfg = _config(tmp_path, **DRIFT, **{"run.max_records": 200_000})
     assert run_daemon(cfg, metrics=Metrics()) == 0
     assert any(h["status"] == "installed" for h in _history(tmp_path))
     cfg2 = _config(tmp_path, **DRIFT, **{"run.max_records": 20_000})
