@@ -117,8 +117,8 @@ class Metrics:
             for name, doc in DRIFT_GAUGES.items()
         }
         self.drift_quantile = Gauge("streamembed_drift_relative_unexplained_quantile",
-                                    "Quantiles of unexplained / beta over the drift window (ratio 0-1).",
-                                    ["quantile"], registry=r)
+                                    "Quantiles of unexplained / beta over the drift window (ratio 0-1), "
+                                    "by q (0.5, 0.9, 0.99).", ["q"], registry=r)
         self.refit_trigger_value = Gauge("streamembed_refit_trigger_value",
                                          "Current value of the statistic the refit trigger watches.", registry=r)
         self.refit_trigger_level = Gauge("streamembed_refit_trigger_level",

@@ -156,4 +156,4 @@ class DriftMonitor:
         g["negative_k0_ratio"].set(stats.negative_k0_share)
         for q, v in (("0.5", stats.relative_unexplained_p50), ("0.9", stats.relative_unexplained_p90),
                      ("0.99", stats.relative_unexplained_p99)):
-            m.drift_quantile.labels(quantile=q).set(v)
+            m.drift_quantile.labels(q=q).set(v)
