@@ -1,0 +1,204 @@
+"""Kafka throughput: raw kafka-python consume vs the daemon's consume -> embed -> produce, same messages.
+
+    python benchmarks/bench_kafka.py [--messages 150] [--objects-per-message 1000] [--landmarks 256]
+                                     [--dims 2] [--partitions 1] [--repeat 2]
+
+Starts its own Tansu broker (127.0.0.1, memory storage), produces
+``--messages`` Arrow IPC stream messages of ``--objects-per-message`` float32
+rows x ``--landmarks`` dissimilarities (1000 x 256: 1.03 MB each, so 150
+messages = ~155 MB), then measures, on the same messages:
+
+* raw: a group-less ``KafkaConsumer`` with the daemon's fetch settings,
+  ``poll`` and nothing else (the values are not even looked at);
+* daemon: the daemon's own pieces in process - ``KafkaSource`` (a consumer
+  group, manual commits), ``EmbeddingLoop`` (decode, validate, embed with
+  the projection method, encode), ``KafkaOutputSink`` (Arrow messages to an
+  output topic, acks=all), offsets committed after the outputs are
+  acknowledged; the run ends with the final flush and commit.
+
+Both rates exclude start-up (the group join, the first fetch): they are
+counted from the first consumer poll that returned records (those records
+not counted) to the last message (raw) or to the final commit (daemon). Each measurement is repeated ``--repeat`` times (fresh group) and
+the best is reported; compare only the ratio (the machine is shared, PERF.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from scipy.spatial.distance import cdist
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def make_messages(n_msgs: int, m: int, landmarks: np.ndarray, rng: np.random.Generator) -> list[bytes]:
+    from streamembed.kafka.codec import encode_arrow
+
+    n, p = landmarks.shape
+    out = []
+    for k in range(n_msgs):
+        Z = rng.standard_normal((m, p)) * 3.0
+        A = cdist(Z, landmarks).astype(np.float32)
+        ids = pa.array([f"m{k}-{i}" for i in range(m)], pa.string())
+        col = pa.FixedSizeListArray.from_arrays(pa.array(A.reshape(-1)), n)
+        out.append(encode_arrow(pa.table({"id": ids, "dissimilarities": col})))
+    return out
+
+
+def produce(bootstrap: str, topic: str, messages: list[bytes], partitions: int) -> float:
+    from kafka import KafkaProducer
+
+    from streamembed.kafka.codec import ARROW_CONTENT_TYPE, CONTENT_TYPE_HEADER
+
+    prod = KafkaProducer(bootstrap_servers=bootstrap, max_request_size=8 << 20, batch_size=1 << 20, linger_ms=5)
+    headers = [(CONTENT_TYPE_HEADER, ARROW_CONTENT_TYPE.encode())]
+    t0 = time.perf_counter()
+    for i, v in enumerate(messages):
+        prod.send(topic, value=v, headers=headers, partition=i % partitions)
+    prod.flush()
+    dt = time.perf_counter() - t0
+    prod.close()
+    return dt
+
+
+def raw_consume(bootstrap: str, topic: str, partitions: int, n_msgs: int, settings: dict) -> tuple[float, int, int]:
+    """(seconds, messages, bytes) from the first poll with records to the last message."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    s = {k: v for k, v in settings.items() if k not in ("group_id", "bootstrap_servers")}
+    c = KafkaConsumer(bootstrap_servers=bootstrap, **s)
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    c.assign(tps)
+    c.seek_to_beginning(*tps)
+    got = nbytes = first = 0
+    t0 = None
+    deadline = time.monotonic() + 300
+    while got < n_msgs and time.monotonic() < deadline:
+        for recs in c.poll(timeout_ms=500).values():
+            if t0 is None:
+                t0, first = time.perf_counter(), len(recs)
+            got += len(recs)
+            nbytes += sum(len(r.value) for r in recs)
+    dt = time.perf_counter() - t0
+    c.close()
+    if got < n_msgs:
+        raise RuntimeError(f"raw consumer got {got} of {n_msgs} messages")
+    return dt, got - first, nbytes * (got - first) // got
+
+
+def daemon_run(bootstrap: str, topic: str, out_topic: str, group: str, est, n_objects: int, m: int,
+               workdir: Path, overrides: dict | None = None) -> tuple[float, int, dict]:
+    """(seconds, objects, stats) of the daemon's loop from its first batch to its final commit."""
+    from streamembed.daemon.config import load_config
+    from streamembed.daemon.metrics import Metrics
+    from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
+    from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
+    from streamembed.kafka.source import KafkaSource
+    from streamembed.stream.checkpoint import CheckpointStore
+    from streamembed.stream.loop import EmbeddingLoop, LoopSettings
+
+    cfg = load_config(overrides={"kafka.bootstrap_servers": bootstrap, "kafka.group_id": group,
+                                 "kafka.session_timeout_ms": 10000, "kafka.input_topic": topic, **(overrides or {})})
+    k = cfg.kafka
+    metrics = Metrics()
+    stop = threading.Event()
+    producer = ReliableProducer(producer_settings(k), metrics=metrics, stop=stop)
+    source = KafkaSource(consumer_settings(k), topic, batch_rows=cfg.source.batch_rows, metrics=metrics, stop=stop,
+                         backpressure=lambda: producer.unacked_bytes > k.max_unacked_bytes)
+    # the clock starts when the consumer's first poll returns records (those are not counted), as for raw
+    first: dict[str, float] = {}
+    consumer_poll = source._consumer.poll
+
+    def timed_poll(*a, **kw):
+        recs = consumer_poll(*a, **kw)
+        if recs and "t" not in first:
+            first["t"], first["rows"] = time.perf_counter(), m * sum(len(v) for v in recs.values())
+        return recs
+
+    source._consumer.poll = timed_poll
+    output = KafkaOutputSink(producer, out_topic, fmt="arrow", max_message_bytes=k.max_request_size)
+    dead = KafkaDeadLetterSink(producer, f"{topic}.dlq", locate=source.locate)
+    loop = EmbeddingLoop(est, source, output, dead, CheckpointStore(workdir / "unused.json"),
+                         settings=LoopSettings(max_records=n_objects, roll_rows=100_000, roll_seconds=5.0),
+                         metrics=metrics, stop=stop)
+    stats = loop.run()
+    t1 = time.perf_counter()
+    source.close()
+    producer.close()
+    info = {"batches": stats.batches, "embedded": stats.embedded, "dead": stats.dead, "commits": source.commits,
+            "out_messages": producer.delivered}
+    return t1 - first["t"], stats.embedded - int(first["rows"]), info
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--messages", type=int, default=150)
+    ap.add_argument("--objects-per-message", type=int, default=1000)
+    ap.add_argument("--landmarks", type=int, default=256)
+    ap.add_argument("--dims", type=int, default=2)
+    ap.add_argument("--features", type=int, default=10)
+    ap.add_argument("--partitions", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--switch-interval", type=float, default=None,
+                    help="sys.setswitchinterval for this run (default: the daemon's setting)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--set", action="append", default=[], metavar="kafka.KEY=VALUE",
+                    help="config override for both the raw consumer and the daemon (repeatable)")
+    args = ap.parse_args(argv)
+    overrides = dict(item.split("=", 1) for item in args.set)
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
+
+    from streamembed import LandmarkMDS
+    from streamembed.daemon.config import load_config
+    from streamembed.kafka.client import consumer_settings
+    from streamembed.testing.broker import TansuBroker
+
+    rng = np.random.default_rng(args.seed)
+    L = rng.standard_normal((args.landmarks, args.features)) * 3.0
+    est = LandmarkMDS(n_components=args.dims).fit(cdist(L, L))
+    m, n_msgs = args.objects_per_message, args.messages
+    t0 = time.perf_counter()
+    messages = make_messages(n_msgs, m, L, rng)
+    total_bytes = sum(map(len, messages))
+    print(f"{n_msgs} Arrow messages of {m} objects x {args.landmarks} float32 = {total_bytes / 1e6:.1f} MB "
+          f"({len(messages[0]) / 1e6:.3f} MB each; made in {time.perf_counter() - t0:.1f} s)")
+    with TansuBroker() as broker, tempfile.TemporaryDirectory() as tmp:
+        topic, out = "bench-in", "bench-out"
+        broker.create_topic(topic, partitions=args.partitions)
+        broker.create_topic(out, partitions=args.partitions)
+        dt = produce(broker.bootstrap, topic, messages, args.partitions)
+        print(f"produce (kafka-python): {total_bytes / 1e6 / dt:7.1f} MB/s")
+        del messages
+        settings = consumer_settings(load_config(overrides=overrides).kafka)
+        raw_best = dm_best = None
+        ratios = []
+        for r in range(args.repeat):
+            dt_raw, n, nbytes = raw_consume(broker.bootstrap, topic, args.partitions, n_msgs, settings)
+            rate = (n * m / dt_raw, nbytes / 1e6 / dt_raw)
+            raw_best = rate if raw_best is None or rate[0] > raw_best[0] else raw_best
+            print(f"raw consume   run {r}: {rate[0]:12,.0f} objects/s  {rate[1]:7.1f} MB/s")
+            dt, n_obj, info = daemon_run(broker.bootstrap, topic, out, f"bench-{r}-{os.getpid()}", est,
+                                         n_msgs * m, m, Path(tmp), overrides)
+            rate = (n_obj / dt, n_obj / m * (total_bytes / n_msgs) / 1e6 / dt)
+            dm_best = rate if dm_best is None or rate[0] > dm_best[0] else dm_best
+            ratios.append(rate[0] / (n * m / dt_raw))
+            print(f"daemon        run {r}: {rate[0]:12,.0f} objects/s  {rate[1]:7.1f} MB/s   ratio {ratios[-1]:.2f}  "
+                  f"{info}")
+        print(f"best raw consume    : {raw_best[0]:12,.0f} objects/s  {raw_best[1]:7.1f} MB/s")
+        print(f"best daemon end2end : {dm_best[0]:12,.0f} objects/s  {dm_best[1]:7.1f} MB/s")
+        print(f"ratio daemon / raw  : best/best {dm_best[0] / raw_best[0]:.2f}, median of runs "
+              f"{float(np.median(ratios)):.2f}  (target >= 0.8)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

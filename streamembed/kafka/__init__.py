@@ -1,0 +1,20 @@
+"""Kafka as a source and sink of the daemon (kafka-python).
+
+Modules, in the data's path:
+
+* :mod:`~streamembed.kafka.client` - client settings from the config
+  (security, ``[kafka.client]``), transient-error retries, a producer that
+  knows when its messages are durable;
+* :mod:`~streamembed.kafka.codec` - one message <-> rows: Arrow IPC streams
+  and JSON, content-type / schema-version / landmark-version headers;
+* :mod:`~streamembed.kafka.source` - a consumer-group :class:`KafkaSource`
+  whose "checkpoint" is the group's committed offsets;
+* :mod:`~streamembed.kafka.sink` - the output topic and the dead-letter topic;
+* :mod:`~streamembed.kafka.model_topic` - the landmark model on a compacted
+  topic, so every replica embeds with the same model version;
+* :mod:`~streamembed.kafka.wiring` - how the daemon puts these together.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,309 @@
+"""The landmark model on a compacted topic: every replica embeds with the same model version.
+
+One record per published model: key = the model name, value = the portable
+``.npz`` bytes written by ``LandmarkMDS.save`` (no pickle), headers
+``model_version`` (decimal) and ``sha256`` (hex digest of the value), plus
+``content-type: application/vnd.streamembed.model+npz``. The topic is created
+with ``cleanup.policy=compact`` and a single partition when missing; readers
+never rely on compaction (some brokers, e.g. Tansu, never compact): they read
+the whole topic and the *latest record* of the key wins.
+
+A replica never goes back: :meth:`ModelTopic.poll_new` only returns a model
+newer than both the version it is given and any version it returned before.
+Records whose checksum or file does not verify are skipped with a warning.
+
+Usage (the daemon's :class:`streamembed.kafka.wiring.ModelSync` does this)::
+
+    mt = ModelTopic("127.0.0.1:9092", "streamembed-models")
+    mt.publish(est)                    # after a fit or a refit
+    est = mt.latest()                  # at startup: the topic's model, or None
+    mt.start_watching()                # background reader thread
+    new = mt.poll_new(current_version) # between batches: a newer model, or None
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from streamembed.kafka.client import retry
+
+__all__ = ["ModelTopic", "PublishedModel", "MODEL_CONTENT_TYPE", "model_bytes", "model_from_bytes"]
+
+log = logging.getLogger("streamembed.kafka.model")
+
+MODEL_CONTENT_TYPE = "application/vnd.streamembed.model+npz"
+_VERSION_HEADER = "model_version"
+_SHA_HEADER = "sha256"
+
+
+@dataclass
+class PublishedModel:
+    """What was published (or found): version, checksum, size and coordinates."""
+
+    name: str
+    version: int
+    sha256: str
+    size: int
+    partition: int = -1
+    offset: int = -1
+
+
+def model_bytes(est: Any) -> bytes:
+    """The ``.npz`` bytes ``est.save`` writes (through a temporary file)."""
+    with tempfile.TemporaryDirectory(prefix="streamembed-model-") as d:
+        path = Path(d) / "model.npz"
+        est.save(path)
+        return path.read_bytes()
+
+
+def model_from_bytes(data: bytes) -> Any:
+    """A ``LandmarkMDS`` from ``.npz`` bytes (``LandmarkMDS.load`` reads a path: via a temporary file)."""
+    from streamembed import LandmarkMDS
+
+    with tempfile.TemporaryDirectory(prefix="streamembed-model-") as d:
+        path = Path(d) / "model.npz"
+        path.write_bytes(data)
+        return LandmarkMDS.load(path)
+
+
+def _headers(record: Any) -> dict[str, bytes]:
+    return {k.lower(): v for k, v in (record.headers or ())}
+
+
+class ModelTopic:
+    """Publish and read landmark models on ``topic`` under key ``name`` (see the module doc).
+
+    ``consumer_settings`` / ``producer_settings`` are kafka-python keyword
+    arguments (security options etc.; a group id is ignored: the reader is
+    group-less); without them only ``bootstrap`` is used.
+    """
+
+    def __init__(self, bootstrap: str | list[str], topic: str, *, name: str = "streamembed",
+                 consumer_settings: Mapping[str, Any] | None = None,
+                 producer_settings: Mapping[str, Any] | None = None, metrics: Any = None,
+                 stop: threading.Event | None = None, read_timeout: float = 30.0) -> None:
+        servers = [s.strip() for s in bootstrap.split(",")] if isinstance(bootstrap, str) else list(bootstrap)
+        self.topic = topic
+        self.name = name
+        self._key = name.encode("utf-8")
+        base_c = dict(consumer_settings or {})
+        for k in ("group_id", "max_poll_records", "max_poll_interval_ms", "session_timeout_ms",
+                  "heartbeat_interval_ms", "auto_offset_reset", "enable_auto_commit"):
+            base_c.pop(k, None)
+        base_c.update(bootstrap_servers=servers, enable_auto_commit=False, group_id=None)
+        base_c.setdefault("client_id", "streamembed-model-reader")
+        base_c["max_partition_fetch_bytes"] = max(int(base_c.get("max_partition_fetch_bytes", 0)), 64 << 20)
+        self._consumer_settings = base_c
+        base_p = dict(producer_settings or {})
+        base_p.update(bootstrap_servers=servers)
+        base_p.setdefault("client_id", "streamembed-model-publisher")
+        self._producer_settings = base_p
+        self.metrics = metrics
+        self.stop = stop or threading.Event()
+        self.read_timeout = float(read_timeout)
+        self._lock = threading.Lock()
+        self._newest: tuple[int, Any] | None = None  # (version, model) seen by the watcher
+        self._returned = -1  # highest version poll_new handed out
+        self._watcher: threading.Thread | None = None
+        self._closing = threading.Event()
+        self.published: list[PublishedModel] = []
+        #: the highest model version known to be on the topic (read or published; -1: none)
+        self.topic_version = -1
+
+    # ------------------------------------------------------------------ publishing
+    def ensure_topic(self) -> None:
+        """Create the topic (1 partition, compacted) if it does not exist; best effort."""
+        from kafka import KafkaAdminClient
+        from kafka.admin import NewTopic
+
+        keys = set(KafkaAdminClient.DEFAULT_CONFIG)
+        admin = KafkaAdminClient(**{k: v for k, v in self._producer_settings.items() if k in keys})
+        try:
+            admin.create_topics([NewTopic(name=self.topic, num_partitions=1, replication_factor=1,
+                                          topic_configs={"cleanup.policy": "compact"})])
+            log.info("created the model topic", extra={"topic": self.topic})
+        except Exception as exc:  # noqa: BLE001 - exists already, or no permission: the producer decides
+            log.debug("model topic not created (%s: %s)", type(exc).__name__, exc)
+        finally:
+            admin.close()
+
+    def _partitions(self, consumer: Any) -> list[int]:
+        parts = consumer.partitions_for_topic(self.topic)
+        return sorted(parts) if parts else []
+
+    def publish(self, est: Any) -> PublishedModel:
+        """Publish ``est`` (blocking until the broker acknowledged it)."""
+        from kafka import KafkaProducer
+
+        value = model_bytes(est)
+        version = int(est.model_version_)
+        digest = hashlib.sha256(value).hexdigest()
+        headers = [(_VERSION_HEADER, str(version).encode()), (_SHA_HEADER, digest.encode()),
+                   ("content-type", MODEL_CONTENT_TYPE.encode())]
+        settings = dict(self._producer_settings)
+        settings["max_request_size"] = max(int(settings.get("max_request_size", 1 << 20)), len(value) + (1 << 20))
+        self.ensure_topic()
+        producer = retry(lambda: KafkaProducer(**settings), "connecting the model publisher", stop=self.stop,
+                         metrics=self.metrics)
+        try:
+            meta = retry(lambda: producer.send(self.topic, key=self._key, value=value, headers=headers).get(60),
+                         f"publishing model version {version}", stop=self.stop, metrics=self.metrics)
+        finally:
+            producer.close(timeout=10)
+        if self.metrics is not None:
+            self.metrics.kafka_messages_out.labels(topic=self.topic).inc()
+        pub = PublishedModel(self.name, version, digest, len(value), meta.partition, meta.offset)
+        self.published.append(pub)
+        self.topic_version = max(self.topic_version, version)
+        log.info("published the model", extra={"topic": self.topic, "model_version": version, "bytes": len(value),
+                                               "sha256": digest})
+        return pub
+
+    # ------------------------------------------------------------------ reading
+    def _reader(self) -> Any:
+        from kafka import KafkaConsumer
+
+        return retry(lambda: KafkaConsumer(**self._consumer_settings), "connecting the model reader",
+                     stop=self.stop, metrics=self.metrics, deadline=time.monotonic() + self.read_timeout)
+
+    def _verify(self, record: Any) -> tuple[int, Any] | None:
+        """(version, model) of a record of our key, or None (tombstone, or a bad record: logged)."""
+        if record.value is None:
+            return None
+        h = _headers(record)
+        try:
+            version = int(h[_VERSION_HEADER].decode())
+            digest = h[_SHA_HEADER].decode()
+        except (KeyError, ValueError, UnicodeDecodeError):
+            log.warning("model record at offset %d lacks valid model_version/sha256 headers; skipped", record.offset)
+            return None
+        if hashlib.sha256(record.value).hexdigest() != digest:
+            log.warning("model record at offset %d fails its sha256; skipped", record.offset)
+            return None
+        try:
+            est = model_from_bytes(record.value)
+        except Exception as exc:  # noqa: BLE001 - ModelFileError and friends: not a usable model
+            log.warning("model record at offset %d is not a loadable model (%s); skipped", record.offset, exc)
+            return None
+        if int(est.model_version_) != version:
+            log.warning("model record at offset %d: header says version %d, the file %d; using the file's",
+                        record.offset, version, int(est.model_version_))
+            version = int(est.model_version_)
+        return version, est
+
+    def latest(self, timeout: float | None = None) -> Any | None:
+        """The model of the latest record of our key (reading the whole topic), or None."""
+        from kafka import TopicPartition
+
+        deadline = time.monotonic() + (self.read_timeout if timeout is None else timeout)
+        consumer = self._reader()
+        try:
+            parts = self._partitions(consumer)
+            if not parts:
+                return None
+            tps = [TopicPartition(self.topic, p) for p in parts]
+            consumer.assign(tps)
+            consumer.seek_to_beginning(*tps)
+            recent: list[Any] = []  # the last few records of our key, oldest first
+            while time.monotonic() < deadline:
+                for recs in consumer.poll(timeout_ms=200).values():
+                    recent.extend(r for r in recs if r.key == self._key)
+                    recent = sorted(recent, key=lambda r: (r.timestamp, r.partition, r.offset))[-3:]
+                if all((hw := consumer.highwater(tp)) is not None and consumer.position(tp) >= hw for tp in tps):
+                    break
+            else:
+                log.warning("reading the model topic %s timed out; using what was read", self.topic)
+            for r in reversed(recent):
+                if r.value is None:
+                    return None  # a tombstone: the model was withdrawn
+                got = self._verify(r)
+                if got is not None:
+                    self.topic_version = max(self.topic_version, got[0])
+                    return got[1]
+            return None
+        finally:
+            consumer.close()
+
+    # ------------------------------------------------------------------ watching
+    def start_watching(self, poll_seconds: float = 1.0) -> None:
+        """Start the background reader that feeds :meth:`poll_new` (idempotent)."""
+        if self._watcher is not None:
+            return
+        self._watcher = threading.Thread(target=self._watch, args=(poll_seconds,), name="streamembed-model-watch",
+                                         daemon=True)
+        self._watcher.start()
+
+    def _watch(self, poll_seconds: float) -> None:
+        from kafka import TopicPartition
+
+        consumer = None
+        try:
+            while not self._closing.is_set():
+                try:
+                    if consumer is None:
+                        consumer = self._reader()
+                        parts = self._partitions(consumer)
+                        if not parts:
+                            consumer.close()
+                            consumer = None
+                            self._closing.wait(poll_seconds)
+                            continue
+                        tps = [TopicPartition(self.topic, p) for p in parts]
+                        consumer.assign(tps)
+                        consumer.seek_to_beginning(*tps)
+                    for recs in consumer.poll(timeout_ms=int(poll_seconds * 1000)).values():
+                        for r in recs:
+                            if r.key == self._key:
+                                self._offer(r)
+                except Exception:  # noqa: BLE001 - keep watching; the stream goes on with its model
+                    log.warning("watching the model topic failed; retrying", exc_info=True)
+                    if consumer is not None:
+                        consumer.close()
+                        consumer = None
+                    self._closing.wait(min(10.0, poll_seconds * 5))
+        finally:
+            if consumer is not None:
+                consumer.close()
+
+    def _offer(self, record: Any) -> None:
+        hv = _headers(record).get(_VERSION_HEADER)
+        try:
+            if hv is not None and int(hv.decode()) <= max(self._returned, self._newest[0] if self._newest else -1):
+                return  # not newer than what we have: do not even load it
+        except ValueError:
+            pass
+        got = self._verify(record)
+        if got is None:
+            return
+        with self._lock:
+            if self._newest is None or got[0] > self._newest[0]:
+                self._newest = got
+
+    def poll_new(self, current_version: int) -> Any | None:
+        """A model newer than ``current_version`` (and than any returned before), or None. Non-blocking.
+
+        The first call starts the background watcher (if :meth:`start_watching` was not called).
+        """
+        if self._watcher is None and not self._closing.is_set():
+            self.start_watching()
+        with self._lock:
+            if self._newest is None:
+                return None
+            version, est = self._newest
+            if version <= max(int(current_version), self._returned):
+                return None
+            self._returned = version
+            return est
+
+    def close(self) -> None:
+        self._closing.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=10)
+            self._watcher = None

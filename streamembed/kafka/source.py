@@ -1,0 +1,464 @@
+"""A consumer-group Kafka source: messages -> batches, offsets committed only after the outputs are durable.
+
+The loop sees an ordinary :class:`~streamembed.stream.sources.Source`. What
+is particular to Kafka:
+
+* **Checkpoint = committed offsets.** A batch's ``position`` is the next
+  offset per partition of everything handed to the loop so far. The loop's
+  checkpoint step calls :meth:`KafkaSource.commit` with it *after* the sinks'
+  ``flush`` returned (output topic acknowledged, files renamed), so a crash
+  at any point loses nothing: the group resumes from the last commit and at
+  most the batches since then are processed again (at-least-once).
+* **Batches.** One ``poll`` of the consumer (at most ``max_poll_records``
+  messages, ``fetch_max_bytes``) is decoded at once and cut into batches per
+  partition: consecutive row messages of the same schema are concatenated up
+  to ``batch_rows`` rows (a message is never split; one 1000-row Arrow
+  message is one zero-copy batch); a block message (``cross``) is a batch of
+  its own. The consumer is polled again only when those batches are handed
+  out, so a poll's work takes (messages x per-message time), far below
+  ``max_poll_interval_ms``; the gap is logged if it ever gets close.
+* **Rebalances** (listener callbacks run inside ``consumer.poll``):
+  revoked partitions' queued, not-yet-handed batches are dropped and, if the
+  partition comes back, the consumer seeks to the first dropped offset; the
+  positions handed before are never committed again (each assignment gets a
+  new epoch, and :meth:`commit` only commits partitions owned now, in the
+  epoch the position was taken). Rows already handed to the loop stay in the
+  sinks and are flushed with the next commit; if the partition moved to
+  another member, that member re-reads them from the last commit
+  (duplicates, never loss).
+* **Backpressure.** When ``backpressure()`` (the sinks' unacknowledged bytes
+  over a limit) is true, every assigned partition is paused and ``poll``
+  returns None; they resume when it clears. The consumer is still polled
+  (nothing is fetched) to stay within ``max_poll_interval_ms``.
+* **Lag** per partition = fetch high watermark - next offset to hand out
+  (``end_offsets`` is not used: it is wrong on some brokers, e.g. Tansu).
+* **Dead letters.** A message that cannot be decoded becomes one
+  :class:`KafkaDeadRecord` holding its bytes and coordinates; rows refused
+  later (by the embedder) are located by :meth:`locate` from the batch label
+  and row index, so the dead-letter topic can name topic/partition/offset.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import pyarrow as pa
+
+from streamembed.kafka.client import is_transient, retry
+from streamembed.kafka.codec import decode_message
+from streamembed.stream.codecs import DeadRecord
+from streamembed.stream.sinks import safe_label
+from streamembed.stream.sources import SourceBatch
+
+__all__ = ["KafkaSource", "KafkaDeadRecord", "Coordinates"]
+
+log = logging.getLogger("streamembed.kafka.source")
+
+
+@dataclass
+class KafkaDeadRecord(DeadRecord):
+    """A dead letter that knows its Kafka coordinates.
+
+    ``row`` is the row index within the message (None for a whole message,
+    whose bytes are in ``raw``); ``key`` and ``content_type`` are the original
+    message's.
+    """
+
+    topic: str = ""
+    partition: int = -1
+    offset: int = -1
+    key: bytes | None = None
+    content_type: str | None = None
+
+
+@dataclass
+class Coordinates:
+    """Where an input row came from: topic, partition, offset, row index within the message."""
+
+    topic: str
+    partition: int
+    offset: int
+    row: int
+
+
+@dataclass
+class _Queued:
+    """A batch cut from one poll, waiting to be handed out (all from one partition)."""
+
+    partition: int
+    first_offset: int
+    last_offset: int
+    block: bool = False
+    tables: list[pa.Table] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    msg_rows: list[np.ndarray | None] = field(default_factory=list)
+    dead: list[DeadRecord] = field(default_factory=list)
+    n_rows: int = 0
+
+
+@dataclass
+class _Provenance:
+    partition: int
+    row_offset: np.ndarray  # message offset of each table row
+    row_in_msg: np.ndarray  # row index within its message
+
+
+class _Listener:
+    """kafka-python ConsumerRebalanceListener (duck-typed: runs inside ``consumer.poll``)."""
+
+    def __init__(self, source: "KafkaSource") -> None:
+        self.source = source
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        self.source._revoked(set(revoked))
+
+    def on_partitions_lost(self, lost: Any) -> None:
+        self.source._revoked(set(lost))
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        self.source._assigned(set(assigned))
+
+
+def _listener(source: "KafkaSource") -> Any:
+    from kafka import ConsumerRebalanceListener
+
+    class Listener(_Listener, ConsumerRebalanceListener):
+        pass
+
+    return Listener(source)
+
+
+class KafkaSource:
+    """Batches from ``topic`` as a member of a consumer group (see the module doc).
+
+    ``settings`` are ``KafkaConsumer`` keyword arguments (see
+    :func:`streamembed.kafka.client.consumer_settings`); ``backpressure`` a
+    callable that is True while the sinks are behind.
+    """
+
+    name = "kafka"
+
+    def __init__(
+        self,
+        settings: Mapping[str, Any],
+        topic: str,
+        *,
+        batch_rows: int = 1024,
+        poll_timeout_ms: int = 200,
+        metrics: Any = None,
+        stop: threading.Event | None = None,
+        backpressure: Callable[[], bool] | None = None,
+        resume_when: Callable[[], bool] | None = None,
+        startup_timeout: float = 60.0,
+        max_backoff: float = 10.0,
+        consumer_factory: Callable[..., Any] | None = None,
+    ) -> None:
+        from kafka import KafkaConsumer
+
+        self.topic = topic
+        self.batch_rows = int(batch_rows)
+        self.poll_timeout_ms = int(poll_timeout_ms)
+        self.max_poll_records = int(settings.get("max_poll_records", 500))
+        self.max_poll_interval = float(settings.get("max_poll_interval_ms", 300_000)) / 1000
+        self.metrics = metrics
+        self.stop = stop or threading.Event()
+        self.backpressure = backpressure
+        self.resume_when = resume_when
+        self.max_backoff = max_backoff
+        make = consumer_factory or KafkaConsumer
+        deadline = time.monotonic() + startup_timeout
+        self._consumer = retry(lambda: make(**settings), "connecting the consumer", stop=self.stop, metrics=metrics,
+                               max_backoff=max_backoff, deadline=deadline)
+        self._consumer.subscribe([topic], listener=_listener(self))
+        self._queue: deque[_Queued] = deque()
+        self._handed: dict[int, int] = {}  # partition -> next offset handed to the loop (this epoch)
+        self._epoch: dict[int, int] = {}
+        self._epochs = itertools.count(1)
+        self._rewind: dict[int, int] = {}
+        self._committed: dict[int, int] = {}
+        self._assigned_parts: set[int] = set()
+        self._paused = False
+        self._caught_up = False
+        self._provenance: OrderedDict[str, _Provenance] = OrderedDict()
+        self._token = os.urandom(3).hex()
+        self._seq = itertools.count()
+        self._last_consumer_poll = time.monotonic()
+        self._last_lag = 0.0
+        self.rebalances = 0
+        self.commits = 0
+
+    # ------------------------------------------------------------------ the Source interface
+    def restore(self, state: Any) -> None:
+        """Positions live in the consumer group (committed offsets): nothing to restore."""
+
+    def wait_hint(self) -> float:
+        return 0.05 if self._paused else 0.0
+
+    @property
+    def caught_up(self) -> bool:
+        return self._caught_up
+
+    @property
+    def exhausted(self) -> bool:
+        return False
+
+    @property
+    def assigned_partitions(self) -> set[int]:
+        return set(self._assigned_parts)
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def poll(self) -> SourceBatch | None:
+        """The next batch, or None (nothing new, or paused for backpressure)."""
+        if self._apply_backpressure():
+            self._caught_up = False
+            self._keep_alive()
+            return None
+        if not self._queue:
+            self._fetch(self.poll_timeout_ms)
+        self._update_lag()
+        if not self._queue:
+            self._caught_up = True
+            return None
+        self._caught_up = False
+        return self._hand_out(self._queue.popleft())
+
+    def commit(self, position: Any) -> None:
+        """Commit ``position``'s offsets for the partitions still owned in the same epoch.
+
+        Called by the loop after the sinks are durable. A commit refused
+        because the group rebalanced meanwhile is logged and skipped: the new
+        owner re-reads from the previous commit (duplicates, not loss).
+        """
+        if not position:
+            return
+        from kafka import OffsetAndMetadata, TopicPartition
+
+        offsets = {}
+        for p, off in position["offsets"].items():
+            if p in self._assigned_parts and position["epochs"].get(p) == self._epoch.get(p) \
+                    and self._committed.get(p) != off:
+                offsets[TopicPartition(self.topic, p)] = OffsetAndMetadata(off, "", -1)
+        if not offsets:
+            return
+        try:
+            retry(lambda: self._consumer.commit(offsets), "committing offsets", stop=self.stop, metrics=self.metrics,
+                  max_backoff=self.max_backoff)
+        except Exception as exc:  # noqa: BLE001 - a lost generation is expected during rebalances
+            if is_transient(exc):
+                raise
+            log.warning("offset commit refused (%s: %s); the partitions' new owner re-reads from the previous "
+                        "commit", type(exc).__name__, exc)
+            return
+        for tp, om in offsets.items():
+            self._committed[tp.partition] = om.offset
+        self.commits += 1
+        if self.metrics is not None:
+            self.metrics.kafka_commits.inc()
+
+    def locate(self, label: str | None, row: int | None) -> Coordinates | None:
+        """Coordinates of row ``row`` of the batch labelled ``label`` (None if unknown)."""
+        prov = self._provenance.get(label or "")
+        if prov is None or row is None or not 0 <= row < prov.row_offset.size:
+            return None
+        return Coordinates(self.topic, prov.partition, int(prov.row_offset[row]), int(prov.row_in_msg[row]))
+
+    def close(self) -> None:
+        try:
+            self._consumer.close(autocommit=False)
+        except Exception:  # noqa: BLE001 - closing is best effort
+            log.warning("closing the Kafka consumer failed", exc_info=True)
+
+    # ------------------------------------------------------------------ fetching
+    def _consumer_poll(self, timeout_ms: int) -> dict[Any, list[Any]]:
+        gap = time.monotonic() - self._last_consumer_poll
+        if gap > self.max_poll_interval / 2:
+            log.warning("%.1f s between consumer polls (max_poll_interval_ms is %.0f s): lower source.batch_rows "
+                        "or kafka.max_poll_records", gap, self.max_poll_interval)
+        try:
+            records = self._consumer.poll(timeout_ms=timeout_ms, max_records=self.max_poll_records)
+        except Exception as exc:  # noqa: BLE001
+            if not is_transient(exc):
+                raise
+            log.warning("polling the consumer failed transiently (%s: %s)", type(exc).__name__, exc)
+            if self.metrics is not None:
+                self.metrics.kafka_retries.inc()
+            records = {}
+        self._last_consumer_poll = time.monotonic()
+        return records
+
+    def _fetch(self, timeout_ms: int) -> None:
+        records = self._consumer_poll(timeout_ms)
+        n_msgs = n_bytes = 0
+        for tp, recs in records.items():
+            if tp.partition not in self._assigned_parts:
+                continue  # revoked inside this very poll
+            n_msgs += len(recs)
+            n_bytes += sum(len(r.value) for r in recs if r.value is not None)
+            self._cut(tp.partition, recs)
+        if self.metrics is not None and n_msgs:
+            self.metrics.kafka_messages_in.inc(n_msgs)
+            self.metrics.kafka_bytes_in.inc(n_bytes)
+
+    def _cut(self, partition: int, recs: list[Any]) -> None:
+        """Decode one partition's messages and queue them as batches."""
+        cur: _Queued | None = None
+
+        def close() -> None:
+            nonlocal cur
+            if cur is not None:
+                self._queue.append(cur)
+                cur = None
+
+        for rec in recs:
+            msg = decode_message(rec.value, rec.headers)
+            if msg.whole or msg.n_rows == 0:
+                if cur is None:
+                    cur = _Queued(partition, rec.offset, rec.offset)
+                cur.last_offset = rec.offset
+                for d in msg.dead:
+                    cur.dead.append(self._dead(d, partition, rec, msg.content_type))
+                continue
+            table = msg.table
+            assert table is not None
+            fits = (cur is not None and not cur.block and not msg.block
+                    and (not cur.tables or (cur.n_rows + table.num_rows <= self.batch_rows
+                                            and cur.tables[0].schema.equals(table.schema))))
+            if not fits:
+                close()
+                cur = _Queued(partition, rec.offset, rec.offset, block=msg.block)
+            assert cur is not None
+            cur.tables.append(table)
+            cur.offsets.append(rec.offset)
+            cur.msg_rows.append(msg.rows)
+            cur.n_rows += table.num_rows
+            cur.last_offset = rec.offset
+            for d in msg.dead:
+                cur.dead.append(self._dead(d, partition, rec, msg.content_type))
+            if msg.block:
+                close()
+        close()
+
+    def _dead(self, d: DeadRecord, partition: int, rec: Any, content_type: str) -> KafkaDeadRecord:
+        return KafkaDeadRecord(reason=d.reason, detail=d.detail, id=d.id, file=None, row=d.row, record=d.record,
+                               raw=d.raw, topic=self.topic, partition=partition, offset=rec.offset, key=rec.key,
+                               content_type=content_type)
+
+    def _hand_out(self, q: _Queued) -> SourceBatch:
+        p = q.partition
+        self._handed[p] = q.last_offset + 1
+        position = {"offsets": dict(self._handed), "epochs": {k: self._epoch.get(k) for k in self._handed}}
+        label = f"kafka-{safe_label(self.topic, 48)}-p{p}-o{q.first_offset:012d}-{self._token}{next(self._seq):06d}"
+        table: pa.Table | None = None
+        if q.tables:
+            table = q.tables[0] if len(q.tables) == 1 else pa.concat_tables(q.tables)
+            counts = [t.num_rows for t in q.tables]
+            row_offset = np.repeat(np.asarray(q.offsets, dtype=np.int64), counts)
+            row_in_msg = np.concatenate([np.arange(c, dtype=np.int64) if r is None else np.asarray(r, np.int64)
+                                         for c, r in zip(counts, q.msg_rows)])
+            self._provenance[label] = _Provenance(p, row_offset, row_in_msg)
+            while len(self._provenance) > 64:
+                self._provenance.popitem(last=False)
+        return SourceBatch(table, position, label, dead=q.dead, file=label, row_base=0)
+
+    # ------------------------------------------------------------------ backpressure and lag
+    def _apply_backpressure(self) -> bool:
+        if self.backpressure is None:
+            return False
+        if not self._paused and self.backpressure():
+            self._paused = True
+            log.info("sinks are behind: pausing %d partitions", len(self._assigned_parts))
+        elif self._paused and (self.resume_when() if self.resume_when is not None else not self.backpressure()):
+            self._paused = False
+            self._set_paused(False)
+            log.info("sinks caught up: resuming")
+        if self._paused:
+            self._set_paused(True)
+        return self._paused
+
+    def _set_paused(self, paused: bool) -> None:
+        from kafka import TopicPartition
+
+        tps = [TopicPartition(self.topic, p) for p in sorted(self._assigned_parts)]
+        if paused:
+            self._consumer.pause(*tps)
+        else:
+            self._consumer.resume(*tps)
+        if self.metrics is not None:
+            self.metrics.kafka_paused_partitions.set(len(tps) if paused else 0)
+
+    def _keep_alive(self) -> None:
+        """Poll the paused consumer now and then: it stays in the group, fetches nothing paused."""
+        if time.monotonic() - self._last_consumer_poll > min(5.0, self.max_poll_interval / 4):
+            self._fetch(0)  # a rebalance may add unpaused partitions: their records are queued
+
+    def _update_lag(self) -> None:
+        if self.metrics is None or time.monotonic() - self._last_lag < 1.0:
+            return
+        self._last_lag = time.monotonic()
+        from kafka import TopicPartition
+
+        queued_first: dict[int, int] = {}
+        for q in self._queue:
+            queued_first.setdefault(q.partition, q.first_offset)
+        for p in sorted(self._assigned_parts):
+            tp = TopicPartition(self.topic, p)
+            try:
+                hw = self._consumer.highwater(tp)
+                nxt = queued_first.get(p, self._handed.get(p))
+                if nxt is None:
+                    nxt = self._consumer.position(tp, timeout_ms=100)
+            except Exception:  # noqa: BLE001 - lag is best effort (e.g. revoked meanwhile)
+                continue
+            if hw is not None and nxt is not None:
+                self.metrics.kafka_consumer_lag.labels(topic=self.topic, partition=str(p)).set(max(0, hw - nxt))
+
+    # ------------------------------------------------------------------ rebalance callbacks
+    def _revoked(self, tps: set[Any]) -> None:
+        parts = {tp.partition for tp in tps if tp.topic == self.topic}
+        kept: deque[_Queued] = deque()
+        for q in self._queue:
+            if q.partition in parts:
+                self._rewind[q.partition] = min(self._rewind.get(q.partition, q.first_offset), q.first_offset)
+            else:
+                kept.append(q)
+        self._queue = kept
+        for p in parts:
+            self._handed.pop(p, None)
+            self._committed.pop(p, None)
+            self._epoch[p] = next(self._epochs)
+            if self.metrics is not None:
+                try:
+                    self.metrics.kafka_consumer_lag.remove(self.topic, str(p))
+                except KeyError:
+                    pass
+        self._assigned_parts -= parts
+        if parts:
+            log.info("partitions revoked", extra={"topic": self.topic, "partitions": sorted(parts)})
+
+    def _assigned(self, tps: set[Any]) -> None:
+        parts = {tp.partition for tp in tps if tp.topic == self.topic}
+        self._assigned_parts |= parts
+        for tp in tps:
+            p = tp.partition
+            self._epoch[p] = next(self._epochs)
+            if p in self._rewind:
+                self._consumer.seek(tp, self._rewind.pop(p))
+        self._rewind.clear()
+        if self._paused:
+            self._set_paused(True)
+        self.rebalances += 1
+        if self.metrics is not None:
+            self.metrics.kafka_rebalances.inc()
+            self.metrics.kafka_assigned_partitions.set(len(self._assigned_parts))
+        log.info("partitions assigned", extra={"topic": self.topic, "partitions": sorted(self._assigned_parts)})
