@@ -190,11 +190,20 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from streamembed.core.landmarks import maxmin_select
 
     features = args.features is not None
-    path = args.features if features else args.dissimilarities
+    sims = args.similarities is not None
+    path = args.features if features else (args.similarities if sims else args.dissimilarities)
     M, ids = _read_matrix(path, "features" if features else "dissimilarities")
     N = M.shape[0]
     if not features and M.shape[1] != N:
-        raise _Refused(f"{path}: a dissimilarity matrix must be square, got shape {M.shape}")
+        raise _Refused(f"{path}: a {'similarity' if sims else 'dissimilarity'} matrix must be square, got shape {M.shape}")
+    M_select = M
+    if sims:  # landmarks are chosen on the equivalent dissimilarities (seed 000 §3)
+        from streamembed.core.kernel_input import check_similarity_matrix, landmark_dissimilarities
+
+        try:
+            M_select = landmark_dissimilarities(check_similarity_matrix(M, "similarities"))
+        except ValueError as exc:
+            raise _Refused(f"{path}: {exc}") from None
     n = args.landmarks or N
     if not 2 <= n <= N:
         raise _Refused(f"--landmarks {n} must be between 2 and the {N} objects in {path}")
@@ -203,13 +212,15 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         idx = np.arange(N)
     elif args.selection == "maxmin":
         first = int(rng.integers(N))
-        idx = maxmin_select(n, X=M, metric=args.metric, first=first) if features else maxmin_select(n, D=M, first=first)
+        idx = maxmin_select(n, X=M, metric=args.metric, first=first) if features else maxmin_select(n, D=M_select, first=first)
     elif args.selection == "random":
         idx = np.sort(rng.choice(N, size=n, replace=False))
     else:
         idx = np.arange(n)
     lm_ids = [ids[i] for i in idx] if ids is not None else None
-    est = LandmarkMDS(n_components=args.n_components, method=args.method)
+    est = LandmarkMDS(n_components=args.n_components, method=args.method, input="similarity" if sims else "dissimilarity",
+                      geodesic_neighbors=args.geodesic_neighbors, correction=args.correction,
+                      landmark_map=args.landmark_map)
     t0 = time.perf_counter()
     try:
         if features:
@@ -220,7 +231,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         raise _Refused(f"cannot fit: {exc}") from None
     est.save(args.output)
     print(f"wrote {args.output}: {n} landmarks (of {N}), d = {args.n_components}, "
-          f"{'features/' + args.metric if features else 'dissimilarities'}, fitted in {time.perf_counter() - t0:.2f} s",
+          f"{'features/' + args.metric if features else ('similarities' if sims else 'dissimilarities')}, "
+          f"fitted in {time.perf_counter() - t0:.2f} s",
           file=sys.stderr)
     return EXIT_OK
 
@@ -313,6 +325,10 @@ def _cmd_embed(args: argparse.Namespace) -> int:
         k0 = k0_rows_value(parse_value("model.k0_rows", args.k0_rows))
     except ConfigError as exc:
         raise _Refused(f"--k0-rows: {exc}") from None
+    try:
+        est._check_method(args.method)
+    except ValueError as exc:
+        raise _Refused(f"--method {args.method}: {exc}") from None
     emb = BatchEmbedder(est, method=args.method, k0_rows=k0, max_block_rows=args.max_block_rows)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -407,13 +423,21 @@ def build_parser() -> argparse.ArgumentParser:
     src = f.add_mutually_exclusive_group(required=True)
     src.add_argument("--dissimilarities", metavar="FILE", help="N x N dissimilarity matrix")
     src.add_argument("--features", metavar="FILE", help="N x p feature vectors (feature-mode model)")
+    src.add_argument("--similarities", metavar="FILE",
+                     help="N x N similarity (kernel) matrix: a model whose input rows are similarities (seed 000 §3)")
     f.add_argument("--metric", default="euclidean", help="scipy cdist metric for --features (default: euclidean)")
     f.add_argument("--landmarks", type=int, metavar="N", help="number of landmarks (default: all objects)")
     f.add_argument("--selection", choices=("maxmin", "random", "first"), default="maxmin",
                    help="how to choose the landmarks (default: maxmin)")
     f.add_argument("--n-components", type=int, default=2, metavar="D", help="map dimensions (default: 2)")
-    f.add_argument("--method", choices=("projection", "restricted"), default="projection",
+    f.add_argument("--method", choices=("projection", "restricted", "stress", "l1"), default="projection",
                    help="default embedding method stored with the model")
+    f.add_argument("--geodesic-neighbors", type=int, metavar="K",
+                   help="landmark Isomap: geodesic distances through the K-nearest-neighbour graph (seed 001 §4)")
+    f.add_argument("--correction", choices=("none", "cailliez"), default="none",
+                   help="non-Euclidean correction: cailliez adds the constant making the kernel PSD (seed 001 §4.2)")
+    f.add_argument("--landmark-map", choices=("cmds", "smacof", "sammon"), default="cmds",
+                   help="refine the landmark map by SMACOF or Sammon (seed 001 §2.2-3; needs --method stress or l1)")
     f.add_argument("--seed", type=int, default=0, help="seed for the first max-min / random landmarks")
     f.add_argument("-o", "--output", required=True, metavar="MODEL.npz", help="where to write the model")
 
@@ -423,7 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("input", metavar="INPUT", help="input file (.parquet, .arrow/.arrows, .jsonl)")
     e.add_argument("-m", "--model", required=True, metavar="MODEL.npz")
     e.add_argument("-o", "--output", required=True, metavar="OUTPUT.parquet")
-    e.add_argument("--method", choices=("projection", "restricted"), default="projection")
+    e.add_argument("--method", choices=("projection", "restricted", "stress", "l1"), default="projection")
     e.add_argument("--k0-rows", default="none", metavar="none|all|N", help="rows per batch with exact k0")
     e.add_argument("--batch-rows", type=int, default=8192, metavar="N", help="rows per batch (default 8192)")
     e.add_argument("--row-group-rows", type=int, default=262144, metavar="N", help="Parquet row-group size")

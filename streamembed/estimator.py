@@ -14,20 +14,28 @@ from typing import Literal
 import numpy as np
 import scipy.spatial.distance
 
-from .core import validation
+from .core import cailliez, geodesic, kernel_input, validation
 from .core.block import solve_block
 from .core.bounds import WindowBounds, window_bounds
 from .core.centering import center_block, center_cross
 from .core.cmds import LandmarkSpectrum, fit_spectrum
+from .core.criteria import solve_l1, solve_stress
 from .core.errors import InputError, NotFittedError
-from .core.flags import FLAG_BLOCK, FLAG_NON_EUCLIDEAN
+from .core.flags import FLAG_BLOCK, FLAG_NON_EUCLIDEAN, FLAG_NOT_CONVERGED
+from .core.metric_map import LANDMARK_MAPS, refine_map
 from .core.projection import ProjectionKernel
 from .core.residuals import block_k0, k0_diagonal, operator_norm
 from .core.restricted import AMBIGUITY_RTOL, AMBIGUITY_RTOL_F32, restricted_arc, solve_restricted
 from .core.result import EmbeddingResult
 
-Method = Literal["projection", "restricted"]
-METHODS = ("projection", "restricted")
+Method = Literal["projection", "restricted", "stress", "l1"]
+METHODS = ("projection", "restricted", "stress", "l1")
+#: Methods that need the classical-MDS map X = U Λ^{1/2} (kernel formulas, MATH.md §3);
+#: a SMACOF/Sammon map places objects with the criteria only.
+KERNEL_METHODS = ("projection", "restricted")
+CRITERION_METHODS = ("stress", "l1")
+INPUTS = ("dissimilarity", "similarity")
+CORRECTIONS = ("none", "cailliez")
 
 #: k0 below -K0_RTOL·(|β| + ‖ŷ_r‖²) counts as non-Euclidean (round-off of the
 #: difference β - ‖ŷ_r‖² is far below this in float64; float32 inputs use the second).
@@ -39,8 +47,11 @@ class LandmarkMDS:
 
     Args:
         n_components: d, the map's dimension.
-        method: "projection" (Gower / Bengio / landmark MDS / Nyström, MATH.md §3)
-            or "restricted" (Trosset–Priebe restricted reconstruction).
+        method: "projection" (Gower / Bengio / landmark MDS / Nyström, MATH.md §3),
+            "restricted" (Trosset–Priebe restricted reconstruction), "stress"
+            (raw stress Σ(‖y - x_i‖ - δ_i)², seed 000 end of §4) or "l1"
+            (Σ|δ_i² - ‖y - x_i‖²|, seed 003), both from the projection start
+            (``core.criteria``).
         n_residual_components: r, eigenpairs used for the exact k0 (MATH.md §4).
             None: every positive eigenvalue with the full eigensolver, else a
             documented truncation (``cmds.default_partial_rank``), which makes
@@ -49,13 +60,33 @@ class LandmarkMDS:
             "full" or "partial".
         n_threads: threads for the projection hot path (default: up to 2).
         random_state: seed for the block solver's perturbed starts.
+        input: "dissimilarity" (default) or "similarity": ``fit`` takes an (n, n)
+            symmetric similarity (kernel) matrix and ``embed`` similarity rows
+            (m, n) with ``self_similarity`` (m,) or as (m, n + 1) rows whose last
+            column is k(z, z) (seed 000 §3; ``core.kernel_input``).
+        geodesic_neighbors: None, or k: landmark Isomap (seed 001 §4, §6) on
+            geodesic distances through the landmarks' k-nearest-neighbour graph
+            (``core.geodesic``).
+        correction: "none" (negative eigenvalues are dropped, seed 000 eq. 25) or
+            "cailliez" (the additive constant that makes the landmark kernel PSD,
+            seed 001 §4.2; ``core.cailliez``).
+        landmark_map: "cmds" (classical MDS), or "smacof" / "sammon": the CMDS
+            configuration refined by metric MDS (seed 001 §2.2–3;
+            ``core.metric_map``); a refined map needs method "stress" or "l1".
+
+    The input pipeline, in order: similarities -> dissimilarities ->
+    geodesic distances -> + additive constant -> the landmark spectrum
+    (β, k0 and the bounds are those of this corrected kernel) -> the map.
 
     Fitted attributes:
         embedding_ (n, d), eigenvalues_ (d,), spectrum_ (LandmarkSpectrum),
         negative_share_, n_landmarks_, landmark_ids_ (n,) str, model_version_,
         dissimilarities_ (n, n) or None, landmark_features_ (n, p) or None, metric_,
         alignment_rotation_ (d, d) and alignment_shift_ (d,): outputs are
-        y·R + shift (identity unless ``set_alignment`` was called by a refit).
+        y·R + shift (identity unless ``set_alignment`` was called by a refit),
+        landmark_self_similarity_ (n,) or None (input="similarity"),
+        geodesic_distances_ (n, n) or None, additive_constant_ (float, 0 without
+        correction), landmark_map_ (n, d) refined natural-frame map or None.
     """
 
     def __init__(
@@ -66,6 +97,10 @@ class LandmarkMDS:
         eigensolver: str = "auto",
         n_threads: int | None = None,
         random_state: int = 0,
+        input: str = "dissimilarity",
+        geodesic_neighbors: int | None = None,
+        correction: str = "none",
+        landmark_map: str = "cmds",
     ):
         self.n_components = n_components
         self.method = method
@@ -73,28 +108,112 @@ class LandmarkMDS:
         self.eigensolver = eigensolver
         self.n_threads = n_threads
         self.random_state = random_state
+        self.input = input
+        self.geodesic_neighbors = geodesic_neighbors
+        self.correction = correction
+        self.landmark_map = landmark_map
 
     # ------------------------------------------------------------------ fit
     def fit(self, D: object, landmark_ids: object = None, y: object = None) -> "LandmarkMDS":
-        """Fit the landmark map from D (n, n) dissimilarities (not squared)."""
+        """Fit the landmark map from D (n, n) dissimilarities (not squared).
+
+        With ``input="similarity"``, D is an (n, n) symmetric similarity
+        (kernel) matrix instead (seed 000 §3).
+        """
         self._check_params()
         D_arr = np.asarray(D)
         input_dtype = D_arr.dtype if D_arr.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-        D64 = validation.check_dissimilarity_matrix(D_arr, "D")
-        spectrum = fit_spectrum(D64, self.n_residual_components, self.eigensolver, np.dtype(input_dtype), int(self.n_components))
-        return self._set_fitted(spectrum, D64, landmark_ids, None, None)
+        landmark_self = None
+        if self.input == "similarity":
+            K = kernel_input.check_similarity_matrix(D_arr, "K")
+            D64 = kernel_input.landmark_dissimilarities(K)
+            landmark_self = np.diagonal(K).copy()
+        else:
+            D64 = validation.check_dissimilarity_matrix(D_arr, "D")
+        D_core, G, c = self._landmark_pipeline(D64)
+        spectrum = fit_spectrum(D_core, self.n_residual_components, self.eigensolver, np.dtype(input_dtype), int(self.n_components))
+        self._set_fitted(spectrum, D64 if landmark_self is None else None, landmark_ids, None, None)
+        X_map = None
+        if self.landmark_map != "cmds":
+            X_map, _, _ = refine_map(self._natural_embedding(), D_core, self.landmark_map)
+        return self._set_input_state(landmark_self, G, c, X_map)
+
+    def _landmark_pipeline(self, D: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, float]:
+        """Raw landmark dissimilarities -> (the ones the spectrum is built on, geodesics or None, constant)."""
+        G = None
+        if self.geodesic_neighbors is not None:
+            G = geodesic.landmark_geodesics(D, int(self.geodesic_neighbors))
+            D = G
+        c = 0.0
+        if self.correction == "cailliez":
+            c = cailliez.additive_constant(D)
+            if c > 0:
+                D = cailliez.add_constant(D, c)
+        return D, G, c
+
+    def _set_input_state(self, landmark_self: np.ndarray | None, G: np.ndarray | None, c: float,
+                         X_map: np.ndarray | None) -> "LandmarkMDS":
+        """Install the input pipeline's fitted state and a refined map (fit and ``model_io.load_model``)."""
+        n = self.n_landmarks_
+        d = int(self.n_components)
+        if landmark_self is not None and np.shape(landmark_self) != (n,):
+            raise InputError(f"landmark_self_similarity must have shape ({n},), got {np.shape(landmark_self)}")
+        if G is not None and np.shape(G) != (n, n):
+            raise InputError(f"geodesic_distances must have shape ({n}, {n}), got {np.shape(G)}")
+        if X_map is not None and np.shape(X_map) != (n, d):
+            raise InputError(f"landmark_map must have shape ({n}, {d}), got {np.shape(X_map)}")
+        if (self.input == "similarity") != (landmark_self is not None):
+            raise InputError("input='similarity' models need the landmark self-similarities (and only they have them)")
+        if (self.geodesic_neighbors is not None) != (G is not None):
+            raise InputError("geodesic_neighbors models need the landmark geodesic distances (and only they have them)")
+        if (self.landmark_map != "cmds") != (X_map is not None):
+            raise InputError(f"landmark_map={self.landmark_map!r} needs a refined landmark configuration")
+        self.landmark_self_similarity_ = None if landmark_self is None else np.asarray(landmark_self, dtype=np.float64)
+        self.geodesic_distances_ = None if G is None else np.asarray(G, dtype=np.float64)
+        self.additive_constant_ = float(c)
+        self.landmark_map_ = None if X_map is None else np.asarray(X_map, dtype=np.float64)
+        self._map_start = None
+        self.embedding_ = self._natural_embedding() @ self.alignment_rotation_ + self.alignment_shift_
+        return self
+
+    def _natural_embedding(self) -> np.ndarray:
+        """The landmark configuration (n, d) in the model's own frame: U_d Λ_d^{1/2}, or the refined map."""
+        X_map = getattr(self, "landmark_map_", None)
+        if X_map is not None:
+            return X_map
+        return self.spectrum_.eigenvectors[:, : int(self.n_components)] * np.sqrt(self.eigenvalues_)
+
+    def _transforms_input(self) -> bool:
+        return (self.landmark_self_similarity_ is not None or self.geodesic_distances_ is not None
+                or self.additive_constant_ > 0)
+
+    @property
+    def input_width_(self) -> int:
+        """Columns of an input row: n dissimilarities, or n similarities + k(z, z) for input="similarity"."""
+        self._check_fitted()
+        return self.n_landmarks_ + (1 if self.landmark_self_similarity_ is not None else 0)
 
     def fit_features(self, X: object, metric: str = "euclidean", landmark_ids: object = None) -> "LandmarkMDS":
-        """Fit from landmark feature vectors X (n, p); distances by ``scipy.spatial.distance.cdist``."""
+        """Fit from landmark feature vectors X (n, p); distances by ``scipy.spatial.distance.cdist``.
+
+        With ``input="similarity"``, ``metric`` names a kernel of
+        ``core.kernel_input.FEATURE_KERNELS`` ("linear", "cosine", "rbf") instead.
+        """
         X64 = validation.as_float_array(X, "X", 2).astype(np.float64)
         if not np.isfinite(X64).all():
             idx = np.argwhere(~np.isfinite(X64))[0]
             raise InputError(f"X has a non-finite entry: X[{idx[0]}, {idx[1]}] = {X64[tuple(idx)]}")
-        try:
-            D = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(X64, metric=metric))
-        except ValueError as exc:
-            raise InputError(f"metric {metric!r} failed on X of shape {X64.shape}: {exc}") from exc
-        self.fit(D, landmark_ids)
+        if self.input == "similarity":
+            if metric not in kernel_input.FEATURE_KERNELS:
+                raise InputError(f"with input='similarity' the metric names a kernel, one of "
+                                 f"{kernel_input.FEATURE_KERNELS}; got {metric!r}")
+            self.fit(kernel_input.feature_kernel(X64, X64, metric), landmark_ids)
+        else:
+            try:
+                D = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(X64, metric=metric))
+            except ValueError as exc:
+                raise InputError(f"metric {metric!r} failed on X of shape {X64.shape}: {exc}") from exc
+            self.fit(D, landmark_ids)
         self.landmark_features_ = X64
         self.metric_ = metric
         return self
@@ -104,6 +223,27 @@ class LandmarkMDS:
             raise InputError(f"method must be one of {METHODS}, got {self.method!r}")
         if not isinstance(self.n_components, (int, np.integer)) or self.n_components < 1:
             raise InputError(f"n_components must be a positive integer, got {self.n_components!r}")
+        if self.input not in INPUTS:
+            raise InputError(f"input must be one of {INPUTS}, got {self.input!r}")
+        k = self.geodesic_neighbors
+        if k is not None and (not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1):
+            raise InputError(f"geodesic_neighbors must be None or a positive integer, got {k!r}")
+        if self.correction not in CORRECTIONS:
+            raise InputError(f"correction must be one of {CORRECTIONS}, got {self.correction!r}")
+        if self.landmark_map not in LANDMARK_MAPS:
+            raise InputError(f"landmark_map must be one of {LANDMARK_MAPS}, got {self.landmark_map!r}")
+        self._check_method(self.method)
+
+    def _check_method(self, method: str, block: bool = False) -> None:
+        """Refuse a method the map cannot use (a refined map has no kernel projection)."""
+        if method not in METHODS:
+            raise InputError(f"method must be one of {METHODS}, got {method!r}")
+        if self.landmark_map != "cmds" and (method in KERNEL_METHODS or block):
+            what = "block restricted reconstruction" if block else f"method={method!r}"
+            raise InputError(
+                f"{what} needs the classical-MDS map; landmark_map={self.landmark_map!r} places objects with "
+                f"method 'stress' (restricted reconstruction for a stress-built map, seed 000 §4) or 'l1'"
+            )
 
     def _set_fitted(
         self,
@@ -142,6 +282,12 @@ class LandmarkMDS:
         self.landmark_features_ = features
         self.metric_ = metric
         self._kernels: dict[tuple[int, str], ProjectionKernel] = {}
+        # the input pipeline's state: plain dissimilarities until _set_input_state
+        self.landmark_self_similarity_ = None
+        self.geodesic_distances_ = None
+        self.additive_constant_ = 0.0
+        self.landmark_map_ = None
+        self._map_start = None
         return self
 
     def _check_fitted(self) -> None:
@@ -175,20 +321,27 @@ class LandmarkMDS:
         method: Method | None = None,
         k0_rows: None | Literal["all"] | int = None,
         errors: Literal["raise", "mask"] = "raise",
+        self_similarity: object = None,
     ) -> EmbeddingResult:
         """Embed a batch and report how much to trust each placement.
 
         Args:
             A: (m, n) dissimilarities (not squared) to the landmarks, float32 or
-               float64 (the hot path runs in that precision).
-            C: (m, m) mutual dissimilarities: the batch is one block (multi-point RR).
+               float64 (the hot path runs in that precision). For an
+               input="similarity" model: (m, n) similarities to the landmarks, or
+               (m, n + 1) with the self-similarity k(z, z) as the last column.
+            C: (m, m) mutual dissimilarities (similarities for input="similarity",
+               whose diagonal then gives k(z, z)): the batch is one block (multi-point RR).
             method: overrides the estimator's method for this call.
             k0_rows: exact k0 for None (no rows), "all", or an int s (s evenly
                spaced rows: a deterministic sample).
             errors: "raise" (InputError on the first bad row) or "mask" (bad rows
                get valid=False, a reason and NaN numbers).
+            self_similarity: (m,) k(z, z) for input="similarity" with (m, n) rows.
+               Projection does not need it (β, unexplained and k0 are then NaN);
+               every other method does (seed 000 §3, ``core.kernel_input``).
         """
-        res = self._embed_natural(A, C, method=method, k0_rows=k0_rows, errors=errors)
+        res = self._embed_natural(A, C, method=method, k0_rows=k0_rows, errors=errors, self_similarity=self_similarity)
         self._to_frame(res)
         return res
 
@@ -212,8 +365,7 @@ class LandmarkMDS:
         if not np.allclose(R.T @ R, np.eye(d), atol=1e-8):
             raise InputError("alignment rotation must be orthogonal (RᵀR = I)")
         self.alignment_rotation_, self.alignment_shift_ = R, t
-        natural = self.spectrum_.eigenvectors[:, :d] * np.sqrt(self.eigenvalues_)
-        self.embedding_ = natural @ R + t
+        self.embedding_ = self._natural_embedding() @ R + t
         return self
 
     def _is_aligned(self) -> bool:
@@ -223,24 +375,33 @@ class LandmarkMDS:
         if self._is_aligned():
             res.y = res.y @ self.alignment_rotation_ + self.alignment_shift_
 
-    def _embed_natural(self, A: object, C: object = None, *, method: Method | None = None, k0_rows=None, errors: str = "raise") -> EmbeddingResult:
+    def _embed_natural(self, A: object, C: object = None, *, method: Method | None = None, k0_rows=None,
+                       errors: str = "raise", self_similarity: object = None) -> EmbeddingResult:
         """``embed`` in the model's own eigenbasis frame (before any alignment)."""
         self._check_fitted()
         method = self.method if method is None else method
-        if method not in METHODS:
-            raise InputError(f"method must be one of {METHODS}, got {method!r}")
+        self._check_method(method, block=C is not None)
         if errors not in ("raise", "mask"):
             raise InputError(f"errors must be 'raise' or 'mask', got {errors!r}")
+        if self_similarity is not None and self.landmark_self_similarity_ is None:
+            raise InputError("self_similarity is only for input='similarity' models")
+        if self._transforms_input():
+            return self._embed_transformed(A, C, self_similarity, method, k0_rows, errors)
         A_arr = validation.check_rows(A, self.n_landmarks_, "A")
         if C is not None:
             return self._embed_block(A_arr, C, k0_rows, errors)
+        return self._embed_rows(A_arr, None, None, method, k0_rows, errors)
+
+    def _embed_rows(self, A_arr: np.ndarray, valid: np.ndarray | None, reasons: list[str | None] | None,
+                    method: str, k0_rows: object, errors: str) -> EmbeddingResult:
+        """Single objects from dissimilarities A_arr (m, n) the spectrum is built on."""
         d = int(self.n_components)
         kernel = self._kernel(d, A_arr.dtype)
         Z, suspect = kernel(A_arr)
         m = A_arr.shape[0]
-        valid = np.ones(m, dtype=bool)
-        reasons: list[str | None] = [None] * m
-        for i in np.flatnonzero(suspect):
+        valid = np.ones(m, dtype=bool) if valid is None else valid
+        reasons = [None] * m if reasons is None else reasons
+        for i in np.flatnonzero(suspect & valid):
             why = validation.describe_bad_row(A_arr[i], "A")
             if why is not None:
                 if errors == "raise":
@@ -248,6 +409,153 @@ class LandmarkMDS:
                 valid[i], reasons[i] = False, why
         with np.errstate(invalid="ignore", over="ignore"):
             return self._finish_embed(A_arr, Z, valid, reasons, method, k0_rows)
+
+    # ------------------------------------------------------- input pipeline
+    def _embed_transformed(self, A: object, C: object, kappa: object, method: str, k0_rows: object,
+                           errors: str) -> EmbeddingResult:
+        """Embed raw input through similarities -> geodesics -> additive constant (class docstring)."""
+        A_raw = validation.as_float_array(A, "A", 2)
+        m = A_raw.shape[0]
+        if C is not None:
+            if kappa is not None:
+                raise InputError("with a block, k(z, z) comes from the diagonal of C: do not pass self_similarity")
+            try:
+                A_core, C_core = self._core_block(A_raw, C)
+            except InputError as exc:
+                if errors == "raise":
+                    raise
+                res = _empty_result(m, int(self.n_components), "block")
+                res.valid[:] = False
+                res.reasons = [f"bad_block: {exc}"] * m
+                return res
+            return self._embed_block(A_core, C_core, k0_rows, errors)
+        A_core, valid, reasons, known = self._core_rows(A_raw, kappa, errors)
+        if not known.all() and method != "projection":
+            raise InputError(f"method={method!r} needs the self-similarity k(z, z): pass self_similarity (m,) "
+                             f"or rows of {self.n_landmarks_ + 1} columns (seed 000 §3)")
+        res = self._embed_rows(A_core, valid, reasons, method, k0_rows, errors)
+        if not known.all():  # β is unknown: the projection is exact, its residuals are not
+            for name in ("beta", "unexplained", "k0"):
+                getattr(res, name)[~known] = np.nan
+            res.flags[~known] &= ~FLAG_NON_EUCLIDEAN
+        return res
+
+    def _split_similarity_rows(self, A_raw: np.ndarray, kappa: object) -> tuple[np.ndarray, np.ndarray | None]:
+        """(similarities (m, n), self-similarities (m,) or None) from (m, n) rows + kappa or (m, n + 1) rows."""
+        n, m = self.n_landmarks_, A_raw.shape[0]
+        if A_raw.shape[1] == n + 1:
+            if kappa is not None:
+                raise InputError(f"A has {n + 1} columns (its last is k(z, z)): do not also pass self_similarity")
+            return A_raw[:, :n], A_raw[:, n].astype(np.float64)
+        if A_raw.shape[1] != n:
+            raise InputError(f"A has {A_raw.shape[1]} columns but the model has {n} landmarks "
+                             f"(shape {A_raw.shape}, expected (m, {n}) or (m, {n + 1}) with k(z, z) last)")
+        if kappa is None:
+            return A_raw, None
+        k = np.asarray(kappa, dtype=np.float64).reshape(-1)
+        if k.shape != (m,):
+            raise InputError(f"self_similarity must have shape ({m},) to match A's {m} rows, got {np.shape(kappa)}")
+        return A_raw, k
+
+    def _core_rows(self, A_raw: np.ndarray, kappa: object, errors: str) -> tuple[np.ndarray, np.ndarray, list[str | None], np.ndarray]:
+        """Raw rows -> (dissimilarities the spectrum is built on (m, n), valid, reasons, κ known).
+
+        Invalid rows are zeroed (they are blanked after embedding); with
+        errors="raise" the first one raises.
+        """
+        n, m = self.n_landmarks_, A_raw.shape[0]
+        valid = np.ones(m, dtype=bool)
+        reasons: list[str | None] = [None] * m
+        known = np.ones(m, dtype=bool)
+        if self.landmark_self_similarity_ is not None:
+            K_rows, k = self._split_similarity_rows(A_raw, kappa)
+            finite = np.isfinite(K_rows).all(axis=1) & (np.isfinite(k) if k is not None else True)
+            for i in np.flatnonzero(~finite):
+                bad = np.flatnonzero(~np.isfinite(K_rows[i]))
+                reasons[int(i)] = (f"non_finite: similarity A[{bad[0]}] = {K_rows[i, bad[0]]}" if bad.size
+                                   else f"non_finite: self-similarity = {k[i]}")
+                valid[i] = False
+            if not finite.all():
+                K_rows = np.where(finite[:, None], K_rows, 0).astype(K_rows.dtype)
+                k = None if k is None else np.where(finite, k, 0.0)
+            A, known, neg = kernel_input.row_dissimilarities(K_rows, self.landmark_self_similarity_, k)
+            for i, why in enumerate(neg):
+                if why is not None and valid[i]:
+                    valid[i], reasons[i] = False, why
+        else:
+            A = validation.check_rows(A_raw, n, "A")
+            for i, why in enumerate(validation.row_problems(A, "A")):
+                if why is not None:
+                    valid[i], reasons[i] = False, why
+            if not valid.all():
+                A = np.where(valid[:, None], A, 0).astype(A.dtype)
+        if errors == "raise" and not valid.all():
+            i = int(np.argmin(valid))
+            raise InputError(f"row {i} of A is invalid: {reasons[i]}")
+        dtype = A.dtype
+        if self.geodesic_distances_ is not None:
+            A = geodesic.object_geodesics(A, self.geodesic_distances_, int(self.geodesic_neighbors))
+        if self.additive_constant_ > 0:
+            A = A + self.additive_constant_
+        return np.ascontiguousarray(A, dtype=dtype), valid, reasons, known
+
+    def _core_block(self, A_raw: np.ndarray, C: object) -> tuple[np.ndarray, np.ndarray]:
+        """Raw block (rows, mutual) -> the (k, n) and (k, k) dissimilarities the spectrum is built on.
+
+        Raises InputError for any bad member or a bad mutual matrix.
+        """
+        n, m = self.n_landmarks_, A_raw.shape[0]
+        if self.landmark_self_similarity_ is not None:
+            K_rows, _ = self._split_similarity_rows(A_raw, None)
+            Cs = validation.as_float_array(C, "C", 2).astype(np.float64)
+            if Cs.shape != (m, m):
+                raise InputError(f"C must have shape ({m}, {m}) to match A's {m} rows, got {Cs.shape}")
+            Cs = kernel_input.check_similarity_matrix(Cs, "C") if m > 1 else Cs
+            if not np.isfinite(K_rows).all() or not np.isfinite(Cs).all():
+                raise InputError("the block has a non-finite similarity")
+            A, _, neg = kernel_input.row_dissimilarities(K_rows.astype(np.float64), self.landmark_self_similarity_,
+                                                          np.diagonal(Cs).copy())
+            bad = [why for why in neg if why is not None]
+            if bad:
+                raise InputError(bad[0])
+            C64 = kernel_input.block_dissimilarities(Cs) if m > 1 else np.zeros((1, 1))
+        else:
+            A = validation.check_rows(A_raw, n, "A").astype(np.float64)
+            for i, why in enumerate(validation.row_problems(A, "A")):
+                if why is not None:
+                    raise InputError(f"row {i} of A is invalid: {why}")
+            C64 = validation.check_cross(C, m)
+        if self.geodesic_distances_ is not None:
+            A_geo = geodesic.object_geodesics(A, self.geodesic_distances_, int(self.geodesic_neighbors))
+            C64 = geodesic.block_geodesics(A, A_geo, int(self.geodesic_neighbors))
+            A = A_geo
+        if self.additive_constant_ > 0:
+            A = A + self.additive_constant_
+            C64 = cailliez.add_constant(C64, self.additive_constant_)
+        return A, C64
+
+    def core_dissimilarities(self, A: object, C: object = None, self_similarity: object = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """The dissimilarities the landmark spectrum is built on, for raw model input.
+
+        Applies the input pipeline (similarities -> geodesics -> additive
+        constant; identity for a plain model) to A (m, n) [or (m, n + 1)] and
+        the block's C (m, m). Raises InputError on any invalid row.
+
+        Returns: (A (m, n) float64, C (m, m) float64 or None).
+        """
+        self._check_fitted()
+        A_raw = validation.as_float_array(A, "A", 2)
+        if C is not None:
+            if not self._transforms_input():
+                A64 = validation.check_rows(A_raw, self.n_landmarks_, "A").astype(np.float64)
+                return A64, validation.check_cross(C, A64.shape[0])
+            return self._core_block(A_raw, C)
+        if not self._transforms_input():
+            return validation.check_rows(A_raw, self.n_landmarks_, "A").astype(np.float64), None
+        A_core, _, _, known = self._core_rows(A_raw, self_similarity, "raise")
+        if not known.all():
+            raise InputError("the self-similarity k(z, z) is needed: pass self_similarity or (m, n + 1) rows")
+        return A_core.astype(np.float64), None
 
     def _finish_embed(self, A_arr, Z, valid, reasons, method, k0_rows) -> EmbeddingResult:
         d = int(self.n_components)
@@ -267,6 +575,15 @@ class LandmarkMDS:
                 rows = np.flatnonzero(valid)
                 sol = solve_restricted(c[rows], beta[rows], self.eigenvalues_, rtol)
                 y[rows], t[rows], flags[rows] = sol.y, sol.t, sol.flags
+        elif method in CRITERION_METHODS:
+            rows = np.flatnonzero(valid)
+            if rows.size:
+                X = self._natural_embedding()
+                y0 = y[rows] if self.landmark_map_ is None else self._map_projection(A_arr[rows])
+                delta = A_arr[rows].astype(np.float64)
+                sol = solve_stress(y0, X, delta) if method == "stress" else solve_l1(y0, X, np.square(delta))
+                y[rows] = sol.y
+                flags[rows[~sol.converged]] |= FLAG_NOT_CONVERGED
         k0 = np.full(m, np.nan)
         sample = self._k0_sample(k0_rows, np.flatnonzero(valid))
         if sample.size:
@@ -277,6 +594,18 @@ class LandmarkMDS:
         if not valid.all():
             _blank(res, ~valid)
         return res
+
+    def _map_projection(self, A_rows: np.ndarray) -> np.ndarray:
+        """Least-squares start on a refined map: y0 = (XᵀX)⁻¹ Xᵀ b (m, d) (MATH.md §3 with X the map).
+
+        X is centred, so b's constant terms vanish: y0 = -½ (a2 - m_Δ) X (XᵀX)⁻¹.
+        For the CMDS map this is the projection ŷ.
+        """
+        if self._map_start is None:
+            X = self.landmark_map_
+            self._map_start = X @ np.linalg.inv(X.T @ X)
+        a2 = np.square(A_rows.astype(np.float64))
+        return -0.5 * (a2 - self.spectrum_.row_means) @ self._map_start
 
     def _ambiguity_rtol(self, dtype: np.dtype) -> float:
         return AMBIGUITY_RTOL_F32 if np.dtype(dtype) == np.float32 else AMBIGUITY_RTOL
@@ -295,14 +624,22 @@ class LandmarkMDS:
             return valid_rows
         return valid_rows[np.linspace(0, valid_rows.size - 1, s).round().astype(np.int64)] if s else valid_rows[:0]
 
-    def residual_projection(self, A: object) -> tuple[np.ndarray, np.ndarray]:
+    def residual_projection(self, A: object, self_similarity: object = None) -> tuple[np.ndarray, np.ndarray]:
         """(ŷ_r (m, r), β (m,)): projections on every monitored eigenpair, float64.
 
         In the model's own eigenbasis (not aligned); k0 = β - ‖ŷ_r‖² (MATH.md §4).
-        Input rows must already be valid (finite, non-negative).
+        Input rows (raw model input, as for ``embed``) must already be valid.
         """
         self._check_fitted()
+        if self._transforms_input():
+            return self._project_r(self.core_dissimilarities(A, None, self_similarity)[0])
         return self._project_r(validation.check_rows(A, self.n_landmarks_, "A"))
+
+    def block_residual(self, A: object, C: object) -> np.ndarray:
+        """K0 = β - Ŷ_r Ŷ_rᵀ (m, m) of a block from raw input A and its mutual C (MATH.md §4)."""
+        A64, C64 = self.core_dissimilarities(A, C)
+        _, Beta = center_block(np.square(A64), np.square(C64), self.spectrum_.row_means, self.spectrum_.grand_mean)
+        return block_k0(Beta, self._project_r(A64)[0])
 
     def _project_r(self, A_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(ŷ_r (s, r), β (s,)) in float64 with every monitored eigenpair."""
@@ -372,25 +709,29 @@ class LandmarkMDS:
         )
 
     # -------------------------------------------------------------- residuals
-    def residuals(self, A: object, C: object = None, k0_rows: None | Literal["all"] | int = "all", n_window: int | None = None) -> tuple[EmbeddingResult, WindowBounds]:
+    def residuals(self, A: object, C: object = None, k0_rows: None | Literal["all"] | int = "all", n_window: int | None = None,
+                  self_similarity: object = None) -> tuple[EmbeddingResult, WindowBounds]:
         """Per-object residuals (β, unexplained, exact k0) and the window bounds.
 
         The window is the batch A (or the block A with C, which makes ‖k0‖₂ and
         the kernel-distance error exact); with ``k0_rows`` an int, Tr(k0) and the
-        Nyström spectrum are estimated from that sample (MATH.md §4).
+        Nyström spectrum are estimated from that sample (MATH.md §4). A is raw
+        model input (as for ``embed``); the residuals are those of the corrected
+        landmark kernel. The result's ``y`` is the projection (NaN for a
+        SMACOF/Sammon map, which has no projection).
         """
         self._check_fitted()
-        A_arr = validation.check_rows(A, self.n_landmarks_, "A")
-        res = self.embed(A_arr, method="projection", k0_rows=k0_rows)
+        if self._transforms_input():
+            A_arr = self.core_dissimilarities(A, None, self_similarity)[0]
+        else:
+            A_arr = validation.check_rows(A, self.n_landmarks_, "A")
+        res = self._embed_rows(A_arr, None, None, "projection", k0_rows, "raise")
+        if self.landmark_map_ is not None:
+            res.y[:] = np.nan
+        self._to_frame(res)
         sample = np.flatnonzero(~np.isnan(res.k0))
         y_r, _ = self._project_r(A_arr[sample])
-        K0 = None
-        if C is not None:
-            C64 = validation.check_cross(C, A_arr.shape[0])
-            A64 = A_arr.astype(np.float64)
-            _, Beta = center_block(np.square(A64), np.square(C64), self.spectrum_.row_means, self.spectrum_.grand_mean)
-            y_all, _ = self._project_r(A64)
-            K0 = block_k0(Beta, y_all)
+        K0 = None if C is None else self.block_residual(A, C)
         bounds = window_bounds(
             res.k0[sample],
             y_r,
@@ -415,7 +756,12 @@ class LandmarkMDS:
 
     # ---------------------------------------------------------- feature mode
     def dissimilarities_to_landmarks(self, F: object) -> np.ndarray:
-        """Feature mode: dissimilarities (m, n) of feature rows F (m, p) to the landmarks."""
+        """Feature mode: the model's input rows for feature rows F (m, p).
+
+        Dissimilarities (m, n) to the landmarks; for an input="similarity"
+        model, kernel similarities with the self-similarity appended, (m, n + 1),
+        the row format ``embed`` accepts.
+        """
         self._check_fitted()
         if self.landmark_features_ is None:
             raise InputError("this model was not fitted from features (use fit_features)")
@@ -423,6 +769,9 @@ class LandmarkMDS:
         p = self.landmark_features_.shape[1]
         if F64.shape[1] != p:
             raise InputError(f"features have {F64.shape[1]} columns, the landmarks have {p} (shape {F64.shape})")
+        if self.landmark_self_similarity_ is not None:
+            K = kernel_input.feature_kernel(F64, self.landmark_features_, self.metric_)
+            return np.hstack([K, kernel_input.feature_self_similarity(F64, self.metric_)[:, None]])
         return scipy.spatial.distance.cdist(F64, self.landmark_features_, metric=self.metric_)
 
     # ----------------------------------------------------------- persistence
@@ -448,6 +797,10 @@ class LandmarkMDS:
             "eigensolver": self.eigensolver,
             "n_threads": self.n_threads,
             "random_state": self.random_state,
+            "input": self.input,
+            "geodesic_neighbors": None if self.geodesic_neighbors is None else int(self.geodesic_neighbors),
+            "correction": self.correction,
+            "landmark_map": self.landmark_map,
         }
 
     def __repr__(self) -> str:

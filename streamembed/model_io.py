@@ -54,6 +54,15 @@ def model_arrays(est) -> dict[str, np.ndarray]:
         arrays["dissimilarities"] = est.dissimilarities_
     if est.landmark_features_ is not None:
         arrays["landmark_features"] = est.landmark_features_
+    # the input pipeline and a refined map (estimator class docstring); absent for a plain model
+    if getattr(est, "landmark_self_similarity_", None) is not None:
+        arrays["landmark_self_similarity"] = est.landmark_self_similarity_
+    if getattr(est, "geodesic_distances_", None) is not None:
+        arrays["geodesic_distances"] = est.geodesic_distances_
+    if getattr(est, "additive_constant_", 0.0):
+        arrays["additive_constant"] = np.array(float(est.additive_constant_))
+    if getattr(est, "landmark_map_", None) is not None:
+        arrays["landmark_map"] = est.landmark_map_
     return arrays
 
 
@@ -146,6 +155,12 @@ def load_model(path: str | os.PathLike):
             files.get("landmark_features"),
             meta.get("metric"),
             model_version=int(meta["model_version"]),
+        )
+        est._set_input_state(
+            files.get("landmark_self_similarity"),
+            files.get("geodesic_distances"),
+            float(files["additive_constant"]) if "additive_constant" in files else 0.0,
+            files.get("landmark_map"),
         )
         if "alignment_rotation" in files:
             est.set_alignment(files["alignment_rotation"], files["alignment_shift"])

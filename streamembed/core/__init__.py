@@ -10,4 +10,9 @@
 | ``block`` | §3 | multi-point RR |
 | ``residuals`` | §4 | k0, dropped energy, block K0 |
 | ``bounds`` | §4 | window error and eigenvalue bounds |
+| ``criteria`` | §3 (seed 003, seed 000 §4) | raw-stress and squared-distance L1 placement |
+| ``kernel_input`` | §2 (seed 000 §3) | similarity (kernel) input as dissimilarities |
+| ``geodesic`` | seed 001 §4, §6 | landmark Isomap: k-NN graph geodesics |
+| ``cailliez`` | seed 001 §4.2 | additive constant making the kernel PSD |
+| ``metric_map`` | seed 001 §2.2–3 | SMACOF / Sammon refinement of the landmark map |
 """

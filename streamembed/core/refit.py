@@ -73,6 +73,9 @@ def refit(
     """
     from ..estimator import LandmarkMDS
 
+    if getattr(old, "input", "dissimilarity") == "similarity":
+        raise InputError("refits of input='similarity' models are not supported: the candidates carry "
+                         "dissimilarities, not similarities; refit with LandmarkMDS.fit on a new kernel matrix")
     t0 = time.perf_counter()
     n_old = int(old.n_landmarks_)
     N = D_candidates.shape[0]
@@ -93,7 +96,9 @@ def refit(
     else:
         model.fit(D_new, landmark_ids=ids)
     model.model_version_ = int(old.model_version_) + 1
-    placed = model.embed(D_candidates[np.ix_(np.arange(n_old), sel)], method="projection").y
+    # a SMACOF/Sammon map has no projection: place the old landmarks by its stress criterion
+    placement = "projection" if getattr(model, "landmark_map", "cmds") == "cmds" else "stress"
+    placed = model.embed(D_candidates[np.ix_(np.arange(n_old), sel)], method=placement).y
     R, shift, rms = orthogonal_procrustes_align(placed, old.embedding_)
     model.set_alignment(R, shift)
     return RefitResult(

@@ -17,11 +17,13 @@ class EmbeddingResult:
         unexplained: (m,) β - ‖ŷ‖², energy the d-dim projection does not explain
             (k0 + dropped-dimension energy, MATH.md §4).
         k0: (m,) exact Nyström residual k0(z, z); NaN where not computed.
-        t: (m,) RR multiplier t* (NaN for projection).
+        t: (m,) RR multiplier t* (NaN for projection, stress and l1).
         flags: (m,) uint32 bitmask (see ``streamembed.core.flags``).
         valid: (m,) bool; False rows carry a reason and NaN numbers.
         reasons: m entries, None for valid rows, else "label: detail".
-        method: "projection", "restricted" or "block".
+        method: "projection", "restricted", "stress", "l1" or "block". For stress and
+            l1, beta / unexplained / k0 are still the landmark kernel's (they do not
+            depend on where the criterion puts y).
         objective: block RR objective F(Y) (None otherwise).
         block_norm_k0: ‖k0‖₂ of the block's K0 when computed (None otherwise).
     """

@@ -76,6 +76,10 @@ def load_or_fit_model(cfg: Config) -> Any:
         except (ModelFileError, OSError) as exc:
             raise StartupError(f"model.path = {m.path!r} cannot be loaded: {exc}") from None
         est.method = m.method
+        try:
+            est._check_method(m.method)
+        except ValueError as exc:
+            raise StartupError(f"model.method = {m.method!r} does not suit model.path = {m.path!r}: {exc}") from None
         return est
     stream = GaussianMixtureStream(mixture_spec(cfg))
     X = stream.fit_sample(m.fit_sample)
@@ -85,11 +89,15 @@ def load_or_fit_model(cfg: Config) -> Any:
     else:
         idx = np.sort(rng.choice(len(X), size=m.n_landmarks, replace=False))
     try:
-        est = LandmarkMDS(n_components=m.n_components, method=m.method).fit_features(X[idx], metric=m.metric)
+        est = LandmarkMDS(n_components=m.n_components, method=m.method, input=m.input,
+                          geodesic_neighbors=m.geodesic_neighbors or None, correction=m.correction,
+                          landmark_map=m.landmark_map)
+        est.fit_features(X[idx], metric=m.kernel if m.input == "similarity" else m.metric)
     except ValueError as exc:
         raise StartupError(f"cannot fit a model from the generator ({exc}); check [model] and [generator]") from None
     log.info("fitted a model from generator samples",
-             extra={"landmarks": m.n_landmarks, "dims": m.n_components, "metric": m.metric})
+             extra={"landmarks": m.n_landmarks, "dims": m.n_components,
+                    "metric": f"{m.kernel} kernel" if m.input == "similarity" else m.metric})
     if m.save_path:
         est.save(m.save_path)
         log.info("saved the fitted model", extra={"path": m.save_path})
@@ -212,6 +220,10 @@ def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Met
             monitor, refits = build_drift(cfg, registry, metrics)
             if refits is not None:
                 signals.on_refit = refits.request_manual
+                if cfg.source.kind == "kafka":
+                    # one replica of the group leads automatic refits: the owner of input partition 0;
+                    # the others take its model from the model topic (ModelSync)
+                    refits.may_auto_refit = lambda: 0 in source.assigned_partitions
             checkpoints = CheckpointStore(cfg.checkpoint_path)
             output = ParquetSink(cfg.embeddings_dir, row_group_rows=cfg.output.row_group_rows,
                                  compression=cfg.output.compression) if cfg.output.parquet else None

@@ -57,7 +57,8 @@ def _f(default: Any, doc: str, *, choices: tuple[Any, ...] | None = None, min: f
 @dataclass
 class ModelConfig:
     path: str = _f("", "landmark model (.npz from `streamembed fit`); empty: fit one from the generator at startup")
-    method: str = _f("projection", "embedding method for single objects", choices=("projection", "restricted"))
+    method: str = _f("projection", "embedding method for single objects (stress, l1: MATH.md §3 other criteria)",
+                     choices=("projection", "restricted", "stress", "l1"))
     k0_rows: str | int = _f("none", "rows per batch with the exact residual k0: none, all, or a count (>= 1)")
     n_landmarks: int = _f(100, "landmarks of a generator-fitted model", min=2, max=100_000)
     n_components: int = _f(2, "map dimensions d of a generator-fitted model", min=1, max=1000)
@@ -66,6 +67,15 @@ class ModelConfig:
     fit_sample: int = _f(2000, "generator objects drawn to pick landmarks from", min=2, max=10_000_000)
     metric: str = _f("euclidean", "feature metric of a generator-fitted model (scipy cdist name)")
     save_path: str = _f("", "save a generator-fitted model here (.npz); empty: do not save")
+    input: str = _f("dissimilarity", "what a generator-fitted model embeds: feature dissimilarities, or kernel "
+                    "similarities (model.kernel; seed 000 §3)", choices=("dissimilarity", "similarity"))
+    kernel: str = _f("linear", "feature kernel when model.input = similarity", choices=("linear", "cosine", "rbf"))
+    geodesic_neighbors: int = _f(0, "landmark Isomap: geodesic distances through this many nearest landmarks "
+                                 "(0: off; seed 001 §4)", min=0, max=100_000)
+    correction: str = _f("none", "non-Euclidean correction of the landmark kernel (seed 001 §4.2)",
+                         choices=("none", "cailliez"))
+    landmark_map: str = _f("cmds", "landmark map: classical MDS, or refined by SMACOF stress or Sammon mapping "
+                           "(seed 001 §2.2-3; needs model.method = stress or l1)", choices=("cmds", "smacof", "sammon"))
 
 
 @dataclass
@@ -464,6 +474,12 @@ def _cross_check(cfg: Config) -> None:
             raise ConfigError(f"model.n_landmarks = {m.n_landmarks} must be <= model.fit_sample = {m.fit_sample}")
         if m.n_components >= m.n_landmarks:
             raise ConfigError(f"model.n_components = {m.n_components} must be < model.n_landmarks = "
+                              f"{m.n_landmarks}")
+        if m.landmark_map != "cmds" and m.method not in ("stress", "l1"):
+            raise ConfigError(f"model.landmark_map = {m.landmark_map!r} needs model.method = 'stress' or 'l1' "
+                              f"(a SMACOF/Sammon map has no projection), got {m.method!r}")
+        if m.geodesic_neighbors >= m.n_landmarks:
+            raise ConfigError(f"model.geodesic_neighbors = {m.geodesic_neighbors} must be < model.n_landmarks = "
                               f"{m.n_landmarks}")
     if cfg.source.kind == "directory" and not m.path:
         raise ConfigError("source.kind = 'directory' needs a model: set model.path to a .npz file "

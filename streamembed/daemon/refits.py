@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import scipy.spatial.distance
@@ -87,6 +87,8 @@ class RefitManager:
         self.history_path = Path(history_path)
         self.metrics = metrics
         self._manual = threading.Event()
+        #: whether this replica may start automatic refits (Kafka: the owner of input partition 0)
+        self.may_auto_refit: Callable[[], bool] = lambda: True
         self._proc: subprocess.Popen[bytes] | None = None
         self._job: dict[str, Any] | None = None
         self.completed = 0
@@ -120,6 +122,10 @@ class RefitManager:
         elif self.settings.auto and self.monitor.pending is not None:
             reason, stats = self.monitor.pending
             self.monitor.pending = None
+            if not self.may_auto_refit():
+                log.info("drift trigger on a replica that does not lead refits; the leader's model will follow")
+                self.monitor.trigger.refitted(time.time())
+                return
             trigger = "auto"
         if trigger is not None:
             self._start(trigger, reason, stats)
@@ -146,6 +152,12 @@ class RefitManager:
     # ------------------------------------------------------------------ start
     def _start(self, trigger: str, reason: str, stats: Any) -> None:
         est = self.registry.current
+        if getattr(est, "input", "dissimilarity") == "similarity":
+            self._record({"trigger": trigger, "reason": reason, "status": "skipped",
+                          "detail": "refits of similarity-input models are not supported (core.refit)"})
+            log.warning("refit requested but the model takes similarities; refit it offline")
+            self.monitor.trigger.refitted(time.time())  # cooldown: do not ask again at once
+            return
         cand = self.monitor.candidates()
         if cand is None or not cand.ids:
             self._record({"trigger": trigger, "reason": reason, "status": "skipped",

@@ -7,7 +7,10 @@ For a dataset of N objects with full dissimilarities Δ:
 2. draw m held-out objects among the others (seeded) and embed them from
    their dissimilarities to the landmarks with every method (MATH.md §3):
    projection, single-object restricted reconstruction (RR), and block RR in
-   consecutive blocks of k objects with their mutual dissimilarities;
+   consecutive blocks of k objects with their mutual dissimilarities; then
+   the engine's other options (``option_maps``): the stress and L1 criteria,
+   similarity input, landmark Isomap, the Cailliez correction and the
+   SMACOF/Sammon landmark maps (each scored against its own landmark map);
 3. score every map (columns of the table):
 
    * fidelity to full classical-MDS refits (same d), each aligned to the map
@@ -143,6 +146,57 @@ def embed_blocks(est: LandmarkMDS, A: np.ndarray, C: np.ndarray, k: int) -> np.n
     return Y
 
 
+#: Neighbours of the landmark Isomap row.
+ISOMAP_NEIGHBORS = 10
+
+
+def option_maps(est: LandmarkMDS, D: np.ndarray, L: np.ndarray, H: np.ndarray, s: EvaluationSettings,
+                maps: dict[str, np.ndarray], landmarks: dict[str, np.ndarray], timings: dict[str, float]) -> None:
+    """Rows of the engine's other options (README "Methods"), added to ``maps`` in place.
+
+    * ``stress``, ``l1``: the other out-of-sample criteria on the same map (MATH.md §3, seed 003);
+    * ``similarity (linear kernel)``: the same data as the kernel k(x, y) = -½(δ²(x, y) - δ²(x, o)
+      - δ²(y, o)) about the first landmark o (seed 000 §3): must equal projection;
+    * ``isomap (k=10)``: landmark Isomap (seed 001 §4), projection; NaN when the graph falls apart;
+    * ``cailliez``: the additive-constant correction (seed 001 §4.2), projection;
+    * ``smacof map + stress``, ``sammon map + stress``: metric-MDS landmark maps (seed 001 §2.2–3).
+
+    Rows with their own landmark map record it in ``landmarks``; ``seconds`` is the embedding time.
+    """
+    d = s.n_components
+    A = D[np.ix_(H, L)]
+
+    def timed(name: str, model: LandmarkMDS, rows: np.ndarray, **kw) -> None:
+        t0 = time.perf_counter()
+        maps[name] = model.embed(rows, **kw).y
+        timings[name] = time.perf_counter() - t0
+        if model is not est:
+            landmarks[name] = model.embedding_
+
+    timed("stress", est, A, method="stress")
+    timed("l1", est, A, method="l1")
+    o = L[0]
+    D2 = np.square(D)
+    kernel = lambda I, J: -0.5 * (D2[np.ix_(I, J)] - D2[I, o][:, None] - D2[J, o][None, :])  # noqa: E731
+    sim = LandmarkMDS(n_components=d, input="similarity", random_state=s.seed).fit(kernel(L, L))
+    timed("similarity (linear kernel)", sim, kernel(H, L), self_similarity=D2[H, o])
+    name = f"isomap (k={ISOMAP_NEIGHBORS})"
+    try:
+        iso = LandmarkMDS(n_components=d, geodesic_neighbors=min(ISOMAP_NEIGHBORS, L.size - 1)).fit(D[np.ix_(L, L)])
+        timed(name, iso, A)
+    except ValueError:  # a disconnected neighbour graph: no geodesics between its pieces
+        name += ": n/a, graph disconnected"
+        maps[name], timings[name] = np.full((H.size, d), np.nan), float("nan")
+        landmarks[name] = np.full((L.size, d), np.nan)
+    timed("cailliez", LandmarkMDS(n_components=d, correction="cailliez").fit(D[np.ix_(L, L)]), A)
+    for kind in ("smacof", "sammon"):
+        try:
+            refined = LandmarkMDS(n_components=d, method="stress", landmark_map=kind).fit(D[np.ix_(L, L)])
+        except ValueError:  # Sammon needs distinct landmarks
+            continue
+        timed(f"{kind} map + stress", refined, A)
+
+
 def evaluate_dataset(ds: Dataset, settings: EvaluationSettings = EvaluationSettings()) -> DatasetReport:
     """Embed held-out objects of ``ds`` with every method and score them (module docstring)."""
     s = settings
@@ -156,6 +210,7 @@ def evaluate_dataset(ds: Dataset, settings: EvaluationSettings = EvaluationSetti
 
     timings: dict[str, float] = {}
     maps: dict[str, np.ndarray] = {}
+    maps_landmarks: dict[str, np.ndarray] = {}  # rows whose landmark map is not ``est``'s
     t0 = time.perf_counter()
     proj = est.embed(A, method="projection", k0_rows="all")
     timings["projection"] = time.perf_counter() - t0
@@ -168,12 +223,14 @@ def evaluate_dataset(ds: Dataset, settings: EvaluationSettings = EvaluationSetti
     maps[block_name] = embed_blocks(est, A, C, s.block_size)
     timings[block_name] = time.perf_counter() - t0
 
+    option_maps(est, D, L, H, s, maps, maps_landmarks, timings)
+
     t0 = time.perf_counter()
     ref_all = refit_reference(D, L, H, d, None)
     timings["full refit"] = time.perf_counter() - t0
     refs = {"object": refit_reference(D, L, H, d, 1), "block": refit_reference(D, L, H, d, s.block_size), "all": ref_all}
     full_L, full_H = ref_all[0].landmarks, ref_all[0].objects
-    maps_and_landmarks = {name: (X, Y) for name, Y in maps.items()}
+    maps_and_landmarks = {name: (maps_landmarks.get(name, X), Y) for name, Y in maps.items()}
     maps_and_landmarks["full refit (all)"] = (full_L, full_H)
     radius = float(np.sqrt(((X - X.mean(axis=0)) ** 2).sum(axis=1).mean()))
 
@@ -182,6 +239,9 @@ def evaluate_dataset(ds: Dataset, settings: EvaluationSettings = EvaluationSetti
     rows: list[MethodRow] = []
     lm_all = float("nan")
     for name, (XL, Y) in maps_and_landmarks.items():
+        if not np.isfinite(Y).all():  # an option that does not apply to this dataset
+            rows.append(MethodRow(name, *([float("nan")] * 12)))
+            continue
         err = {key: reference_error(XL, Y, ref) for key, ref in refs.items()}
         lm_all = err["all"][1] if name == "projection" else lm_all
         st = stress_to_reference(Y, XL, A)
@@ -286,7 +346,7 @@ def _clean(obj):
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="streamembed evaluate",
-        description="Compare projection, restricted reconstruction and block RR against a full classical MDS refit.",
+        description="Compare projection, restricted reconstruction, block RR and the other options (stress, L1, similarity input, Isomap, Cailliez, SMACOF/Sammon maps) against a full classical MDS refit.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="datasets: " + ", ".join(DATASETS) + "\n(digits, iris, wine, breast_cancer need scikit-learn: pip install 'streamembed[eval]')",
     )

@@ -74,7 +74,8 @@ class BatchEmbedder:
 
     @property
     def n_landmarks(self) -> int:
-        return int(self.est.n_landmarks_)
+        """Width of a direct input row: n, or n + 1 for a similarity model (k(z, z) last)."""
+        return int(getattr(self.est, "input_width_", self.est.n_landmarks_))
 
     @property
     def n_features(self) -> int | None:

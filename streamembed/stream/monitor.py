@@ -20,9 +20,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from streamembed.core.centering import center_block
 from streamembed.core.drift import DriftStatistics, DriftWindow, RefitTrigger
-from streamembed.core.residuals import block_k0, operator_norm
+from streamembed.core.residuals import operator_norm
 
 __all__ = ["MonitorSettings", "DriftMonitor", "Candidates"]
 
@@ -99,10 +98,8 @@ class DriftMonitor:
             y_r, beta = est.residual_projection(np.asarray(A[rows], dtype=np.float64))
             k0 = beta - np.einsum("ij,ij->i", y_r, y_r)
         if cross is not None and m <= self.settings.max_block_for_norm:
-            A64 = np.asarray(A, dtype=np.float64)
-            _, Beta = center_block(A64**2, np.asarray(cross, dtype=np.float64) ** 2, est.spectrum_.row_means,
-                                   est.spectrum_.grand_mean)
-            block_norm = operator_norm(block_k0(Beta, est.residual_projection(A64)[0]))
+            # K0 of the corrected kernel: the model applies its input pipeline (similarities, geodesics, constant)
+            block_norm = operator_norm(est.block_residual(np.asarray(A, dtype=np.float64), cross))
         self.window.add(now, rel, k0, y_r, beta, block_norm)
         self._keep_candidates(A, ids, cross, features)
         stats = self.window.statistics(now)

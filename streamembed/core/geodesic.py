@@ -1,0 +1,112 @@
+"""Geodesic dissimilarities for landmark Isomap (seed 001 §4.1 eq. 30–31, §5.1.3 eq. 41, §6.3).
+
+Isomap replaces each dissimilarity by the length of the shortest path
+through a k-nearest-neighbour graph (seed 001 eq. 30) and then runs classical
+MDS on the result (eq. 31). Landmark Isomap does this on the landmarks only;
+an arriving object reaches the graph through its own k nearest landmarks and
+only landmarks serve as intermediate points (Bengio et al. 2004, Corollary 1,
+quoted in seed 001 §5.1.3), so
+
+    g(z, l_i) = min_{j ∈ N_k(z)} ( δ(z, l_j) + G(l_j, l_i) )              (1)
+
+with G the (n, n) landmark geodesic matrix. For a block, the mutual geodesic
+of two arrivals follows the same rule through the landmarks,
+
+    g(z_p, z_q) = min_{j ∈ N_k(z_p)} ( δ(z_p, l_j) + g(z_q, l_j) ),  symmetrised by min.
+
+Units: those of the input dissimilarities. The graph is symmetrised (an edge
+when either end counts the other among its k nearest); a graph in several
+pieces has no finite geodesics between them and is refused.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse
+import scipy.sparse.csgraph
+
+from .errors import InputError
+
+#: (rows × k × n) elements per chunk of the min-plus product (16 MB of float64).
+CHUNK_ELEMENTS = 2_000_000
+
+
+def knn_graph(D: np.ndarray, k: int) -> scipy.sparse.csr_matrix:
+    """Symmetrised k-nearest-neighbour graph of n points from D (n, n), edge weights δ.
+
+    Zero dissimilarities between distinct points are kept as edges of
+    (numerically) zero length.
+    """
+    n = D.shape[0]
+    if not 1 <= k < n:
+        raise InputError(f"geodesic_neighbors must be between 1 and n - 1 = {n - 1}, got {k}")
+    Dm = D.copy()
+    np.fill_diagonal(Dm, np.inf)
+    nbrs = np.argpartition(Dm, k - 1, axis=1)[:, :k]
+    rows = np.repeat(np.arange(n), k)
+    cols = nbrs.ravel()
+    # csgraph treats explicit zeros as missing edges: keep duplicates at the smallest positive length
+    w = np.maximum(D[rows, cols], np.finfo(np.float64).tiny)
+    W = scipy.sparse.csr_matrix((w, (rows, cols)), shape=(n, n))
+    return W.maximum(W.T).tocsr()
+
+
+def landmark_geodesics(D: np.ndarray, k: int) -> np.ndarray:
+    """Shortest-path (geodesic) distances G (n, n) through the k-NN graph of the landmarks.
+
+    Raises InputError naming the number of connected components when the
+    graph falls apart (increase k).
+    """
+    W = knn_graph(D, int(k))
+    n_comp, labels = scipy.sparse.csgraph.connected_components(W, directed=False)
+    if n_comp > 1:
+        sizes = np.bincount(labels)
+        raise InputError(
+            f"the {k}-nearest-neighbour graph of the {D.shape[0]} landmarks has {n_comp} connected components "
+            f"(sizes {sorted(sizes.tolist(), reverse=True)[:8]}): geodesic distances between them are infinite; "
+            f"increase geodesic_neighbors"
+        )
+    G = scipy.sparse.csgraph.shortest_path(W, method="D", directed=False)
+    np.fill_diagonal(G, 0.0)
+    return 0.5 * (G + G.T)
+
+
+def object_geodesics(A: np.ndarray, G: np.ndarray, k: int) -> np.ndarray:
+    """Geodesic distances (m, n) of m arrivals to the landmarks by (1).
+
+    Args:
+        A: (m, n) raw dissimilarities to the landmarks (finite, non-negative).
+        G: (n, n) landmark geodesics.
+        k: neighbours an arrival connects to.
+    Returns: (m, n) float64.
+    """
+    m, n = A.shape
+    k = min(int(k), n)
+    A64 = np.asarray(A, dtype=np.float64)
+    out = np.empty((m, n))
+    rows = max(1, CHUNK_ELEMENTS // (k * n))
+    for s in range(0, m, rows):
+        a = A64[s : s + rows]
+        J = np.argpartition(a, k - 1, axis=1)[:, :k] if k < n else np.broadcast_to(np.arange(n), a.shape)
+        aJ = np.take_along_axis(a, J, axis=1)  # (r, k)
+        out[s : s + rows] = (aJ[:, :, None] + G[J]).min(axis=1)
+    return out
+
+
+def block_geodesics(A: np.ndarray, A_geo: np.ndarray, k: int) -> np.ndarray:
+    """Mutual geodesics (b, b) of a block through the landmarks.
+
+    Args:
+        A: (b, n) raw dissimilarities of the block's members to the landmarks.
+        A_geo: (b, n) their geodesic distances to the landmarks (``object_geodesics``).
+        k: neighbours each member connects to.
+    """
+    b, n = A.shape
+    k = min(int(k), n)
+    J = np.argpartition(A, k - 1, axis=1)[:, :k] if k < n else np.broadcast_to(np.arange(n), A.shape)
+    aJ = np.take_along_axis(np.asarray(A, dtype=np.float64), J, axis=1)  # (b, k)
+    # g[p, q] = min_j aJ[p, j] + A_geo[q, J[p, j]]
+    g = (aJ[:, None, :] + A_geo[:, J].transpose(1, 0, 2)).min(axis=2)
+    g = np.minimum(g, g.T)
+    np.fill_diagonal(g, 0.0)
+    return g

@@ -1,0 +1,67 @@
+"""Each option's example config in config/ runs through the real daemon (README "Methods").
+
+Every file is a small override of the embedded default; run in-process with
+a few small batches, no ops server, output under tmp_path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow.dataset as ds
+import pytest
+
+from streamembed.daemon.app import StartupError, load_or_fit_model, run_daemon
+from streamembed.daemon.config import ConfigError, load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: config file -> (method written on every output row, what the fitted model must show)
+CONFIGS = {
+    "similarity": ("restricted", lambda est: est.input == "similarity" and est.input_width_ == est.n_landmarks_ + 1),
+    "stress": ("stress", lambda est: est.method == "stress"),
+    "l1": ("l1", lambda est: est.method == "l1"),
+    "isomap": ("projection", lambda est: est.geodesic_distances_ is not None),
+    "cailliez": ("projection", lambda est: est.additive_constant_ > 0 and est.negative_share_ < 1e-9),
+    "smacof": ("stress", lambda est: est.landmark_map_ is not None and est.landmark_map == "smacof"),
+    "sammon": ("stress", lambda est: est.landmark_map_ is not None and est.landmark_map == "sammon"),
+}
+
+
+def _config(name: str, root: Path, **extra: object):
+    overrides = {"output.root": str(root), "metrics.enabled": False, "run.max_batches": 2,
+                 "source.batch_rows": 256, "generator.rate": 0.0, "model.n_landmarks": 60, **extra}
+    return load_config(ROOT / "config" / f"{name}.toml", environ={}, overrides=overrides)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_config_runs_through_the_daemon_with_its_method(name: str, tmp_path: Path) -> None:
+    method, shows = CONFIGS[name]
+    cfg = _config(name, tmp_path)
+    assert shows(load_or_fit_model(cfg)), f"config/{name}.toml does not exercise its option"
+    assert run_daemon(cfg) == 0
+    table = ds.dataset(tmp_path / "embeddings").to_table()
+    assert table.num_rows == 512
+    assert set(table.column("method").to_pylist()) == {method}
+    y = np.asarray(table.column("y").to_pylist(), dtype=np.float64)
+    assert y.shape == (512, 2) and np.isfinite(y).all()
+    assert not (tmp_path / "dead-letter").exists() or not any((tmp_path / "dead-letter").rglob("*.parquet"))
+
+
+def test_similarity_rows_from_the_generator_as_direct_input(tmp_path: Path) -> None:
+    # generator.emit = dissimilarities sends the model's input rows: n similarities + k(z, z)
+    cfg = _config("similarity", tmp_path, **{"generator.emit": "dissimilarities"})
+    assert run_daemon(cfg) == 0
+    assert ds.dataset(tmp_path / "embeddings").to_table().num_rows == 512
+
+
+def test_refined_map_with_a_kernel_method_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="model.landmark_map = 'smacof' needs model.method"):
+        load_config(ROOT / "config" / "smacof.toml", environ={}, overrides={"model.method": "projection"})
+    cfg = _config("smacof", tmp_path, **{"model.save_path": str(tmp_path / "m.npz")})
+    load_or_fit_model(cfg)
+    loaded = load_config(None, environ={}, overrides={"model.path": str(tmp_path / "m.npz"),
+                                                      "model.method": "restricted"})
+    with pytest.raises(StartupError, match="classical-MDS map"):
+        load_or_fit_model(loaded)
