@@ -15,6 +15,7 @@ process keeps streaming (and heartbeating) while the eigendecomposition runs.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -63,6 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 4:
         print(__doc__, file=sys.stderr)
         return 2
+    try:
+        os.nice(10)  # background work: the stream (and Kafka heartbeats) come first
+    except OSError:
+        pass
     return run(*(Path(a) for a in args))
 
 
