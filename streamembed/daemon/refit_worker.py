@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     try:
-        os.nice(10)  # background work: the stream (and Kafka heartbeats) come first
+        os.nice(19)  # background work: the stream (and Kafka heartbeats) come first
     except OSError:
         pass
     return run(*(Path(a) for a in args))
