@@ -114,22 +114,27 @@ def _chunks(m: int, xshape: tuple[int, int]) -> list[slice]:
     return [slice(i, min(i + rows, m)) for i in range(0, m, rows)]
 
 
+def _solve_by_chunks(chunk_solver, objective, Y0: np.ndarray, X: np.ndarray, data: np.ndarray) -> CriterionSolution:
+    """Run ``chunk_solver`` over cache-sized row chunks; never return worse than the start."""
+    Y0 = np.asarray(Y0, dtype=np.float64)
+    data = np.asarray(data, dtype=np.float64)
+    Y = np.empty_like(Y0)
+    conv = np.empty(Y0.shape[0], dtype=bool)
+    for s in _chunks(Y0.shape[0], X.shape):
+        Y[s], conv[s] = chunk_solver(Y0[s], X, data[s])
+    obj = objective(Y, X, data)
+    start = objective(Y0, X, data)
+    worse = ~(obj <= start)  # descent cannot be worse; NaN-safe guard
+    Y[worse], obj[worse] = Y0[worse], start[worse]
+    return CriterionSolution(y=Y, objective=obj, start_objective=start, converged=conv)
+
+
 # ------------------------------------------------------------------ stress
 
 
 def solve_stress(Y0: np.ndarray, X: np.ndarray, delta: np.ndarray) -> CriterionSolution:
     """Minimise σ for m objects from the starts Y0 (m, d); X (n, d); delta (m, n) ≥ 0."""
-    Y0 = np.asarray(Y0, dtype=np.float64)
-    delta = np.asarray(delta, dtype=np.float64)
-    Y = np.empty_like(Y0)
-    conv = np.empty(Y0.shape[0], dtype=bool)
-    for s in _chunks(Y0.shape[0], X.shape):
-        Y[s], conv[s] = _stress_chunk(Y0[s], X, delta[s])
-    obj = stress_objective(Y, X, delta)
-    start = stress_objective(Y0, X, delta)
-    worse = ~(obj <= start)  # descent cannot be worse; NaN-safe guard
-    Y[worse], obj[worse] = Y0[worse], start[worse]
-    return CriterionSolution(y=Y, objective=obj, start_objective=start, converged=conv)
+    return _solve_by_chunks(_stress_chunk, stress_objective, Y0, X, delta)
 
 
 def _stress_chunk(Y0: np.ndarray, X: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -174,17 +179,7 @@ def _stress_chunk(Y0: np.ndarray, X: np.ndarray, delta: np.ndarray) -> tuple[np.
 
 def solve_l1(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray) -> CriterionSolution:
     """Minimise ℓ for m objects from the starts Y0 (m, d); X (n, d); delta2 (m, n) squared dissimilarities."""
-    Y0 = np.asarray(Y0, dtype=np.float64)
-    delta2 = np.asarray(delta2, dtype=np.float64)
-    Y = np.empty_like(Y0)
-    conv = np.empty(Y0.shape[0], dtype=bool)
-    for s in _chunks(Y0.shape[0], X.shape):
-        Y[s], conv[s] = _l1_chunk(Y0[s], X, delta2[s])
-    obj = l1_objective(Y, X, delta2)
-    start = l1_objective(Y0, X, delta2)
-    worse = ~(obj <= start)
-    Y[worse], obj[worse] = Y0[worse], start[worse]
-    return CriterionSolution(y=Y, objective=obj, start_objective=start, converged=conv)
+    return _solve_by_chunks(_l1_chunk, l1_objective, Y0, X, delta2)
 
 
 def _l1_chunk(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
