@@ -240,13 +240,7 @@ def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Met
                                  between_batches=_chain(between))
             _write_pid(cfg)
             loop.restore()
-        except (StartupError, CheckpointError) as exc:
-            log.error("refusing to start: %s", exc)
-            kafka_io.close()
-            if server is not None:
-                server.stop()
-            return EXIT_REFUSED
-        except OSError as exc:
+        except (StartupError, CheckpointError, OSError) as exc:
             log.error("refusing to start: %s", exc)
             kafka_io.close()
             if server is not None:
