@@ -133,7 +133,9 @@ def build_drift(cfg: Config, registry: ModelRegistry, metrics: Metrics) -> tuple
     monitor = DriftMonitor(registry.current, MonitorSettings(window_objects=d.window_objects,
                                                              window_seconds=d.window_seconds,
                                                              k0_sample=d.k0_sample,
-                                                             reservoir_objects=d.reservoir_objects),
+                                                             reservoir_objects=d.reservoir_objects,
+                                                             stats_every_objects=d.stats_every_objects,
+                                                             stats_every_seconds=d.stats_every_seconds),
                            trigger, metrics)
     cfg.model_dir.mkdir(parents=True, exist_ok=True)
     refits = RefitManager(RefitSettings(auto=r.auto, n_landmarks=r.n_landmarks, retain_versions=r.retain_versions,

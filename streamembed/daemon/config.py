@@ -143,6 +143,8 @@ class DriftConfig:
     window_seconds: float = _f(0.0, "also drop objects older than this (0: by count only)", min=0.0)
     k0_sample: int = _f(32, "rows per batch whose exact k0 is computed (O(n·r) each)", min=0, max=1_000_000)
     reservoir_objects: int = _f(2000, "recent objects kept as landmark candidates (feature mode)", min=0)
+    stats_every_objects: int = _f(10_000, "recompute the window statistics after this many objects ...", min=1)
+    stats_every_seconds: float = _f(1.0, "... or this many seconds, whichever comes first", min=0.0)
     statistic: str = _f("relative_unexplained_mean", "statistic the refit trigger watches",
                         choices=("relative_unexplained_mean", "relative_unexplained_p90", "relative_k0_mean",
                                  "kernel_distance_bound", "gap_ratio"))

@@ -37,6 +37,11 @@ class MonitorSettings:
     k0_sample: int = 32
     reservoir_objects: int = 2000
     max_block_for_norm: int = 512
+    #: the window's statistics (quantiles, bounds, an r×r eigenproblem) are
+    #: recomputed after this many objects or seconds, whichever comes first,
+    #: not on every batch: per batch they would cost several times the embedding
+    stats_every_objects: int = 10_000
+    stats_every_seconds: float = 1.0
 
 
 @dataclass
@@ -75,6 +80,8 @@ class DriftMonitor:
         self.window = DriftWindow(est.spectrum_.eigenvalues, int(est.n_components), int(est.n_landmarks_),
                                   max_objects=s.window_objects, max_seconds=s.window_seconds or None)
         self.pending = None
+        self.last_stats = None
+        self._since_stats, self._stats_time = 0, 0.0
         self._block = None  # its dissimilarities refer to the old landmarks
         if refitted:
             self.trigger.refitted(self.clock())
@@ -102,14 +109,21 @@ class DriftMonitor:
             block_norm = operator_norm(est.block_residual(np.asarray(A, dtype=np.float64), cross))
         self.window.add(now, rel, k0, y_r, beta, block_norm)
         self._keep_candidates(A, ids, cross, features)
-        stats = self.window.statistics(now)
-        self.last_stats = stats
+        self._since_stats += m
+        if (self.last_stats is None or self._since_stats >= self.settings.stats_every_objects
+                or now - self._stats_time >= self.settings.stats_every_seconds):
+            self.last_stats = self.window.statistics(now)
+            self._since_stats, self._stats_time, refreshed = 0, now, True
+        else:
+            refreshed = False
+        stats = self.last_stats
         decision = self.trigger.observe(now, stats, m)
         if decision.fire and self.pending is None and not self.refit_running:
             log.info("drift: refit triggered", extra={"reason": decision.reason})
             self.pending = (decision.reason, stats)
             self.triggered_at = self.objects_seen
-        self._export(stats, decision.value, decision.threshold)
+        if refreshed:
+            self._export(stats, decision.value, decision.threshold)
 
     def _keep_candidates(self, A: np.ndarray, ids: Any, cross: np.ndarray | None, features: np.ndarray | None) -> None:
         id_list = [str(x) for x in ids.to_pylist()] if ids is not None else [f"obj-{i}" for i in range(A.shape[0])]

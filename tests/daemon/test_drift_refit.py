@@ -27,6 +27,7 @@ def _config(root: Path, **overrides: object):
         "drift.window_objects": 10_000,
         "drift.baseline_objects": 10_000,
         "drift.min_objects": 5_000,
+        "drift.stats_every_objects": 1_000,  # every batch: the trigger position below is checked to a batch
         "drift.cooldown_seconds": 30.0,
         "output.roll_seconds": 1.0,
     }
