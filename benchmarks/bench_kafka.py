@@ -126,9 +126,16 @@ def daemon_run(bootstrap: str, topic: str, out_topic: str, group: str, est, n_ob
     source._consumer.poll = timed_poll
     output = KafkaOutputSink(producer, out_topic, fmt="arrow", max_message_bytes=k.max_request_size)
     dead = KafkaDeadLetterSink(producer, f"{topic}.dlq", locate=source.locate)
+    # drift monitoring as the daemon runs it by default ([drift] enabled; no refit happens here)
+    from streamembed.daemon.app import build_drift
+    from streamembed.stream.models import ModelRegistry
+
+    registry = ModelRegistry(est, retain=cfg.refit.retain_versions)
+    cfg.refit.model_dir = str(workdir / "models")
+    monitor, _ = build_drift(cfg, registry, metrics)
     loop = EmbeddingLoop(est, source, output, dead, CheckpointStore(workdir / "unused.json"),
                          settings=LoopSettings(max_records=n_objects, roll_rows=100_000, roll_seconds=5.0),
-                         metrics=metrics, stop=stop)
+                         metrics=metrics, stop=stop, registry=registry, monitor=monitor)
     stats = loop.run()
     t1 = time.perf_counter()
     source.close()

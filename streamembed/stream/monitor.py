@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -70,7 +69,7 @@ class DriftMonitor:
         #: objects observed since start (the trigger's position in the stream)
         self.objects_seen = 0
         self.triggered_at: int | None = None
-        self._features: deque[tuple[str, np.ndarray]] = deque(maxlen=settings.reservoir_objects)
+        self._features = _Ring(settings.reservoir_objects)
         self._block: Candidates | None = None
         self.reset(est, refitted=False)
 
@@ -126,24 +125,27 @@ class DriftMonitor:
             self._export(stats, decision.value, decision.threshold)
 
     def _keep_candidates(self, A: np.ndarray, ids: Any, cross: np.ndarray | None, features: np.ndarray | None) -> None:
-        id_list = [str(x) for x in ids.to_pylist()] if ids is not None else [f"obj-{i}" for i in range(A.shape[0])]
+        if features is None and cross is None:
+            return
+        m = A.shape[0]
+        id_arr = (np.asarray(ids.to_numpy(zero_copy_only=False), dtype=object) if ids is not None
+                  else np.array([f"obj-{i}" for i in range(m)], dtype=object))
         if features is not None:
-            for i, f in zip(id_list, np.asarray(features, dtype=np.float64)):
-                self._features.append((i, f))
-        elif cross is not None:
-            self._block = Candidates(ids=id_list, cross_to_landmarks=np.asarray(A, dtype=np.float64).copy(),
+            self._features.add(id_arr, np.asarray(features, dtype=np.float64))
+        else:
+            self._block = Candidates(ids=[str(x) for x in id_arr], cross_to_landmarks=np.asarray(A, dtype=np.float64).copy(),
                                      mutual=np.asarray(cross, dtype=np.float64).copy())
 
     def candidates(self) -> Candidates | None:
         """The reservoir as refit candidates (None when there are none)."""
-        if self._features:
-            ids, feats = zip(*self._features)
-            return Candidates(ids=list(ids), features=np.vstack(feats))
+        if len(self._features):
+            ids, feats = self._features.contents()
+            return Candidates(ids=[str(x) for x in ids], features=feats)
         return self._block
 
     @property
     def reservoir_size(self) -> int:
-        if self._features:
+        if len(self._features):
             return len(self._features)
         return 0 if self._block is None else len(self._block.ids)
 
@@ -168,3 +170,35 @@ class DriftMonitor:
         for q, v in (("0.5", stats.relative_unexplained_p50), ("0.9", stats.relative_unexplained_p90),
                      ("0.99", stats.relative_unexplained_p99)):
             m.drift_quantile.labels(q=q).set(v)
+
+
+class _Ring:
+    """The most recent ``capacity`` (id, feature row) pairs, stored in arrays (no per-object Python)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = int(capacity)
+        self._ids = np.empty(self.capacity, dtype=object)
+        self._rows: np.ndarray | None = None
+        self._next = 0
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def add(self, ids: np.ndarray, rows: np.ndarray) -> None:
+        if self.capacity == 0 or rows.shape[0] == 0:
+            return
+        ids, rows = ids[-self.capacity:], rows[-self.capacity:]
+        if self._rows is None or self._rows.shape[1] != rows.shape[1]:
+            self._rows = np.empty((self.capacity, rows.shape[1]))
+            self._next = self._size = 0
+        at = (self._next + np.arange(rows.shape[0])) % self.capacity
+        self._ids[at] = ids
+        self._rows[at] = rows
+        self._next = int((at[-1] + 1) % self.capacity)
+        self._size = min(self.capacity, self._size + rows.shape[0])
+
+    def contents(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, rows), oldest first."""
+        order = (self._next - self._size + np.arange(self._size)) % self.capacity
+        return self._ids[order], self._rows[order]
