@@ -78,7 +78,21 @@ class _Pending:
         self.rows, self.since = 0, None
 
 
-class KafkaOutputSink:
+class _TopicSink:
+    """What the loop asks every topic sink: rows written but not yet acknowledged, and since when."""
+
+    _pending: _Pending
+
+    @property
+    def pending_rows(self) -> int:
+        return self._pending.rows
+
+    @property
+    def pending_age(self) -> float:
+        return self._pending.age
+
+
+class KafkaOutputSink(_TopicSink):
     """Embedded rows to ``topic`` as Arrow IPC or JSON messages (see the module doc)."""
 
     def __init__(self, producer: ReliableProducer, topic: str, *, fmt: str = "arrow",
@@ -90,14 +104,6 @@ class KafkaOutputSink:
         self.fmt = fmt
         self.max_message_bytes = int(max_message_bytes)
         self._pending = _Pending()
-
-    @property
-    def pending_rows(self) -> int:
-        return self._pending.rows
-
-    @property
-    def pending_age(self) -> float:
-        return self._pending.age
 
     def write(self, data: pa.RecordBatch | pa.Table, label: str) -> None:
         if data.num_rows == 0:
@@ -150,7 +156,7 @@ def dead_letter_headers(d: DeadRecord, where: Coordinates | KafkaDeadRecord | No
     return h
 
 
-class KafkaDeadLetterSink:
+class KafkaDeadLetterSink(_TopicSink):
     """Dead letters to ``topic`` (default ``<input>.dlq``).
 
     Value: the original message bytes when the whole message was refused, or
@@ -165,14 +171,6 @@ class KafkaDeadLetterSink:
         self.topic = topic
         self.locate = locate
         self._pending = _Pending()
-
-    @property
-    def pending_rows(self) -> int:
-        return self._pending.rows
-
-    @property
-    def pending_age(self) -> float:
-        return self._pending.age
 
     def write(self, dead: Sequence[DeadRecord], label: str, *, model_version: int | None,
               source: str | None = None) -> None:
