@@ -82,6 +82,16 @@ class _TopicSink:
     """What the loop asks every topic sink: rows written but not yet acknowledged, and since when."""
 
     _pending: _Pending
+    producer: ReliableProducer
+
+    def flush(self, label: str) -> Path | None:
+        """Return when every row written so far is acknowledged by the broker."""
+        self.producer.flush()
+        self._pending.clear()
+        return None
+
+    def close(self) -> None:
+        self._pending.clear()
 
     @property
     def pending_rows(self) -> int:
@@ -114,14 +124,6 @@ class KafkaOutputSink(_TopicSink):
             self.producer.send(self.topic, value, key=key, headers=headers)
         self._pending.add(data.num_rows)
 
-    def flush(self, label: str) -> Path | None:
-        """Return when every row written so far is acknowledged by the broker."""
-        self.producer.flush()
-        self._pending.clear()
-        return None
-
-    def close(self) -> None:
-        self._pending.clear()
 
 
 def dead_letter_headers(d: DeadRecord, where: Coordinates | KafkaDeadRecord | None, *, model_version: int | None,
@@ -193,13 +195,6 @@ class KafkaDeadLetterSink(_TopicSink):
                                headers=dead_letter_headers(d, where, model_version=model_version, failed_at=now))
         self._pending.add(len(dead))
 
-    def flush(self, label: str) -> Path | None:
-        self.producer.flush()
-        self._pending.clear()
-        return None
-
-    def close(self) -> None:
-        self._pending.clear()
 
 
 class FanoutSink:

@@ -62,12 +62,16 @@ def test_truncated_file(fitted, tmp_path):
         LandmarkMDS.load(path)
 
 
+def _entries(path) -> dict:
+    with np.load(path, allow_pickle=False) as npz:
+        return {k: npz[k] for k in npz.files}
+
+
 def test_edited_array_fails_checksum(fitted, tmp_path):
     est, _ = fitted
     path = tmp_path / "m.npz"
     est.save(path)
-    with np.load(path, allow_pickle=False) as npz:
-        files = {k: npz[k] for k in npz.files}
+    files = _entries(path)
     files["eigenvalues"] = files["eigenvalues"] * 1.01
     np.savez(path, **files)
     with pytest.raises(ModelFileError, match="fails its checksum"):
@@ -78,8 +82,7 @@ def test_other_schema_version_is_refused(fitted, tmp_path):
     est, _ = fitted
     path = tmp_path / "m.npz"
     est.save(path)
-    with np.load(path, allow_pickle=False) as npz:
-        files = {k: npz[k] for k in npz.files}
+    files = _entries(path)
     meta = json.loads(str(files["meta"]))
     meta["schema_version"] = 99
     files["meta"] = np.array(json.dumps(meta))
