@@ -5,6 +5,8 @@
 For float32 and float64 it prints objects/s of projection and single-object
 RR (``LandmarkMDS.embed``) and the ratio of each to the read ceiling: the
 time numpy needs merely to read the same (m, n) input array (``A.sum()``).
+The last column is the projection kernel alone on its numpy path (what runs
+where no C compiler built ``streamembed.core._native``), for comparison.
 Timings are the best of ``--repeat`` runs; compare only ratios taken in one
 run (the machine is shared and noisy, PERF.md).
 """
@@ -18,6 +20,8 @@ import time
 import numpy as np
 
 from streamembed import LandmarkMDS
+from streamembed.core import projection
+from streamembed.core.projection import ProjectionKernel
 
 
 def best_time(fn, repeat: int) -> float:
@@ -52,6 +56,8 @@ def run(n: int, d: int, m: int, repeat: int) -> list[dict]:
         t_read = best_time(lambda: A.sum(), repeat)
         t_proj = best_time(lambda: est.embed(A, method="projection"), repeat)
         t_rr = best_time(lambda: est.embed(A, method="restricted"), repeat)
+        numpy_kernel = ProjectionKernel(est.spectrum_, d, A.dtype, backend="numpy")
+        t_numpy = best_time(lambda: numpy_kernel(A), repeat)
         rows.append(
             {
                 "dtype": np.dtype(dtype).name,
@@ -64,6 +70,9 @@ def run(n: int, d: int, m: int, repeat: int) -> list[dict]:
                 "projection_over_read": t_read / t_proj,
                 "restricted_over_read": t_read / t_rr,
                 "restricted_over_projection": t_proj / t_rr,
+                "numpy_projection_kernel_over_read": t_read / t_numpy,
+                "backend": est._kernel(d, A.dtype).backend,
+                "isa": projection._fused.isa() if projection._fused is not None else None,
             }
         )
     return rows
@@ -78,12 +87,15 @@ def main() -> None:
     ap.add_argument("--json", help="also write the rows to this JSON file")
     args = ap.parse_args()
     rows = run(args.n, args.d, args.m, args.repeat)
-    print(f"{'dtype':8} {'read M/s':>9} {'proj M/s':>9} {'RR M/s':>8} {'proj/read':>10} {'RR/read':>8} {'RR/proj':>8}")
+    print(f"projection kernel: {rows[0]['backend']}" + (f" ({rows[0]['isa']})" if rows[0]["isa"] else ""))
+    print(f"{'dtype':8} {'read M/s':>9} {'proj M/s':>9} {'RR M/s':>8} {'proj/read':>10} {'RR/read':>8} {'RR/proj':>8}"
+          f" {'numpy proj/read':>16}")
     for r in rows:
         print(
             f"{r['dtype']:8} {r['read_objects_per_s'] / 1e6:9.2f} {r['projection_objects_per_s'] / 1e6:9.2f} "
             f"{r['restricted_objects_per_s'] / 1e6:8.2f} {r['projection_over_read']:10.2f} "
             f"{r['restricted_over_read']:8.2f} {r['restricted_over_projection']:8.2f}"
+            f" {r['numpy_projection_kernel_over_read']:16.2f}"
         )
     if args.json:
         with open(args.json, "w") as fh:

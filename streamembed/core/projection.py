@@ -9,9 +9,21 @@ column sums, everything up to the squaring of the input is linear in a2:
     β = a2 · e/n - g/2
 
 so one matrix product with the augmented (n, p+1) matrix [W | e/n] gives the
-p projected coordinates and β for a whole block of rows. Rows are processed
-in cache-sized blocks: the block is squared into a reused buffer (no
-per-batch allocation, PERF.md) and multiplied while it is still in cache.
+p projected coordinates and β for a whole block of rows.
+
+Two implementations compute the same numbers:
+
+- ``compiled`` (``_fused.c``, built at install when a C compiler is present):
+  one pass per row that squares it in registers and multiplies it into p+1
+  vector accumulators while Wᵀ stays in L1, checking signs on the way. It
+  reads each input byte once, which is what the read ceiling allows.
+- ``numpy``: rows in cache-sized blocks, squared into a reused buffer (no
+  per-batch allocation, PERF.md) and multiplied by BLAS while still in cache:
+  a squaring pass, BLAS's packing pass and a GEMM whose narrow output keeps
+  it far from peak (about 0.3–0.45 of the read ceiling here, against
+  0.55–0.75 compiled; ``benchmarks/bench_core.py``).
+
+Both split the rows over two Python threads (the work runs without the GIL).
 """
 
 from __future__ import annotations
@@ -24,11 +36,44 @@ import numpy as np
 from .blas import single_blas_thread
 from .cmds import LandmarkSpectrum
 
+try:
+    from . import _native as _fused
+except ImportError:  # built without a C compiler (or off x86): the numpy path
+    _fused = None
+
+#: The implementations ``ProjectionKernel`` can use, best first.
+BACKENDS = ("compiled", "numpy")
+
+
+def available_backends() -> tuple[str, ...]:
+    """The projection backends this installation can run."""
+    return BACKENDS if _fused is not None else ("numpy",)
+
 #: Rows per cache block ≈ BLOCK_ELEMENTS / n: 128 rows at n = 500 (256 KB of
 #: float32, measured best for float32 and float64 here: larger blocks fall out
 #: of the 1 MiB per-core L2 with the squared copy, smaller ones pay numpy's
 #: per-call overhead on every block).
 BLOCK_ELEMENTS = 64_000
+#: The compiled kernel hands rows to its threads in tasks of at least this many
+#: rows (a task costs ~20 µs of hand-off, 1024 rows ~150 µs of work at n = 500),
+#: and of at most 1/COMPILED_TASKS_PER_THREAD of each thread's share.
+COMPILED_ROWS_PER_TASK = 1024
+COMPILED_TASKS_PER_THREAD = 8
+
+
+def _padded_transpose(W: np.ndarray) -> np.ndarray:
+    """Wᵀ (p, ldw) zero-padded for ``_fused.project``: every vector load of a row
+    of Wᵀ stays inside it (ldw ≥ n rounded up to 64 bytes), and the row stride is
+    not a multiple of 1 KiB, which would map the p rows onto the same few L1 cache
+    sets (measured: float64 at n = 500, a 4 KiB stride, ran at 60%)."""
+    n, p = W.shape
+    lanes = 64 // W.itemsize
+    ldw = -(-n // lanes) * lanes
+    if (ldw * W.itemsize) % 1024 == 0:
+        ldw += lanes
+    WT = np.zeros((p, ldw), dtype=W.dtype)
+    WT[:, :n] = W.T
+    return WT
 
 
 class ProjectionKernel:
@@ -42,9 +87,12 @@ class ProjectionKernel:
             the whole product runs in it (numpy 2 would otherwise promote a
             float32 batch and leave the fast BLAS path, PERF.md).
         n_threads: worker threads; each takes a contiguous share of the rows.
+        backend: "compiled", "numpy" or None for the best available
+            (``available_backends()``).
     """
 
-    def __init__(self, spectrum: LandmarkSpectrum, n_coords: int, dtype: np.dtype, n_threads: int | None = None):
+    def __init__(self, spectrum: LandmarkSpectrum, n_coords: int, dtype: np.dtype, n_threads: int | None = None,
+                 backend: str | None = None):
         lam = spectrum.eigenvalues[:n_coords]
         U = spectrum.eigenvectors[:, :n_coords]
         n = U.shape[0]
@@ -58,7 +106,16 @@ class ProjectionKernel:
         self.dtype = np.dtype(dtype)
         self.n_coords = n_coords
         self.n_landmarks = n
+        compilable = self.dtype in (np.float32, np.float64) and self.dtype.isnative
+        if backend is None:
+            backend = available_backends()[0] if compilable else "numpy"
+        if backend == "compiled" and not compilable:
+            raise ValueError(f"the compiled projection kernel takes native float32 or float64, not {self.dtype}")
+        if backend not in available_backends():
+            raise ValueError(f"projection backend {backend!r} is not available here; choose from {available_backends()}")
+        self.backend = backend
         self.W = np.ascontiguousarray(W, dtype=self.dtype)
+        self.WT = _padded_transpose(self.W)
         self.const = const.astype(self.dtype)
         self.n_threads = n_threads if n_threads is not None else min(2, os.cpu_count() or 1)
         self.block_rows = int(np.clip(BLOCK_ELEMENTS // n, 16, 1024))
@@ -83,6 +140,25 @@ class ProjectionKernel:
         with np.errstate(invalid="ignore", over="ignore"):
             self._run_blocks(A, Z, blkmin, start, stop, buf)
 
+    def _compiled(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Z (constant included) and the per-row sign flags through ``_fused.project``."""
+        m = A.shape[0]
+        Z = np.empty((m, self.n_coords + 1), dtype=self.dtype)
+        flags = np.zeros(m, dtype=np.uint8)
+        if self.n_threads == 1 or m < 2 * COMPILED_ROWS_PER_TASK:
+            _fused.project(A, self.WT, self.const, Z, flags, 0, m)
+        else:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.n_threads, thread_name_prefix="streamembed-proj")
+            # Several tasks per thread, taken as threads come free: on a shared
+            # machine one stalled core would otherwise hold back the whole batch.
+            step = max(COMPILED_ROWS_PER_TASK, -(-m // (COMPILED_TASKS_PER_THREAD * self.n_threads)))
+            futures = [self._pool.submit(_fused.project, A, self.WT, self.const, Z, flags, s, min(s + step, m))
+                       for s in range(0, m, step)]
+            for f in futures:
+                f.result()
+        return Z, flags.view(bool)
+
     def _run_blocks(self, A: np.ndarray, Z: np.ndarray, blkmin: np.ndarray, start: int, stop: int, buf: np.ndarray) -> None:
         W = self.W
         bs = self.block_rows
@@ -100,15 +176,21 @@ class ProjectionKernel:
         Returns:
             Z: (m, p+1) in the kernel's dtype; Z[:, :p] projected coordinates,
                Z[:, p] = β.
-            suspect: (m,) bool, True for rows that may be invalid: rows of a
-               cache block whose minimum is negative or NaN, and rows whose β is
-               not finite (an infinite entry). Only these need a closer look
-               (``validation.describe_bad_row``); the check costs one scalar
-               reduction per cache block instead of a pass over the batch.
+            suspect: (m,) bool, True for rows that may be invalid: rows whose β
+               is not finite (a NaN or infinite entry), and rows that may hold
+               a negative entry (compiled: an entry with its sign bit set, so
+               -0.0 too; numpy: every row of a cache block whose minimum is
+               negative or NaN). Only these need a closer look
+               (``validation.describe_bad_row``), which clears the false alarms;
+               the check costs no extra pass over the batch.
         """
         if A.dtype != self.dtype:
             raise TypeError(f"kernel built for {self.dtype}, got {A.dtype}")
         A = np.ascontiguousarray(A)
+        if self.backend == "compiled":
+            Z, suspect = self._compiled(A)
+            suspect |= ~np.isfinite(Z[:, self.n_coords])
+            return Z, suspect
         m = A.shape[0]
         bs = self.block_rows
         Z = np.empty((m, self.n_coords + 1), dtype=self.dtype)

@@ -38,6 +38,21 @@ import numpy as np
 
 from .flags import FLAG_AMBIGUOUS, FLAG_NOT_CONVERGED
 
+try:
+    from . import _native
+except ImportError:  # built without a C compiler: the numpy solver
+    _native = None
+
+#: The implementations of the Newton iteration, best first: "compiled"
+#: (``_native/secular.c``, one object at a time from registers) and "numpy"
+#: (``_newton_chunk``, vectorised over columns). They run the same algorithm.
+BACKENDS = ("compiled", "numpy")
+
+
+def available_backends() -> tuple[str, ...]:
+    """The secular-equation backends this installation can run."""
+    return BACKENDS if _native is not None else ("numpy",)
+
 #: Eigenvalues within this relative distance of λ_d count as repeated (one eigen-space G).
 GROUP_RTOL = 1e-9
 #: ‖c_G‖ below this share of the object's scale is treated as zero (hard case).
@@ -73,6 +88,9 @@ CHUNK_ROWS = 8192
 #: quadratic convergence the error after applying it is ~(1e-7)² relative.
 FINAL_STEP_RTOL = 1e-7
 
+#: The compiled solver's largest d (``MAX_D`` in ``_native/secular.c``).
+NATIVE_MAX_D = 256
+
 _POOL: ThreadPoolExecutor | None = None
 
 
@@ -89,6 +107,7 @@ def solve_restricted(
     lam: np.ndarray,
     ambiguity_rtol: float = AMBIGUITY_RTOL,
     n_threads: int | None = None,
+    backend: str | None = None,
 ) -> RestrictedSolution:
     """Global minimisers of the single-object RR problem for a batch.
 
@@ -99,12 +118,16 @@ def solve_restricted(
         lam: (d,) kept eigenvalues, descending, positive.
         ambiguity_rtol: ‖c_G‖ ≤ ambiguity_rtol · scale counts as zero.
         n_threads: chunks are solved on up to this many threads (default 2).
+        backend: "compiled", "numpy" or None for the best available.
     """
     c = np.asarray(c, dtype=np.float64)
     beta = np.asarray(beta, dtype=np.float64)
     lam = np.asarray(lam, dtype=np.float64)
     m, d = c.shape
-    consts = _Constants(lam, ambiguity_rtol)
+    backend = available_backends()[0] if backend is None else backend
+    if backend not in available_backends():
+        raise ValueError(f"secular backend {backend!r} is not available here; choose from {available_backends()}")
+    consts = _Constants(lam, ambiguity_rtol, _newton_chunk if backend == "numpy" else _newton_compiled)
     y = np.empty((m, d))
     t = np.empty(m)
     flags = np.zeros(m, dtype=np.uint32)
@@ -120,8 +143,9 @@ def solve_restricted(
 class _Constants:
     """Per-spectrum quantities shared by every chunk."""
 
-    def __init__(self, lam: np.ndarray, ambiguity_rtol: float):
+    def __init__(self, lam: np.ndarray, ambiguity_rtol: float, newton):
         d = lam.size
+        self.newton = newton
         self.lam = lam
         self.lam_d = float(lam[-1])
         self.gap = lam - lam[-1]
@@ -166,7 +190,7 @@ def _solve_chunk(
         easy = None  # every row
     if easy is None or easy.size:
         cE = cT if easy is None else cT[:, easy]
-        u, iterations, ok = _newton_chunk(
+        u, iterations, ok = k.newton(
             k.lam[:, None] * (cE * cE),
             beta if easy is None else beta[easy],
             k.gap,
@@ -236,17 +260,19 @@ def _newton_chunk(
     T = np.empty((d, k))
     eps8 = 8 * np.finfo(np.float64).eps
     it = 0
-    while idx.size and it < MAX_ITER:
-        it += 1
-        np.add(gapc, u, out=W)
-        np.reciprocal(W, out=W)
-        np.multiply(aT, W, out=T)
-        np.multiply(T, W, out=T)
-        q = T.sum(axis=0)  # Σ a/w²
-        np.multiply(T, W, out=T)
-        half_dq = T.sum(axis=0)  # Σ a/w³ = -q'/2
-        su = bmd + u
-        with np.errstate(divide="ignore", invalid="ignore"):
+    # At the pole (u = 0) an eigen-direction of G with a_j = 0 gives 0·∞ = NaN; such
+    # an iterate fails the bracket test and is bisected, so the NaN is handled, not an error.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        while idx.size and it < MAX_ITER:
+            it += 1
+            np.add(gapc, u, out=W)
+            np.reciprocal(W, out=W)
+            np.multiply(aT, W, out=T)
+            np.multiply(T, W, out=T)
+            q = T.sum(axis=0)  # Σ a/w²
+            np.multiply(T, W, out=T)
+            half_dq = T.sum(axis=0)  # Σ a/w³ = -q'/2
+            su = bmd + u
             rq = 1.0 / np.sqrt(q)
             rs = 1.0 / np.sqrt(su)
             phi = rq - rs
@@ -255,27 +281,43 @@ def _newton_chunk(
             # at or left of the root from either side, so the larger is the better:
             # φ's is nearly exact near the pole, h's near the boundary s = 0.
             un = np.fmax(u - phi / dphi, u + (q - su) / (2.0 * half_dq + 1.0))
-        right = phi > 0
-        hi = np.where(right, u, hi)
-        lo = np.where(right, lo, u)
-        small = (np.abs(un - u) <= FINAL_STEP_RTOL * u) | (np.abs(phi) <= eps8 * (rq + np.abs(rs)))
-        bad = ~((un >= lo) & (un <= hi)) & ~small
-        if bad.any():
-            # lo is always at or left of the root: restart the monotone
-            # iteration there, or bisect if the iterate already sits on it.
-            at_lo = u[bad] <= lo[bad]
-            un[bad] = np.where(at_lo, 0.5 * (lo[bad] + hi[bad]), lo[bad])
-        done = small | (hi - lo <= STEP_RTOL * hi)
-        u = un
-        if done.any():
-            u_out[idx[done]] = u[done]
-            converged[idx[done]] = True
-            keep = ~done
-            idx, u, lo, hi, bmd = idx[keep], u[keep], lo[keep], hi[keep], bmd[keep]
-            aT = aT[:, keep]
-            W, T = W[:, : idx.size], T[:, : idx.size]
+            right = phi > 0
+            hi = np.where(right, u, hi)
+            lo = np.where(right, lo, u)
+            small = (np.abs(un - u) <= FINAL_STEP_RTOL * u) | (np.abs(phi) <= eps8 * (rq + np.abs(rs)))
+            bad = ~((un >= lo) & (un <= hi)) & ~small
+            if bad.any():
+                # lo is always at or left of the root: restart the monotone
+                # iteration there, or bisect if the iterate already sits on it.
+                at_lo = u[bad] <= lo[bad]
+                un[bad] = np.where(at_lo, 0.5 * (lo[bad] + hi[bad]), lo[bad])
+            done = small | (hi - lo <= STEP_RTOL * hi)
+            u = un
+            if done.any():
+                u_out[idx[done]] = u[done]
+                converged[idx[done]] = True
+                keep = ~done
+                idx, u, lo, hi, bmd = idx[keep], u[keep], lo[keep], hi[keep], bmd[keep]
+                aT = aT[:, keep]
+                W, T = W[:, : idx.size], T[:, : idx.size]
     u_out[idx] = u
     return u_out, it, converged
+
+
+def _newton_compiled(
+    aT: np.ndarray, beta: np.ndarray, gap: np.ndarray, in_group: np.ndarray, lam_d: float, proj_norm2: np.ndarray
+) -> tuple[np.ndarray, int, np.ndarray]:
+    """``_newton_chunk``'s algorithm in C (``_native/secular.c``), with the GIL released."""
+    if aT.shape[0] > NATIVE_MAX_D:
+        return _newton_chunk(aT, beta, gap, in_group, lam_d, proj_norm2)
+    k = aT.shape[1]
+    u = np.empty(k)
+    converged = np.zeros(k, dtype=np.uint8)
+    it = _native.secular(
+        np.ascontiguousarray(aT), np.ascontiguousarray(beta), np.ascontiguousarray(proj_norm2), gap,
+        in_group.view(np.uint8), lam_d, MAX_ITER, FINAL_STEP_RTOL, STEP_RTOL, u, converged, 0, k,
+    )
+    return u, it, converged.view(bool)
 
 
 def restricted_arc(c: np.ndarray, lam: np.ndarray, t_star: np.ndarray, s: float) -> np.ndarray:

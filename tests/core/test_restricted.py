@@ -7,7 +7,13 @@ import pytest
 import scipy.optimize
 
 from streamembed.core.flags import FLAG_AMBIGUOUS, FLAG_NOT_CONVERGED
-from streamembed.core.restricted import restricted_arc, restricted_objective, solve_restricted
+from streamembed.core.restricted import available_backends, restricted_arc, restricted_objective, solve_restricted
+
+
+@pytest.fixture(params=available_backends())
+def backend(request) -> str:
+    """Each implementation of the Newton iteration (compiled and numpy)."""
+    return request.param
 
 
 def brute_force(c: np.ndarray, beta: float, lam: np.ndarray, b_perp2: float, rng, n_starts: int = 60) -> float:
@@ -44,36 +50,36 @@ def random_problem(rng, d: int, kind: str):
 
 
 @pytest.mark.parametrize("kind", ["easy", "inward", "hard", "near_hard"])
-def test_solver_never_worse_than_brute_force(kind):
+def test_solver_never_worse_than_brute_force(kind, backend):
     rng = np.random.default_rng({"easy": 1, "inward": 2, "hard": 3, "near_hard": 4}[kind])
     for _ in range(25):
         d = int(rng.integers(1, 4))
         c, beta, lam = random_problem(rng, d, kind)
         b_perp2 = float(rng.uniform(0, 5))
-        sol = solve_restricted(c[None], np.array([beta]), lam)
+        sol = solve_restricted(c[None], np.array([beta]), lam, backend=backend)
         assert not sol.flags[0] & FLAG_NOT_CONVERGED
         F = restricted_objective(sol.y, c[None], np.array([beta]), lam, np.array([b_perp2]))[0]
         Fb = brute_force(c, beta, lam, b_perp2, rng)
         assert F <= Fb * (1 + 1e-9) + 1e-9, (kind, c, beta, lam, F, Fb)
 
 
-def test_hard_case_flags_and_multiplier():
+def test_hard_case_flags_and_multiplier(backend):
     lam = np.array([10.0, 4.0])
     c = np.array([[3.0, 0.0]])
     beta = np.array([50.0])
-    sol = solve_restricted(c, beta, lam)
+    sol = solve_restricted(c, beta, lam, backend=backend)
     assert sol.flags[0] & FLAG_AMBIGUOUS
     assert sol.t[0] == pytest.approx(-4.0)
     assert np.square(sol.y).sum() - beta[0] == pytest.approx(sol.t[0])
 
 
-def test_multiplier_is_norm_minus_beta_and_sign_rule(rng):
+def test_multiplier_is_norm_minus_beta_and_sign_rule(rng, backend):
     m, d = 2000, 5
     lam = np.sort(rng.uniform(1, 30, d))[::-1]
     c = rng.normal(size=(m, d)) * np.sqrt(lam)
     yhat2 = np.square(c / np.sqrt(lam)).sum(1)
     beta = yhat2 * rng.uniform(0.2, 3.0, m)
-    sol = solve_restricted(c, beta, lam)
+    sol = solve_restricted(c, beta, lam, backend=backend)
     assert (np.abs(np.square(sol.y).sum(1) - beta - sol.t) <= 1e-8 * (1 + beta)).all()
     # t* > 0 ⇔ β < ‖ŷ‖² (MATH.md §3)
     assert ((sol.t > 0) == (beta < yhat2)).all()
@@ -106,11 +112,16 @@ def test_arc_runs_from_projection_to_restricted(rng):
         restricted_arc(c, lam, sol.t, 1.5)
 
 
-def test_repeated_smallest_eigenvalue_hard_case():
+def test_repeated_smallest_eigenvalue_hard_case(backend):
     lam = np.array([10.0, 3.0, 3.0])
     c = np.array([[2.0, 0.0, 0.0]])
     beta = np.array([30.0])
-    sol = solve_restricted(c, beta, lam)
+    sol = solve_restricted(c, beta, lam, backend=backend)
     assert sol.flags[0] & FLAG_AMBIGUOUS
     assert sol.t[0] == pytest.approx(-3.0)
     assert np.square(sol.y).sum() == pytest.approx(27.0)
+
+
+def test_unknown_backend_is_refused():
+    with pytest.raises(ValueError, match="secular backend 'fortran' is not available"):
+        solve_restricted(np.ones((1, 2)), np.ones(1), np.array([2.0, 1.0]), backend="fortran")

@@ -1,0 +1,37 @@
+/* The module object of streamembed.core._native (see native.h). */
+#include "native.h"
+
+int native_float_size(const Py_buffer *b) {
+    if (b->format == NULL) return 0;
+    const char *f = b->format;
+    if (*f == '<' || *f == '=' || *f == '@') f++;
+    if (strcmp(f, "f") == 0 && b->itemsize == 4) return 4;
+    if (strcmp(f, "d") == 0 && b->itemsize == 8) return 8;
+    return 0;
+}
+
+static PyMethodDef methods[] = {
+    {"project", native_project, METH_VARARGS,
+     "project(A, WT, offset, Z, flags, start, stop): Z[i] = (A[i]**2) @ WT.T + offset and flags[i] = any sign bit "
+     "set in A[i], "
+     "for rows start:stop, GIL released (projection.py)."},
+    {"secular", native_secular, METH_VARARGS,
+     "secular(aT, beta, proj_norm2, gap, in_group, lam_d, max_iter, final_step_rtol, step_rtol, u, converged, "
+     "start, stop) -> iterations: safeguarded Newton on the RR secular equation for columns start:stop, GIL "
+     "released (restricted.py)."},
+    {"isa", native_isa, METH_NOARGS, "isa() -> the instruction set of the projection kernels in use."},
+    {"supported_isas", native_supported_isas, METH_NOARGS,
+     "supported_isas() -> the projection kernel instruction sets this CPU runs."},
+    {"set_isa", native_set_isa, METH_VARARGS, "set_isa(name): use the avx512, avx2 or sse2 projection kernels."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_native", "Compiled kernels of streamembed's numerical core (see native.h).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    native_projection_init();
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,25 @@
+/* streamembed.core._native: compiled kernels behind projection.py and restricted.py.
+ * Each kernel mirrors a numpy implementation that stays in the package as the
+ * fallback and as the reference the tests compare against. */
+#ifndef STREAMEMBED_NATIVE_H
+#define STREAMEMBED_NATIVE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* itemsize (4 or 8) of a native float32/float64 buffer, or 0. */
+int native_float_size(const Py_buffer *b);
+
+/* projection.c */
+void native_projection_init(void);
+PyObject *native_project(PyObject *self, PyObject *args);
+PyObject *native_isa(PyObject *self, PyObject *args);
+PyObject *native_supported_isas(PyObject *self, PyObject *args);
+PyObject *native_set_isa(PyObject *self, PyObject *args);
+
+/* secular.c */
+PyObject *native_secular(PyObject *self, PyObject *args);
+
+#endif
