@@ -81,7 +81,8 @@ class ModelConfig:
 @dataclass
 class SourceConfig:
     kind: str = _f("generator", "where objects come from", choices=("generator", "directory", "kafka"))
-    batch_rows: int = _f(1024, "rows per batch (256-1024 is the sweet spot)", min=1, max=10_000_000)
+    batch_rows: int = _f(8192, "most rows per batch; larger batches amortise the per-batch work", min=1,
+                         max=10_000_000)
     max_block_rows: int = _f(4096, "largest block (batch with `cross`) accepted", min=1, max=1_000_000)
 
 

@@ -24,6 +24,7 @@ def _config(root: Path, **overrides: object):
         "output.root": str(root),
         "metrics.enabled": False,
         "generator.rate": 40_000.0,  # the refit process needs ~1 s while the stream runs
+        "source.batch_rows": 1024,  # the trigger position below is checked to a batch
         "drift.window_objects": 10_000,
         "drift.baseline_objects": 10_000,
         "drift.min_objects": 5_000,
