@@ -36,6 +36,7 @@ class FakeConsumer:
         self.listener: Any = None
         self.next_assignment: set[int] | None = None
         self.polls = 0
+        self.timeouts: list[int] = []
 
     def add(self, partition: int, value: bytes, headers: list[tuple[str, bytes]] | None = None) -> int:
         recs = self.log.setdefault(partition, [])
@@ -48,6 +49,7 @@ class FakeConsumer:
 
     def poll(self, timeout_ms: int = 0, max_records: int = 500) -> dict[Any, list[Record]]:
         self.polls += 1
+        self.timeouts.append(timeout_ms)
         if self.next_assignment is not None:
             new, self.next_assignment = self.next_assignment, None
             self.listener.on_partitions_revoked({TopicPartition(TOPIC, p) for p in self.assigned})
@@ -94,8 +96,8 @@ class FakeConsumer:
         pass
 
 
-def _source(consumer: FakeConsumer, **kw: Any) -> KafkaSource:
-    return KafkaSource({"max_poll_records": 500}, TOPIC, consumer_factory=lambda **s: consumer, **kw)
+def _source(consumer: FakeConsumer, max_poll_records: int = 500, **kw: Any) -> KafkaSource:
+    return KafkaSource({"max_poll_records": max_poll_records}, TOPIC, consumer_factory=lambda **s: consumer, **kw)
 
 
 def _arrow(prefix: str, m: int, seed: int = 1) -> bytes:
@@ -133,6 +135,22 @@ def test_messages_are_cut_into_batches_per_partition_and_blocks_stand_alone() ->
     where = src.locate(batches[1].label, 150)
     assert (where.partition, where.offset, where.row) == (0, 3, 50)
     assert src.poll() is None and src.caught_up
+
+
+def test_a_poll_with_records_is_followed_by_a_non_blocking_one() -> None:
+    """kafka-python 3.0 sends the next fetch only from a poll that finds its buffer drained: the
+    source polls once more without waiting, so a fetch is in flight while the loop embeds."""
+    c = FakeConsumer()
+    for i in range(5):
+        c.add(0, _arrow(f"a{i}-", 10, seed=i))
+    src = _source(c, max_poll_records=2, batch_rows=10, poll_timeout_ms=200)
+    first = src.poll()
+    assert c.timeouts == [200, 0]  # the second poll's records are queued too
+    assert first.position["offsets"] == {0: 1} and len(src._queue) == 3
+    rest = _drain(src)
+    assert [b.position["offsets"][0] for b in rest] == [2, 3, 4, 5]
+    # the queue ran dry at offset 4: one more waiting poll, one kick after it, then a waiting poll that finds nothing
+    assert c.timeouts == [200, 0, 200, 0, 200]
 
 
 def test_commit_commits_the_handed_offsets_once() -> None:
