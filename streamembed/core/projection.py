@@ -13,15 +13,15 @@ p projected coordinates and β for a whole block of rows.
 
 Two implementations compute the same numbers:
 
-- ``compiled`` (``_fused.c``, built at install when a C compiler is present):
+- ``compiled`` (``_native/projection.c``, built at install when a C compiler is present):
   one pass per row that squares it in registers and multiplies it into p+1
   vector accumulators while Wᵀ stays in L1, checking signs on the way. It
   reads each input byte once, which is what the read ceiling allows.
 - ``numpy``: rows in cache-sized blocks, squared into a reused buffer (no
   per-batch allocation, PERF.md) and multiplied by BLAS while still in cache:
   a squaring pass, BLAS's packing pass and a GEMM whose narrow output keeps
-  it far from peak (about 0.3–0.45 of the read ceiling here, against
-  0.55–0.75 compiled; ``benchmarks/bench_core.py``).
+  it far from peak (0.30–0.47 of the read ceiling here, against 0.50–0.73
+  compiled; ``benchmarks/bench_core.py``).
 
 Both split the rows over two Python threads (the work runs without the GIL).
 """
@@ -37,9 +37,9 @@ from .blas import single_blas_thread
 from .cmds import LandmarkSpectrum
 
 try:
-    from . import _native as _fused
+    from . import _native
 except ImportError:  # built without a C compiler (or off x86): the numpy path
-    _fused = None
+    _native = None
 
 #: The implementations ``ProjectionKernel`` can use, best first.
 BACKENDS = ("compiled", "numpy")
@@ -47,7 +47,7 @@ BACKENDS = ("compiled", "numpy")
 
 def available_backends() -> tuple[str, ...]:
     """The projection backends this installation can run."""
-    return BACKENDS if _fused is not None else ("numpy",)
+    return BACKENDS if _native is not None else ("numpy",)
 
 #: Rows per cache block ≈ BLOCK_ELEMENTS / n: 128 rows at n = 500 (256 KB of
 #: float32, measured best for float32 and float64 here: larger blocks fall out
@@ -62,7 +62,7 @@ COMPILED_TASKS_PER_THREAD = 8
 
 
 def _padded_transpose(W: np.ndarray) -> np.ndarray:
-    """Wᵀ (p, ldw) zero-padded for ``_fused.project``: every vector load of a row
+    """Wᵀ (p, ldw) zero-padded for ``_native.project``: every vector load of a row
     of Wᵀ stays inside it (ldw ≥ n rounded up to 64 bytes), and the row stride is
     not a multiple of 1 KiB, which would map the p rows onto the same few L1 cache
     sets (measured: float64 at n = 500, a 4 KiB stride, ran at 60%)."""
@@ -141,19 +141,19 @@ class ProjectionKernel:
             self._run_blocks(A, Z, blkmin, start, stop, buf)
 
     def _compiled(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Z (constant included) and the per-row sign flags through ``_fused.project``."""
+        """Z (constant included) and the per-row sign flags through ``_native.project``."""
         m = A.shape[0]
         Z = np.empty((m, self.n_coords + 1), dtype=self.dtype)
         flags = np.zeros(m, dtype=np.uint8)
         if self.n_threads == 1 or m < 2 * COMPILED_ROWS_PER_TASK:
-            _fused.project(A, self.WT, self.const, Z, flags, 0, m)
+            _native.project(A, self.WT, self.const, Z, flags, 0, m)
         else:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=self.n_threads, thread_name_prefix="streamembed-proj")
             # Several tasks per thread, taken as threads come free: on a shared
             # machine one stalled core would otherwise hold back the whole batch.
             step = max(COMPILED_ROWS_PER_TASK, -(-m // (COMPILED_TASKS_PER_THREAD * self.n_threads)))
-            futures = [self._pool.submit(_fused.project, A, self.WT, self.const, Z, flags, s, min(s + step, m))
+            futures = [self._pool.submit(_native.project, A, self.WT, self.const, Z, flags, s, min(s + step, m))
                        for s in range(0, m, step)]
             for f in futures:
                 f.result()

@@ -44,7 +44,7 @@ except ImportError:  # built without a C compiler: the numpy solver
     _native = None
 
 #: The implementations of the Newton iteration, best first: "compiled"
-#: (``_native/secular.c``, one object at a time from registers) and "numpy"
+#: (``_native/secular.c``, four objects side by side in vector lanes) and "numpy"
 #: (``_newton_chunk``, vectorised over columns). They run the same algorithm.
 BACKENDS = ("compiled", "numpy")
 

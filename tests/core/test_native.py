@@ -22,7 +22,7 @@ from streamembed.core.projection import ProjectionKernel
 
 from .conftest import landmark_problem
 
-native = pytest.importorskip("streamembed.core._native") if projection._fused is not None else None
+native = projection._native
 needs_native = pytest.mark.skipif(native is None, reason="streamembed.core._native was not built (no C compiler)")
 
 
