@@ -13,7 +13,7 @@ p projected coordinates and β for a whole block of rows.
 
 Two implementations compute the same numbers:
 
-- ``compiled`` (``_native/projection.c``, built at install when a C compiler is present):
+- ``compiled`` (``csrc/projection.c``, built at install when a C compiler is present):
   one pass per row that squares it in registers and multiplies it into p+1
   vector accumulators while Wᵀ stays in L1, checking signs on the way. It
   reads each input byte once, which is what the read ceiling allows.

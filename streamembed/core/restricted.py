@@ -44,7 +44,7 @@ except ImportError:  # built without a C compiler: the numpy solver
     _native = None
 
 #: The implementations of the Newton iteration, best first: "compiled"
-#: (``_native/secular.c``, four objects side by side in vector lanes) and "numpy"
+#: (``csrc/secular.c``, four objects side by side in vector lanes) and "numpy"
 #: (``_newton_chunk``, vectorised over columns). They run the same algorithm.
 BACKENDS = ("compiled", "numpy")
 
@@ -88,7 +88,7 @@ CHUNK_ROWS = 8192
 #: quadratic convergence the error after applying it is ~(1e-7)² relative.
 FINAL_STEP_RTOL = 1e-7
 
-#: The compiled solver's largest d (``MAX_D`` in ``_native/secular.c``).
+#: The compiled solver's largest d (``MAX_D`` in ``csrc/secular.c``).
 NATIVE_MAX_D = 256
 
 _POOL: ThreadPoolExecutor | None = None
@@ -307,7 +307,7 @@ def _newton_chunk(
 def _newton_compiled(
     aT: np.ndarray, beta: np.ndarray, gap: np.ndarray, in_group: np.ndarray, lam_d: float, proj_norm2: np.ndarray
 ) -> tuple[np.ndarray, int, np.ndarray]:
-    """``_newton_chunk``'s algorithm in C (``_native/secular.c``), with the GIL released."""
+    """``_newton_chunk``'s algorithm in C (``csrc/secular.c``), with the GIL released."""
     if aT.shape[0] > NATIVE_MAX_D:
         return _newton_chunk(aT, beta, gap, in_group, lam_d, proj_norm2)
     k = aT.shape[1]

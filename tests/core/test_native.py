@@ -188,3 +188,21 @@ def test_secular_refuses_mismatched_buffers():
     bad[-1] = k + 1
     with pytest.raises(ValueError, match="column range 0:6 outside 0:5"):
         native.secular(*bad)
+
+
+def test_without_the_extension_everything_runs_on_numpy(monkeypatch):
+    """What an install without a C compiler sees: the numpy paths, chosen by default, same numbers."""
+    rng = np.random.default_rng(11)
+    D, A, _ = landmark_problem(rng, 40, 4, 50, off_span=0.5)
+    est = LandmarkMDS(n_components=3).fit(D)
+    before = est.embed(A, method="restricted")
+    monkeypatch.setattr(projection, "_native", None)
+    monkeypatch.setattr(restricted, "_native", None)
+    assert projection.available_backends() == ("numpy",) and restricted.available_backends() == ("numpy",)
+    fresh = LandmarkMDS(n_components=3).fit(D)
+    assert fresh._kernel(3, np.dtype(np.float64)).backend == "numpy"
+    after = fresh.embed(A, method="restricted")
+    np.testing.assert_allclose(after.y, before.y, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(after.t, before.t, rtol=1e-9, atol=1e-10)
+    with pytest.raises(ValueError, match="backend 'compiled' is not available here"):
+        restricted.solve_restricted(np.ones((1, 2)), np.ones(1), np.array([2.0, 1.0]), backend="compiled")
