@@ -21,8 +21,9 @@
  *   project(A (m, n), WT (p, ldw), offset (p,), Z (m, p), flags (m,) uint8, start, stop)
  * with ldw ≥ n rounded up to a multiple of 64 bytes and WT[:, n:] finite (zero);
  * a stride ldw · itemsize that is a multiple of 4 KiB maps every row of WT to
- * the same L1 sets: avoid it. Rows start:stop are computed with the GIL
- * released, so two Python threads run two row ranges.
+ * the same L1 sets (projection.py keeps it off multiples of 1 KiB). Rows
+ * start:stop are computed with the GIL released, so Python threads can run
+ * disjoint row ranges at once.
  */
 #include "native.h"
 
