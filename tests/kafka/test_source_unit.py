@@ -18,6 +18,7 @@ from streamembed.kafka.source import KafkaDeadRecord, KafkaSource
 from streamembed.stream.records import Reason
 
 from ..stream.helpers import N_LANDMARKS, dissimilarities, input_table, objects
+from ..stream.helpers import drain as _drain
 
 TOPIC = "in"
 Record = namedtuple("Record", "topic partition offset key value headers timestamp")
@@ -102,16 +103,6 @@ def _source(consumer: FakeConsumer, max_poll_records: int = 500, **kw: Any) -> K
 
 def _arrow(prefix: str, m: int, seed: int = 1) -> bytes:
     return arrow_message(input_table([f"{prefix}{i}" for i in range(m)], dissimilarities(objects(m, seed=seed))))[0]
-
-
-def _drain(src: KafkaSource, limit: int = 50) -> list[Any]:
-    out = []
-    for _ in range(limit):
-        b = src.poll()
-        if b is None:
-            break
-        out.append(b)
-    return out
 
 
 def test_messages_are_cut_into_batches_per_partition_and_blocks_stand_alone() -> None:

@@ -109,3 +109,14 @@ def read_dead(directory: Path) -> list[dict[str, Any]]:
         else:
             rows.extend(json.loads(line) for line in p.read_text().splitlines() if line)
     return rows
+
+
+def drain(src: Any, limit: int = 100) -> list[Any]:
+    """Batches from ``src.poll()`` until it returns None (at most ``limit``)."""
+    out = []
+    for _ in range(limit):
+        b = src.poll()
+        if b is None:
+            break
+        out.append(b)
+    return out

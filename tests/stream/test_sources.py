@@ -11,23 +11,13 @@ import numpy as np
 from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource, MixtureSpec
 from streamembed.stream.sources import DirectorySource
 
-from .helpers import fitted_model, input_table, write_parquet
+from .helpers import drain as _drain, fitted_model, input_table, write_parquet
 
 N = 4
 
 
 def _file(path: Path, ids: list[str]) -> Path:
     return write_parquet(path, input_table(ids, np.ones((len(ids), N), np.float32)))
-
-
-def _drain(src: DirectorySource, limit: int = 100) -> list:
-    out = []
-    for _ in range(limit):
-        b = src.poll()
-        if b is None:
-            break
-        out.append(b)
-    return out
 
 
 def test_new_files_are_picked_up_once_and_hidden_or_temp_files_ignored(tmp_path: Path) -> None:
