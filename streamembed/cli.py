@@ -305,20 +305,22 @@ def _total_rows(path: Path) -> int | None:
 def _cmd_embed(args: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
 
-    from streamembed import LandmarkMDS, ModelFileError
+    from streamembed import ModelFileError
     from streamembed.daemon.app import k0_rows_value
+    from streamembed.model_io import load_model
     from streamembed.daemon.config import ConfigError, parse_value
     from streamembed.stream.embedder import BatchEmbedder
     from streamembed.stream.pipeline import BackgroundConsumer, prefetch
     from streamembed.stream.readers import iter_file
     from streamembed.stream.records import output_schema
-    from streamembed.stream.sinks import DeadLetterSink, fsync_dir
+    from streamembed.atomic import fsync_dir
+    from streamembed.stream.sinks import DeadLetterSink
 
     src = Path(args.input)
     if not src.exists():
         raise _Refused(f"input {src} does not exist")
     try:
-        est = LandmarkMDS.load(args.model)
+        est = load_model(args.model)
     except (ModelFileError, OSError) as exc:
         raise _Refused(f"cannot load model {args.model}: {exc}") from None
     try:
@@ -326,7 +328,7 @@ def _cmd_embed(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise _Refused(f"--k0-rows: {exc}") from None
     try:
-        est._check_method(args.method)
+        est.check_method(args.method)
     except ValueError as exc:
         raise _Refused(f"--method {args.method}: {exc}") from None
     emb = BatchEmbedder(est, method=args.method, k0_rows=k0, max_block_rows=args.max_block_rows)

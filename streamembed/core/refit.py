@@ -22,6 +22,7 @@ import numpy as np
 
 from .errors import InputError
 from .landmarks import maxmin_select
+from .model import fit_model
 from .procrustes import orthogonal_procrustes_align
 
 
@@ -30,7 +31,7 @@ class RefitResult:
     """A refitted, aligned model and what an operator needs to know about it.
 
     Attributes:
-        model: the new ``LandmarkMDS`` (model_version = old + 1), aligned.
+        model: the new ``LandmarkModel`` (version = old + 1, same lineage), aligned.
         rotation: (d, d) orthogonal R of the alignment y ↦ y·R + shift.
         shift: (d,) translation.
         alignment_rms: RMS distance between old landmarks placed by the new
@@ -61,7 +62,7 @@ def refit(
     """Refit the landmark map on old landmarks ∪ recent objects.
 
     Args:
-        old: the current fitted ``LandmarkMDS`` (its outputs define the frame).
+        old: the current ``LandmarkModel`` (its outputs define the frame).
         D_candidates: (N, N) dissimilarities among the candidates; the first
             ``old.n_landmarks_`` rows/columns must be the old landmarks, in
             their order.
@@ -71,44 +72,38 @@ def refit(
             adds the new region of the stream.
         features: (N, p) candidate features in feature mode (kept with the model).
     """
-    from ..estimator import LandmarkMDS
-
-    if getattr(old, "input", "dissimilarity") == "similarity":
+    if old.input_kind == "similarity":
         raise InputError("refits of input='similarity' models are not supported: the candidates carry "
                          "dissimilarities, not similarities; refit with LandmarkMDS.fit on a new kernel matrix")
     t0 = time.perf_counter()
-    n_old = int(old.n_landmarks_)
+    n_old = int(old.n_landmarks)
     N = D_candidates.shape[0]
     if D_candidates.shape != (N, N) or len(candidate_ids) != N:
         raise InputError(f"refit needs square candidate dissimilarities with one id each, got {D_candidates.shape} and {len(candidate_ids)} ids")
-    if N < n_old or list(candidate_ids[:n_old]) != [str(x) for x in old.landmark_ids_]:
+    if N < n_old or list(candidate_ids[:n_old]) != [str(x) for x in old.landmark_ids]:
         raise InputError("the first candidates must be the old landmarks, in the model's order")
     n_new = n_old if n_landmarks is None else int(n_landmarks)
     n_new = min(n_new, N)
     sel = np.sort(maxmin_select(n_new, D=D_candidates, first=0))
     D_new = D_candidates[np.ix_(sel, sel)]
     ids = [str(candidate_ids[i]) for i in sel]
-    model = LandmarkMDS(**old.get_params())
-    if features is not None:
-        model.fit(D_new, landmark_ids=ids)
-        model.landmark_features_ = np.asarray(features)[sel]
-        model.metric_ = old.metric_
-    else:
-        model.fit(D_new, landmark_ids=ids)
-    model.model_version_ = int(old.model_version_) + 1
+    model = fit_model(D_new, **old.fit_params, n_components=int(old.n_components), landmark_ids=ids,
+                      features=None if features is None else np.asarray(features)[sel], metric=old.metric,
+                      random_state=old.random_state, n_threads=old.n_threads)
+    model = model.with_version(int(old.version) + 1, lineage=old.lineage)
     # a SMACOF/Sammon map has no projection: place the old landmarks by its stress criterion
-    placement = "projection" if getattr(model, "landmark_map", "cmds") == "cmds" else "stress"
-    placed = model.embed(D_candidates[np.ix_(np.arange(n_old), sel)], method=placement).y
-    R, shift, rms = orthogonal_procrustes_align(placed, old.embedding_)
-    model.set_alignment(R, shift)
+    placement = "projection" if model.landmark_map is None else "stress"
+    placed = model.place(D_candidates[np.ix_(np.arange(n_old), sel)], method=placement).y
+    R, shift, rms = orthogonal_procrustes_align(placed, old.embedding)
+    model = model.aligned(R, shift)
     return RefitResult(
         model=model,
         rotation=R,
         shift=shift,
         alignment_rms=rms,
-        old_ids=[str(x) for x in old.landmark_ids_],
+        old_ids=[str(x) for x in old.landmark_ids],
         new_ids=ids,
-        eigenvalues=model.eigenvalues_.copy(),
+        eigenvalues=model.eigenvalues.copy(),
         duration_seconds=time.perf_counter() - t0,
         details={"n_candidates": N, "kept_old": int((sel < n_old).sum())},
     )

@@ -2,17 +2,41 @@
 
 Array-level checks raise :class:`~streamembed.core.errors.InputError` with a
 message naming the argument, the problem and the offending shape or index.
-Row-level checks (:func:`row_problems`) never raise: the streaming layer
-dead-letters the rows they name. A reason string always starts with a short
-machine label followed by a colon (``"negative: A[3, 17] = -0.5"``), so
-metrics can use the label and people can read the rest.
+Row-level checks (:func:`row_problems`) never raise: they return a
+:class:`Problem` per bad row (a bounded ``code`` for metrics and dead letters,
+the offending ``index`` and a readable ``detail``), which the streaming layer
+dead-letters without parsing any text.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .errors import InputError
+
+
+#: Every ``Problem.code`` the core produces (the streaming layer's dead-letter reasons include them all).
+PROBLEM_CODES: tuple[str, ...] = ("non_finite", "negative", "bad_block", "rejected")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why one row (or one block) cannot be embedded.
+
+    Attributes:
+        code: one of ``PROBLEM_CODES``.
+        detail: what was wrong, for people (``"A[17] = -0.5"``).
+        index: the offending column (or (row, column)), when there is one.
+    """
+
+    code: str
+    detail: str
+    index: int | tuple[int, ...] | None = None
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.detail}"
 
 _FLOAT_TYPES = (np.float32, np.float64)
 
@@ -94,7 +118,7 @@ def check_rows(A: object, n_landmarks: int, name: str = "A") -> np.ndarray:
     return arr
 
 
-def row_problems(A: np.ndarray, name: str = "dissimilarities") -> list[str | None]:
+def row_problems(A: np.ndarray, name: str = "dissimilarities") -> list[Problem | None]:
     """Per-row reasons for rows that are not valid dissimilarities (None = valid).
 
     One vectorised pass finds the bad rows (the row minimum is NaN for a NaN
@@ -102,7 +126,7 @@ def row_problems(A: np.ndarray, name: str = "dissimilarities") -> list[str | Non
     row sum); only the bad rows are then inspected one by one for a message.
     """
     m = A.shape[0]
-    reasons: list[str | None] = [None] * m
+    reasons: list[Problem | None] = [None] * m
     if m == 0 or A.shape[1] == 0:
         return reasons
     bad = ~(A.min(axis=1) >= 0) | ~np.isfinite(A.sum(axis=1))
@@ -111,19 +135,19 @@ def row_problems(A: np.ndarray, name: str = "dissimilarities") -> list[str | Non
     return reasons
 
 
-def describe_bad_row(row: np.ndarray, name: str = "dissimilarities") -> str | None:
-    """Reason string for one row, or None if it is valid."""
+def describe_bad_row(row: np.ndarray, name: str = "dissimilarities") -> Problem | None:
+    """The problem of one row, or None if it is valid."""
     nonfinite = ~np.isfinite(row)
     if nonfinite.any():
         j = int(np.argmax(nonfinite))
-        return f"non_finite: {name}[{j}] = {row[j]}"
+        return Problem("non_finite", f"{name}[{j}] = {row[j]}", j)
     neg = row < 0
     if neg.any():
         j = int(np.argmax(neg))
-        return f"negative: {name}[{j}] = {row[j]}"
+        return Problem("negative", f"{name}[{j}] = {row[j]}", j)
     with np.errstate(over="ignore"):
         if not np.isfinite(np.square(row, dtype=np.float64).sum()):
-            return f"non_finite: squared {name} overflow"
+            return Problem("non_finite", f"squared {name} overflow")
     return None
 
 

@@ -31,7 +31,8 @@ from streamembed.stream.models import ModelRegistry
 from streamembed.stream.monitor import DriftMonitor, MonitorSettings
 from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource, MixtureSpec
 from streamembed.stream.loop import EmbeddingLoop, LoopSettings
-from streamembed.stream.sinks import DeadLetterSink, ParquetSink, atomic_write_bytes
+from streamembed.atomic import atomic_write_bytes
+from streamembed.stream.sinks import DeadLetterSink, ParquetSink
 from streamembed.stream.sources import DirectorySource, Source
 
 __all__ = ["StartupError", "run_daemon", "load_or_fit_model", "build_source", "mixture_spec", "k0_rows_value"]
@@ -64,6 +65,7 @@ def load_or_fit_model(cfg: Config) -> Any:
     """The configured model: loaded from ``model.path``, else fitted from generator samples."""
     from streamembed import LandmarkMDS, ModelFileError
     from streamembed.core.landmarks import maxmin_select
+    from streamembed.model_io import load_model, save_model
 
     m = cfg.model
     if m.path:
@@ -72,12 +74,11 @@ def load_or_fit_model(cfg: Config) -> Any:
             raise StartupError(f"model.path = {m.path!r} does not exist: make a model with `streamembed fit` "
                                f"or leave model.path empty to fit one from the generator")
         try:
-            est = LandmarkMDS.load(path)
+            est = load_model(path)
         except (ModelFileError, OSError) as exc:
             raise StartupError(f"model.path = {m.path!r} cannot be loaded: {exc}") from None
-        est.method = m.method
         try:
-            est._check_method(m.method)
+            est.check_method(m.method)
         except ValueError as exc:
             raise StartupError(f"model.method = {m.method!r} does not suit model.path = {m.path!r}: {exc}") from None
         return est
@@ -89,35 +90,36 @@ def load_or_fit_model(cfg: Config) -> Any:
     else:
         idx = np.sort(rng.choice(len(X), size=m.n_landmarks, replace=False))
     try:
-        est = LandmarkMDS(n_components=m.n_components, method=m.method, input=m.input,
-                          geodesic_neighbors=m.geodesic_neighbors or None, correction=m.correction,
-                          landmark_map=m.landmark_map)
-        est.fit_features(X[idx], metric=m.kernel if m.input == "similarity" else m.metric)
+        fitted = LandmarkMDS(n_components=m.n_components, method=m.method, input=m.input,
+                             geodesic_neighbors=m.geodesic_neighbors or None, correction=m.correction,
+                             landmark_map=m.landmark_map)
+        fitted.fit_features(X[idx], metric=m.kernel if m.input == "similarity" else m.metric)
+        est = fitted.model_
     except ValueError as exc:
         raise StartupError(f"cannot fit a model from the generator ({exc}); check [model] and [generator]") from None
     log.info("fitted a model from generator samples",
              extra={"landmarks": m.n_landmarks, "dims": m.n_components,
                     "metric": f"{m.kernel} kernel" if m.input == "similarity" else m.metric})
     if m.save_path:
-        est.save(m.save_path)
+        save_model(est, m.save_path, params=fitted.get_params())
         log.info("saved the fitted model", extra={"path": m.save_path})
     return est
 
 
 def build_registry(cfg: Config, est: Any) -> ModelRegistry:
     """The served models: ``est`` plus newer refitted versions found in the model directory."""
-    from streamembed import LandmarkMDS, ModelFileError
+    from streamembed import ModelFileError
+    from streamembed.model_io import load_model
 
     registry = ModelRegistry(est, retain=cfg.refit.retain_versions)
     for path in newest_models(cfg.model_dir, cfg.refit.retain_versions + 1):
         try:
-            m = LandmarkMDS.load(path)
+            m = load_model(path)
         except ModelFileError as exc:
             raise StartupError(f"{path} cannot be loaded ({exc}); remove it to fall back to an older version") from None
-        if int(m.model_version_) > registry.current_version:
-            m.method = cfg.model.method
+        if int(m.version) > registry.current_version:
             registry.install(m)
-            log.info("resuming with a refitted model", extra={"model_version": int(m.model_version_),
+            log.info("resuming with a refitted model", extra={"model_version": int(m.version),
                                                               "path": str(path)})
     return registry
 
@@ -154,9 +156,9 @@ def build_source(cfg: Config, est: Any, registry: ModelRegistry | None = None) -
                                poll_seconds=d.poll_seconds, max_block_rows=s.max_block_rows,
                                exit_when_idle=d.exit_when_idle)
     g = cfg.generator
-    feats = getattr(est, "landmark_features_", None)
-    if feats is None or np.asarray(feats).shape[1] != g.n_features:
-        have = "no landmark features" if feats is None else f"{np.asarray(feats).shape[1]} features"
+    feats = est.features
+    if feats is None or feats.shape[1] != g.n_features:
+        have = "no landmark features" if feats is None else f"{feats.shape[1]} features"
         raise StartupError(f"source.kind = 'generator' needs a model fitted from {g.n_features}-dimensional "
                            f"feature vectors (generator.n_features), but model.path = {cfg.model.path!r} has "
                            f"{have}: leave model.path empty or fit the model with `streamembed fit --features`")
@@ -167,7 +169,7 @@ def build_source(cfg: Config, est: Any, registry: ModelRegistry | None = None) -
         else:
             def to_diss(X: np.ndarray) -> tuple[np.ndarray, int]:
                 model = registry.current  # follow refits: stamp the landmark version used
-                return model.dissimilarities_to_landmarks(X), int(model.model_version_)
+                return model.dissimilarities_to_landmarks(X), int(model.version)
     return GeneratorSource(GaussianMixtureStream(mixture_spec(cfg)), batch_rows=s.batch_rows, rate=g.rate,
                            id_prefix=g.id_prefix, to_dissimilarities=to_diss)
 
@@ -317,11 +319,11 @@ def _start_server(cfg: Config, metrics: Metrics, health: HealthState) -> OpsServ
 
 
 def _describe_model(metrics: Metrics, est: Any, cfg: Config) -> None:
-    metrics.model_version.set(int(getattr(est, "model_version_", 1)))
+    metrics.model_version.set(int(est.version))
     metrics.model_info.info({
-        "landmarks": str(est.n_landmarks_),
+        "landmarks": str(est.n_landmarks),
         "dims": str(est.n_components),
         "method": cfg.model.method,
-        "metric": str(getattr(est, "metric_", None) or ""),
+        "metric": str(est.metric or ""),
         "source": cfg.model.path or "generator",
     })

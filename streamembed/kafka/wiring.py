@@ -151,17 +151,15 @@ def startup_model(cfg: Any, topic: ModelTopic | None, load_local: Callable[[Any]
                 raise _startup_error(f"no model on kafka.model_topic = {cfg.kafka.model_topic!r} (key "
                                      f"{cfg.kafka.model_name!r}) after {cfg.kafka.model_wait_seconds:.0f} s, and "
                                      "model.path is empty: start a replica with model.path first")
-            remote.method = cfg.model.method
-            log.info("using the model from the model topic", extra={"model_version": int(remote.model_version_)})
+            log.info("using the model from the model topic", extra={"model_version": int(remote.version)})
             return remote
-        lv = int(local.model_version_)
-        if remote is None or lv > int(remote.model_version_):
+        lv = int(local.version)
+        if remote is None or lv > int(remote.version):
             topic.publish(local)
             return local
-        if int(remote.model_version_) > lv:
+        if int(remote.version) > lv:
             log.info("the model topic has a newer model than model.path; using it",
-                     extra={"model_version": int(remote.model_version_), "local_version": lv})
-            remote.method = cfg.model.method
+                     extra={"model_version": int(remote.version), "local_version": lv})
             return remote
         return local
     except Exception as exc:  # noqa: BLE001
@@ -200,19 +198,18 @@ class ModelSync:
         if new is not None:
             from streamembed.stream.models import StaleModelError
 
-            new.method = self.registry.current.method
             try:
                 self.registry.install(new)
             except StaleModelError:
                 return
-            self._published = max(self._published, int(new.model_version_))
+            self._published = max(self._published, int(new.version))
             self.installed += 1
             if self.monitor is not None:
                 self.monitor.reset(new)
             if self.metrics is not None:
-                self.metrics.model_version.set(int(new.model_version_))
+                self.metrics.model_version.set(int(new.version))
                 self.metrics.refits.labels(trigger="remote").inc()
-            log.info("installed a newer model from the model topic", extra={"model_version": int(new.model_version_),
+            log.info("installed a newer model from the model topic", extra={"model_version": int(new.version),
                                                                             "previous": current})
             return
         if current > self._published:

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from streamembed.stream.sinks import atomic_write_bytes
+from streamembed.atomic import atomic_write_bytes
 
 __all__ = ["CHECKPOINT_SCHEMA_VERSION", "Checkpoint", "CheckpointError", "CheckpointStore"]
 

@@ -39,10 +39,8 @@ __all__ = [
     "encode_dead_letters",
     "flags_to_lists",
     "row_as_json",
-    "reason_from_core",
     "list_column_to_matrix",
     "split_valid",
-    "take_result",
 ]
 
 #: Reason codes as small integers while a batch is validated (0 = row ok).
@@ -480,29 +478,7 @@ def encode_dead_letters(
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def reason_from_core(text: str | None) -> str:
-    """The bounded label of the core's reason for an invalid row.
-
-    The core's reasons start with a machine label and a colon
-    (``"negative: A[3, 17] = -0.5"``); unknown labels become ``rejected``.
-    """
-    label = (text or "").split(":", 1)[0].strip()
-    return label if label in REASONS else Reason.REJECTED
-
-
 def split_valid(valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(indices of valid rows, indices of invalid rows) of a core result."""
     valid = np.asarray(valid, dtype=bool)
     return np.flatnonzero(valid), np.flatnonzero(~valid)
-
-
-def take_result(result: Any, idx: np.ndarray) -> Any:
-    """A shallow copy of ``result`` restricted to rows ``idx`` (the bad path only)."""
-    from types import SimpleNamespace
-
-    return SimpleNamespace(
-        y=np.asarray(result.y)[idx], beta=np.asarray(result.beta)[idx],
-        unexplained=np.asarray(result.unexplained)[idx], k0=np.asarray(result.k0)[idx],
-        t=np.asarray(result.t)[idx], flags=np.asarray(result.flags)[idx], method=result.method,
-    )
-

@@ -13,18 +13,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from streamembed.stream.codecs import (
-    DeadRecord,
-    decode_batch,
-    encode_result,
-    reason_from_core,
-    row_as_json,
-    split_valid,
-    take_result,
-)
+from streamembed.core.validation import Problem
+from streamembed.stream.codecs import DeadRecord, decode_batch, encode_result, row_as_json, split_valid
 from streamembed.core.flags import FLAG_RETAINED_MODEL
 from streamembed.stream.models import ModelRegistry
-from streamembed.stream.records import INPUT_FEATURES, Reason
+from streamembed.stream.records import INPUT_FEATURES, REASONS, Reason
 
 __all__ = ["BatchEmbedder", "bit_names"]
 
@@ -75,12 +68,12 @@ class BatchEmbedder:
     @property
     def n_landmarks(self) -> int:
         """Width of a direct input row: n, or n + 1 for a similarity model (k(z, z) last)."""
-        return int(getattr(self.est, "input_width_", self.est.n_landmarks_))
+        return int(self.est.input_width)
 
     @property
     def n_features(self) -> int | None:
-        feats = getattr(self.est, "landmark_features_", None)
-        return None if feats is None else int(np.asarray(feats).shape[1])
+        feats = self.est.features
+        return None if feats is None else int(feats.shape[1])
 
     def process(self, table: pa.Table | pa.RecordBatch, *, file: str | None = None,
                 rows: np.ndarray | None = None, row_base: int = 0) -> tuple[pa.RecordBatch | None, list[DeadRecord]]:
@@ -130,7 +123,7 @@ class BatchEmbedder:
             A = est.dissimilarities_to_landmarks(features)
         method = self.block_method if dec.cross is not None else self.method
         try:
-            res = est.embed(A, dec.cross, method=method, k0_rows=self.k0_rows, errors="mask")
+            res = est.place(A, dec.cross, method=method, k0_rows=self.k0_rows, errors="mask")
         except Exception as exc:  # noqa: BLE001 - a daemon must survive a bad batch
             log.exception("embedding failed; the batch goes to the dead letters")
             detail = f"{type(exc).__name__}: {exc}"
@@ -140,12 +133,12 @@ class BatchEmbedder:
         valid = np.asarray(res.valid, dtype=bool)
         if not valid.all():
             good, bad = split_valid(valid)
-            reasons = [res.reasons[i] for i in bad.tolist()]
-            dead.extend(self._dead_rows(table, index[bad], ids.take(pa.array(bad)), reasons, file, rows,
+            problems = [res.reasons[i] for i in bad.tolist()]
+            dead.extend(self._dead_rows(table, index[bad], ids.take(pa.array(bad)), problems, file, rows,
                                         row_base, None))
             if good.size == 0:
                 return None
-            res = take_result(res, good)
+            res = res.take(good)
             ids, event_time = ids.take(pa.array(good)), event_time.take(pa.array(good))
             A = A[good]
             if features is not None:
@@ -158,13 +151,20 @@ class BatchEmbedder:
                              processed_at_us=time.time_ns() // 1000, bit_names=self.bit_names)
 
     @staticmethod
-    def _dead_rows(table: pa.Table | pa.RecordBatch, index: np.ndarray, ids: pa.Array, details: list[str | None],
-                   file: str | None, rows: np.ndarray | None, row_base: int,
+    def _dead_rows(table: pa.Table | pa.RecordBatch, index: np.ndarray, ids: pa.Array,
+                   details: list[Problem | str | None], file: str | None, rows: np.ndarray | None, row_base: int,
                    reason: str | None) -> list[DeadRecord]:
-        """Dead letters for accepted rows the core refused (a loop over those rows only)."""
+        """Dead letters for accepted rows the core refused (a loop over those rows only).
+
+        ``details`` are the core's Problems (their code is the reason) or, with
+        ``reason`` given, texts.
+        """
         out = []
         for j, (i, rid) in enumerate(zip(index.tolist(), ids.to_pylist())):
             row = int(rows[i]) if rows is not None else row_base + i
-            out.append(DeadRecord(reason or reason_from_core(details[j]), details[j], id=rid, file=file, row=row,
+            detail = details[j]
+            code = reason or (detail.code if isinstance(detail, Problem) and detail.code in REASONS
+                              else Reason.REJECTED)
+            out.append(DeadRecord(code, None if detail is None else str(detail), id=rid, file=file, row=row,
                                   record=row_as_json(table, i)))
         return out

@@ -76,7 +76,7 @@ class DriftMonitor:
     def reset(self, est: Any, refitted: bool = True) -> None:
         """Start over with ``est`` (after a refit): new window, new baseline, cooldown."""
         s = self.settings
-        self.window = DriftWindow(est.spectrum_.eigenvalues, int(est.n_components), int(est.n_landmarks_),
+        self.window = DriftWindow(est.spectrum.eigenvalues, int(est.n_components), int(est.n_landmarks),
                                   max_objects=s.window_objects, max_seconds=s.window_seconds or None)
         self.pending = None
         self.last_stats = None

@@ -22,14 +22,13 @@ from typing import Protocol, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from streamembed.atomic import atomic_write_bytes, fsync_dir, publish
 from streamembed.stream.codecs import DeadRecord, encode_dead_letters
 
 __all__ = [
     "Sink",
     "ParquetSink",
     "DeadLetterSink",
-    "atomic_write_bytes",
-    "fsync_dir",
     "safe_label",
 ]
 
@@ -54,35 +53,6 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 def safe_label(text: str, limit: int = 96) -> str:
     """A file-name-safe version of ``text`` (no separators, bounded length)."""
     return _UNSAFE.sub("_", text).strip("._")[:limit] or "x"
-
-
-def fsync_dir(path: str | os.PathLike[str]) -> None:
-    """fsync a directory so a rename inside it survives a power loss."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file, fsync, rename, fsync dir."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
 
 
 def _clean_temp(directory: Path, prefix: str) -> None:
@@ -178,10 +148,7 @@ class ParquetSink:
             return None
         self._write_buffer()
         self._writer.close()
-        _fsync_file(self._tmp)
-        final = self.final_path(label)
-        os.replace(self._tmp, final)
-        fsync_dir(self.directory)
+        final = publish(self._tmp, self.final_path(label))
         self._writer, self._tmp, self._since = None, None, None
         self._rows = 0
         self.files_written += 1

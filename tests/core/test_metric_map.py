@@ -14,6 +14,7 @@ import pytest
 from streamembed import LandmarkMDS
 from streamembed.core.criteria import stress_objective
 from streamembed.core.errors import InputError
+from streamembed.core.placement import _map_start
 from streamembed.core.metric_map import map_stress, refine_map
 
 from .conftest import landmark_problem
@@ -47,7 +48,7 @@ def test_stress_rr_never_has_higher_stress_than_projection_on_the_same_map(seed:
     est = LandmarkMDS(2, method="stress", landmark_map=kind).fit(D)
     X = est.embedding_
     # projection on this map: ŷ = (XᵀX)⁻¹Xᵀb with the map's own X (for "cmds" the usual formula)
-    y_proj = est._map_projection(A) if kind != "cmds" else est.embed(A, method="projection").y
+    y_proj = _map_start(est.model_, A) if kind != "cmds" else est.embed(A, method="projection").y
     y_rr = est.embed(A).y
     assert (stress_objective(y_rr, X, A) <= stress_objective(y_proj, X, A) * (1 + 1e-12)).all()
 

@@ -14,25 +14,24 @@ from .conftest import euclidean
 def test_refit_keeps_the_frame_and_bumps_the_version(rng):
     P = rng.normal(size=(40, 2)) * 3
     new = rng.normal(size=(30, 2)) * 3 + np.array([8.0, 0.0])  # the stream moved right
-    old = LandmarkMDS(n_components=2).fit(euclidean(P, P))
-    old.model_version_ = 3
+    old = LandmarkMDS(n_components=2).fit(euclidean(P, P)).model_.with_version(3)
     cand = np.vstack([P, new])
-    ids = [str(x) for x in old.landmark_ids_] + [f"z{i}" for i in range(30)]
+    ids = [str(x) for x in old.landmark_ids] + [f"z{i}" for i in range(30)]
     res = refit(old, euclidean(cand, cand), ids, n_landmarks=40)
-    assert res.model.model_version_ == 4
+    assert res.model.version == 4 and res.model.lineage == old.lineage
     assert len(res.new_ids) == 40 and set(res.new_ids) - set(res.old_ids)  # some new landmarks
     assert res.alignment_rms < 1e-8  # planar data: the frames agree exactly
     # an object embedded before and after the refit lands at the same place
     z = rng.normal(size=(5, 2)) * 3
-    before = old.transform(euclidean(z, P))
+    before = old.place(euclidean(z, P)).y
     sel_pts = cand[[ids.index(i) for i in res.new_ids]]
-    after = res.model.transform(euclidean(z, sel_pts))
+    after = res.model.place(euclidean(z, sel_pts)).y
     np.testing.assert_allclose(after, before, atol=1e-8)
 
 
 def test_refit_rejects_candidates_that_do_not_start_with_the_old_landmarks(rng):
     P = rng.normal(size=(10, 2))
-    old = LandmarkMDS(n_components=2).fit(euclidean(P, P))
+    old = LandmarkMDS(n_components=2).fit(euclidean(P, P)).model_
     with pytest.raises(ValueError, match="first candidates must be the old landmarks"):
         refit(old, euclidean(P, P), [f"x{i}" for i in range(10)])
 

@@ -70,7 +70,7 @@ def test_arrow_block_message_is_one_block_and_embeds_as_a_block() -> None:
     value, headers = arrow_message(table)
     msg = decode_message(value, headers)
     assert msg.block
-    out, dead = BatchEmbedder(fitted_model()).process(msg.table)
+    out, dead = BatchEmbedder(fitted_model().model_).process(msg.table)
     assert dead == [] and out.num_rows == 4
     assert all("block" in f for f in out.column("flags").to_pylist())
 
@@ -143,7 +143,7 @@ def test_json_block_message_carries_its_cross_matrix() -> None:
     doc = {"objects": [{"id": f"b{i}", "dissimilarities": a.tolist()} for i, a in enumerate(A)], "cross": C.tolist()}
     msg = decode_message(*json_message(doc))
     assert msg.block and msg.n_rows == 3
-    out, dead = BatchEmbedder(fitted_model()).process(msg.table)
+    out, dead = BatchEmbedder(fitted_model().model_).process(msg.table)
     assert dead == [] and out.column("method").to_pylist() == ["block"] * 3
 
 
@@ -176,7 +176,7 @@ def test_empty_message_is_refused() -> None:
 
 def _output(m: int):
     table = input_table(_ids("o", m), _rows(m))
-    out, _ = BatchEmbedder(fitted_model()).process(table)
+    out, _ = BatchEmbedder(fitted_model().model_).process(table)
     return out
 
 

@@ -16,7 +16,7 @@ from streamembed.stream.records import Reason
 from streamembed.stream.sinks import DeadLetterSink, ParquetSink
 from streamembed.stream.sources import DirectorySource
 
-from .helpers import (dissimilarities, fitted_model, input_table, objects, read_dead, read_ids, write_arrow,
+from .helpers import (dissimilarities, fitted, input_table, objects, read_dead, read_ids, write_arrow,
                       write_jsonl, write_parquet)
 
 
@@ -43,7 +43,7 @@ def _corpus(indir: Path) -> set[str]:
 
 
 def _loop(indir: Path, out: Path, *, est=None, settings: LoopSettings | None = None) -> EmbeddingLoop:
-    est = est or fitted_model()
+    est = est or fitted()
     src = DirectorySource(indir, batch_rows=8, settle_seconds=0.0, poll_seconds=0.01, exit_when_idle=True)
     return EmbeddingLoop(est, src, ParquetSink(out / "emb"), DeadLetterSink(out / "dead", source=src.name),
                          CheckpointStore(out / "ck.json"), settings=settings or LoopSettings(roll_rows=20))
@@ -63,18 +63,19 @@ def test_every_input_id_is_output_or_dead_letter(tmp_path: Path) -> None:
     assert table.schema.field("y").type.list_size == 2
 
 
-def test_float32_input_reaches_the_core_as_float32(tmp_path: Path) -> None:
+def test_float32_input_reaches_the_core_as_float32(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamembed.core import placement
+
     seen = []
-    est = fitted_model()
-    real = est.embed
+    real = placement.place
 
-    def spy(A, *a, **k):
+    def spy(model, A, *a, **k):
         seen.append(A.dtype)
-        return real(A, *a, **k)
+        return real(model, A, *a, **k)
 
-    est.embed = spy
+    monkeypatch.setattr(placement, "place", spy)
     _corpus(tmp_path / "in")
-    loop = _loop(tmp_path / "in", tmp_path / "out", est=est)
+    loop = _loop(tmp_path / "in", tmp_path / "out")
     loop.run()
     # Parquet and Arrow batches (4 + 4) carry float32; JSON numbers parse as float64 (2 batches)
     assert Counter(seen) == {np.dtype(np.float32): 8, np.dtype(np.float64): 2}
@@ -145,7 +146,7 @@ def test_limits_bound_the_run(tmp_path: Path) -> None:
 
 
 def test_generator_source_resumes_with_the_same_objects(tmp_path: Path) -> None:
-    est = fitted_model(features=True)
+    est = fitted(features=True)
     spec = MixtureSpec(seed=3, n_features=3, intrinsic_dims=2)
 
     def run(out: Path, batches: int) -> list[str]:

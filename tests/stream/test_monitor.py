@@ -7,7 +7,7 @@ import numpy as np
 from streamembed.core.drift import RefitTrigger
 from streamembed.stream.monitor import DriftMonitor, MonitorSettings, _Ring
 
-from .helpers import fitted_model, landmark_points, objects
+from .helpers import fitted, landmark_points, objects
 
 
 def test_ring_keeps_the_most_recent_rows_oldest_first():
@@ -21,13 +21,13 @@ def test_ring_keeps_the_most_recent_rows_oldest_first():
 
 
 def test_feature_candidates_and_statistics_cadence():
-    est = fitted_model(features=True)
+    est = fitted(features=True)
     clock = iter(range(1000))
     mon = DriftMonitor(est, MonitorSettings(reservoir_objects=50, stats_every_objects=300, stats_every_seconds=1e9),
                        RefitTrigger(), clock=lambda: float(next(clock)))
     Z = objects(100, seed=3)
     A = est.dissimilarities_to_landmarks(Z)
-    res = est.embed(A)
+    res = est.place(A)
     mon.observe(est, A, res, features=Z)
     first = mon.last_stats
     for _ in range(2):

@@ -12,7 +12,8 @@ import pytest
 from streamembed.stream.checkpoint import Checkpoint, CheckpointError, CheckpointStore
 from streamembed.stream.codecs import DeadRecord
 from streamembed.stream.records import SCHEMA_VERSION_KEY, Reason
-from streamembed.stream.sinks import DeadLetterSink, ParquetSink, atomic_write_bytes, safe_label
+from streamembed.atomic import atomic_write_bytes
+from streamembed.stream.sinks import DeadLetterSink, ParquetSink, safe_label
 
 SCHEMA = pa.schema([("id", pa.string())], metadata={SCHEMA_VERSION_KEY: "1"})
 
