@@ -107,7 +107,7 @@ class LandmarkMDS:
         ``landmark_ids`` (n,) names the landmarks (default "L0", "L1", ...).
         """
         self._check_params()
-        self.model_ = fit_model(X, **self._fit_kwargs(), landmark_ids=landmark_ids)
+        self.model_ = fit_model(validation.check_array(X, "D"), **self._fit_kwargs(), landmark_ids=landmark_ids)
         return self
 
     def fit_features(self, X: object, metric: str = "euclidean", landmark_ids: object = None) -> "LandmarkMDS":
@@ -176,7 +176,17 @@ class LandmarkMDS:
     # ------------------------------------------------------------------ embedding
     def transform(self, X: object) -> np.ndarray:
         """Embed m objects from X (m, n) dissimilarities to the landmarks -> (m, d)."""
-        return self.embed(X).y
+        return self.embed(self._rows(X)).y
+
+    def _rows(self, X: object) -> np.ndarray:
+        """X checked as a whole (``validation.check_array``) and against the landmarks, as scikit-learn expects."""
+        A = validation.check_array(X, "X")
+        model = self._model()
+        if A.shape[1] not in (model.n_landmarks, model.input_width):
+            raise InputError(f"X has {A.shape[1]} features, but LandmarkMDS is expecting {model.n_landmarks} features "
+                             f"as input: one column per landmark, in the model's landmark order"
+                             + (" (or one more: k(z, z) last)" if model.input_width > model.n_landmarks else ""))
+        return A
 
     def transform_block(self, A: object, C: object) -> np.ndarray:
         """Multi-point RR of a block: A (m, n), C (m, m) mutual dissimilarities -> (m, d)."""
@@ -204,7 +214,7 @@ class LandmarkMDS:
         1 means every object lies in the map's span (docs/math.md §4); higher
         is better, so ``GridSearchCV`` can choose n_components or neighbours.
         """
-        res = self.embed(X, method="projection")
+        res = self.embed(self._rows(X), method="projection")
         ok = np.isfinite(res.beta) & (res.beta > 0)
         return float(1.0 - res.unexplained[ok].sum() / res.beta[ok].sum()) if ok.any() else float("nan")
 
@@ -222,21 +232,13 @@ class LandmarkMDS:
         self.model_ = self._model().aligned(rotation, shift)
         return self
 
-    def residual_projection(self, A: object, self_similarity: object = None) -> tuple[np.ndarray, np.ndarray]:
-        return self._model().residual_projection(A, self_similarity)
-
-    def block_residual(self, A: object, C: object) -> np.ndarray:
-        return self._model().block_residual(A, C)
-
-    def core_dissimilarities(self, A: object, C: object = None,
-                             self_similarity: object = None) -> tuple[np.ndarray, np.ndarray | None]:
-        return self._model().core_dissimilarities(A, C, self_similarity)
-
     def dissimilarities_to_landmarks(self, F: object) -> np.ndarray:
+        """Feature mode: the input rows (m, n) [or (m, n + 1)] of feature rows F (m, p)."""
         return self._model().dissimilarities_to_landmarks(F)
 
     # ------------------------------------------------------------------ fitted attributes
     embedding_ = _fitted("embedding", "(n, d) landmark configuration in the output frame")
+    n_features_in_ = _fitted("n_landmarks", "columns of X seen by fit: the n landmarks (pairwise input)")
     eigenvalues_ = _fitted("eigenvalues", "(d,) kept eigenvalues")
     spectrum_ = _fitted("spectrum", "the landmark spectrum (core.cmds.LandmarkSpectrum)")
     negative_share_ = _fitted("negative_share", "Σ|λ_neg| / Σ|λ| of the landmark kernel")

@@ -56,7 +56,7 @@ def check_similarity_matrix(K: object, name: str = "K", rtol: float = 1e-7) -> n
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
         raise InputError(f"{name} must be a square (n, n) similarity matrix, got shape {arr.shape}")
     if arr.shape[0] < 2:
-        raise InputError(f"{name} needs at least 2 objects, got shape {arr.shape}")
+        raise InputError(f"{name} needs at least 2 objects, got shape {arr.shape} (n_samples = {arr.shape[0]})")
     bad = ~np.isfinite(arr)
     if bad.any():
         i, j = np.argwhere(bad)[0]

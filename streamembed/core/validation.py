@@ -57,6 +57,40 @@ def as_float_array(x: object, name: str, ndim: int) -> np.ndarray:
     return arr
 
 
+def check_array(x: object, name: str = "X") -> np.ndarray:
+    """The estimator API's whole-array check (``LandmarkMDS.fit`` / ``transform``): a finite 2-D float array.
+
+    Refuses sparse, complex, non-numeric, non-2-D, empty and non-finite input
+    with messages that say which (in scikit-learn's words, so its model
+    selection tools recognise them). The streaming layer does not call this:
+    its fused kernel finds bad rows in the pass that embeds them.
+    """
+    if hasattr(x, "toarray") or type(x).__module__.startswith("scipy.sparse"):
+        raise InputError(f"{name} is a sparse matrix: sparse input is not supported; pass a dense array")
+    arr = np.asarray(x)
+    if arr.dtype.kind == "c":
+        raise InputError(f"{name}: Complex data not supported (dtype {arr.dtype})")
+    if arr.dtype.kind == "O":
+        try:
+            arr = arr.astype(np.float64)
+        except TypeError as exc:
+            raise TypeError(f"{name} must be numeric: {exc}") from None
+        except ValueError as exc:
+            raise InputError(f"{name} must be numeric: {exc}") from None
+    if arr.ndim != 2:
+        raise InputError(f"{name} must be 2-dimensional, got shape {arr.shape}. Reshape your data with "
+                         f"x.reshape(1, -1) for a single object or x.reshape(-1, 1) for a single landmark")
+    if arr.shape[0] == 0:
+        raise InputError(f"{name} has 0 sample(s) (shape={arr.shape}) while a minimum of 1 is required.")
+    if arr.shape[1] == 0:
+        raise InputError(f"{name} has 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required.")
+    arr = as_float_array(arr, name, 2)
+    if not np.isfinite(arr).all():
+        idx = _first_index(~np.isfinite(arr))
+        raise InputError(f"{name} contains NaN or infinity: {name}{list(idx)} = {arr[idx]}")
+    return arr
+
+
 def _first_index(mask: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.unravel_index(int(np.argmax(mask)), mask.shape))
 
@@ -86,7 +120,7 @@ def check_dissimilarity_matrix(D: object, name: str = "D", rtol: float = 1e-7) -
     if arr.shape[0] != arr.shape[1]:
         raise InputError(f"{name} must be square, got shape {arr.shape}")
     if arr.shape[0] < 2:
-        raise InputError(f"{name} needs at least 2 objects, got shape {arr.shape}")
+        raise InputError(f"{name} needs at least 2 objects, got shape {arr.shape} (n_samples = {arr.shape[0]})")
     check_finite_nonnegative(arr, name)
     scale = max(float(arr.max()), np.finfo(np.float64).tiny)
     tol = rtol * scale
