@@ -109,8 +109,11 @@ def _cmd_refit(args: argparse.Namespace) -> int:
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
-    from streamembed.daemon.config import reference_rows, to_json, to_toml
+    from streamembed.daemon.config import default_toml_text, reference_rows, to_json, to_toml
 
+    if args.defaults:
+        print(default_toml_text(), end="")
+        return EXIT_OK
     if args.reference:
         print("| key | default | meaning |\n| --- | --- | --- |")
         for key, default, doc in reference_rows():
@@ -476,6 +479,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--format", choices=("toml", "json"), default="toml")
     c.add_argument("--no-comments", action="store_true", help="TOML without the per-key documentation")
     c.add_argument("--reference", action="store_true", help="print the key reference as a Markdown table")
+    c.add_argument("--defaults", action="store_true",
+                   help="print the documented default configuration (what config/default.toml holds)")
     return p
 
 

@@ -24,18 +24,17 @@ from streamembed.daemon.logs import setup_logging
 from streamembed.daemon.metrics import Metrics
 from streamembed.kafka.wiring import KafkaIO, ModelSync, build_io, open_model_topic, startup_model
 from streamembed.kafka.wiring import build_source as build_kafka_source
-from streamembed.core.drift import RefitTrigger
-from streamembed.daemon.refits import RefitManager, RefitSettings, newest_models
+from streamembed.daemon.refits import RefitManager, newest_models
 from streamembed.stream.checkpoint import CheckpointError, CheckpointStore
 from streamembed.stream.models import ModelRegistry
-from streamembed.stream.monitor import DriftMonitor, MonitorSettings
-from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource, MixtureSpec
+from streamembed.stream.monitor import DriftMonitor, build_trigger
+from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
 from streamembed.stream.loop import EmbeddingLoop, LoopSettings
 from streamembed.atomic import atomic_write_bytes
 from streamembed.stream.sinks import DeadLetterSink, ParquetSink
 from streamembed.stream.sources import DirectorySource, Source
 
-__all__ = ["StartupError", "run_daemon", "load_or_fit_model", "build_source", "mixture_spec", "k0_rows_value"]
+__all__ = ["StartupError", "run_daemon", "load_or_fit_model", "build_source", "k0_rows_value"]
 
 log = logging.getLogger("streamembed.daemon")
 
@@ -44,14 +43,6 @@ EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 
 class StartupError(RuntimeError):
     """The daemon refuses to start; the message says what to fix."""
-
-
-def mixture_spec(cfg: Config) -> MixtureSpec:
-    g = cfg.generator
-    return MixtureSpec(seed=g.seed, n_features=g.n_features, clusters=g.clusters, intrinsic_dims=g.intrinsic_dims,
-                       cluster_spread=g.cluster_spread, cluster_std=g.cluster_std, noise_std=g.noise_std,
-                       drift_speed=g.drift_speed, new_cluster_after=g.new_cluster_after,
-                       new_cluster_offset=g.new_cluster_offset)
 
 
 def k0_rows_value(value: str | int) -> None | str | int:
@@ -82,7 +73,7 @@ def load_or_fit_model(cfg: Config) -> Any:
         except ValueError as exc:
             raise StartupError(f"model.method = {m.method!r} does not suit model.path = {m.path!r}: {exc}") from None
         return est
-    stream = GaussianMixtureStream(mixture_spec(cfg))
+    stream = GaussianMixtureStream(cfg.generator)
     X = stream.fit_sample(m.fit_sample)
     rng = np.random.default_rng([cfg.generator.seed, 7])
     if m.landmark_selection == "maxmin":
@@ -129,20 +120,9 @@ def build_drift(cfg: Config, registry: ModelRegistry, metrics: Metrics) -> tuple
     d, r = cfg.drift, cfg.refit
     if not d.enabled:
         return None, None
-    trigger = RefitTrigger(statistic=d.statistic, ratio=d.ratio, margin=d.margin, threshold=d.threshold or None,
-                           hysteresis=d.hysteresis, min_objects=d.min_objects, baseline_objects=d.baseline_objects,
-                           cooldown_seconds=d.cooldown_seconds)
-    monitor = DriftMonitor(registry.current, MonitorSettings(window_objects=d.window_objects,
-                                                             window_seconds=d.window_seconds,
-                                                             k0_sample=d.k0_sample,
-                                                             reservoir_objects=d.reservoir_objects,
-                                                             stats_every_objects=d.stats_every_objects,
-                                                             stats_every_seconds=d.stats_every_seconds),
-                           trigger, metrics)
+    monitor = DriftMonitor(registry.current, d, build_trigger(d), metrics)
     cfg.model_dir.mkdir(parents=True, exist_ok=True)
-    refits = RefitManager(RefitSettings(auto=r.auto, n_landmarks=r.n_landmarks, retain_versions=r.retain_versions,
-                                        timeout_seconds=r.timeout_seconds),
-                          registry, monitor, cfg.model_dir, cfg.history_path, metrics)
+    refits = RefitManager(r, registry, monitor, cfg.model_dir, cfg.history_path, metrics)
     return monitor, refits
 
 
@@ -170,7 +150,7 @@ def build_source(cfg: Config, est: Any, registry: ModelRegistry | None = None) -
             def to_diss(X: np.ndarray) -> tuple[np.ndarray, int]:
                 model = registry.current  # follow refits: stamp the landmark version used
                 return model.dissimilarities_to_landmarks(X), int(model.version)
-    return GeneratorSource(GaussianMixtureStream(mixture_spec(cfg)), batch_rows=s.batch_rows, rate=g.rate,
+    return GeneratorSource(GaussianMixtureStream(g), batch_rows=s.batch_rows, rate=g.rate,
                            id_prefix=g.id_prefix, to_dissimilarities=to_diss)
 
 

@@ -22,7 +22,6 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,23 +29,14 @@ import numpy as np
 import scipy.spatial.distance
 
 from streamembed.model_io import load_model, save_model
+from streamembed.settings import RefitConfig
 from streamembed.stream.models import ModelRegistry, StaleModelError
 
-__all__ = ["RefitSettings", "RefitManager", "model_path", "newest_models"]
+__all__ = ["RefitManager", "model_path", "newest_models"]
 
 log = logging.getLogger("streamembed.refit")
 
 _MODEL_FILE = re.compile(r"^model-v(\d+)\.npz$")
-
-
-@dataclass
-class RefitSettings:
-    """See the [refit] section of the configuration reference."""
-
-    auto: bool = True
-    n_landmarks: int = 0
-    retain_versions: int = 3
-    timeout_seconds: float = 600.0
 
 
 def worker_environment() -> dict[str, str]:
@@ -79,7 +69,7 @@ def newest_models(model_dir: Path, count: int) -> list[Path]:
 class RefitManager:
     """Starts, watches and installs refits; never blocks the stream."""
 
-    def __init__(self, settings: RefitSettings, registry: ModelRegistry, monitor: Any, model_dir: Path,
+    def __init__(self, settings: RefitConfig, registry: ModelRegistry, monitor: Any, model_dir: Path,
                  history_path: Path, metrics: Any = None) -> None:
         self.settings = settings
         self.registry = registry

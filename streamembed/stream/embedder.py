@@ -146,7 +146,7 @@ class BatchEmbedder:
         if retained:
             res.flags = res.flags | FLAG_RETAINED_MODEL
         elif self.monitor is not None:
-            self.monitor.observe(est, A, res, ids=ids, cross=dec.cross if valid.all() else None, features=features)
+            self.monitor.observe(A, res, ids=ids, cross=dec.cross if valid.all() else None, features=features)
         return encode_result(ids, res, model_version=version, event_time=event_time,
                              processed_at_us=time.time_ns() // 1000, bit_names=self.bit_names)
 

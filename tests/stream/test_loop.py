@@ -10,7 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from streamembed.stream.checkpoint import CheckpointStore
-from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource, MixtureSpec
+from streamembed.settings import GeneratorConfig
+from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
 from streamembed.stream.loop import EmbeddingLoop, LoopSettings
 from streamembed.stream.records import Reason
 from streamembed.stream.sinks import DeadLetterSink, ParquetSink
@@ -147,7 +148,7 @@ def test_limits_bound_the_run(tmp_path: Path) -> None:
 
 def test_generator_source_resumes_with_the_same_objects(tmp_path: Path) -> None:
     est = fitted(features=True)
-    spec = MixtureSpec(seed=3, n_features=3, intrinsic_dims=2)
+    spec = GeneratorConfig(seed=3, n_features=3, intrinsic_dims=2)
 
     def run(out: Path, batches: int) -> list[str]:
         src = GeneratorSource(GaussianMixtureStream(spec), batch_rows=16, max_batches=batches)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamembed.stream.generator import GaussianMixtureStream, MixtureSpec
+from streamembed.settings import GeneratorConfig
+from streamembed.stream.generator import GaussianMixtureStream
 from streamembed.stream.pipeline import BackgroundConsumer, prefetch
 
 
@@ -46,7 +47,7 @@ def test_background_consumer_in_order_and_errors_surface() -> None:
 
 
 def test_drift_moves_the_component_means() -> None:
-    spec = MixtureSpec(seed=2, n_features=5, intrinsic_dims=2, clusters=1, cluster_std=0.1, noise_std=0.0,
+    spec = GeneratorConfig(seed=2, n_features=5, intrinsic_dims=2, clusters=1, cluster_std=0.1, noise_std=0.0,
                        drift_speed=4.0)
     s = GaussianMixtureStream(spec)
     early = s.sample(0, 500, np.random.default_rng(0)).mean(axis=0)
