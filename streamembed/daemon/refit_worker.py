@@ -59,11 +59,32 @@ def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
     return code
 
 
+def die_with_parent() -> None:
+    """Ask Linux to kill this process when the daemon that started it dies (even by SIGKILL).
+
+    A worker left running after its daemon was killed would burn a core for
+    nothing (its result is never installed, and the next daemon cleans its
+    work directory at start). If the parent is already gone, exit now.
+    """
+    parent = os.environ.get("STREAMEMBED_REFIT_PARENT")
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the daemon kills its worker when it stops cleanly
+    if parent is not None and os.getppid() != int(parent):
+        sys.exit(3)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 4:
         print(__doc__, file=sys.stderr)
         return 2
+    die_with_parent()
     try:
         os.nice(19)  # background work: the stream (and Kafka heartbeats) come first
     except OSError:

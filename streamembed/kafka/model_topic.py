@@ -12,7 +12,7 @@ A replica never goes back: :meth:`ModelTopic.poll_new` only returns a model
 newer than both the version it is given and any version it returned before.
 Records whose checksum or file does not verify are skipped with a warning.
 
-Usage (the daemon's :class:`streamembed.kafka.wiring.ModelSync` does this)::
+Usage (the daemon's :class:`streamembed.daemon.assembly.ModelSync` does this)::
 
     mt = ModelTopic("127.0.0.1:9092", "streamembed-models")
     mt.publish(est)                    # after a fit or a refit

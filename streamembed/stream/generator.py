@@ -108,8 +108,15 @@ class GeneratorSource:
         self._produced = 0
 
     def restore(self, state: Any) -> None:
-        if state:
-            self._next = int(state.get("next_batch", 0))
+        if not state:
+            return
+        nxt = state.get("next_batch") if isinstance(state, dict) else None
+        if not isinstance(nxt, int) or isinstance(nxt, bool) or nxt < 0:
+            raise ValueError(f"the generator position must be {{\"next_batch\": n >= 0}}, got {state!r:.200}")
+        self._next = nxt
+
+    def commit(self, position: Any) -> None:
+        """Positions are kept by the checkpoint file."""
 
     def batch(self, i: int) -> pa.Table:
         """Batch i (deterministic in seed and i, except ``event_time``)."""

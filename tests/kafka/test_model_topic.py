@@ -10,7 +10,7 @@ import pytest
 from kafka import KafkaProducer
 
 from streamembed.kafka.model_topic import ModelTopic, model_bytes
-from streamembed.kafka.wiring import ModelSync
+from streamembed.daemon.assembly import ModelSync
 from streamembed.stream.models import ModelRegistry
 
 from ..stream.helpers import dissimilarities, fitted_model, objects
@@ -18,8 +18,10 @@ from ..stream.helpers import dissimilarities, fitted_model, objects
 pytestmark = pytest.mark.broker
 
 
-def _model(version: int, seed: int = 0):
-    return fitted_model(seed=seed).model_.with_version(version)
+def _model(version: int, seed: int = 0, foreign: bool = False):
+    """Version ``version`` of one map (a refit with other landmarks: another seed, the same lineage)."""
+    model = fitted_model(seed=seed).model_
+    return model.with_version(version, lineage=None if foreign else fitted_model(seed=0).model_.lineage)
 
 
 def _wait(pred, timeout: float = 15.0):
@@ -93,6 +95,10 @@ def test_model_sync_installs_remote_models_and_publishes_local_refits(broker, to
             return registry.current_version if registry.current_version == 2 else None
 
         assert _wait(installed) == 2
+        ModelTopic(broker.bootstrap, topic).publish(_model(5, seed=5, foreign=True))  # another map: never installed
+        time.sleep(1.0)
+        sync.poll()
+        assert registry.current_version == 2
         registry.install(_model(3, seed=3))  # a local refit: published on the next poll
         sync.poll()
         assert ModelTopic(broker.bootstrap, topic).latest(timeout=10).version == 3

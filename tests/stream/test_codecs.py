@@ -51,7 +51,7 @@ def test_null_list_slot_is_rejected_before_flattening_so_rows_do_not_shift() -> 
     dec = decode_batch(table, n_landmarks=N)
     np.testing.assert_array_equal(dec.matrix, A[[0, 2]])
     assert dec.ids.to_pylist() == ["a", "c"]
-    assert [(d.id, d.reason, d.row) for d in dec.dead] == [("b", Reason.WRONG_LENGTH, 1)]
+    assert [(d.id, d.reason, d.row) for d in dec.dead] == [("b", Reason.MISSING_VECTOR, 1)]
 
 
 def test_wrong_lengths_found_from_offsets() -> None:

@@ -28,7 +28,10 @@ def test_new_files_are_picked_up_once_and_hidden_or_temp_files_ignored(tmp_path:
     (tmp_path / "b.parquet.tmp").write_bytes(b"x")
     batches = _drain(src)
     assert [b.table.num_rows if b.table is not None else 0 for b in batches] == [2, 1, 0]
-    assert batches[-1].position == {"done": ["a.parquet"], "current": None}
+    pos = batches[-1].position
+    assert pos["current"] is None and list(pos["done"]) == ["a.parquet"]
+    st = (tmp_path / "a.parquet").stat()
+    assert pos["done"]["a.parquet"] == {"sig": [st.st_size, st.st_mtime_ns, st.st_ino], "rows": 3, "tail": None}
     assert src.caught_up
     _file(tmp_path / "c.parquet", ["c0"])
     more = _drain(src)
