@@ -8,6 +8,7 @@ Every formula lives in ``streamembed.core``; this class only wires them.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Literal
 
@@ -21,7 +22,7 @@ from .core.centering import center_block, center_cross
 from .core.cmds import LandmarkSpectrum, fit_spectrum
 from .core.criteria import solve_l1, solve_stress
 from .core.errors import InputError, NotFittedError
-from .core.flags import FLAG_BLOCK, FLAG_NON_EUCLIDEAN, FLAG_NOT_CONVERGED
+from .core.flags import FLAG_AMBIGUOUS, FLAG_BLOCK, FLAG_ESCAPED, FLAG_NON_EUCLIDEAN, FLAG_NOT_CONVERGED
 from .core.metric_map import LANDMARK_MAPS, refine_map
 from .core.projection import ProjectionKernel
 from .core.residuals import block_k0, k0_diagonal, operator_norm
@@ -40,6 +41,8 @@ CORRECTIONS = ("none", "cailliez")
 #: k0 below -K0_RTOL·(|β| + ‖ŷ_r‖²) counts as non-Euclidean (round-off of the
 #: difference β - ‖ŷ_r‖² is far below this in float64; float32 inputs use the second).
 K0_RTOL = {np.dtype(np.float64): 1e-7, np.dtype(np.float32): 1e-3}
+
+logger = logging.getLogger("streamembed")
 
 
 class LandmarkMDS:
@@ -86,7 +89,11 @@ class LandmarkMDS:
         y·R + shift (identity unless ``set_alignment`` was called by a refit),
         landmark_self_similarity_ (n,) or None (input="similarity"),
         geodesic_distances_ (n, n) or None, additive_constant_ (float, 0 without
-        correction), landmark_map_ (n, d) refined natural-frame map or None.
+        correction), landmark_map_ (n, d) refined natural-frame map or None;
+        for a refined map (None otherwise, and after ``load``): map_criterion_
+        (its stress or Sammon criterion), map_iterations_ (Guttman sweeps),
+        map_converged_ (False: the sweep budget ended before the tolerance was
+        reached; ``fit`` then logs a WARNING), map_tolerance_.
     """
 
     def __init__(
@@ -135,7 +142,14 @@ class LandmarkMDS:
         self._set_fitted(spectrum, D64 if landmark_self is None else None, landmark_ids, None, None)
         X_map = None
         if self.landmark_map != "cmds":
-            X_map, _, _ = refine_map(self._natural_embedding(), D_core, self.landmark_map)
+            ref = refine_map(self._natural_embedding(), D_core, self.landmark_map)
+            X_map = ref.X
+            self.map_criterion_, self.map_iterations_ = ref.criterion, ref.iterations
+            self.map_converged_, self.map_tolerance_ = ref.converged, ref.tolerance
+            if not ref.converged:
+                logger.warning("landmark_map=%r: the refinement stopped at its budget of %d sweeps before the relative "
+                               "criterion change fell to %g (criterion %.6g); the map is not converged",
+                               self.landmark_map, ref.iterations, ref.tolerance, ref.criterion)
         return self._set_input_state(landmark_self, G, c, X_map)
 
     def _landmark_pipeline(self, D: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, float]:
@@ -288,6 +302,7 @@ class LandmarkMDS:
         self.additive_constant_ = 0.0
         self.landmark_map_ = None
         self._map_start = None
+        self.map_criterion_ = self.map_iterations_ = self.map_converged_ = self.map_tolerance_ = None
         return self
 
     def _check_fitted(self) -> None:
@@ -584,6 +599,8 @@ class LandmarkMDS:
                 sol = solve_stress(y0, X, delta) if method == "stress" else solve_l1(y0, X, np.square(delta))
                 y[rows] = sol.y
                 flags[rows[~sol.converged]] |= FLAG_NOT_CONVERGED
+                flags[rows[sol.escaped]] |= FLAG_ESCAPED
+                flags[rows[sol.ambiguous]] |= FLAG_AMBIGUOUS
         k0 = np.full(m, np.nan)
         sample = self._k0_sample(k0_rows, np.flatnonzero(valid))
         if sample.size:
