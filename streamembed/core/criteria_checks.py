@@ -51,8 +51,9 @@ CURV_RTOL = 1e-8
 ACTIVE_RTOL = 1e-8
 #: Multiplier bound |λ_i| ≤ 1 and edge derivatives ℓ' ≥ 0 are tested to this relative tolerance.
 MULT_TOL = 1e-7
-#: A criterion below this share of its scale (Σ δ² + n·length²) is zero.
-ZERO_RTOL = 1e-24
+#: Residuals below this share of their scale count as zero: σ ≤ ZERO_RTOL²·(Σ δ² + n·length²) and
+#: ℓ ≤ ZERO_RTOL·(Σ δ² + n·length²) are global minima (both criteria are ≥ 0).
+ZERO_RTOL = 1e-12
 #: Vertices with more active residuals than this are not certified (status WEAK).
 MAX_ACTIVE = 10
 
@@ -89,7 +90,7 @@ def stress_check(Y: np.ndarray, X: np.ndarray, delta: np.ndarray, length: float)
     status[lam[:, 0] > CURV_RTOL * 2 * n] = STRICT
     status[(lam[:, 0] < -CURV_RTOL * 2 * n) | ~stationary | kink] = NOT_MINIMUM
     value = np.square(r - delta).sum(axis=1)
-    status[value <= ZERO_RTOL * (np.square(delta).sum(axis=1) + n * length**2)] = GLOBAL
+    status[value <= ZERO_RTOL**2 * (np.square(delta).sum(axis=1) + n * length**2)] = GLOBAL
     U = V.transpose(0, 2, 1)  # rows: eigenvectors, ascending eigenvalue
     return status, np.concatenate([U, -U], axis=1).reshape(m, 2, d, d).transpose(0, 2, 1, 3).reshape(m, 2 * d, d)
 

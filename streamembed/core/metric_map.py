@@ -61,9 +61,10 @@ from .errors import InputError
 LANDMARK_MAPS = ("cmds", "smacof", "sammon")
 #: An iteration that lowers the criterion by at most this share of it ends the refinement (converged).
 MAP_RTOL = 1e-10
-#: Budget of Guttman sweeps. The slowest case measured, a SMACOF map of 150
-#: docstring lines (normalised edit distance, d = 3), converges in about 1,600
-#: to 2,000 accelerated sweeps; plain majorisation needs up to about 17,000.
+#: Budget of Guttman sweeps. The slowest case measured, SMACOF on 150
+#: docstring lines (edit distance, d = 3), converges in under 2,000
+#: accelerated sweeps; plain majorisation needs up to about 17,000. A sweep
+#: costs O(n² d): about 0.25 ms at n = 150 and 30 ms at n = 1000.
 MAP_MAX_ITER = 20_000
 
 
