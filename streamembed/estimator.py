@@ -13,6 +13,7 @@ selection slices both axes (``streamembed.sklearn``).
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, Literal
 
@@ -27,6 +28,8 @@ from .core.model import CORRECTIONS, INPUTS, METHODS, LandmarkModel, Method, fit
 from .core.result import EmbeddingResult
 
 __all__ = ["LandmarkMDS", "METHODS"]
+
+log = logging.getLogger("streamembed")
 
 
 def _fitted(name: str, doc: str) -> property:
@@ -108,7 +111,15 @@ class LandmarkMDS:
         """
         self._check_params()
         self.model_ = fit_model(validation.check_array(X, "D"), **self._fit_kwargs(), landmark_ids=landmark_ids)
+        self._warn_unconverged()
         return self
+
+    def _warn_unconverged(self) -> None:
+        info = self.model_.map_info
+        if info is not None and not info["converged"]:
+            log.warning("landmark_map=%r: the refinement stopped at its budget of %d sweeps before the relative "
+                        "criterion change fell to %g (criterion %.6g); the map is not converged (map_converged_ is "
+                        "False)", self.landmark_map, info["iterations"], info["tolerance"], info["criterion"])
 
     def fit_features(self, X: object, metric: str = "euclidean", landmark_ids: object = None) -> "LandmarkMDS":
         """Fit from landmark feature vectors X (n, p); distances by ``scipy.spatial.distance.cdist``.
@@ -132,6 +143,7 @@ class LandmarkMDS:
             except ValueError as exc:
                 raise InputError(f"metric {metric!r} failed on X of shape {X64.shape}: {exc}") from exc
         self.model_ = fit_model(M, **self._fit_kwargs(), landmark_ids=landmark_ids, features=X64, metric=metric)
+        self._warn_unconverged()
         return self
 
     def fit_transform(self, X: object, y: object = None, **fit_params: Any) -> np.ndarray:
@@ -254,6 +266,16 @@ class LandmarkMDS:
     alignment_shift_ = _fitted("shift", "(d,) alignment shift")
     landmark_map_ = _fitted("landmark_map", "(n, d) refined natural-frame map or None")
     map_info_ = _fitted("map_info", "convergence of the SMACOF / Sammon refinement, or None")
+
+    def _map(self, key: str) -> Any:
+        info = self._model().map_info
+        return None if info is None else info.get(key)
+
+    map_criterion_ = property(lambda self: self._map("criterion"), doc="refined map: its stress / Sammon criterion")
+    map_iterations_ = property(lambda self: self._map("iterations"), doc="refined map: majorisation sweeps")
+    map_converged_ = property(lambda self: self._map("converged"),
+                              doc="refined map: False when the sweep budget ended before the tolerance (None: CMDS)")
+    map_tolerance_ = property(lambda self: self._map("tolerance"), doc="refined map: relative criterion tolerance")
 
     @property
     def landmark_self_similarity_(self) -> np.ndarray | None:

@@ -319,9 +319,10 @@ def fit_model(
                           dissimilarities=raw, features=features, metric=metric, random_state=random_state,
                           n_threads=n_threads)
     if landmark_map != "cmds":
-        X_map, criterion, iterations = refine_map(model.natural_embedding, D_core, landmark_map)
-        model = replace(model, landmark_map=X_map,
-                        map_info={"criterion": float(criterion), "iterations": int(iterations)}, lineage="")
+        ref = refine_map(model.natural_embedding, D_core, landmark_map)
+        model = replace(model, landmark_map=ref.X, lineage="",
+                        map_info={"criterion": float(ref.criterion), "iterations": int(ref.iterations),
+                                  "converged": bool(ref.converged), "tolerance": float(ref.tolerance)})
     return model
 
 

@@ -27,7 +27,7 @@ from .bounds import WindowBounds, window_bounds
 from .centering import center_block
 from .criteria import solve_l1, solve_stress
 from .errors import InputError
-from .flags import FLAG_BLOCK, FLAG_NON_EUCLIDEAN, FLAG_NOT_CONVERGED
+from .flags import FLAG_AMBIGUOUS, FLAG_BLOCK, FLAG_ESCAPED, FLAG_NON_EUCLIDEAN, FLAG_NOT_CONVERGED
 from .residuals import block_k0, k0_diagonal, operator_norm
 from .restricted import AMBIGUITY_RTOL, AMBIGUITY_RTOL_F32, restricted_arc, solve_restricted
 from .result import EmbeddingResult
@@ -121,6 +121,8 @@ def _finish(model: "LandmarkModel", A_arr: np.ndarray, Z: np.ndarray, valid: np.
             sol = solve_stress(y0, X, delta) if method == "stress" else solve_l1(y0, X, np.square(delta))
             y[rows] = sol.y
             flags[rows[~sol.converged]] |= FLAG_NOT_CONVERGED
+            flags[rows[sol.escaped]] |= FLAG_ESCAPED
+            flags[rows[sol.ambiguous]] |= FLAG_AMBIGUOUS
     k0 = np.full(m, np.nan)
     sample = _k0_sample(k0_rows, np.flatnonzero(valid))
     coords = None
