@@ -100,6 +100,7 @@ def save_model(model: LandmarkModel, path: str | os.PathLike, params: dict[str, 
         "map_info": model.map_info,
         "params": _jsonable(est_params),
         "random_state": int(model.random_state),
+        "negative_ratio": model.negative_ratio,
     }
     meta["checksum_sha256"] = _checksum(arrays, meta)
     path = Path(path)
@@ -203,6 +204,15 @@ def _expect(meta: dict[str, Any], key: str, types: tuple[type, ...], allow_none:
     return v
 
 
+def _negative_ratio(meta: dict[str, Any]) -> float | None:
+    v = meta.get("negative_ratio")
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+        raise TypeError(f"metadata 'negative_ratio' must be a non-negative number or null, got {v!r}")
+    return float(v)
+
+
 def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[LandmarkModel, dict[str, Any]]:
     required = {"eigenvalues", "eigenvectors", "row_means", "grand_mean", "landmark_ids"}
     missing = required - set(files)
@@ -255,7 +265,8 @@ def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[Landmark
                           fit_params=dict(fp), landmark_map=X_map,
                           map_info=_expect(meta, "map_info", (dict,), allow_none=True), version=version,
                           lineage=lineage, dissimilarities=D, features=features, metric=metric,
-                          random_state=int(_expect(meta, "random_state", (int,))))
+                          random_state=int(_expect(meta, "random_state", (int,))),
+                          negative_ratio=_negative_ratio(meta))
     if "alignment_rotation" in files:
         model = model.aligned(files["alignment_rotation"], files["alignment_shift"])
     return model, params

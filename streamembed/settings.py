@@ -55,6 +55,9 @@ class ModelConfig:
     k0_rows: str | int = _f(32, "Rows per batch with the exact out-of-span residual k0 (docs/math.md §4): none, all, "
                             "or a count (a deterministic, evenly spaced sample). They are written to the output's k0 "
                             "column and are what drift monitoring sees; each costs O(n·r).")
+    max_batch_seconds: float = _f(60.0, "Wall time the iterative methods (stress, l1, block restricted "
+                                  "reconstruction) may spend on one batch; rows still iterating then keep their best "
+                                  "placement so far, flagged not_converged (0: no limit).", min=0.0)
     n_landmarks: int = _f(100, "Number of landmarks n of a generator-fitted model (this and the keys below apply "
                           "only when model.path is empty).", min=2, max=100_000)
     n_components: int = _f(2, "Map dimensions d of a generator-fitted model.", min=1, max=1000)

@@ -58,6 +58,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import budget
 from .criteria_checks import GLOBAL, WEAK, l1_check, stress_check
 from .criteria_line import l1_line, stress_line
 
@@ -75,6 +76,8 @@ MAX_HALVINGS = 30
 L1_EPS_FINAL = 1e-12
 #: Factor between successive smoothing levels.
 L1_EPS_FACTOR = 0.1
+#: Most smoothing levels of one continuation (from the start's median residual down to L1_EPS_FINAL: ~15 suffice).
+L1_MAX_STAGES = 40
 #: First smoothing level of a descent from an escape start: small, so that the
 #: descent stays in the basin the start was chosen in (a large ε pulls towards
 #: the minimum of the smoothed criterion, possibly the point just left).
@@ -211,7 +214,7 @@ def _solve(descend: Callable, objective: Callable, check: Callable, Y0: np.ndarr
     frontier = np.flatnonzero(status <= WEAK)
     owner, P, fP, dP = frontier, Y[frontier], f[frontier], dirs[frontier]
     for rnd in range(1, ESCAPE_ROUNDS + 1):
-        if owner.size == 0:
+        if owner.size == 0 or budget.spent():
             break
         S, fS, src = _escape_starts(P, fP, dP, X, data[owner], objective, length)
         if src.size == 0:
@@ -299,6 +302,8 @@ def _stress_chunk(Y0: np.ndarray, X: np.ndarray, delta: np.ndarray) -> tuple[np.
     Y = Y0.copy()
     active = np.arange(Y.shape[0])
     for _ in range(MAJORIZATION_ITER):  # Guttman transforms until the steps are small
+        if budget.spent():
+            break
         if active.size == 0:
             break
         D = _diff(Y[active], X)
@@ -369,7 +374,9 @@ def _l1_chunk(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray, local: bool = F
     Y = Y0.copy()
     conv = np.ones(Y.shape[0], dtype=bool)
     todo = np.arange(Y.shape[0])
-    while todo.size:  # each row runs its own sequence of smoothing levels
+    for _stage in range(L1_MAX_STAGES):  # each row runs its own sequence of smoothing levels
+        if todo.size == 0 or budget.spent():
+            break
         d2, e2 = delta2[todo], np.square(eps[todo])
 
         def fun(Yr: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -387,6 +394,7 @@ def _l1_chunk(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray, local: bool = F
         Y[todo], conv[todo] = _damped_newton(Y[todo], fun, derivs, NEWTON_ITER, length)
         todo = todo[eps[todo] > eps_final[todo]]
         eps[todo] = np.maximum(eps[todo] * L1_EPS_FACTOR, eps_final[todo])
+    conv[todo] = False  # out of stages or of time before the last smoothing level
     return Y, conv
 
 
@@ -459,6 +467,8 @@ def _damped_newton(
     for _ in range(max_iter):
         if active.size == 0:
             return Y, np.ones(Y.shape[0], dtype=bool)
+        if budget.spent():
+            break
         Ya = Y[active]
         g, H = derivs(Ya, active)
         w, V = np.linalg.eigh(H)

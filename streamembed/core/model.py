@@ -25,6 +25,7 @@ import scipy.spatial.distance
 
 from . import kernel_input, placement, validation
 from .bounds import WindowBounds
+from .calibration import arrival_negative_ratio
 from .cmds import LandmarkSpectrum, fit_spectrum
 from .errors import InputError
 from .metric_map import LANDMARK_MAPS, refine_map
@@ -67,6 +68,9 @@ class LandmarkModel:
             kernel name) for a feature-mode model, else None.
         random_state: seed of the block solver's perturbed starts.
         n_threads: threads of the projection hot path (None: up to 2).
+        negative_ratio: the ``non_euclidean`` flag's threshold on −k0/β
+            (``core.calibration``; 0 for Euclidean landmarks; None for a model
+            saved before it existed: the landmarks' own ratio is used).
     """
 
     spectrum: LandmarkSpectrum
@@ -85,6 +89,7 @@ class LandmarkModel:
     metric: str | None = None
     random_state: int = 0
     n_threads: int | None = None
+    negative_ratio: float | None = None
     _kernels: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -229,6 +234,12 @@ class LandmarkModel:
         Z, _ = self.kernel(r, np.dtype(np.float64))(np.ascontiguousarray(A_rows, dtype=np.float64))
         return Z[:, :r], Z[:, r]
 
+    def cached(self, key: Any, compute: Any) -> Any:
+        """A value derived from this (immutable) model, computed once (kernels, limits)."""
+        if key not in self._kernels:
+            self._kernels[key] = compute()
+        return self._kernels[key]
+
     def kernel(self, n_coords: int, dtype: np.dtype) -> ProjectionKernel:
         """The fused projection kernel on the first ``n_coords`` eigenpairs, for rows of ``dtype`` (cached)."""
         key = (n_coords, np.dtype(dtype).str)
@@ -315,9 +326,10 @@ def fit_model(
     params = {"input": input, "geodesic_neighbors": None if geodesic_neighbors is None else int(geodesic_neighbors),
               "correction": correction, "landmark_map": landmark_map,
               "n_residual_components": n_residual_components, "eigensolver": eigensolver}
+    negative_ratio = arrival_negative_ratio(D_core, spectrum, d, n_residual_components, eigensolver)
     model = LandmarkModel(spectrum=spectrum, n_components=d, landmark_ids=ids, pipeline=pipeline, fit_params=params,
                           dissimilarities=raw, features=features, metric=metric, random_state=random_state,
-                          n_threads=n_threads)
+                          n_threads=n_threads, negative_ratio=negative_ratio)
     if landmark_map != "cmds":
         ref = refine_map(model.natural_embedding, D_core, landmark_map)
         model = replace(model, landmark_map=ref.X, lineage="",

@@ -12,6 +12,19 @@ formula lives in its own module (``projection``, ``restricted``, ``block``,
    secular equation, stress / L1 by their criteria, a block by block RR;
 4. exact k0 on the requested sample of rows, flags, blanked invalid rows.
 
+Two guards keep every number meaningful (docs/math.md §2, §4):
+
+- **range**: a row whose mean squared dissimilarity exceeds what this model
+  can place without overflow in the row's dtype (``energy_limit``: its
+  coordinates, β and ‖ŷ‖² must stay finite) is refused as ``out_of_range``
+  before any iterative method sees it — never an output with inf;
+- **non-Euclidean flag**: a row is flagged ``non_euclidean`` when β < 0, or
+  when −k0/β exceeds the model's ``negative_ratio`` (beyond round-off): the
+  most negative −k0/β any landmark had when placed as an arrival against
+  the others (``core.calibration``; 0 for Euclidean landmarks). So on
+  non-Euclidean data (edit distances) the flag picks out the rows that are
+  non-Euclidean *beyond* what the data set is, not every row.
+
 All results are in the model's own frame; ``LandmarkModel.place`` aligns them.
 """
 
@@ -89,7 +102,34 @@ def _place_rows(model: "LandmarkModel", A_arr: np.ndarray, valid: np.ndarray | N
                 raise InputError(f"row {i} of A is invalid: {why}")
             valid[i], reasons[i] = False, why
     with np.errstate(invalid="ignore", over="ignore"):
+        energy = Z[:, d].astype(np.float64) + 0.5 * model.spectrum.grand_mean  # mean squared dissimilarity
+        limit = energy_limit(model, A_arr.dtype)
+        for i in np.flatnonzero(valid & ~(energy <= limit)):
+            why = Problem("out_of_range", f"the mean squared dissimilarity {energy[i]:.3g} exceeds {limit:.3g}, the "
+                          f"largest this model can place in {np.dtype(A_arr.dtype).name} (its landmarks' is "
+                          f"{model.spectrum.grand_mean:.3g})")
+            if errors == "raise":
+                raise InputError(f"row {i} of A is invalid: {why}")
+            valid[i], reasons[i] = False, why
         return _finish(model, A_arr, Z, valid, reasons, method, k0_rows)
+
+
+def energy_limit(model: "LandmarkModel", dtype: np.dtype) -> float:
+    """The largest mean squared dissimilarity of a row this model places without overflow (squared units).
+
+    With E that mean, every projected coordinate and β is at most
+    n²·E·max|W| in magnitude (W the fused projection matrix), so E is
+    limited by the dtype's range for those, and by float64's for ‖ŷ‖²
+    (d of them squared), with a factor 16 of headroom each.
+    """
+    def compute() -> float:
+        W = model.kernel(int(model.n_components), np.dtype(dtype)).W
+        n, d = model.n_landmarks, int(model.n_components)
+        bound = n * n * max(float(np.abs(W).max()), np.finfo(np.float64).tiny)
+        big = min(float(np.finfo(dtype).max) / 16.0, float(np.sqrt(np.finfo(np.float64).max / (16.0 * d))))
+        return big / bound
+
+    return model.cached(("energy_limit", np.dtype(dtype).str), compute)
 
 
 def _finish(model: "LandmarkModel", A_arr: np.ndarray, Z: np.ndarray, valid: np.ndarray,
@@ -129,8 +169,11 @@ def _finish(model: "LandmarkModel", A_arr: np.ndarray, Z: np.ndarray, valid: np.
     if sample.size:
         coords, beta_r = model.project_r(A_arr[sample])
         k0[sample] = k0_diagonal(beta_r, coords)
-        flags[sample] |= _non_euclidean(k0[sample], beta[sample], A_arr.dtype)
+        flags[sample] |= _non_euclidean(model, k0[sample], beta[sample], A_arr.dtype)
     flags[(beta < 0) & valid] |= FLAG_NON_EUCLIDEAN
+    lost = valid & ~(np.isfinite(y).all(axis=1) & np.isfinite(unexpl))
+    for i in np.flatnonzero(lost):  # never expected past the range guard: never an output with inf
+        valid[i], reasons[i] = False, Problem("out_of_range", "the placement overflowed (non-finite result)")
     res = EmbeddingResult(y=y, beta=beta, unexplained=unexpl, k0=k0, t=t, flags=flags, valid=valid, reasons=reasons,
                           method=method, residual_rows=sample if sample.size else None, residual_coords=coords)
     if not valid.all():
@@ -165,9 +208,29 @@ def _k0_sample(k0_rows: None | str | int, valid_rows: np.ndarray) -> np.ndarray:
     return valid_rows[np.linspace(0, valid_rows.size - 1, s).round().astype(np.int64)] if s else valid_rows[:0]
 
 
-def _non_euclidean(k0: np.ndarray, beta: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def _non_euclidean(model: "LandmarkModel", k0: np.ndarray, beta: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """FLAG_NON_EUCLIDEAN where k0 < −ρ·β beyond round-off (ρ: the model's calibrated ``negative_ratio``)."""
     tol = K0_RTOL.get(np.dtype(dtype), 1e-7) * (np.abs(beta) + np.abs(beta - k0))
-    return np.where(k0 < -tol, FLAG_NON_EUCLIDEAN, 0).astype(np.uint32)
+    ratio = model.negative_ratio if model.negative_ratio is not None else landmark_negative_ratio(model)
+    allowed = ratio * np.maximum(beta, 0.0)
+    return np.where(k0 < -(allowed + tol), FLAG_NON_EUCLIDEAN, 0).astype(np.uint32)
+
+
+def landmark_negative_ratio(model: "LandmarkModel") -> float:
+    """ρ_L = max over landmarks of −k0(l)/β(l), for models saved without a calibrated ``negative_ratio``.
+
+    For landmark i, β(l_i) = B_ii and k0(l_i) = B_ii − Σ_{j≤r} λ_j U_ij² (docs/math.md §4):
+    zero for Euclidean landmarks, minus the landmark's share of the negative
+    eigenvalues otherwise. Objects of the same non-Euclidean kind carry as much.
+    """
+    def compute() -> float:
+        sp = model.spectrum
+        beta_l = sp.row_means - 0.5 * sp.grand_mean
+        k0_l = beta_l - (np.square(sp.eigenvectors) * sp.eigenvalues).sum(axis=1)
+        ok = beta_l > 0
+        return float(np.max(np.maximum(-k0_l[ok] / beta_l[ok], 0.0), initial=0.0))
+
+    return model.cached("negative_ratio", compute)
 
 
 def _place_block(model: "LandmarkModel", A: np.ndarray, C: object, k0_rows: object, errors: str) -> EmbeddingResult:
@@ -206,7 +269,7 @@ def _place_block(model: "LandmarkModel", A: np.ndarray, C: object, k0_rows: obje
         K0 = block_k0(Beta, coords)
         k0 = np.diagonal(K0).copy()
         norm = operator_norm(K0)
-        flags |= _non_euclidean(k0, beta, A.dtype)
+        flags |= _non_euclidean(model, k0, beta, A.dtype)
         rows = np.arange(m)
     flags[beta < 0] |= FLAG_NON_EUCLIDEAN
     return EmbeddingResult(y=sol.y, beta=beta, unexplained=beta - np.einsum("ij,ij->i", y_proj, y_proj), k0=k0,

@@ -18,7 +18,7 @@ from .errors import InputError
 
 
 #: Every ``Problem.code`` the core produces (the streaming layer's dead-letter reasons include them all).
-PROBLEM_CODES: tuple[str, ...] = ("non_finite", "negative", "bad_block", "rejected")
+PROBLEM_CODES: tuple[str, ...] = ("non_finite", "negative", "out_of_range", "bad_block", "rejected")
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def describe_bad_row(row: np.ndarray, name: str = "dissimilarities") -> Problem 
         return Problem("negative", f"{name}[{j}] = {row[j]}", j)
     with np.errstate(over="ignore"):
         if not np.isfinite(np.square(row, dtype=np.float64).sum()):
-            return Problem("non_finite", f"squared {name} overflow")
+            return Problem("out_of_range", f"the squared {name} overflow")
     return None
 
 

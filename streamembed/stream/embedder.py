@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from streamembed.core import budget
 from streamembed.core.flags import FLAG_RETAINED_MODEL, flag_names
 from streamembed.core.model import LandmarkModel
 from streamembed.core.result import EmbeddingResult
@@ -73,12 +74,19 @@ class BatchEmbedder:
     ``LandmarkModel.place`` (None, "all" or a count). Rows whose
     ``landmark_version`` names a retained older model are embedded with it and
     flagged ``retained_model``; ``monitor`` (a ``stream.monitor.DriftMonitor``),
-    when given, sees every batch embedded with the current model.
+    when given, sees every batch embedded with the current model. The
+    iterative methods get ``max_batch_seconds`` of wall time per batch
+    (``core.budget``: rows still iterating then keep their best placement and
+    the ``not_converged`` flag); ``cancelled`` (e.g. the daemon's stop event)
+    interrupts them with ``budget.Cancelled``, leaving the batch unprocessed.
     """
 
     def __init__(self, model: LandmarkModel, *, method: str = "projection", k0_rows: None | str | int = None,
-                 max_block_rows: int = 4096, registry: ModelRegistry | None = None, monitor: Any = None) -> None:
+                 max_block_rows: int = 4096, registry: ModelRegistry | None = None, monitor: Any = None,
+                 max_batch_seconds: float | None = None, cancelled: Any = None) -> None:
         self.registry = registry if registry is not None else ModelRegistry(model, retain=0)
+        self.max_batch_seconds = max_batch_seconds
+        self.cancelled = cancelled
         self.method = method
         self.k0_rows = k0_rows
         self.max_block_rows = max_block_rows
@@ -100,7 +108,8 @@ class BatchEmbedder:
         Row i of ``table`` is row ``rows[i]`` (or ``row_base + i``) of ``file``.
         """
         try:
-            return self._process(table, file=file, rows=rows, row_base=row_base)
+            with budget.limit(self.max_batch_seconds, self.cancelled):
+                return self._process(table, file=file, rows=rows, row_base=row_base)
         except Exception as exc:  # noqa: BLE001 - the rule: contained to the records that cause it
             m = table.num_rows
             is_block = "cross" in table.schema.names and m > 1

@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamembed.core.budget import Cancelled
 from streamembed.core.flags import FLAG_NAMES
 from streamembed.settings import OutputConfig, RunConfig
 from streamembed.stream.checkpoint import Checkpointer, CrashGuard
@@ -135,7 +136,11 @@ class EmbeddingLoop:
                     if wait > 0:
                         self.stop.wait(wait)
                     continue
-                self.handle(batch)
+                try:
+                    self.handle(batch)
+                except Cancelled:
+                    log.info("stopping mid-batch: the batch is not written and will be read again after a restart")
+                    break
                 if self._roll_due():
                     self.commit()
             self._set_state("stopping")

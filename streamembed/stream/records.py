@@ -74,7 +74,6 @@ class Reason:
     UNDECODABLE = "undecodable"  #: not UTF-8 / not JSON / truncated Arrow data / bad column type
     UNREADABLE_FILE = "unreadable_file"  #: the file could not be opened or parsed at all
     OUT_OF_RANGE = "out_of_range"  #: finite, but so large that its squares would overflow the arithmetic
-    NOT_CONVERGED = "not_converged"  #: an iterative method ran out of its budget (iterations or time)
     REJECTED = "rejected"  #: the core refused the row (``errors="mask"``) for another reason
     EMBED_FAILED = "embed_failed"  #: embedding raised on this record (a bug, contained to the record)
     QUARANTINED = "quarantined"  #: the daemon crashed on this batch run.max_batch_attempts times in a row
@@ -94,7 +93,6 @@ REASONS: Final[tuple[str, ...]] = (
     Reason.UNDECODABLE,
     Reason.UNREADABLE_FILE,
     Reason.OUT_OF_RANGE,
-    Reason.NOT_CONVERGED,
     Reason.REJECTED,
     Reason.EMBED_FAILED,
     Reason.QUARANTINED,
