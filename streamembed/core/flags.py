@@ -18,8 +18,13 @@ FLAG_NON_EUCLIDEAN = np.uint32(2)
 FLAG_RETAINED_MODEL = np.uint32(4)
 #: Embedded as a member of a block (multi-point RR with mutual dissimilarities).
 FLAG_BLOCK = np.uint32(8)
-#: The secular-equation solver stopped at its iteration limit (never expected).
+#: The secular-equation solver stopped at its iteration limit (never expected);
+#: for a block, the trust-region solver's best start did not meet its stopping test.
 FLAG_NOT_CONVERGED = np.uint32(16)
+#: Block RR without a certificate of global optimality: the duality bound of
+#: docs/math.md §3 does not close (the block lies far outside the kept axes), so the
+#: best of several starts is returned and it may be a local minimum.
+FLAG_UNCERTIFIED = np.uint32(32)
 
 FLAG_NAMES: dict[int, str] = {
     int(FLAG_AMBIGUOUS): "ambiguous_sign",
@@ -27,6 +32,7 @@ FLAG_NAMES: dict[int, str] = {
     int(FLAG_RETAINED_MODEL): "retained_model",
     int(FLAG_BLOCK): "block",
     int(FLAG_NOT_CONVERGED): "not_converged",
+    int(FLAG_UNCERTIFIED): "uncertified",
 }
 
 
