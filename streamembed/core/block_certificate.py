@@ -26,7 +26,15 @@ from __future__ import annotations
 
 import numpy as np
 
+try:  # numpy's stacked Cholesky, which marks a failed matrix with NaN instead of raising for the stack
+    from numpy.linalg._umath_linalg import cholesky_lo as _cholesky_lo
+except ImportError:  # pragma: no cover - a numpy without it: decide with eigenvalues instead
+    _cholesky_lo = None
+
 _EPS = np.finfo(np.float64).eps
+#: A margin of at least this share of λ_d is accepted from a Cholesky test alone
+#: (4× cheaper than eigenvalues at k = 64); below it the smallest eigenvalue is computed.
+CHOLESKY_SHARE = 0.5
 #: ε is searched at m_ref · 2^j for j in this range, m_ref = max(λ_d, |m|).
 _GRID = 2.0 ** np.arange(-80, 12, 2)
 
@@ -46,13 +54,14 @@ def optimality_gap(
 
     Returns:
         gap: (s,) the bound (squared-dissimilarity² units, ≥ 0, finite).
-        margin: (s,) m = λ_d + λ_min(Y Yᵀ - β), reduced by its round-off.
+        margin: (s,) a lower bound on m = λ_d + λ_min(Y Yᵀ - β) (the exact value,
+            or CHOLESKY_SHARE · λ_d when a Cholesky test shows it is larger), less its round-off.
     """
     s, k, _ = Y.shape
     R = Y @ Y.transpose(0, 2, 1) - Beta
     y2 = (Y * Y).reshape(s, -1).sum(axis=1)
     beta_norm = np.sqrt((Beta * Beta).reshape(s, -1).sum(axis=1))
-    margin = lam_min + np.linalg.eigvalsh(R)[:, 0] - 64 * _EPS * (k * y2 + beta_norm + lam_min)
+    margin = _margin_lower_bound(R, lam_min) - 64 * _EPS * (k * y2 + beta_norm + lam_min)
     g_norm = np.sqrt((grad * grad).reshape(s, -1).sum(axis=1)) + 64 * _EPS * grad_scale
     y_norm = np.sqrt(y2)
     m_ref = np.maximum(lam_min, np.abs(margin))
@@ -64,3 +73,20 @@ def optimality_gap(
         num = g_norm[:, None] + 4.0 * np.abs(eps) * y_norm[:, None]
         bound = k * eps * eps + num * num / (8.0 * delta)
     return np.nanmin(bound, axis=1), margin
+
+
+def _margin_lower_bound(R: np.ndarray, lam_min: float) -> np.ndarray:
+    """(s,) a lower bound on m = λ_d + λ_min(R): CHOLESKY_SHARE · λ_d where R + (1 - share) λ_d I
+    is positive definite, else the exact value. The choice depends only on the block itself."""
+    margin = np.empty(R.shape[0])
+    shifted = R + (1.0 - CHOLESKY_SHARE) * lam_min * np.eye(R.shape[1])
+    if _cholesky_lo is not None:
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(_cholesky_lo(shifted, signature="d->d")[:, -1, -1])
+    else:  # pragma: no cover
+        ok = np.linalg.eigvalsh(shifted)[:, 0] > 0
+    margin[ok] = CHOLESKY_SHARE * lam_min
+    rest = np.flatnonzero(~ok)
+    if rest.size:
+        margin[rest] = lam_min + np.linalg.eigvalsh(R[rest])[:, 0]
+    return margin

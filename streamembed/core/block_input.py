@@ -20,8 +20,9 @@ from .validation import row_problems
 #: Symmetry and the zero diagonal are checked to this share of the block's largest entry
 #: (as ``validation.check_dissimilarity_matrix``: float32 text round trips).
 CROSS_RTOL = 1e-7
-#: Rows centred per step in ``pack_blocks`` (bounds the float64 temporaries).
-PACK_CHUNK_ROWS = 2048
+#: ``pack_blocks`` centres about this many float64 entries of A at a time (a chunk
+#: of rows, 512 KB, that stays in the per-core L2 cache while it is used).
+PACK_CHUNK_ELEMENTS = 1 << 16
 
 BAD_BLOCK = "bad_block"
 
@@ -87,7 +88,8 @@ def check_blocks(
     matrix is not a 2-D square numeric array matching the block's row count,
     or has a NaN/inf or negative entry, a non-zero diagonal or is not
     symmetric (both beyond ``rtol`` times its largest entry). The detail names
-    the first offending entry, e.g. ``cross[2, 5] = -1.0 is negative``.
+    the first offending entry, e.g. ``cross[2, 5] = -1.0 is negative``. The
+    entry checks run on all blocks of one size at once.
 
     Args:
         cross: nb matrices, block i's expected to be sizes[i]×sizes[i].
@@ -97,58 +99,53 @@ def check_blocks(
     if len(sizes) != nb:
         raise ValueError(f"{nb} cross matrices but {len(sizes)} block sizes")
     problems: list[BlockProblem | None] = [None] * nb
-    arrays: list[np.ndarray] = []
-    shaped: list[int] = []
+    arrays: list[np.ndarray | None] = [None] * nb
     for i, (x, k) in enumerate(zip(cross, sizes)):
-        k = int(k)
-        why = None
-        arr = None
-        if k < 1:
-            why = "empty block (0 rows)"
-        elif max_block_rows is not None and k > max_block_rows:
-            why = f"block of {k} rows exceeds max_block_rows = {max_block_rows}"
+        why = _shape_problem(x, int(k), max_block_rows, name)
+        if why is None:
+            arrays[i] = np.asarray(x)
         else:
-            try:
-                arr = np.asarray(x)
-            except Exception as exc:  # ragged nested lists and the like
-                why = f"{name} is not an array: {exc}"
-            if arr is not None and why is None:
-                if arr.dtype.kind not in "biuf":
-                    why = f"{name} must be numeric, got dtype {arr.dtype}"
-                elif arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
-                    why = f"{name} is not square: shape {arr.shape}"
-                elif arr.shape[0] != k:
-                    why = f"{name} has shape {arr.shape} but the block has {k} rows"
-        if why is not None:
             problems[i] = BlockProblem(BAD_BLOCK, why)
-        else:
-            arrays.append(np.asarray(arr, dtype=np.float64).ravel())
-            shaped.append(i)
-    if not shaped:
-        return problems
-    ks = np.array([int(sizes[i]) for i in shaped], dtype=np.int64)
-    flat = np.concatenate(arrays)
-    off = np.concatenate([[0], np.cumsum(ks * ks)])
-    starts = off[:-1]
-    with np.errstate(invalid="ignore"):
-        nonfinite = np.add.reduceat(~np.isfinite(flat), starts) > 0
-        negative = np.add.reduceat(flat < 0, starts) > 0
-        finite = np.where(np.isfinite(flat), np.abs(flat), 0.0)
-        tol = rtol * np.maximum.reduceat(finite, starts)
-        local = np.arange(flat.size) - np.repeat(starts, ks * ks)
-        kk = np.repeat(ks, ks * ks)
-        p, q = local // kk, local % kk
-        tol_e = np.repeat(tol, ks * ks)
-        on_diag = p == q
-        diag_bad = np.add.reduceat(on_diag & (np.abs(flat) > tol_e), starts) > 0
-        mirror = np.repeat(starts, ks * ks) + q * kk + p
-        asym = np.add.reduceat(np.abs(flat - flat[mirror]) > tol_e, starts) > 0
-    bad = nonfinite | negative | diag_bad | asym
-    for j in np.flatnonzero(bad).tolist():
-        i = shaped[j]
-        M = arrays[j].reshape(ks[j], ks[j])
-        problems[i] = BlockProblem(BAD_BLOCK, _describe(M, float(tol[j]), name))
+    ks = np.array([int(k) if a is not None else 0 for k, a in zip(sizes, arrays)], dtype=np.int64)
+    for k in np.unique(ks[ks > 0]).tolist():
+        idx = np.flatnonzero(ks == k)
+        M = np.stack([arrays[i] for i in idx]).astype(np.float64, copy=False)  # (s, k, k)
+        for j, why in _entry_problems(M, rtol, name):
+            problems[int(idx[j])] = BlockProblem(BAD_BLOCK, why)
     return problems
+
+
+def _shape_problem(x: object, k: int, max_block_rows: int | None, name: str) -> str | None:
+    if k < 1:
+        return "empty block (0 rows)"
+    if max_block_rows is not None and k > max_block_rows:
+        return f"block of {k} rows exceeds max_block_rows = {max_block_rows}"
+    try:
+        arr = np.asarray(x)
+    except Exception as exc:  # ragged nested lists and the like
+        return f"{name} is not an array: {exc}"
+    if arr.dtype.kind not in "biuf":
+        return f"{name} must be numeric, got dtype {arr.dtype}"
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        return f"{name} is not square: shape {arr.shape}"
+    if arr.shape[0] != k:
+        return f"{name} has shape {arr.shape} but the block has {k} rows"
+    return None
+
+
+def _entry_problems(M: np.ndarray, rtol: float, name: str) -> list[tuple[int, str]]:
+    """(index in the stack, detail) for the bad matrices of a stack M (s, k, k)."""
+    s = M.shape[0]
+    flat = M.reshape(s, -1)
+    with np.errstate(invalid="ignore"):
+        lo = flat.min(axis=1)  # NaN if any NaN
+        hi = np.abs(flat).max(axis=1)
+        suspect = ~(lo >= 0) | ~np.isfinite(hi)
+        tol = rtol * np.where(np.isfinite(hi), hi, 0.0)
+        diag = np.abs(np.diagonal(M, axis1=1, axis2=2)).max(axis=1) > tol
+        asym = np.abs(M - M.transpose(0, 2, 1)).reshape(s, -1).max(axis=1) > tol
+    bad = np.flatnonzero(suspect | diag | asym)
+    return [(int(j), _describe(M[j], float(tol[j]), name)) for j in bad]
 
 
 def _describe(M: np.ndarray, tol: float, name: str) -> str:
@@ -185,9 +182,9 @@ def pack_blocks(
         row_means, grand_mean: the landmark spectrum's m_Δ (n,) and g.
         eigenvectors: (n, d) U_d.
 
-    Everything is computed in float64: B per chunk of rows (C = B U_d and
-    ‖B_p‖² from it), β from the squared cross matrices with index arithmetic
-    over the flat packing.
+    Everything is computed in float64: B a cache-sized chunk of rows at a
+    time (C = B U_d and ‖B_p‖² from it while it is in cache), β of all blocks
+    of one size at once.
     """
     sizes = np.asarray(sizes, dtype=np.int64)
     m, n = A.shape
@@ -195,26 +192,30 @@ def pack_blocks(
     c = np.empty((m, d))
     row_b2 = np.empty(m)
     abar = np.empty(m)
-    for s in range(0, m, PACK_CHUNK_ROWS):
-        a2 = np.square(A[s : s + PACK_CHUNK_ROWS], dtype=np.float64)
-        ab = a2.mean(axis=1)
-        a2 -= ab[:, None]
-        a2 -= row_means
-        a2 += grand_mean
-        a2 *= -0.5  # B (docs/math.md §2)
-        c[s : s + PACK_CHUNK_ROWS] = a2 @ eigenvectors
-        row_b2[s : s + PACK_CHUNK_ROWS] = np.einsum("ij,ij->i", a2, a2)
-        abar[s : s + PACK_CHUNK_ROWS] = ab
+    shift = row_means - grand_mean
+    step = max(16, PACK_CHUNK_ELEMENTS // max(n, 1))
+    buf = np.empty((min(step, m), n))
+    for s in range(0, m, step):
+        e = min(s + step, m)
+        B = buf[: e - s]
+        np.square(A[s:e], out=B, dtype=np.float64)
+        ab = B.mean(axis=1)
+        B -= ab[:, None]
+        B -= shift
+        B *= -0.5  # B (docs/math.md §2)
+        np.matmul(B, eigenvectors, out=c[s:e])
+        row_b2[s:e] = np.einsum("ij,ij->i", B, B)
+        abar[s:e] = ab
     row_off = np.concatenate([[0], np.cumsum(sizes)])
     b_norm2 = np.add.reduceat(row_b2, row_off[:-1]) if sizes.size else np.empty(0)
-    sq = sizes * sizes
-    flat = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in cross]) if len(cross) else np.empty(0)
-    starts = np.concatenate([[0], np.cumsum(sq)])[:-1]
-    local = np.arange(flat.size) - np.repeat(starts, sq)
-    kk = np.repeat(sizes, sq)
-    base = np.repeat(row_off[:-1], sq)
-    p, q = base + local // kk, base + local % kk
-    beta = -0.5 * (flat * flat - abar[p] - abar[q] + grand_mean)
+    beta_off = np.concatenate([[0], np.cumsum(sizes * sizes)])
+    beta = np.empty(int(beta_off[-1]))
+    for k in np.unique(sizes).tolist():
+        idx = np.flatnonzero(sizes == k)
+        X = np.stack([np.asarray(cross[i], dtype=np.float64) for i in idx])  # (s, k, k)
+        ab = abar[row_off[idx][:, None] + np.arange(k)]  # (s, k)
+        Bk = -0.5 * (X * X - ab[:, :, None] - ab[:, None, :] + grand_mean)
+        beta[beta_off[idx][:, None] + np.arange(k * k)] = Bk.reshape(idx.size, k * k)
     return BlockBatch(c=c, beta=beta, sizes=sizes, b_norm2=b_norm2, beta_self=abar - 0.5 * grand_mean)
 
 

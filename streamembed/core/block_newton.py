@@ -69,7 +69,8 @@ class NewtonResult:
 
 def _bdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """⟨a_i, b_i⟩ for each problem i of stacked (s, ...) arrays."""
-    return (a * b).reshape(a.shape[0], -1).sum(axis=1)
+    s = a.shape[0]
+    return np.einsum("ij,ij->i", a.reshape(s, -1), b.reshape(s, -1))
 
 
 def _t(a: np.ndarray) -> np.ndarray:
