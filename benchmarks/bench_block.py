@@ -1,0 +1,11 @@
+"""Block RR throughput against single-object RR: ``streamembed.evaluation.bench_block``.
+
+    python benchmarks/bench_block.py [--n 500] [--d 10] [--ks 2,8,64] [--hard] [--profile] [--json PATH]
+"""
+
+from __future__ import annotations
+
+from streamembed.evaluation.bench_block import main
+
+if __name__ == "__main__":
+    main()
