@@ -5,7 +5,12 @@
 
 from __future__ import annotations
 
-from streamembed.evaluation.bench_block import main
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's streamembed
+
+from streamembed.evaluation.bench_block import main  # noqa: E402
 
 if __name__ == "__main__":
     main()
