@@ -14,7 +14,9 @@ random configurations drawn like the brute-force test's. Printed:
   blocks on which it reaches the best value found by anything);
 - leave-one-out: on how many blocks the solver's start set would end
   above the best value without that start (or without all random ones);
-- how many blocks the brute-force starts together beat the start set on.
+- how many blocks the brute-force starts together beat the start set on;
+- how often the first start and the four structured ones agree, and how
+  often the value they agree on is not the best (the early stop's risk).
 
 Not a test: it takes minutes. The figures quoted in ``core/block_starts.py``
 and in the closing note of the block solver come from it.
@@ -72,6 +74,7 @@ def main() -> None:
     hits: dict[str, int] = {}
     loo: dict[str, int] = {}
     brute_wins = 0
+    agree = {r: [0, 0] for r in (0, 2, 4)}
     for _ in range(args.problems):
         kind = str(rng.choice(KINDS, p=[0.4, 0.35, 0.15, 0.1]))
         k = int(np.exp(rng.uniform(np.log(2), np.log(64.5))))
@@ -104,6 +107,11 @@ def main() -> None:
             hits[key] = hits.get(key, 0) + int(reach[i])
         ours = f[:ns]
         ours_best = ours.min()
+        for r, count in agree.items():
+            group = ours[: 5 + r]  # the first start, the four structured ones and r random ones
+            if (np.abs(group - group.min()) <= tol).all():
+                count[0] += 1
+                count[1] += int(group.min() > f_best + tol)
         brute_wins += int(ours_best > f[ns:].min() + tol)
         groups = {name: [i] for i, name in enumerate(names) if not name.startswith("random")}
         groups["all random"] = [i for i, name in enumerate(names) if name.startswith("random")]
@@ -120,6 +128,9 @@ def main() -> None:
     for key, v in loo.items():
         print(f"  {key:24s} {v}")
     print(f"blocks on which {args.brute} brute-force random starts beat all the solver's starts: {brute_wins}")
+    for r, (n_agree, n_wrong) in agree.items():
+        print(f"blocks on which the first start, the four structured ones and {r} random ones all agree: "
+              f"{n_agree}, of which above the best value: {n_wrong}")
 
 
 if __name__ == "__main__":

@@ -23,12 +23,13 @@ Many blocks are solved in one call, vectorised across blocks of equal size:
    case: it does whenever Y Yᵀ - β + λ_d I ⪰ 0 at the minimiser), the block
    is done, certified globally optimal;
 3. blocks without a certificate are restarted from the projection, a
-   spectral start, two eigen starts (exact when C = 0) and 8 seeded random
-   configurations (``block_starts``); a result with ⟨C_:j, Y_:j⟩ < 0 for some
-   column j cannot be the global minimum (flipping that column lowers F)
-   and is flipped and minimised again; blocks whose best value is reached by
-   fewer than 3 starts get 16 more random starts. The best is kept; such
-   blocks carry ``FLAG_UNCERTIFIED``.
+   spectral start, two eigen starts (exact when C = 0) and 2 seeded random
+   configurations (``block_starts``); where these 7 results do not all agree,
+   from 6 more random ones, and where the best value is then reached by
+   fewer than 3 starts, from 16 more. A result with ⟨C_:j, Y_:j⟩ < 0 for
+   some column j cannot be the global minimum (flipping that column lowers
+   F) and is flipped and minimised again. The best is kept; such blocks
+   carry ``FLAG_UNCERTIFIED``.
 
 Degenerate symmetry: if a column C_:j of a block is zero (relative to
 ``ambiguity_rtol``), flipping the sign of Y_:j leaves F unchanged (docs/math.md
@@ -63,8 +64,10 @@ CERT_RTOL = 1e-9
 SCALE_RTOL = 1e-13
 #: Starts whose objective is within BEST_RTOL · F* + SCALE_RTOL · F(0) of the best count as reaching it.
 BEST_RTOL = 1e-9
-#: Random starts of the second stage, and of the third for blocks whose best is reached by fewer than
-#: AGREEING_STARTS starts.
+#: Random starts of the second stage (the first EARLY_RANDOM_STARTS of them with the structured starts;
+#: the rest only where those starts disagree), and of the third for blocks whose best is reached by
+#: fewer than AGREEING_STARTS starts.
+EARLY_RANDOM_STARTS = 2
 RANDOM_STARTS = 8
 MORE_RANDOM_STARTS = 16
 AGREEING_STARTS = 3
@@ -257,10 +260,17 @@ def _solve_group(C: np.ndarray, Beta: np.ndarray, Y1: np.ndarray, lam: np.ndarra
         starts = np.concatenate(
             [projection_starts(Cu, lam)[:, None], spectral_starts(Cu, Bu, lam)[:, None],
              eigen_starts(Cu, Bu, lam)[:, None], eigen_starts(Cu, Bu, lam, projection_starts(Cu, lam))[:, None],
-             random_starts(Cu, Bu, lam, 0, RANDOM_STARTS)], axis=1)
+             random_starts(Cu, Bu, lam, 0, EARLY_RANDOM_STARTS)], axis=1)
         _merge(todo, _run_starts(starts, Cu, Bu, lam, f0[todo]), best_y, best_f, iterations, converged, n_starts,
                n_best, scale)
-        few = todo[(n_best[todo] < AGREEING_STARTS)]
+        # blocks on which some of these starts disagree get the remaining random starts
+        split = todo[n_best[todo] < n_starts[todo]]
+        if split.size:
+            Cs, Bs = C[split], Beta[split]
+            stage = _run_starts(random_starts(Cs, Bs, lam, EARLY_RANDOM_STARTS, RANDOM_STARTS - EARLY_RANDOM_STARTS),
+                                Cs, Bs, lam, f0[split])
+            _merge(split, stage, best_y, best_f, iterations, converged, n_starts, n_best, scale)
+        few = todo[n_best[todo] < AGREEING_STARTS]
         if few.size:
             Cf, Bf = C[few], Beta[few]
             stage = _run_starts(random_starts(Cf, Bf, lam, RANDOM_STARTS, MORE_RANDOM_STARTS), Cf, Bf, lam, f0[few])

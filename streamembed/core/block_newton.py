@@ -112,7 +112,7 @@ class _State:
         self.y_norm = y_norm
 
     def hess(self, P: _Problems, V: np.ndarray) -> np.ndarray:
-        return 4.0 * (V * P.lam + self.R @ V + V @ self.G + self.Y @ (_t(V) @ self.Y))
+        return _hess(P.lam, self.Y, self.R, self.G, V)
 
     def change(self, P: _Problems, S: np.ndarray) -> np.ndarray:
         """F(Y + S) - F(Y), exactly (no cancellation between two values of F)."""
@@ -127,6 +127,11 @@ class _State:
         for name in ("Y", "E", "R", "G", "f", "g", "g_norm", "g_scale", "y_norm"):
             setattr(out, name, getattr(self, name)[idx])
         return out
+
+
+def _hess(lam: np.ndarray, Y: np.ndarray, R: np.ndarray, G: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """H[V] = 4 (V Λ + R V + V G + Y Vᵀ Y) for stacked (s, k, d) arrays."""
+    return 4.0 * (V * lam + R @ V + V @ G + Y @ (_t(V) @ Y))
 
 
 def gradient(Y: np.ndarray, C: np.ndarray, Beta: np.ndarray, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -155,9 +160,9 @@ def _steihaug(P: _Problems, st: _State, M: np.ndarray, radius: np.ndarray, max_c
     zMp = np.zeros(s)
     pMp = ry.copy()
     rad2 = radius * radius
-    S = st
+    lam, Y, R, G = P.lam, st.Y, st.R, st.G
     for _ in range(max_cg):
-        Hp = S.hess(P, p)
+        Hp = _hess(lam, Y, R, G, p)
         kappa = _bdot(p, Hp)
         with np.errstate(divide="ignore", invalid="ignore"):
             alpha = ry / kappa
@@ -171,8 +176,9 @@ def _steihaug(P: _Problems, st: _State, M: np.ndarray, radius: np.ndarray, max_c
             tau = (disc - zMp[e]) / pMp[e]
             z_out[idx[e]] = z[e] + tau[:, None, None] * p[e]
         inner = ~edge
-        z = z + np.where(inner, alpha, 0.0)[:, None, None] * p
-        r = r + np.where(inner, alpha, 0.0)[:, None, None] * Hp
+        step = np.where(inner, alpha, 0.0)[:, None, None]
+        z = z + step * p
+        r = r + step * Hp
         r_norm = np.sqrt(_bdot(r, r))
         small = inner & (r_norm <= r_stop)
         if small.any():
@@ -182,11 +188,10 @@ def _steihaug(P: _Problems, st: _State, M: np.ndarray, radius: np.ndarray, max_c
             return z_out, its
         if done.any():
             keep = np.flatnonzero(~done)
-            idx, z, r, p, zMz_new, zMp, pMp, ry, alpha, r_stop, rad2, M = (
+            idx, z, r, p, zMz_new, zMp, pMp, ry, alpha, r_stop, rad2, M, Y, R, G = (
                 idx[keep], z[keep], r[keep], p[keep], zMz_new[keep], zMp[keep], pMp[keep], ry[keep], alpha[keep],
-                r_stop[keep], rad2[keep], M[keep],
+                r_stop[keep], rad2[keep], M[keep], Y[keep], R[keep], G[keep],
             )
-            P, S = P.take(keep), S.take(keep)
         y = r / M
         ry_new = _bdot(r, y)
         beta = ry_new / ry

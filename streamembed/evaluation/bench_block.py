@@ -46,13 +46,14 @@ def _blocks(Z: np.ndarray, k: int) -> list[np.ndarray]:
     return [euclidean(Z[s : s + k], Z[s : s + k]) for s in range(0, Z.shape[0], k)]
 
 
-def _embed_blocks(model: LandmarkMDS, A: np.ndarray, cross: list[np.ndarray], sizes: np.ndarray):
+def _embed_blocks(model: LandmarkMDS, A: np.ndarray, cross: list[np.ndarray], sizes: np.ndarray,
+                  n_threads: int | None = None):
     """The whole block path from raw rows: check and pack, then solve."""
     sp = model.spectrum_
     d = int(model.n_components)
     prep = prepare_blocks(A, cross, sizes, sp.row_means, sp.grand_mean, sp.eigenvectors[:, :d])
     b = prep.batch
-    return solve_blocks(b.c, b.beta, b.sizes, model.eigenvalues_[:d], b.b_norm2)
+    return solve_blocks(b.c, b.beta, b.sizes, model.eigenvalues_[:d], b.b_norm2, n_threads=n_threads)
 
 
 def _reference_rate(model: LandmarkMDS, A: np.ndarray, cross: list[np.ndarray], k: int, n_blocks: int) -> float:
@@ -113,7 +114,8 @@ def run(n: int = 500, d: int = 10, ks: Sequence[int] = (2, 8, 64), dtypes: Seque
 
 def profile(n: int = 500, d: int = 10, k: int = 8, dtype: str = "float32", m_block: int = 32768, top: int = 14,
             landmark_dims: int | None = None, extra_dims: int = 0) -> str:
-    """cProfile of one block call (prepare + solve): the functions with the most own time."""
+    """cProfile of one block call (prepare + solve, on one thread so that the profiler sees all of it):
+    the functions with the most own time."""
     p = 2 * d if landmark_dims is None else landmark_dims
     rng = np.random.default_rng(1)
     L = rng.standard_normal((n, p))
@@ -123,10 +125,10 @@ def profile(n: int = 500, d: int = 10, k: int = 8, dtype: str = "float32", m_blo
     A = np.ascontiguousarray(euclidean(Z[:m], np.hstack([L, np.zeros((n, extra_dims))])), dtype=dtype)
     cross = _blocks(Z[:m], k)
     sizes = np.full(m // k, k)
-    _embed_blocks(model, A, cross, sizes)
+    _embed_blocks(model, A, cross, sizes, n_threads=1)
     prof = cProfile.Profile()
     prof.enable()
-    _embed_blocks(model, A, cross, sizes)
+    _embed_blocks(model, A, cross, sizes, n_threads=1)
     prof.disable()
     import io
 
