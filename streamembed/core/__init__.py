@@ -7,7 +7,12 @@
 | ``centering`` | §2 | centring new objects and blocks |
 | ``projection`` | §3 | fused projection hot path (also β) |
 | ``restricted`` | §3 | single-object RR: secular equation, hard case, arc |
-| ``block`` | §3 | multi-point RR |
+| ``block`` | §3 | multi-point RR: many blocks per call, staged starts, flags |
+| ``block_newton`` | §3 | trust-region Newton (Steihaug CG) for stacks of equal-size blocks |
+| ``block_certificate`` | §3 | duality bound on a block's distance to the global minimum |
+| ``block_starts`` | §3 | starting points: projection, spectral, eigen, seeded random |
+| ``block_input`` | §2 | per-block validation of cross matrices, centring and packing |
+| ``block_reference`` | §3 | the former multi-start L-BFGS solver, kept as a test reference |
 | ``residuals`` | §4 | k0, dropped energy, block K0 |
 | ``bounds`` | §4 | window error and eigenvalue bounds |
 | ``criteria`` | §3 (seed 003, seed 000 §4) | raw-stress and squared-distance L1 placement |

@@ -21,12 +21,18 @@ FLAG_RETAINED_MODEL = np.uint32(4)
 #: Embedded as a member of a block (multi-point RR with mutual dissimilarities).
 FLAG_BLOCK = np.uint32(8)
 #: The secular-equation solver stopped at its iteration limit (never expected);
-#: stress and L1: the placement could not be certified as a minimum (docs/math.md §3).
+#: stress and L1: the placement could not be certified as a minimum, or the batch's time
+#: budget ended its iterations (docs/math.md §3); for a block, the trust-region solver's
+#: best start did not meet its stopping test.
 FLAG_NOT_CONVERGED = np.uint32(16)
 #: Stress and L1: the descent from the start stopped at a point that is not a
 #: minimum (a saddle or maximum, e.g. a zero-gradient start); the placement is
 #: the lowest minimum reached after leaving it (docs/math.md §3).
 FLAG_ESCAPED = np.uint32(32)
+#: Block RR without a certificate of global optimality: the duality bound of
+#: docs/math.md §3 does not close (the block lies far outside the kept axes), so the
+#: best of several starts is returned and it may be a local minimum.
+FLAG_UNCERTIFIED = np.uint32(64)
 
 FLAG_NAMES: dict[int, str] = {
     int(FLAG_AMBIGUOUS): "ambiguous_sign",
@@ -35,6 +41,7 @@ FLAG_NAMES: dict[int, str] = {
     int(FLAG_BLOCK): "block",
     int(FLAG_NOT_CONVERGED): "not_converged",
     int(FLAG_ESCAPED): "escaped_non_minimum",
+    int(FLAG_UNCERTIFIED): "uncertified",
 }
 
 
