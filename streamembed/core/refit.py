@@ -151,27 +151,30 @@ def residual_kernel(old: Any, D_candidates: np.ndarray) -> tuple[np.ndarray, np.
     K is the landmark-centred kernel of the candidates (docs/math.md §2, block
     form), from their dissimilarities to the old landmarks (the first
     n = ``old.n_landmarks_`` columns) and to each other; Ŷ_d their projections
-    on the old map. Only ``old.embed`` is used: the diagonal is the unexplained
-    energy β − ‖ŷ‖² it reports, and ŷ_p·ŷ_q = ½(‖ŷ_p‖² + ‖ŷ_q‖² − ‖y_p − y_q‖²)
-    is unchanged by the map's alignment. For a model that transforms its
-    input (geodesics, an additive constant) K is that of the raw
-    dissimilarities: an approximation. R (N, N) and β (N,) (the diagonal of K),
-    squared-distance units.
+    on the old map in its natural frame. Only ``old.embed`` and
+    ``old.embedding_`` are used: the map's outputs are ŷ·Q + t with Q
+    orthogonal, and the landmarks' natural coordinates are centred, so
+    t = mean(embedding_) and Ŷ_d Ŷ_dᵀ = (Y − t)(Y − t)ᵀ. For a model that
+    transforms its input (geodesics, an additive constant) K is that of the
+    raw dissimilarities: an approximation. R (N, N) and β (N,) (the diagonal
+    of K), squared-distance units; diag R is the unexplained energy β − ‖ŷ‖².
     """
     D = np.asarray(D_candidates, dtype=np.float64)
     n = int(old.n_landmarks_)
-    res = old.embed(D[:, :n], method="projection")
-    y = np.asarray(res.y, dtype=np.float64)
+    y = np.asarray(old.embed(D[:, :n], method="projection").y, dtype=np.float64)
     if not np.isfinite(y).all():
         raise InputError("residual selection needs the map's projection of every candidate (a CMDS map and valid rows)")
-    D2 = np.square(D)
-    abar = D2[:, :n].mean(axis=1)
-    g = float(D2[:n, :n].mean())
-    K = -0.5 * (D2 - abar[:, None] - abar[None, :] + g)
-    norms = np.asarray(res.beta, dtype=np.float64) - np.asarray(res.unexplained, dtype=np.float64)
-    sq = (y * y).sum(axis=1)
-    dist2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (y @ y.T), 0.0)
-    return K - 0.5 * (norms[:, None] + norms[None, :] - dist2), np.asarray(res.beta, dtype=np.float64)
+    y = y - np.asarray(old.embedding_, dtype=np.float64).mean(axis=0)
+    R = np.square(D)
+    abar = R[:, :n].mean(axis=1)
+    g = float(R[:n, :n].mean())
+    R -= abar[:, None]
+    R -= abar[None, :]
+    R += g
+    R *= -0.5
+    beta = np.diagonal(R).copy()
+    R -= y @ y.T
+    return R, beta
 
 
 def select_landmarks(
