@@ -11,7 +11,7 @@ Four strategies, each returning candidate indices:
 * ``residual_pivoted_select``: for a refit, keep the old landmarks and add
   objects the current map does not explain, drawn by randomly pivoted
   Cholesky on the map's residual kernel (Chen, Epperly, Tropp, Webber 2022/
-  2024), thinning the most crowded old landmarks to make room.
+  2024), dropping the old landmarks the recent stream no longer visits.
 
 Selection loops run once per chosen landmark over whole candidate arrays;
 they are refit-time work, not per-object streaming work.
@@ -25,7 +25,7 @@ import scipy.spatial.distance
 from .errors import InputError
 
 __all__ = ["SELECTIONS", "maxmin_select", "random_select", "kmeanspp_select", "residual_pivoted_select",
-           "thin_crowded"]
+           "least_supported"]
 
 #: Names accepted by ``core.refit.refit(selection=...)`` (config ``refit.selection``).
 SELECTIONS = ("residual", "maxmin", "random", "kmeans++")
@@ -111,40 +111,22 @@ def kmeanspp_select(n_select: int, D: np.ndarray, rng: np.random.Generator, firs
     return np.asarray(picks, dtype=np.int64)
 
 
-def thin_crowded(D: np.ndarray, keep: np.ndarray, removable: np.ndarray, n_remove: int) -> np.ndarray:
-    """Remove ``n_remove`` of ``removable`` from the set ``keep``, most crowded first.
+def least_supported(D_old_to_recent: np.ndarray, n_remove: int, k: int = 10) -> np.ndarray:
+    """The ``n_remove`` old landmarks the recent stream visits least (indices into the rows).
 
-    Repeatedly drops the removable member whose nearest other member is
-    closest (reverse max–min: the landmark the map misses least), updating
-    nearest-neighbour distances only for members that lost their neighbour.
-
-    Args:
-        D: (N, N) dissimilarities.
-        keep: (s,) indices of the current set.
-        removable: boolean mask (s,) of members that may be dropped.
-        n_remove: how many to drop (≤ removable.sum()).
-    Returns:
-        The remaining indices, in their original order.
+    Support of a landmark = distance to its k-th nearest recent object
+    (D_old_to_recent (n, m)); the largest distances go first: those landmarks
+    no longer carry the map of the current data. Ties keep the lower index.
     """
-    keep = np.asarray(keep, dtype=np.int64)
-    alive = np.ones(keep.size, dtype=bool)
-    can = np.asarray(removable, dtype=bool).copy()
-    if n_remove > int(can.sum()):
-        raise InputError(f"cannot remove {n_remove} of {int(can.sum())} removable landmarks")
-    sub = np.asarray(D, dtype=np.float64)[np.ix_(keep, keep)].copy()
-    np.fill_diagonal(sub, np.inf)
-    nn = sub.argmin(axis=1)
-    nnd = sub[np.arange(keep.size), nn]
-    for _ in range(int(n_remove)):
-        score = np.where(alive & can, nnd, np.inf)
-        j = int(np.argmin(score))
-        alive[j] = False
-        sub[:, j] = np.inf
-        stale = np.flatnonzero(alive & (nn == j))
-        if stale.size:
-            nn[stale] = sub[stale].argmin(axis=1)
-            nnd[stale] = sub[stale, nn[stale]]
-    return keep[alive]
+    D = np.asarray(D_old_to_recent, dtype=np.float64)
+    n, m = D.shape
+    if not 0 <= n_remove <= n:
+        raise InputError(f"cannot remove {n_remove} of {n} landmarks")
+    if m == 0 or n_remove == 0:
+        return np.arange(n_remove, dtype=np.int64)
+    kk = min(k, m)
+    far = np.partition(D, kk - 1, axis=1)[:, kk - 1]
+    return np.sort(np.argsort(-far, kind="stable")[:n_remove]).astype(np.int64)
 
 
 def residual_pivoted_select(
@@ -154,49 +136,53 @@ def residual_pivoted_select(
     n_old: int,
     rng: np.random.Generator,
     *,
-    beta: np.ndarray | None = None,
     greedy: bool = False,
     max_new: int | None = None,
     tolerance: float = 1.25,
+    quantile: float = 0.99,
+    support_k: int = 10,
 ) -> tuple[np.ndarray, dict]:
-    """Keep the old landmarks, add what the map does not explain (randomly pivoted Cholesky).
+    """Keep the old landmarks that still carry the map; add what it does not explain (randomly pivoted Cholesky).
 
-    Candidates 0..n_old-1 are the old landmarks, the others the reservoir.
-    ``R`` is the residual kernel of the current d-dimensional map over the
-    candidates, R = K − Ŷ_d Ŷ_dᵀ (docs/math.md §7): its diagonal is each
-    candidate's unexplained energy u = β − ‖ŷ‖².
+    Candidates 0..n_old-1 are the old landmarks, the others the reservoir
+    (recent objects). ``R`` is the residual kernel of the current
+    d-dimensional map over the candidates, R = K − Ŷ_d Ŷ_dᵀ (docs/math.md
+    §7): its diagonal is each candidate's unexplained energy u = β − ‖ŷ‖².
 
-    1. Budget: the reservoir's excess unexplained energy, mean(u) − tolerance ×
-       the old landmarks' own mean u, as a share of its mean energy β, times
-       ``n_select`` (at most ``max_new``, default half of it): a stream the map
-       explains as well as its landmarks gets no new landmark; one whose
-       energy is half off the map gets about half of the landmarks.
+    1. Off the map: a reservoir object is off the map when its u exceeds
+       ``tolerance`` × the ``quantile`` of the old landmarks' own u (what the
+       map leaves unexplained of nearly every landmark). The budget of new
+       landmarks is the share of the reservoir off the map, less the
+       1 − ``quantile`` a stationary stream shows, times ``n_select`` (whole
+       landmarks, at most ``max_new``): a stream the map explains gets none;
+       one a fifth of which left the map gets about a fifth of the landmarks.
     2. Span: new landmarks are drawn from the reservoir with probability ∝
-       the current diagonal of R (``greedy``: its largest), and after each pick
-       R is updated by the pivot's Cholesky column (RPCholesky: Chen, Epperly,
-       Tropp, Webber), so each pick goes to what the earlier ones leave
-       unexplained, until the reservoir is explained as well as the landmarks.
-    3. Weight: if budget is left, the rest is drawn ∝ the original u without
-       replacement, so the new region gets landmarks in proportion to its
-       energy (a d-dimensional map follows the landmarks' second moments).
-    4. The most crowded old landmarks make room (``thin_crowded``); the others
-       stay, so the refit's Procrustes alignment rests on many shared landmarks.
+       the current diagonal of R (``greedy``: its largest) and R is updated by
+       each pivot's Cholesky column (RPCholesky: Chen, Epperly, Tropp,
+       Webber), so every pick goes to what the earlier ones still leave
+       unexplained, until no reservoir object is off the map any more.
+    3. Weight: budget left after that is drawn uniformly from the objects
+       that were off the map, so the new region gets landmarks like its
+       density (a d-dimensional map follows the landmarks' second moments).
+    4. Room: the old landmarks the recent stream visits least (largest
+       distance to their ``support_k``-th nearest reservoir object) are
+       dropped; the others stay, so the Procrustes alignment rests on many
+       shared landmarks and the map moves little.
 
     Args:
         n_select: landmarks of the new set.
         R: (N, N) residual kernel (squared-distance units); negative diagonal
             entries (non-Euclidean input) count as 0.
-        D: (N, N) dissimilarities (for thinning and growth).
+        D: (N, N) dissimilarities (for the support and for growth).
         n_old: old landmarks among the candidates (the first rows).
-        rng: randomness of the pivots (unused when ``greedy``).
-        beta: (N,) the candidates' energy β = K(z, z) (default: the budget is
-            relative to the diagonal of R plus the landmarks' mean, a rougher share).
+        rng: randomness of the picks (unused when ``greedy``).
     Returns:
-        (sorted indices (n_select,), details: {"new": picks, "dropped_old": count,
-        "budget", "residual_before", "residual_after": reservoir mean residuals,
-        "landmark_residual"}).
+        (sorted indices (n_select,), details: {"new": picks in order, "dropped_old",
+        "budget", "off_share", "residual_before", "residual_after": reservoir mean u
+        before and after the picks, "landmark_cut": the off-the-map level}).
     """
     R = np.asarray(R, dtype=np.float64)
+    D = np.asarray(D, dtype=np.float64)
     N = R.shape[0]
     _check_count(n_select, N)
     if R.shape != (N, N) or D.shape != (N, N) or not 0 <= n_old <= N:
@@ -204,20 +190,22 @@ def residual_pivoted_select(
                          f"{R.shape}, {D.shape}, n_old={n_old}")
     pool = np.arange(n_old, N)
     diag0 = np.maximum(np.diagonal(R).copy(), 0.0)
-    # the old landmarks' own residual, floored at round-off of the data's scale (exact in-span data)
-    level = max(float(diag0[:n_old].mean()) if n_old else 0.0, 1e-10 * float(np.mean(np.square(D))))
-    before = float(diag0[pool].mean()) if pool.size else 0.0
-    energy = (float(np.mean(beta[pool])) if beta is not None and pool.size else before + level)
-    share = max(0.0, before - tolerance * level) / energy if energy > 0 else 0.0
-    cap = n_select // 2 if max_new is None else int(max_new)
+    own = float(np.quantile(diag0[:n_old], quantile)) if n_old else 0.0
+    # floored at round-off of the data's scale: exact in-span data has u ≈ 0 everywhere
+    cut = tolerance * max(own, 1e-10 * float(np.mean(np.square(D))))
+    off = np.zeros(N, dtype=bool)
+    off[pool] = diag0[pool] > cut
+    # less the share of the map's own landmarks above its quantile: what a stationary stream shows
+    share = max(0.0, float(off[pool].mean()) - (1.0 - quantile)) if pool.size else 0.0
+    cap = n_select if max_new is None else int(max_new)
     must = max(0, n_select - n_old)  # growing the landmark set: these picks are not optional
-    budget = min(max(min(int(round(share * n_select)), cap), must), pool.size, n_select)
+    budget = min(max(min(int(share * n_select), cap), must), pool.size, n_select)
     diag = diag0.copy()
     F = np.zeros((N, budget))
     picks: list[int] = []
     eligible = np.zeros(N, dtype=bool)
     eligible[pool] = True
-    while len(picks) < budget and diag[pool].mean() > tolerance * level:
+    while len(picks) < budget and (diag[pool] > cut).any():
         w = np.where(eligible, diag, 0.0)
         total = w.sum()
         if total <= 0:
@@ -231,25 +219,18 @@ def residual_pivoted_select(
         F[:, t] = g / np.sqrt(g[s])
         diag = np.maximum(diag - F[:, t] ** 2, 0.0)
         picks.append(s)
-    left = budget - len(picks)
-    w = np.where(eligible, diag0, 0.0)
-    if left > 0 and (w > 0).any():
-        k = min(left, int((w > 0).sum()))
-        more = np.argsort(-w)[:k] if greedy else rng.choice(N, size=k, replace=False, p=w / w.sum())
+    rest = np.flatnonzero(eligible & off)
+    left = min(budget - len(picks), rest.size)
+    if left > 0:
+        more = rest[np.argsort(-diag0[rest], kind="stable")[:left]] if greedy else rng.choice(rest, left, replace=False)
         picks.extend(int(i) for i in more)
-    if len(picks) < must:  # the residual is exhausted but the set must grow: spread the rest by max–min
+    if len(picks) < must:  # nothing left off the map but the set must grow: spread the rest by max–min
         current = np.concatenate([np.arange(n_old), np.asarray(picks, dtype=np.int64)])
-        more = maxmin_select(n_old + must, D=D, required=current)[current.size:]
-        picks.extend(int(i) for i in more)
+        picks.extend(int(i) for i in maxmin_select(n_old + must, D=D, required=current)[current.size:])
     new = np.asarray(picks, dtype=np.int64)
-    n_keep = n_select - new.size
-    old = np.arange(n_old)
-    if n_keep < n_old:
-        members = np.concatenate([old, new])
-        kept = thin_crowded(D, members, np.arange(members.size) < n_old, n_old - n_keep)
-    else:
-        kept = np.concatenate([old, new])
-    sel = np.sort(kept)
-    return sel, {"new": new, "dropped_old": int(n_old - (sel < n_old).sum()), "budget": budget,
-                 "residual_before": before, "residual_after": float(diag[pool].mean()) if pool.size else 0.0,
-                 "landmark_residual": level}
+    n_drop = max(0, n_old - (n_select - new.size))
+    drop = least_supported(D[np.ix_(np.arange(n_old), pool)], n_drop, support_k)
+    sel = np.sort(np.concatenate([np.setdiff1d(np.arange(n_old), drop), new]))
+    return sel, {"new": new, "dropped_old": n_drop, "budget": budget, "off_share": share,
+                 "residual_before": float(diag0[pool].mean()) if pool.size else 0.0,
+                 "residual_after": float(diag[pool].mean()) if pool.size else 0.0, "landmark_cut": cut}

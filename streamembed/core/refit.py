@@ -10,8 +10,9 @@ landmarks are known and the new model can place them; their old positions
 are the targets. The RMS distance left after alignment is recorded.
 
 The landmark set is chosen by ``selection`` (``core.landmarks``):
-"residual" (default: keep the old landmarks, add what the map does not
-explain by randomly pivoted Cholesky on its residual kernel, docs/math.md §7),
+"residual" (default: keep the old landmarks the stream still visits, add
+what the map does not explain by randomly pivoted Cholesky on its residual
+kernel, docs/math.md §7),
 "maxmin" (re-select every landmark by max–min), "random" or "kmeans++".
 
 ``candidate_dissimilarities`` assembles the candidates' (N, N)
@@ -194,7 +195,7 @@ def select_landmarks(
         n_select: landmarks to choose.
         old: the current model (needed by "residual").
         seed: randomness of "random", "kmeans++" and "residual".
-        options: passed to ``residual_pivoted_select`` (greedy, max_new, tolerance).
+        options: passed to ``residual_pivoted_select`` (greedy, max_new, tolerance, quantile, support_k).
     """
     if selection not in SELECTIONS:
         raise InputError(f"selection must be one of {SELECTIONS}, got {selection!r}")
@@ -209,10 +210,10 @@ def select_landmarks(
     if old is None:
         raise InputError("selection='residual' needs the current model")
     R, beta = residual_kernel(old, D_candidates)
-    sel, info = residual_pivoted_select(n_select, R, D_candidates, n_old, rng, beta=beta, **options)
-    return sel, {"new_from_reservoir": int(info["new"].size), "dropped_old": info["dropped_old"], "budget": info["budget"],
-                 "reservoir_residual_before": info["residual_before"],
-                 "reservoir_residual_after": info["residual_after"], "landmark_residual": info["landmark_residual"]}
+    sel, info = residual_pivoted_select(n_select, R, D_candidates, n_old, rng, **options)
+    return sel, {"new_from_reservoir": int(info["new"].size), "dropped_old": info["dropped_old"],
+                 "off_map_share": info["off_share"], "reservoir_residual_before": info["residual_before"],
+                 "reservoir_residual_after": info["residual_after"], "off_map_level": info["landmark_cut"]}
 
 
 def _fit_model(old: Any, D_new: np.ndarray, ids: list[str], features: np.ndarray | None) -> Any:

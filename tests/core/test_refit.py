@@ -128,11 +128,12 @@ def test_residual_selection_repairs_the_map_where_maxmin_does_not(rng):
 
 
 def test_residual_selection_leaves_the_map_alone_when_the_stream_stays_on_it(rng):
-    P = np.hstack([rng.normal(size=(40, 2)) * 3, 0.05 * rng.normal(size=(40, 1))])
+    """A plane in R^6 with noise in its 4 other directions; the stream moves inside the plane."""
+    P = np.hstack([rng.normal(size=(60, 2)) * 3, 0.05 * rng.normal(size=(60, 4))])
     old = LandmarkMDS(n_components=2).fit(euclidean(P, P))
-    on = np.hstack([rng.normal(size=(200, 2)) * 3 + [4.0, 0.0], 0.05 * rng.normal(size=(200, 1))])
+    on = np.hstack([rng.normal(size=(300, 2)) * 3 + [4.0, 0.0], 0.05 * rng.normal(size=(300, 4))])
     cand = np.vstack([P, on])
-    ids = [str(x) for x in old.landmark_ids_] + [f"z{i}" for i in range(200)]
+    ids = [str(x) for x in old.landmark_ids_] + [f"z{i}" for i in range(300)]
     D = euclidean(cand, cand)
     res = refit(old, D, ids, selection="residual")
     assert res.new_ids == res.old_ids and res.alignment_rms < 1e-9  # nothing to repair: the same map
