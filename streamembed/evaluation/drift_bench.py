@@ -109,6 +109,7 @@ class BenchSettings:
     reservoir: int = 2000
     seed: int = 0
     peers: bool = True
+    mmd_bootstrap: int = 200
 
 
 # --------------------------------------------------------------------------- the world
@@ -522,7 +523,7 @@ def run_benchmark(s: BenchSettings = BenchSettings(), progress: Callable[[str], 
             progress(f"tuned {peer}: {param}={chosen} ({counts})")
         del tune
         specs.append(DetectorSpec("MMD on coordinates", f"ERT {s.expected_run_objects:.0e}, RBF, window 5k",
-                                  WindowedMMD(s.expected_run_objects, seed=s.seed).run))
+                                  WindowedMMD(s.expected_run_objects, bootstrap=s.mmd_bootstrap, seed=s.seed).run))
     rows = [DetectorRow(sp.name, sp.setting, 0, 0, 0.0, 0.0, 0.0) for sp in specs]
     seconds = np.zeros(len(specs))
 
@@ -670,21 +671,26 @@ def format_report(report: dict) -> str:
     return "\n".join(out)
 
 
-def main(argv: Sequence[str] | None = None, *, objects: int | None = None, replicates: int | None = None,
-         horizon: int | None = None, json_path: str | None = None, figure: str | None = None,
-         peers: bool = True, seed: int = 0) -> int:
-    """Run the benchmark and print its tables (the ``evaluate --drift`` entry)."""
+#: ``evaluate --drift --drift-quick``: sizes for a smoke test (seconds, not minutes; claims need the defaults).
+QUICK = dict(stationary_objects=150_000, replicates=2, change_at=40_000, horizon=30_000, edit_corpus=120,
+             selection_window=600, reservoir=400, selection_replicates=1, mmd_bootstrap=30)
+
+
+def main(*, objects: int | None = None, replicates: int | None = None, horizon: int | None = None,
+         json_path: str | None = None, figure: str | None = None, peers: bool = True, seed: int = 0,
+         quick: bool = False) -> int:
+    """Run the benchmark and print its tables (the ``evaluate --drift`` entry); returns the exit code."""
     import sys
 
-    s = BenchSettings()
-    kw: dict[str, Any] = {"peers": peers, "seed": seed}
-    if objects is not None:
-        kw["stationary_objects"] = objects
-    if replicates is not None:
-        kw["replicates"] = replicates
-    if horizon is not None:
-        kw["horizon"] = horizon
-    s = BenchSettings(**{**asdict(s), **kw})
+    kw: dict[str, Any] = {**(QUICK if quick else {}), "peers": peers, "seed": seed}
+    for key, value in (("stationary_objects", objects), ("replicates", replicates), ("horizon", horizon)):
+        if value is not None:
+            kw[key] = value
+    s = BenchSettings(**{**asdict(BenchSettings()), **kw})
+    if s.stationary_objects <= s.baseline or s.horizon < s.group_objects or s.replicates < 1:
+        print(f"streamembed evaluate --drift: need more than {s.baseline} stationary objects, a horizon of at least "
+              f"{s.group_objects} objects and one replicate", file=sys.stderr)
+        return 2
     report = run_benchmark(s, progress=lambda msg: print(f"[drift] {msg}", file=sys.stderr, flush=True))
     print(format_report(report), flush=True)
     if json_path:
@@ -693,7 +699,7 @@ def main(argv: Sequence[str] | None = None, *, objects: int | None = None, repli
     if figure:
         from .plots import plot_drift_benchmark
 
-        print(plot_drift_benchmark(report, figure))
+        print(plot_drift_benchmark(_clean(report), figure))
     return 0
 
 
@@ -705,3 +711,81 @@ def _clean(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
+
+
+# --------------------------------------------------------------------------- a daemon-like history
+
+
+def demo_history(root: Any, objects: int = 600_000, change_at: int = 250_000, batch: int = 1024,
+                 rate: float = 20_000.0, seed: int = 0, start_unix: float = 1_795_000_000.0,
+                 reservoir: int = 2000) -> tuple[Any, Any]:
+    """Write ``drift-history.jsonl`` and ``model-history.jsonl`` into ``root`` as the daemon would.
+
+    A Euclidean mixture stream (``rate`` objects/s of simulated time from
+    ``start_unix``) gains a cluster off the map at ``change_at``; the
+    calibrated CUSUM (``core.detector.SequentialTrigger``) watches the
+    unexplained energy; when it fires, the next ``reservoir`` objects are
+    collected (so the candidates show the stream after the change, not
+    before it: a fast alarm leaves few changed objects in a reservoir filled
+    before it), then a refit with the default selection runs and is installed
+    at once. The window statistics are recorded every 10 batches. The files follow the format ``evaluation.plots`` reads (its
+    module docstring); the numbers are real, the clock is simulated.
+    """
+    from pathlib import Path
+
+    from ..core.detector import SequentialTrigger
+
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    world = MixtureWorld(seed=seed)
+    est, L = fit_map(world, 100, "euclidean", seed)
+    change = Change("new_cluster", change_at, 4.0, 0.2)
+    trig = SequentialTrigger(CusumDetector(1e8), baseline_objects=20_000, cooldown_seconds=0.0,
+                             fallback=RefitTrigger())
+    rng = np.random.default_rng([seed, 9])
+    window = DriftWindow(np.ones(2), 2, L.shape[0], max_objects=50_000)
+    recent: list[np.ndarray] = []
+    drift_lines, model_lines = [], []
+    fired_since = False
+    refit_at: int | None = None
+    reason = ""
+
+    def stamp(unix: float) -> str:
+        import datetime as dt
+
+        return dt.datetime.fromtimestamp(unix, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+    for i, start in enumerate(range(0, objects, batch)):
+        now = start_unix + (start + batch) / rate
+        X = world.draw(rng, start, batch, change)
+        res = est.embed(_distances(X, est.landmark_features_, "euclidean"), method="projection")
+        window.add(now, res.relative_unexplained)
+        recent = (recent + [X])[-(reservoir // batch + 1):]
+        d = trig.observe(now, None, batch, values=res.unexplained)
+        fired_since |= d.fire
+        if d.fire and refit_at is None:
+            refit_at, reason = start + batch + reservoir, d.reason
+        if (i + 1) % 10 == 0 or d.fire:
+            st = window.statistics(now)
+            drift_lines.append({"time": stamp(now), "unix": now, "model_version": int(est.model_version_),
+                                "objects_seen": start + batch, "window": st.as_dict(),
+                                "detector": {"kind": trig.kind, "statistic": float(d.value), "threshold": float(d.threshold),
+                                             "expected_run_objects": trig.expected_run_objects, "fired": bool(fired_since)}})
+            fired_since = False
+        if refit_at is not None and start + batch >= refit_at:
+            refit_at = None
+            feats = np.vstack(recent)[-reservoir:]
+            cs = candidate_dissimilarities(est.landmark_ids_, [f"o{start}-{k}" for k in range(feats.shape[0])],
+                                           old_features=est.landmark_features_, features=feats)
+            r = refit(est, cs.D, cs.ids, features=cs.features)
+            est = r.model
+            model_lines.append({"time": stamp(now + 1.0)[:19] + "Z", "trigger": "auto", "reason": reason,
+                                "status": "installed", "model_version": int(est.model_version_),
+                                "previous_version": int(est.model_version_) - 1, "alignment_rms": r.alignment_rms,
+                                "triggered_after_objects": start + batch})
+            trig.refitted(now + 1.0)
+            window.clear()
+    drift_path, model_path = root / "drift-history.jsonl", root / "model-history.jsonl"
+    drift_path.write_text("".join(json.dumps(_clean(x)) + "\n" for x in drift_lines))
+    model_path.write_text("".join(json.dumps(_clean(x)) + "\n" for x in model_lines))
+    return drift_path, model_path
