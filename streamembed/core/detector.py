@@ -534,6 +534,17 @@ class SequentialTrigger:
         if self.fallback is not None:
             self.fallback.refitted(now)
 
+    def cooldown(self, now: float) -> None:
+        """A refit was not installed (failed, skipped, led elsewhere): restart S and cool down, keep the baseline.
+
+        Re-baselining here would calibrate on the drifted stream and accept
+        the drift the alarm was about.
+        """
+        self._last_refit = now
+        self.detector._S = 0.0
+        if self.fallback is not None:
+            self.fallback.cooldown(now)
+
     def observe(self, now: float, stats: DriftStatistics | None, n_new: int, values: Any = None) -> TriggerDecision:
         """Account for ``n_new`` objects: ``values`` (n_new,) their per-object statistic, ``stats`` the window's."""
         if self._failed:

@@ -271,6 +271,10 @@ class RefitTrigger:
         self._seen_since_refit = 0
         self._objects_above = 0
 
+    def cooldown(self, now: float) -> None:
+        """A refit was not installed: as ``refitted`` (the rule re-baselines; kept for the daemon's call sites)."""
+        self.refitted(now)
+
     def observe(self, now: float, stats: DriftStatistics | None, n_new: int, values: object = None) -> TriggerDecision:
         """Account for ``n_new`` objects whose window statistics are ``stats``.
 

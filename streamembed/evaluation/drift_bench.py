@@ -378,7 +378,7 @@ def peer_grids() -> dict[str, tuple[str, list[tuple[str, Callable[[], Any]]], st
         "KSWIN": ("alpha", [(f"{a:g}", (lambda a=a: drift.KSWIN(alpha=a, seed=1))) for a in (0.005, 1e-4, 1e-6, 1e-8, 1e-10)],
                   "0.005"),
         "PageHinkley (mode up)": ("threshold", [(f"{t:g}", (lambda t=t: drift.PageHinkley(threshold=t, mode="up")))
-                                                for t in (5.0, 10.0, 20.0, 50.0, 100.0)], "50"),
+                                                for t in (5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0)], "50"),
     }
 
 

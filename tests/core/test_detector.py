@@ -159,6 +159,9 @@ def test_sequential_trigger_collects_a_baseline_then_fires_and_cools_down(rng):
             break
     assert trig.kind == "cusum" and trig.expected_run_objects == 1e8
     assert fired_at is not None and 40 <= fired_at <= 42
+    trig.cooldown(now)  # a failed refit: keep the baseline (re-baselining would accept the drift), cool down
+    assert trig.detector.calibrated and trig.statistic == 0.0
+    assert not trig.observe(now + 10.0, None, 1000, values=rng.chisquare(8, size=1000) * 1.5).fire  # cooling down
     trig.refitted(now)
     assert not trig.detector.calibrated  # a new model needs a new baseline
 
