@@ -425,8 +425,10 @@ def plot_drift_benchmark(report: Mapping[str, Any], path: str | os.PathLike = "d
                            edgecolor=cmap(i), s=60, label=label + " (missed all)")
                 continue
             yerr = [[0.0], [max(d["p90"] - d["median"], 0.0)]]
+            # shrinking markers with an edge: detectors at the same point stay visible
             ax.errorbar([x], [d["median"]], xerr=xerr, yerr=yerr, fmt=markers[i % len(markers)], color=cmap(i),
-                        ms=7, capsize=3, label=label + (f" ({d['misses']} missed)" if d["misses"] else ""))
+                        ms=max(12 - 0.6 * i, 4), mec="black", mew=0.6, alpha=0.9, elinewidth=0.8, capsize=3,
+                        label=label + (f" ({d['misses']} missed)" if d["misses"] else ""))
         ax.set_xscale("symlog", linthresh=0.1)
         ax.set_xlim(left=-0.02)
         ax.set_yscale("log")
