@@ -1,4 +1,4 @@
-"""Drift statistics over sliding windows and the refit trigger (MATH.md §4).
+"""Drift statistics over sliding windows and the refit trigger (docs/math.md §4, §7).
 
 ``DriftWindow`` keeps, per batch, the relative unexplained energy of every
 object (O(d) each, free from projection) and the exact k0 and r-dimensional

@@ -508,7 +508,7 @@ def demo(outdir: str | os.PathLike, seed: int = 0) -> tuple[Path, Path]:
     window, refit_at = 60, 12
     version = 1
     for w, start in enumerate(range(0, stream.size - window + 1, window)):
-        if w == refit_at:  # refit on old landmarks + everything seen so far (MATH.md §5)
+        if w == refit_at:  # refit on old landmarks + everything seen so far (docs/math.md §5)
             seen = np.union1d(L, stream[:start])
             L = seen[maxmin_select(80, D=D[np.ix_(seen, seen)])]
             est = LandmarkMDS(n_components=2).fit(D[np.ix_(L, L)])

@@ -1,4 +1,4 @@
-"""Refits: landmark selection, Procrustes alignment, versioning (MATH.md §5)."""
+"""Refits: landmark selection, Procrustes alignment, versioning (docs/math.md §5, §7)."""
 
 from __future__ import annotations
 
