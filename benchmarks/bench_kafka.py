@@ -102,8 +102,11 @@ def daemon_run(bootstrap: str, topic: str, out_topic: str, group: str, est, n_ob
     from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
     from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
     from streamembed.kafka.source import KafkaSource
-    from streamembed.stream.checkpoint import CheckpointStore
-    from streamembed.stream.loop import EmbeddingLoop, LoopSettings
+    from streamembed.settings import OutputConfig, RunConfig
+    from streamembed.stream.checkpoint import Checkpointer
+    from streamembed.stream.embedder import BatchEmbedder
+    from streamembed.stream.loop import EmbeddingLoop
+    from streamembed.stream.pipeline import ReadAhead
 
     cfg = load_config(overrides={"kafka.bootstrap_servers": bootstrap, "kafka.group_id": group,
                                  "kafka.session_timeout_ms": 10000, "kafka.input_topic": topic, **(overrides or {})})
@@ -127,18 +130,22 @@ def daemon_run(bootstrap: str, topic: str, out_topic: str, group: str, est, n_ob
     output = KafkaOutputSink(producer, out_topic, fmt="arrow", max_message_bytes=k.max_request_size)
     dead = KafkaDeadLetterSink(producer, f"{topic}.dlq", locate=source.locate)
     # drift monitoring as the daemon runs it by default ([drift] enabled; no refit happens here)
-    from streamembed.daemon.app import build_drift
+    from streamembed.daemon.assembly import build_drift
     from streamembed.stream.models import ModelRegistry
 
-    registry = ModelRegistry(est, retain=cfg.refit.retain_versions)
+    registry = ModelRegistry(est.model_, retain=cfg.refit.retain_versions)
     cfg.refit.model_dir = str(workdir / "models")
     monitor, _ = build_drift(cfg, registry, metrics)
-    loop = EmbeddingLoop(est, source, output, dead, CheckpointStore(workdir / "unused.json"),
-                         settings=LoopSettings(max_records=n_objects, roll_rows=100_000, roll_seconds=5.0),
-                         metrics=metrics, stop=stop, registry=registry, monitor=monitor)
+    embedder = BatchEmbedder(est.model_, method=cfg.model.method, k0_rows=cfg.model.k0_rows, registry=registry,
+                             monitor=monitor)
+    ahead = ReadAhead(source)  # as the daemon runs it
+    loop = EmbeddingLoop(embedder, ahead, output, dead, Checkpointer([output, dead], ahead, None),
+                         run=RunConfig(max_records=n_objects), output_cfg=OutputConfig(roll_rows=100_000,
+                                                                                      roll_seconds=5.0),
+                         metrics=metrics, stop=stop)
     stats = loop.run()
     t1 = time.perf_counter()
-    source.close()
+    ahead.close()
     producer.close()
     info = {"batches": stats.batches, "embedded": stats.embedded, "dead": stats.dead, "commits": source.commits,
             "out_messages": producer.delivered}

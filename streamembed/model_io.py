@@ -1,12 +1,17 @@
-"""Saving and loading fitted models as portable ``.npz`` files (no pickle).
+"""Saving and loading fitted models (``core.model.LandmarkModel``) as portable ``.npz`` files, no pickle.
 
-Layout (schema version 1): plain numeric arrays, a unicode array of landmark
-ids, and a JSON document (``meta``) with the parameters, the model version and
-a SHA-256 checksum over every other array (name, dtype, shape and bytes, in
-sorted order). Files are written atomically (temporary file, fsync, rename),
-read with ``allow_pickle=False``, and rejected with a ``ModelFileError`` that
-says what is wrong when they are truncated, corrupted, of another schema or
-internally inconsistent.
+Layout, schema version 2: plain numeric arrays, a unicode array of landmark
+ids, and a JSON document ``meta`` (the fit parameters, the estimator's
+parameters, the model version and lineage, ...). ``meta.checksum_sha256``
+covers **everything else in the file**: every array (name, dtype, shape,
+bytes, in sorted order) and the metadata itself (canonical JSON without the
+checksum field), so an edited parameter is caught like a flipped bit. Files
+are written atomically (``streamembed.atomic``) and read with
+``allow_pickle=False``; anything wrong — a ``.npy`` array, a text file,
+truncation, corruption, another schema, inconsistent shapes, metadata of the
+wrong type — is a ``ModelFileError`` that says what the file is and what was
+expected. Schema version 1 files (arrays-only checksum) are still read, with
+their metadata validated field by field.
 """
 
 from __future__ import annotations
@@ -14,20 +19,30 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from .atomic import atomic_file
 from .core.cmds import LandmarkSpectrum
 from .core.errors import InputError, ModelFileError
+from .core.metric_map import LANDMARK_MAPS
+from .core.model import CORRECTIONS, INPUTS, METHODS, LandmarkModel
+from .core.transforms import InputPipeline
 
-SCHEMA_VERSION = 1
+__all__ = ["SCHEMA_VERSION", "FORMAT_NAME", "save_model", "load_model", "read_model_file", "model_arrays"]
+
+SCHEMA_VERSION = 2
+READABLE_SCHEMAS = (1, 2)
 FORMAT_NAME = "streamembed.LandmarkMDS"
 
+_ZIP_MAGIC = b"PK\x03\x04"
+_NPY_MAGIC = b"\x93NUMPY"
 
-def _checksum(arrays: dict[str, np.ndarray]) -> str:
+
+def _checksum(arrays: dict[str, np.ndarray], meta: dict[str, Any] | None) -> str:
     h = hashlib.sha256()
     for name in sorted(arrays):
         a = np.ascontiguousarray(arrays[name])
@@ -35,135 +50,212 @@ def _checksum(arrays: dict[str, np.ndarray]) -> str:
         h.update(a.dtype.str.encode())
         h.update(repr(a.shape).encode())
         h.update(a.tobytes())
+    if meta is not None:
+        body = {k: v for k, v in meta.items() if k != "checksum_sha256"}
+        h.update(json.dumps(body, sort_keys=True).encode())
     return h.hexdigest()
 
 
-def model_arrays(est) -> dict[str, np.ndarray]:
-    """The arrays that define a fitted model (what the checksum covers)."""
-    sp: LandmarkSpectrum = est.spectrum_
+def model_arrays(model: LandmarkModel) -> dict[str, np.ndarray]:
+    """The arrays that define a fitted model."""
+    sp = model.spectrum
     arrays = {
         "eigenvalues": sp.eigenvalues,
         "eigenvectors": sp.eigenvectors,
         "row_means": sp.row_means,
         "grand_mean": np.array(sp.grand_mean),
-        "landmark_ids": np.asarray(est.landmark_ids_, dtype=str),
-        "alignment_rotation": est.alignment_rotation_,
-        "alignment_shift": est.alignment_shift_,
+        "landmark_ids": np.asarray(model.landmark_ids, dtype=str),
+        "alignment_rotation": model.rotation,
+        "alignment_shift": model.shift,
+        **model.pipeline.state(),
     }
-    if est.dissimilarities_ is not None:
-        arrays["dissimilarities"] = est.dissimilarities_
-    if est.landmark_features_ is not None:
-        arrays["landmark_features"] = est.landmark_features_
-    # the input pipeline and a refined map (estimator class docstring); absent for a plain model
-    if getattr(est, "landmark_self_similarity_", None) is not None:
-        arrays["landmark_self_similarity"] = est.landmark_self_similarity_
-    if getattr(est, "geodesic_distances_", None) is not None:
-        arrays["geodesic_distances"] = est.geodesic_distances_
-    if getattr(est, "additive_constant_", 0.0):
-        arrays["additive_constant"] = np.array(float(est.additive_constant_))
-    if getattr(est, "landmark_map_", None) is not None:
-        arrays["landmark_map"] = est.landmark_map_
+    if model.dissimilarities is not None:
+        arrays["dissimilarities"] = model.dissimilarities
+    if model.features is not None:
+        arrays["landmark_features"] = model.features
+    if model.landmark_map is not None:
+        arrays["landmark_map"] = model.landmark_map
     return arrays
 
 
-def save_model(est, path: str | os.PathLike) -> None:
-    """Write ``est`` to ``path`` atomically (the file appears complete or not at all)."""
-    arrays = model_arrays(est)
+def save_model(model: LandmarkModel, path: str | os.PathLike, params: dict[str, Any] | None = None) -> None:
+    """Write ``model`` to ``path`` atomically; ``params`` are the estimator's (method, ...) to restore with it.
+
+    The parent directory must exist (a model is never written somewhere the user did not ask for).
+    """
+    arrays = model_arrays(model)
+    est_params = dict(params or {})
+    est_params.setdefault("method", "projection")
     meta = {
         "format": FORMAT_NAME,
         "schema_version": SCHEMA_VERSION,
-        "params": est.get_params(),
-        "model_version": int(est.model_version_),
-        "n_landmarks": int(est.n_landmarks_),
-        "negative_share": float(est.spectrum_.negative_share),
-        "spectrum_exact": bool(est.spectrum_.exact),
-        "metric": est.metric_,
-        "checksum_sha256": _checksum(arrays),
+        "model_version": int(model.version),
+        "lineage": model.lineage,
+        "n_landmarks": int(model.n_landmarks),
+        "n_components": int(model.n_components),
+        "negative_share": float(model.spectrum.negative_share),
+        "spectrum_exact": bool(model.spectrum.exact),
+        "metric": model.metric,
+        "fit_params": dict(model.fit_params),
+        "map_info": model.map_info,
+        "params": _jsonable(est_params),
+        "random_state": int(model.random_state),
     }
+    meta["checksum_sha256"] = _checksum(arrays, meta)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    if not path.parent.is_dir():
+        raise ModelFileError(f"cannot write model {path}: directory {path.parent} does not exist")
+    with atomic_file(path) as fh:
+        np.savez(fh, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
 
 
-def load_model(path: str | os.PathLike):
-    """Read a model written by ``save_model``; every failure is a ``ModelFileError``."""
-    from .estimator import LandmarkMDS
+def _jsonable(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: (int(v) if isinstance(v, np.integer) else v) for k, v in params.items()}
 
+
+def load_model(path: str | os.PathLike) -> LandmarkModel:
+    """Read the fitted model of a file written by ``save_model``; every failure is a ``ModelFileError``."""
+    return read_model_file(path)[0]
+
+
+def read_model_file(path: str | os.PathLike) -> tuple[LandmarkModel, dict[str, Any]]:
+    """(the model, the estimator parameters saved with it); every failure is a ``ModelFileError``."""
     path = Path(path)
+    files = _read_npz(path)
+    try:
+        meta = json.loads(str(files.pop("meta")))
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise ModelFileError(f"model file {path} has unreadable metadata: {exc}") from exc
+    if not isinstance(meta, dict):
+        raise ModelFileError(f"model file {path} has metadata of type {type(meta).__name__}, expected an object")
+    if meta.get("format") != FORMAT_NAME:
+        raise ModelFileError(f"model file {path} is a {meta.get('format')!r}, expected {FORMAT_NAME!r}")
+    schema = meta.get("schema_version")
+    if schema not in READABLE_SCHEMAS:
+        raise ModelFileError(f"model file {path} has schema version {schema!r}; this streamembed reads "
+                             f"{', '.join(map(str, READABLE_SCHEMAS))}")
+    covered = meta if schema == 2 else None
+    if _checksum(files, covered) != meta.get("checksum_sha256"):
+        raise ModelFileError(f"model file {path} fails its checksum: the file is corrupted or was edited")
+    try:
+        return _build(files, meta if schema == 2 else _upgrade_v1(meta))
+    except (InputError, KeyError, TypeError, ValueError) as exc:
+        raise ModelFileError(f"model file {path} holds an invalid model: {type(exc).__name__}: {exc}") from exc
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
     if not path.exists():
         raise ModelFileError(f"model file {path} does not exist")
+    if path.is_dir():
+        raise ModelFileError(f"model file {path} is a directory, not a model (.npz from `streamembed fit`)")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError as exc:
+        raise ModelFileError(f"model file {path} cannot be read: {exc}") from exc
+    if head.startswith(_NPY_MAGIC):
+        raise ModelFileError(f"model file {path} is a single numpy array (.npy), not a streamembed model: make one "
+                             f"with `streamembed fit --dissimilarities {path.name} -o model.npz`")
+    if not head.startswith(_ZIP_MAGIC):
+        raise ModelFileError(f"model file {path} is not a streamembed model (.npz archive from `streamembed fit`): "
+                             f"it starts with {head!r}")
     try:
         with np.load(path, allow_pickle=False) as npz:
             files = {name: npz[name] for name in npz.files}
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
         raise ModelFileError(f"model file {path} is not a readable .npz archive ({type(exc).__name__}: {exc})") from exc
     if "meta" not in files:
-        raise ModelFileError(f"model file {path} has no 'meta' entry: not a streamembed model")
-    try:
-        meta = json.loads(str(files.pop("meta")))
-    except json.JSONDecodeError as exc:
-        raise ModelFileError(f"model file {path} has unreadable metadata: {exc}") from exc
-    if meta.get("format") != FORMAT_NAME:
-        raise ModelFileError(f"model file {path} is a {meta.get('format')!r}, expected {FORMAT_NAME!r}")
-    if meta.get("schema_version") != SCHEMA_VERSION:
-        raise ModelFileError(
-            f"model file {path} has schema version {meta.get('schema_version')}; this streamembed reads {SCHEMA_VERSION}"
-        )
+        raise ModelFileError(f"model file {path} has no 'meta' entry: an .npz archive, but not a streamembed model")
+    return files
+
+
+_V1_FIT_PARAMS = ("input", "geodesic_neighbors", "correction", "landmark_map", "n_residual_components", "eigensolver")
+
+
+def _upgrade_v1(meta: dict[str, Any]) -> dict[str, Any]:
+    """A schema-1 metadata document, validated field by field (its checksum does not cover it), as schema 2."""
+    params = meta.get("params")
+    if not isinstance(params, dict):
+        raise TypeError(f"'params' must be an object, got {type(params).__name__}")
+    known = {"n_components", "method", "n_residual_components", "eigensolver", "n_threads", "random_state",
+             *_V1_FIT_PARAMS}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise KeyError(f"unknown parameter(s) {unknown} in 'params'")
+    return {**meta, "n_components": params.get("n_components"), "lineage": "", "map_info": None,
+            "fit_params": {k: params.get(k, d) for k, d in (("input", "dissimilarity"), ("geodesic_neighbors", None),
+                           ("correction", "none"), ("landmark_map", "cmds"), ("n_residual_components", None),
+                           ("eigensolver", "auto"))},
+            "random_state": params.get("random_state", 0),
+            "params": {k: params[k] for k in ("method", "n_threads") if k in params}}
+
+
+def _expect(meta: dict[str, Any], key: str, types: tuple[type, ...], allow_none: bool = False) -> Any:
+    if key not in meta:
+        raise KeyError(f"metadata lacks {key!r}")
+    v = meta[key]
+    if v is None and allow_none:
+        return v
+    if isinstance(v, bool) and bool not in types:
+        raise TypeError(f"metadata {key!r} must be {'/'.join(t.__name__ for t in types)}, got {v!r}")
+    if not isinstance(v, types):
+        raise TypeError(f"metadata {key!r} must be {'/'.join(t.__name__ for t in types)}, got {v!r}")
+    return v
+
+
+def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[LandmarkModel, dict[str, Any]]:
     required = {"eigenvalues", "eigenvectors", "row_means", "grand_mean", "landmark_ids"}
     missing = required - set(files)
     if missing:
-        raise ModelFileError(f"model file {path} lacks {sorted(missing)}")
-    if _checksum(files) != meta.get("checksum_sha256"):
-        raise ModelFileError(f"model file {path} fails its checksum: the file is corrupted or was edited")
+        raise KeyError(f"arrays {sorted(missing)} are missing")
+    n = _expect(meta, "n_landmarks", (int,))
+    d = _expect(meta, "n_components", (int,))
+    version = _expect(meta, "model_version", (int,))
+    if version < 1 or d < 1:
+        raise ValueError(f"model_version ({version}) and n_components ({d}) must be positive")
+    fp = _expect(meta, "fit_params", (dict,))
+    if set(fp) != set(_V1_FIT_PARAMS):
+        raise KeyError(f"fit_params must have exactly the keys {list(_V1_FIT_PARAMS)}, got {sorted(fp)}")
+    if fp["input"] not in INPUTS or fp["correction"] not in CORRECTIONS or fp["landmark_map"] not in LANDMARK_MAPS:
+        raise ValueError(f"fit_params hold an unknown choice: {fp}")
+    k = fp["geodesic_neighbors"]
+    if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
+        raise TypeError(f"fit_params.geodesic_neighbors must be null or a positive integer, got {k!r}")
+    params = _expect(meta, "params", (dict,))
+    method = params.get("method", "projection")
+    if method not in METHODS:
+        raise ValueError(f"params.method must be one of {METHODS}, got {method!r}")
     lam, U = files["eigenvalues"], files["eigenvectors"]
-    n = int(meta["n_landmarks"])
-    if U.shape != (n, lam.shape[0]) or files["row_means"].shape != (n,) or files["landmark_ids"].shape != (n,):
-        raise ModelFileError(
-            f"model file {path} is inconsistent: eigenvectors {U.shape}, eigenvalues {lam.shape}, "
-            f"row_means {files['row_means'].shape}, landmark_ids {files['landmark_ids'].shape} for n = {n}"
-        )
-    spectrum = LandmarkSpectrum(
-        eigenvalues=lam,
-        eigenvectors=U,
-        row_means=files["row_means"],
-        grand_mean=float(files["grand_mean"]),
-        negative_share=float(meta["negative_share"]),
-        exact=bool(meta["spectrum_exact"]),
-    )
-    est = LandmarkMDS(**meta["params"])
-    try:
-        est._check_params()
-        est._set_fitted(
-            spectrum,
-            files.get("dissimilarities"),
-            files["landmark_ids"].tolist(),
-            files.get("landmark_features"),
-            meta.get("metric"),
-            model_version=int(meta["model_version"]),
-        )
-        est._set_input_state(
-            files.get("landmark_self_similarity"),
-            files.get("geodesic_distances"),
-            float(files["additive_constant"]) if "additive_constant" in files else 0.0,
-            files.get("landmark_map"),
-        )
-        if "alignment_rotation" in files:
-            est.set_alignment(files["alignment_rotation"], files["alignment_shift"])
-    except InputError as exc:
-        raise ModelFileError(f"model file {path} holds an invalid model: {exc}") from exc
-    return est
+    if (U.ndim != 2 or lam.ndim != 1 or U.shape != (n, lam.shape[0]) or files["row_means"].shape != (n,)
+            or files["landmark_ids"].shape != (n,) or d > lam.shape[0]):
+        raise ValueError(f"inconsistent shapes: eigenvectors {U.shape}, eigenvalues {lam.shape}, row_means "
+                         f"{files['row_means'].shape}, landmark_ids {files['landmark_ids'].shape} for n = {n}, d = {d}")
+    if not (np.isfinite(lam).all() and (lam > 0).all() and np.isfinite(U).all()):
+        raise ValueError("the eigenvalues must be finite and positive and the eigenvectors finite")
+    spectrum = LandmarkSpectrum(eigenvalues=lam, eigenvectors=U, row_means=files["row_means"],
+                                grand_mean=float(files["grand_mean"]),
+                                negative_share=float(_expect(meta, "negative_share", (int, float))),
+                                exact=bool(_expect(meta, "spectrum_exact", (bool,))))
+    pipeline = InputPipeline.from_state(files, n, input=fp["input"], geodesic_neighbors=k, correction=fp["correction"])
+    X_map = files.get("landmark_map")
+    if (fp["landmark_map"] != "cmds") != (X_map is not None) or (X_map is not None and X_map.shape != (n, d)):
+        raise ValueError(f"landmark_map={fp['landmark_map']!r} needs a refined (n, d) = ({n}, {d}) configuration")
+    ids = files["landmark_ids"].tolist()
+    if len(set(ids)) != n:
+        raise ValueError("landmark ids must be unique")
+    metric = _expect(meta, "metric", (str,), allow_none=True)
+    features = files.get("landmark_features")
+    if features is not None and (features.ndim != 2 or features.shape[0] != n):
+        raise ValueError(f"landmark_features must have {n} rows, got shape {features.shape}")
+    D = files.get("dissimilarities")
+    if D is not None and D.shape != (n, n):
+        raise ValueError(f"dissimilarities must have shape ({n}, {n}), got {D.shape}")
+    lineage = _expect(meta, "lineage", (str,))
+    model = LandmarkModel(spectrum=spectrum, n_components=d, landmark_ids=np.asarray(ids), pipeline=pipeline,
+                          fit_params=dict(fp), landmark_map=X_map,
+                          map_info=_expect(meta, "map_info", (dict,), allow_none=True), version=version,
+                          lineage=lineage, dissimilarities=D, features=features, metric=metric,
+                          random_state=int(_expect(meta, "random_state", (int,))))
+    if "alignment_rotation" in files:
+        model = model.aligned(files["alignment_rotation"], files["alignment_shift"])
+    return model, params

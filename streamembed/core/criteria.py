@@ -1,32 +1,54 @@
-"""Other out-of-sample criteria: raw stress and squared-distance L1 (MATH.md §3 "Other criteria").
+"""Other out-of-sample criteria: raw stress and squared-distance L1 (docs/math.md §3 "Other criteria").
 
 With the landmark configuration X (n, d) held fixed, an object with
 dissimilarities δ (n,) to the landmarks is placed at a minimiser of
 
-    stress  σ(y) = Σ_i (‖y - x_i‖ - δ_i)²        seed 000 end of §4 (σ_out): restricted
-                                                 reconstruction for a stress-built map
-    L1      ℓ(y) = Σ_i |δ_i² - ‖y - x_i‖²|       seed 003 §1 (criterion 1) and §3
+    stress  σ(y) = Σ_i (‖y - x_i‖ - δ_i)²        Trosset, Tan, Tang & Priebe (2025), end of §4
+                                                 (σ_out): restricted reconstruction for a stress-built map
+    L1      ℓ(y) = Σ_i |δ_i² - ‖y - x_i‖²|       the note comparing five out-of-sample criteria
+                                                 (criterion 1 and §3)
 
-started from the projection ŷ (MATH.md §3). Units: y and X in distance
-units, σ in squared distance units, ℓ in squared distance units.
+Units: y and X in distance units, σ and ℓ in squared distance units.
 
-Stress: Guttman-transform majorisation (SMACOF with one free point, seed 001
-§2.2): y ← x̄ + (1/n) Σ_i δ_i (y - x_i)/‖y - x_i‖ never increases σ; after it
-has settled, damped Newton steps (analytic Hessian, eigenvalues replaced by
-their absolute values, backtracking) polish to full precision. σ is not
-convex: the result is the local minimum the descent from ŷ reaches, never
-worse than ŷ.
+What is guaranteed (``CriterionSolution.optimality``):
 
-L1: ℓ is piecewise quadratic with kinks on the circles ‖y - x_i‖ = δ_i, and
-its minima sit at kinks where several residuals vanish at once: that is why
-L1 "snaps" objects onto a few points (seed 003 §3, the LASSO analogy). It is
-minimised through the smooth surrogate Σ_i √(e_i² + ε²), e_i = ‖y - x_i‖² - δ_i²,
-by damped Newton with continuation ε → 10⁻¹²·scale (each stage starts where
-the previous ended; large ε first smooths away the shallow kinks). The
-result is never worse than ŷ (the start is kept when it is better).
+* d = 1: the global minimum, found exactly by visiting every piece of the
+  piecewise-quadratic criterion (``criteria_line``).
+* d ≥ 2: a certified local minimum (``criteria_checks``: stationary with a
+  positive-definite Hessian for stress; subgradient optimality and the
+  isotropic second-order condition for L1), never a saddle or a maximum, and
+  never worse than the start ŷ. When the descent from ŷ stops at a point that
+  is not a minimum (ŷ itself in Trosset et al.'s Example 2, where the
+  gradient vanishes and both curvatures are negative), it is left along
+  each direction the check returns (the Hessian's eigenvectors, both signs,
+  for stress; the edges of the vertex or the tangents and normals of the
+  active circles for L1): a line search over a geometric ladder of step
+  lengths picks a start per direction, the descent runs again from each,
+  and the lowest certified result is kept (``escaped``); at most
+  ``ESCAPE_ROUNDS`` times. Equally low, distinct minima are reported as
+  ``ambiguous`` (the first found is kept). A row left without a certificate
+  has ``converged`` False.
+* A zero criterion is reported as a global minimum at any d.
 
-Everything is vectorised over the m objects of a batch (rows processed in
-chunks that bound the (m, n, d) work arrays); no per-object Python loop.
+Descent. Stress: Guttman-transform majorisation (SMACOF with one free point,
+Ghojogh et al. tutorial §2.2), y ← x̄ + (1/n) Σ_i δ_i (y - x_i)/‖y - x_i‖,
+never increases σ; after it has settled, damped Newton steps (analytic
+Hessian, eigenvalues replaced by their absolute values, backtracking) polish
+to full precision. L1: ℓ is piecewise quadratic with kinks on the circles
+‖y - x_i‖ = δ_i, and its minima sit where d of the residuals vanish at once
+(why L1 "snaps" objects onto a few points). It is approached through the
+smooth surrogate Σ_i √(e_i² + ε²), e_i = ‖y - x_i‖² - δ_i², by damped Newton
+with continuation ε → 10⁻¹²·scale, then snapped exactly: onto the vertex
+where d residuals vanish (Newton on those d equations), or, with no residual
+at zero, onto the centre W/K of the isotropic quadratic piece
+K‖y‖² - 2Wᵀy + C it lies on. The certificate is checked at the snapped point.
+
+Cost: the certificate is one gradient, Hessian and d×d eigendecomposition
+per object (about one Newton iteration); escapes cost 2d line searches of
+``len(ESCAPE_STEPS)`` criterion evaluations and 2d descents, for the rows
+that need them only. Everything is vectorised over the m objects of a batch
+(rows processed in chunks that bound the (m, n, d) work arrays); no
+per-object Python loop.
 """
 
 from __future__ import annotations
@@ -35,6 +57,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+
+from .criteria_checks import GLOBAL, WEAK, l1_check, stress_check
+from .criteria_line import l1_line, stress_line
 
 #: (rows × landmarks × d) elements per chunk of work arrays (16 MB of float64).
 CHUNK_ELEMENTS = 2_000_000
@@ -50,6 +75,25 @@ MAX_HALVINGS = 30
 L1_EPS_FINAL = 1e-12
 #: Factor between successive smoothing levels.
 L1_EPS_FACTOR = 0.1
+#: First smoothing level of a descent from an escape start: small, so that the
+#: descent stays in the basin the start was chosen in (a large ε pulls towards
+#: the minimum of the smoothed criterion, possibly the point just left).
+L1_EPS_LOCAL = 1e-6
+#: |e_i| below this share of δ_i² + ‖y - x_i‖² marks a residual the L1 snap sets exactly to zero.
+SNAP_RTOL = 1e-6
+#: Newton iterations of the L1 vertex snap (it starts within ~1e-12 of the vertex).
+SNAP_ITER = 3
+
+
+#: Rounds of leaving a non-minimum (each: line searches, then descents from the new starts).
+ESCAPE_ROUNDS = 3
+#: Step lengths tried along each escape direction, relative to the map's length scale.
+ESCAPE_STEPS = 2.0 ** np.arange(-12, 3)
+#: Two certified minima whose criteria differ by less than this share of the criterion count as tied.
+TIE_RTOL = 1e-9
+
+#: How a placement was reached (``CriterionSolution.route``).
+ROUTE_DESCENT, ROUTE_ESCAPED, ROUTE_ENUMERATED = 0, 1, 2
 
 
 @dataclass
@@ -60,13 +104,31 @@ class CriterionSolution:
         y: (m, d) coordinates (distance units), in X's frame.
         objective: (m,) criterion value at y.
         start_objective: (m,) criterion value at the start (the projection).
-        converged: (m,) bool; False where the iteration limit was reached.
+        converged: (m,) bool; True where the placement is certified
+            (``optimality`` ≥ WEAK): a global minimum for d = 1 or a zero
+            criterion, else a local minimum.
+        optimality: (m,) int8 status from ``criteria_checks``: NOT_MINIMUM (0),
+            WEAK (1: necessary conditions only), STRICT (2: strict local
+            minimum), GLOBAL (3).
+        route: (m,) int8: ROUTE_DESCENT (the descent from the start ended at
+            a certified point), ROUTE_ESCAPED (it ended at a non-minimum, which
+            was left; see the module docstring), ROUTE_ENUMERATED (d = 1: exact).
+        ambiguous: (m,) bool; another, distinct point was found with the same
+            criterion (within ``TIE_RTOL``); the first found is returned.
     """
 
     y: np.ndarray
     objective: np.ndarray
     start_objective: np.ndarray
     converged: np.ndarray
+    optimality: np.ndarray
+    route: np.ndarray
+    ambiguous: np.ndarray
+
+    @property
+    def escaped(self) -> np.ndarray:
+        """(m,) bool: the placement was reached by leaving a non-minimum."""
+        return self.route == ROUTE_ESCAPED
 
 
 # ------------------------------------------------------------------ objectives
@@ -114,19 +176,110 @@ def _chunks(m: int, xshape: tuple[int, int]) -> list[slice]:
     return [slice(i, min(i + rows, m)) for i in range(0, m, rows)]
 
 
-def _solve_by_chunks(chunk_solver, objective, Y0: np.ndarray, X: np.ndarray, data: np.ndarray) -> CriterionSolution:
-    """Run ``chunk_solver`` over cache-sized row chunks; never return worse than the start."""
+def _by_chunks(fn: Callable, Y: np.ndarray, X: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Apply ``fn(Y_rows, X, data_rows) -> tuple of row arrays`` over cache-sized row chunks."""
+    parts = [fn(Y[s], X, data[s]) for s in _chunks(Y.shape[0], X.shape)]
+    if not parts:
+        probe = fn(Y[:0], X, data[:0])
+        return tuple(probe)
+    return tuple(np.concatenate([p[k] for p in parts]) for k in range(len(parts[0])))
+
+
+def _solve(descend: Callable, objective: Callable, check: Callable, Y0: np.ndarray, X: np.ndarray,
+           data: np.ndarray) -> CriterionSolution:
+    """Descend from Y0, certify, leave non-minima (module docstring); never worse than the start."""
+    X = np.asarray(X, dtype=np.float64)
     Y0 = np.asarray(Y0, dtype=np.float64)
     data = np.asarray(data, dtype=np.float64)
-    Y = np.empty_like(Y0)
-    conv = np.empty(Y0.shape[0], dtype=bool)
-    for s in _chunks(Y0.shape[0], X.shape):
-        Y[s], conv[s] = chunk_solver(Y0[s], X, data[s])
-    obj = objective(Y, X, data)
+    m = Y0.shape[0]
+    length = _length(X)
     start = objective(Y0, X, data)
-    worse = ~(obj <= start)  # descent cannot be worse; NaN-safe guard
-    Y[worse], obj[worse] = Y0[worse], start[worse]
-    return CriterionSolution(y=Y, objective=obj, start_objective=start, converged=conv)
+
+    def descend_guarded(S: np.ndarray, f_start: np.ndarray, rows: np.ndarray, local: bool) -> tuple[np.ndarray, ...]:
+        """(Y, criterion, status, directions) of the descents from the starts S of the rows ``rows``."""
+        Y, = _by_chunks(lambda a, b, c: (descend(a, b, c, local),), S, X, data[rows])
+        f = objective(Y, X, data[rows])
+        worse = ~(f <= f_start)  # descent cannot be worse; NaN-safe guard
+        Y[worse], f[worse] = S[worse], f_start[worse]
+        status, dirs = _by_chunks(lambda a, b, c: check(a, b, c, length), Y, X, data[rows])
+        return Y, f, status, dirs
+
+    rows = np.arange(m)
+    Y, f, status, dirs = descend_guarded(Y0, start, rows, False)
+    # every candidate: (owner row, point, criterion, status, escape round)
+    pool = [(rows, Y, f, status, np.zeros(m, dtype=np.int8))]
+    frontier = np.flatnonzero(status <= WEAK)
+    owner, P, fP, dP = frontier, Y[frontier], f[frontier], dirs[frontier]
+    for rnd in range(1, ESCAPE_ROUNDS + 1):
+        if owner.size == 0:
+            break
+        S, fS, src = _escape_starts(P, fP, dP, X, data[owner], objective, length)
+        if src.size == 0:
+            break
+        owner = owner[src]
+        P, fP, st, dP = descend_guarded(S, fS, owner, True)
+        pool.append((owner, P, fP, st, np.full(owner.size, rnd, dtype=np.int8)))
+        keep = st <= WEAK
+        owner, P, fP, dP = owner[keep], P[keep], fP[keep], dP[keep]
+    return _select(pool, start, length)
+
+
+def _select(pool: list, start: np.ndarray, length: float) -> CriterionSolution:
+    """Per row, the lowest certified candidate (else the lowest), first among ties."""
+    owner, Y, f, st, rnd = (np.concatenate([p[k] for p in pool]) for k in range(5))
+    m = start.size
+    order = np.arange(owner.size)  # generation order: the tie-break
+    cert = st >= WEAK
+    row_best = np.full(m, np.inf)
+    np.minimum.at(row_best, owner[cert], f[cert])
+    has_cert = np.isfinite(row_best)
+    fallback = np.full(m, np.inf)
+    np.minimum.at(fallback, owner, f)
+    best = np.where(has_cert, row_best, fallback)
+    eligible = np.where(has_cert[owner], cert, True)
+    tied = eligible & (f <= best[owner] + TIE_RTOL * np.abs(best[owner]) + 1e-300)
+    first = np.full(m, owner.size)
+    np.minimum.at(first, owner[tied], order[tied])
+    y = Y[first]
+    far = np.zeros(m)
+    np.maximum.at(far, owner[tied], np.linalg.norm(Y[tied] - y[owner[tied]], axis=1))
+    certified = st[first] >= WEAK
+    return CriterionSolution(
+        y=y, objective=f[first], start_objective=start, converged=certified, optimality=st[first].astype(np.int8),
+        route=np.where(rnd[first] > 0, ROUTE_ESCAPED, ROUTE_DESCENT).astype(np.int8),
+        ambiguous=(far > 1e-6 * length) & certified,
+    )
+
+
+def _escape_starts(P: np.ndarray, fP: np.ndarray, dirs: np.ndarray, X: np.ndarray, data: np.ndarray,
+                   objective: Callable, length: float) -> tuple[np.ndarray, np.ndarray]:
+    """New starts leaving the points P (k, d): per direction of ``dirs`` (k, p, d), the lowest of the ladder.
+
+    Returns (starts (q, d), their criteria (q,), index into P (q,)), only starts strictly below
+    their point's criterion.
+    """
+    k, p, d = dirs.shape
+    steps = ESCAPE_STEPS * length
+    h = steps.size
+    starts, values, src = [], [], []
+    rows = max(1, CHUNK_ELEMENTS // max(1, p * h * X.shape[0] * d))
+    for a in range(0, k, rows):
+        b = min(a + rows, k)
+        T = P[a:b, None, None, :] + steps[None, None, :, None] * dirs[a:b, :, None, :]  # (r, p, h, d)
+        ok = np.isfinite(T).all(axis=3)
+        T = np.where(ok[..., None], T, P[a:b, None, None, :])
+        fT = objective(T.reshape(-1, d), X, np.repeat(data[a:b], p * h, axis=0)).reshape(b - a, p, h)
+        fT = np.where(ok, fT, np.inf)
+        j = np.argmin(fT, axis=2)
+        fbest = np.take_along_axis(fT, j[:, :, None], axis=2)[:, :, 0]
+        better = fbest < fP[a:b, None] * (1 - 1e-12)
+        r, q = np.nonzero(better)
+        starts.append(T[r, q, j[r, q]])
+        values.append(fbest[r, q])
+        src.append(r + a)
+    if not starts:
+        return np.empty((0, d)), np.empty(0), np.empty(0, dtype=np.int64)
+    return np.concatenate(starts), np.concatenate(values), np.concatenate(src)
 
 
 # ------------------------------------------------------------------ stress
@@ -134,7 +287,9 @@ def _solve_by_chunks(chunk_solver, objective, Y0: np.ndarray, X: np.ndarray, dat
 
 def solve_stress(Y0: np.ndarray, X: np.ndarray, delta: np.ndarray) -> CriterionSolution:
     """Minimise σ for m objects from the starts Y0 (m, d); X (n, d); delta (m, n) ≥ 0."""
-    return _solve_by_chunks(_stress_chunk, stress_objective, Y0, X, delta)
+    if np.shape(X)[1] == 1:
+        return _on_a_line(stress_line, stress_objective, Y0, X, delta)
+    return _solve(lambda Y, X_, dl, local: _stress_chunk(Y, X_, dl)[0], stress_objective, stress_check, Y0, X, delta)
 
 
 def _stress_chunk(Y0: np.ndarray, X: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -179,16 +334,38 @@ def _stress_chunk(Y0: np.ndarray, X: np.ndarray, delta: np.ndarray) -> tuple[np.
 
 def solve_l1(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray) -> CriterionSolution:
     """Minimise ℓ for m objects from the starts Y0 (m, d); X (n, d); delta2 (m, n) squared dissimilarities."""
-    return _solve_by_chunks(_l1_chunk, l1_objective, Y0, X, delta2)
+    if np.shape(X)[1] == 1:
+        return _on_a_line(l1_line, l1_objective, Y0, X, delta2)
+
+    def descend(Y: np.ndarray, X_: np.ndarray, d2: np.ndarray, local: bool) -> np.ndarray:
+        return _l1_snap(_l1_chunk(Y, X_, d2, local)[0], X_, d2)
+
+    return _solve(descend, l1_objective, l1_check, Y0, X, delta2)
 
 
-def _l1_chunk(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _on_a_line(line: Callable, objective: Callable, Y0: np.ndarray, X: np.ndarray,
+               data: np.ndarray) -> CriterionSolution:
+    """d = 1: the exact global minimiser (``criteria_line``)."""
+    X = np.asarray(X, dtype=np.float64)
+    data = np.asarray(data, dtype=np.float64)
+    m = data.shape[0]
+    y, amb = line(X[:, 0], data)
+    Y = y[:, None]
+    return CriterionSolution(
+        y=Y, objective=objective(Y, X, data), start_objective=objective(np.asarray(Y0, dtype=np.float64), X, data),
+        converged=np.ones(m, dtype=bool), optimality=np.full(m, GLOBAL, dtype=np.int8),
+        route=np.full(m, ROUTE_ENUMERATED, dtype=np.int8), ambiguous=amb,
+    )
+
+
+def _l1_chunk(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray, local: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Continuation from Y0 (k, d): smoothing from the median residual (or ``L1_EPS_LOCAL`` when ``local``) down."""
     eye = np.eye(X.shape[1])
     length = _length(X)
     scale = np.maximum(np.abs(delta2).mean(axis=1) + np.square(X).sum(axis=1).mean(), 1e-300)
     e0 = np.abs(_sq(_diff(Y0, X)) - delta2)
     eps_final = L1_EPS_FINAL * scale
-    eps = np.maximum(np.median(e0, axis=1), 1e-3 * scale)
+    eps = L1_EPS_LOCAL * scale if local else np.maximum(np.median(e0, axis=1), 1e-3 * scale)
     Y = Y0.copy()
     conv = np.ones(Y.shape[0], dtype=bool)
     todo = np.arange(Y.shape[0])
@@ -211,6 +388,44 @@ def _l1_chunk(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray) -> tuple[np.nda
         todo = todo[eps[todo] > eps_final[todo]]
         eps[todo] = np.maximum(eps[todo] * L1_EPS_FACTOR, eps_final[todo])
     return Y, conv
+
+
+def _l1_snap(Y: np.ndarray, X: np.ndarray, delta2: np.ndarray) -> np.ndarray:
+    """Snap near-exact L1 placements (m, d) onto their vertex or piece centre; keep a snap only if ℓ does not rise."""
+    m, d = Y.shape
+    D = _diff(Y, X)
+    sq = _sq(D)
+    e = sq - delta2
+    near = np.abs(e) <= SNAP_RTOL * (delta2 + sq) + 1e-300
+    a = near.sum(axis=1)
+    new = Y.copy()
+    vertex = np.flatnonzero(a == d)
+    if vertex.size:
+        idx = np.argsort(~near[vertex], axis=1, kind="stable")[:, :d]
+        XZ, d2Z = X[idx], np.take_along_axis(delta2[vertex], idx, axis=1)  # (k, d, d), (k, d)
+        Yv = Y[vertex].copy()
+        for _ in range(SNAP_ITER):  # Newton on ‖y - x_i‖² = δ_i², i ∈ Z
+            Dz = Yv[:, None, :] - XZ
+            J = 2.0 * Dz
+            ok = np.abs(np.linalg.det(J)) > 1e-300
+            step = np.zeros_like(Yv)
+            step[ok] = np.linalg.solve(J[ok], (np.einsum("kid,kid->ki", Dz, Dz) - d2Z)[ok][:, :, None])[:, :, 0]
+            Yv -= step
+        new[vertex] = Yv
+    interior = np.flatnonzero(a == 0)
+    if interior.size:
+        s = np.sign(e[interior])
+        K = s.sum(axis=1)
+        pos = K > 0
+        new[interior[pos]] = (s[pos] @ X) / K[pos, None]  # centre W / K of the piece K‖y‖² - 2Wᵀy + C
+    changed = np.flatnonzero(np.isfinite(new).all(axis=1) & (new != Y).any(axis=1))
+    if changed.size:
+        f_old = l1_objective(Y[changed], X, delta2[changed])
+        f_new = l1_objective(new[changed], X, delta2[changed])
+        ok = f_new <= f_old * (1 + 1e-12)
+        Y = Y.copy()
+        Y[changed[ok]] = new[changed[ok]]
+    return Y
 
 
 def _length(X: np.ndarray) -> float:

@@ -10,6 +10,8 @@ import numpy as np
 
 #: RR hard case (MATH.md §3): the component along the smallest kept
 #: eigen-direction is determined only up to sign; a deterministic sign was chosen.
+#: Stress and L1 (docs/math.md §3 "Other criteria"): another, distinct placement
+#: attains the same criterion; the first found was kept.
 FLAG_AMBIGUOUS = np.uint32(1)
 #: Evidence that the object's dissimilarities are not Euclidean against the
 #: landmarks: exact k0 < 0 beyond tolerance, or beta < 0 (MATH.md §4).
@@ -18,8 +20,13 @@ FLAG_NON_EUCLIDEAN = np.uint32(2)
 FLAG_RETAINED_MODEL = np.uint32(4)
 #: Embedded as a member of a block (multi-point RR with mutual dissimilarities).
 FLAG_BLOCK = np.uint32(8)
-#: The secular-equation solver stopped at its iteration limit (never expected).
+#: The secular-equation solver stopped at its iteration limit (never expected);
+#: stress and L1: the placement could not be certified as a minimum (docs/math.md §3).
 FLAG_NOT_CONVERGED = np.uint32(16)
+#: Stress and L1: the descent from the start stopped at a point that is not a
+#: minimum (a saddle or maximum, e.g. a zero-gradient start); the placement is
+#: the lowest minimum reached after leaving it (docs/math.md §3).
+FLAG_ESCAPED = np.uint32(32)
 
 FLAG_NAMES: dict[int, str] = {
     int(FLAG_AMBIGUOUS): "ambiguous_sign",
@@ -27,6 +34,7 @@ FLAG_NAMES: dict[int, str] = {
     int(FLAG_RETAINED_MODEL): "retained_model",
     int(FLAG_BLOCK): "block",
     int(FLAG_NOT_CONVERGED): "not_converged",
+    int(FLAG_ESCAPED): "escaped_non_minimum",
 }
 
 

@@ -37,6 +37,7 @@ import numpy as np
 import scipy.spatial.distance
 
 from .errors import InputError
+from .validation import Problem
 
 #: Kernels usable between feature vectors (``LandmarkMDS.fit_features`` with input="similarity").
 FEATURE_KERNELS = ("linear", "cosine", "rbf")
@@ -55,7 +56,7 @@ def check_similarity_matrix(K: object, name: str = "K", rtol: float = 1e-7) -> n
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
         raise InputError(f"{name} must be a square (n, n) similarity matrix, got shape {arr.shape}")
     if arr.shape[0] < 2:
-        raise InputError(f"{name} needs at least 2 objects, got shape {arr.shape}")
+        raise InputError(f"{name} needs at least 2 objects, got shape {arr.shape} (n_samples = {arr.shape[0]})")
     bad = ~np.isfinite(arr)
     if bad.any():
         i, j = np.argwhere(bad)[0]
@@ -92,7 +93,7 @@ def landmark_dissimilarities(K: np.ndarray) -> np.ndarray:
 
 def row_dissimilarities(
     K_rows: np.ndarray, landmark_self: np.ndarray, self_similarity: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray, list[str | None]]:
+) -> tuple[np.ndarray, np.ndarray, list[Problem | None]]:
     """Dissimilarities (m, n) of m objects to the landmarks from their similarities by (1).
 
     Args:
@@ -104,8 +105,8 @@ def row_dissimilarities(
     Returns:
         A: (m, n) dissimilarities (not squared), in the rows' dtype.
         known: (m,) bool, False where the self-similarity was not given.
-        reasons: m entries, None or ``"negative: ..."`` for rows whose (1) is
-            negative beyond round-off (their A row is clipped at zero).
+        problems: m entries, None or a ``negative`` Problem for rows whose (1)
+            is negative beyond round-off (their A row is clipped at zero).
     """
     m = K_rows.shape[0]
     K64 = K_rows.astype(np.float64, copy=False)
@@ -120,11 +121,11 @@ def row_dissimilarities(
     rtol = NEGATIVE_RTOL_F32 if K_rows.dtype == np.float32 else NEGATIVE_RTOL
     scale = np.maximum(np.abs(kappa), float(np.abs(landmark_self).max()))[:, None]
     neg = A2 < -rtol * scale
-    reasons: list[str | None] = [None] * m
+    reasons: list[Problem | None] = [None] * m
     for i in np.flatnonzero(neg.any(axis=1)):
         j = int(np.argmax(neg[i]))
-        reasons[int(i)] = (f"negative: similarity row {int(i)} implies k(z,z) + k(l,l) - 2k(z,l) = {A2[i, j]:.6g} "
-                           f"< 0 at landmark {j}")
+        reasons[int(i)] = Problem("negative", f"similarity row {int(i)} implies k(z,z) + k(l,l) - 2k(z,l) = "
+                                  f"{A2[i, j]:.6g} < 0 at landmark {j}", j)
     A = np.sqrt(np.maximum(A2, 0.0))
     return A.astype(K_rows.dtype, copy=False), known, reasons
 

@@ -32,6 +32,7 @@ import scipy.spatial.distance
 
 from .errors import InputError
 from .landmarks import SELECTIONS, kmeanspp_select, maxmin_select, random_select, residual_pivoted_select
+from .model import fit_model
 from .procrustes import orthogonal_procrustes_align
 
 __all__ = ["RefitResult", "CandidateSet", "candidate_dissimilarities", "residual_kernel", "select_landmarks",
@@ -46,7 +47,7 @@ class RefitResult:
     """A refitted, aligned model and what an operator needs to know about it.
 
     Attributes:
-        model: the new ``LandmarkMDS`` (model_version = old + 1), aligned.
+        model: the new ``LandmarkModel`` (version = old + 1, same lineage), aligned.
         rotation: (d, d) orthogonal R of the alignment y ↦ y·R + shift.
         shift: (d,) translation.
         alignment_rms: RMS distance between old landmarks placed by the new
@@ -151,21 +152,21 @@ def residual_kernel(old: Any, D_candidates: np.ndarray) -> tuple[np.ndarray, np.
 
     K is the landmark-centred kernel of the candidates (docs/math.md §2, block
     form), from their dissimilarities to the old landmarks (the first
-    n = ``old.n_landmarks_`` columns) and to each other; Ŷ_d their projections
-    on the old map in its natural frame. Only ``old.embed`` and
-    ``old.embedding_`` are used: the map's outputs are ŷ·Q + t with Q
+    n = ``old.n_landmarks`` columns) and to each other; Ŷ_d their projections
+    on the old map in its natural frame. Only ``old.place`` and
+    ``old.embedding`` are used: the map's outputs are ŷ·Q + t with Q
     orthogonal, and the landmarks' natural coordinates are centred, so
-    t = mean(embedding_) and Ŷ_d Ŷ_dᵀ = (Y − t)(Y − t)ᵀ. For a model that
+    t = mean(embedding) and Ŷ_d Ŷ_dᵀ = (Y − t)(Y − t)ᵀ. For a model that
     transforms its input (geodesics, an additive constant) K is that of the
     raw dissimilarities: an approximation. R (N, N) and β (N,) (the diagonal
     of K), squared-distance units; diag R is the unexplained energy β − ‖ŷ‖².
     """
     D = np.asarray(D_candidates, dtype=np.float64)
-    n = int(old.n_landmarks_)
-    y = np.asarray(old.embed(D[:, :n], method="projection").y, dtype=np.float64)
+    n = int(old.n_landmarks)
+    y = np.asarray(old.place(D[:, :n], method="projection").y, dtype=np.float64)
     if not np.isfinite(y).all():
         raise InputError("residual selection needs the map's projection of every candidate (a CMDS map and valid rows)")
-    y = y - np.asarray(old.embedding_, dtype=np.float64).mean(axis=0)
+    y = y - np.asarray(old.embedding, dtype=np.float64).mean(axis=0)
     R = np.square(D)
     abar = R[:, :n].mean(axis=1)
     g = float(R[:n, :n].mean())
@@ -217,16 +218,11 @@ def select_landmarks(
 
 
 def _fit_model(old: Any, D_new: np.ndarray, ids: list[str], features: np.ndarray | None) -> Any:
-    """The one place a refit builds its model: the old model's parameters, version + 1."""
-    from ..estimator import LandmarkMDS
-
-    model = LandmarkMDS(**old.get_params())
-    model.fit(D_new, landmark_ids=ids)
-    if features is not None:
-        model.landmark_features_ = np.asarray(features)
-        model.metric_ = old.metric_
-    model.model_version_ = int(old.model_version_) + 1
-    return model
+    """The one place a refit builds its model: the old model's parameters, version + 1, same lineage."""
+    model = fit_model(D_new, **old.fit_params, n_components=int(old.n_components), landmark_ids=ids,
+                      features=None if features is None else np.asarray(features), metric=old.metric,
+                      random_state=old.random_state, n_threads=old.n_threads)
+    return model.with_version(int(old.version) + 1, lineage=old.lineage)
 
 
 def refit(
@@ -242,9 +238,9 @@ def refit(
     """Refit the landmark map on old landmarks ∪ recent objects.
 
     Args:
-        old: the current fitted ``LandmarkMDS`` (its outputs define the frame).
+        old: the current ``LandmarkModel`` (its outputs define the frame).
         D_candidates: (N, N) dissimilarities among the candidates; the first
-            ``old.n_landmarks_`` rows/columns must be the old landmarks, in
+            ``old.n_landmarks`` rows/columns must be the old landmarks, in
             their order (``candidate_dissimilarities`` builds it).
         candidate_ids: N ids (the first n are the old landmark ids).
         n_landmarks: size of the new landmark set (default: the old size).
@@ -253,34 +249,34 @@ def refit(
         seed: for the randomised selections.
         selection_options: for "residual" (``core.landmarks.residual_pivoted_select``).
     """
-    if getattr(old, "input", "dissimilarity") == "similarity":
+    if old.input_kind == "similarity":
         raise InputError("refits of input='similarity' models are not supported: the candidates carry "
                          "dissimilarities, not similarities; refit with LandmarkMDS.fit on a new kernel matrix")
     t0 = time.perf_counter()
-    n_old = int(old.n_landmarks_)
+    n_old = int(old.n_landmarks)
     D_candidates = np.asarray(D_candidates, dtype=np.float64)
     N = D_candidates.shape[0]
     if D_candidates.shape != (N, N) or len(candidate_ids) != N:
         raise InputError(f"refit needs square candidate dissimilarities with one id each, got {D_candidates.shape} and {len(candidate_ids)} ids")
-    if N < n_old or list(candidate_ids[:n_old]) != [str(x) for x in old.landmark_ids_]:
+    if N < n_old or list(candidate_ids[:n_old]) != [str(x) for x in old.landmark_ids]:
         raise InputError("the first candidates must be the old landmarks, in the model's order")
     n_new = min(n_old if n_landmarks is None else int(n_landmarks), N)
     sel, info = select_landmarks(selection, D_candidates, n_new, n_old, old=old, seed=seed, **selection_options)
     ids = [str(candidate_ids[i]) for i in sel]
     model = _fit_model(old, D_candidates[np.ix_(sel, sel)], ids, None if features is None else np.asarray(features)[sel])
     # a SMACOF/Sammon map has no projection: place the old landmarks by its stress criterion
-    placement = "projection" if getattr(model, "landmark_map", "cmds") == "cmds" else "stress"
-    placed = model.embed(D_candidates[np.ix_(np.arange(n_old), sel)], method=placement).y
-    R, shift, rms = orthogonal_procrustes_align(placed, old.embedding_)
-    model.set_alignment(R, shift)
+    placement = "projection" if model.landmark_map is None else "stress"
+    placed = model.place(D_candidates[np.ix_(np.arange(n_old), sel)], method=placement).y
+    R, shift, rms = orthogonal_procrustes_align(placed, old.embedding)
+    model = model.aligned(R, shift)
     return RefitResult(
         model=model,
         rotation=R,
         shift=shift,
         alignment_rms=rms,
-        old_ids=[str(x) for x in old.landmark_ids_],
+        old_ids=[str(x) for x in old.landmark_ids],
         new_ids=ids,
-        eigenvalues=model.eigenvalues_.copy(),
+        eigenvalues=model.eigenvalues.copy(),
         duration_seconds=time.perf_counter() - t0,
         details={"n_candidates": N, "kept_old": int((sel < n_old).sum()), "selection": selection, **info},
     )

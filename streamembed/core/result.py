@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
+
+from .validation import Problem
 
 
 @dataclass
@@ -20,12 +22,17 @@ class EmbeddingResult:
         t: (m,) RR multiplier t* (NaN for projection, stress and l1).
         flags: (m,) uint32 bitmask (see ``streamembed.core.flags``).
         valid: (m,) bool; False rows carry a reason and NaN numbers.
-        reasons: m entries, None for valid rows, else "label: detail".
+        reasons: m entries, None for valid rows, else a ``Problem`` (code, detail,
+            index; ``str()`` gives "code: detail").
         method: "projection", "restricted", "stress", "l1" or "block". For stress and
             l1, beta / unexplained / k0 are still the landmark kernel's (they do not
             depend on where the criterion puts y).
         objective: block RR objective F(Y) (None otherwise).
         block_norm_k0: ‖k0‖₂ of the block's K0 when computed (None otherwise).
+        residual_rows: (s,) indices of the rows whose exact k0 was computed
+            (None when none was), and residual_coords (s, r) their projections
+            on every monitored eigenpair, in the model's own eigenbasis
+            (docs/math.md §4): what drift monitoring needs, computed once.
     """
 
     y: np.ndarray
@@ -35,13 +42,28 @@ class EmbeddingResult:
     t: np.ndarray
     flags: np.ndarray
     valid: np.ndarray
-    reasons: list[str | None] = field(default_factory=list)
+    reasons: list[Problem | None] = field(default_factory=list)
     method: str = "projection"
     objective: float | None = None
     block_norm_k0: float | None = None
+    residual_rows: np.ndarray | None = None
+    residual_coords: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.y.shape[0])
+
+    def take(self, idx: np.ndarray) -> "EmbeddingResult":
+        """The rows ``idx`` (an index array) of this result, as a new result."""
+        idx = np.asarray(idx, dtype=np.int64)
+        rows, coords = self.residual_rows, self.residual_coords
+        if rows is not None and coords is not None:
+            where = np.full(len(self), -1, dtype=np.int64)
+            where[idx] = np.arange(idx.size)
+            keep = where[rows] >= 0
+            rows, coords = where[rows][keep], coords[keep]
+        return replace(self, y=self.y[idx], beta=self.beta[idx], unexplained=self.unexplained[idx], k0=self.k0[idx],
+                       t=self.t[idx], flags=self.flags[idx], valid=self.valid[idx],
+                       reasons=[self.reasons[i] for i in idx.tolist()], residual_rows=rows, residual_coords=coords)
 
     @property
     def relative_unexplained(self) -> np.ndarray:

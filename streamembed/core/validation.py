@@ -2,17 +2,41 @@
 
 Array-level checks raise :class:`~streamembed.core.errors.InputError` with a
 message naming the argument, the problem and the offending shape or index.
-Row-level checks (:func:`row_problems`) never raise: the streaming layer
-dead-letters the rows they name. A reason string always starts with a short
-machine label followed by a colon (``"negative: A[3, 17] = -0.5"``), so
-metrics can use the label and people can read the rest.
+Row-level checks (:func:`row_problems`) never raise: they return a
+:class:`Problem` per bad row (a bounded ``code`` for metrics and dead letters,
+the offending ``index`` and a readable ``detail``), which the streaming layer
+dead-letters without parsing any text.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .errors import InputError
+
+
+#: Every ``Problem.code`` the core produces (the streaming layer's dead-letter reasons include them all).
+PROBLEM_CODES: tuple[str, ...] = ("non_finite", "negative", "bad_block", "rejected")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why one row (or one block) cannot be embedded.
+
+    Attributes:
+        code: one of ``PROBLEM_CODES``.
+        detail: what was wrong, for people (``"A[17] = -0.5"``).
+        index: the offending column (or (row, column)), when there is one.
+    """
+
+    code: str
+    detail: str
+    index: int | tuple[int, ...] | None = None
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.detail}"
 
 _FLOAT_TYPES = (np.float32, np.float64)
 
@@ -30,6 +54,40 @@ def as_float_array(x: object, name: str, ndim: int) -> np.ndarray:
         arr = arr.astype(np.float64)
     if arr.ndim != ndim:
         raise InputError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
+    return arr
+
+
+def check_array(x: object, name: str = "X") -> np.ndarray:
+    """The estimator API's whole-array check (``LandmarkMDS.fit`` / ``transform``): a finite 2-D float array.
+
+    Refuses sparse, complex, non-numeric, non-2-D, empty and non-finite input
+    with messages that say which (in scikit-learn's words, so its model
+    selection tools recognise them). The streaming layer does not call this:
+    its fused kernel finds bad rows in the pass that embeds them.
+    """
+    if hasattr(x, "toarray") or type(x).__module__.startswith("scipy.sparse"):
+        raise InputError(f"{name} is a sparse matrix: sparse input is not supported; pass a dense array")
+    arr = np.asarray(x)
+    if arr.dtype.kind == "c":
+        raise InputError(f"{name}: Complex data not supported (dtype {arr.dtype})")
+    if arr.dtype.kind == "O":
+        try:
+            arr = arr.astype(np.float64)
+        except TypeError as exc:
+            raise TypeError(f"{name} must be numeric: {exc}") from None
+        except ValueError as exc:
+            raise InputError(f"{name} must be numeric: {exc}") from None
+    if arr.ndim != 2:
+        raise InputError(f"{name} must be 2-dimensional, got shape {arr.shape}. Reshape your data with "
+                         f"x.reshape(1, -1) for a single object or x.reshape(-1, 1) for a single landmark")
+    if arr.shape[0] == 0:
+        raise InputError(f"{name} has 0 sample(s) (shape={arr.shape}) while a minimum of 1 is required.")
+    if arr.shape[1] == 0:
+        raise InputError(f"{name} has 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required.")
+    arr = as_float_array(arr, name, 2)
+    if not np.isfinite(arr).all():
+        idx = _first_index(~np.isfinite(arr))
+        raise InputError(f"{name} contains NaN or infinity: {name}{list(idx)} = {arr[idx]}")
     return arr
 
 
@@ -62,7 +120,7 @@ def check_dissimilarity_matrix(D: object, name: str = "D", rtol: float = 1e-7) -
     if arr.shape[0] != arr.shape[1]:
         raise InputError(f"{name} must be square, got shape {arr.shape}")
     if arr.shape[0] < 2:
-        raise InputError(f"{name} needs at least 2 objects, got shape {arr.shape}")
+        raise InputError(f"{name} needs at least 2 objects, got shape {arr.shape} (n_samples = {arr.shape[0]})")
     check_finite_nonnegative(arr, name)
     scale = max(float(arr.max()), np.finfo(np.float64).tiny)
     tol = rtol * scale
@@ -94,7 +152,7 @@ def check_rows(A: object, n_landmarks: int, name: str = "A") -> np.ndarray:
     return arr
 
 
-def row_problems(A: np.ndarray, name: str = "dissimilarities") -> list[str | None]:
+def row_problems(A: np.ndarray, name: str = "dissimilarities") -> list[Problem | None]:
     """Per-row reasons for rows that are not valid dissimilarities (None = valid).
 
     One vectorised pass finds the bad rows (the row minimum is NaN for a NaN
@@ -102,7 +160,7 @@ def row_problems(A: np.ndarray, name: str = "dissimilarities") -> list[str | Non
     row sum); only the bad rows are then inspected one by one for a message.
     """
     m = A.shape[0]
-    reasons: list[str | None] = [None] * m
+    reasons: list[Problem | None] = [None] * m
     if m == 0 or A.shape[1] == 0:
         return reasons
     bad = ~(A.min(axis=1) >= 0) | ~np.isfinite(A.sum(axis=1))
@@ -111,19 +169,19 @@ def row_problems(A: np.ndarray, name: str = "dissimilarities") -> list[str | Non
     return reasons
 
 
-def describe_bad_row(row: np.ndarray, name: str = "dissimilarities") -> str | None:
-    """Reason string for one row, or None if it is valid."""
+def describe_bad_row(row: np.ndarray, name: str = "dissimilarities") -> Problem | None:
+    """The problem of one row, or None if it is valid."""
     nonfinite = ~np.isfinite(row)
     if nonfinite.any():
         j = int(np.argmax(nonfinite))
-        return f"non_finite: {name}[{j}] = {row[j]}"
+        return Problem("non_finite", f"{name}[{j}] = {row[j]}", j)
     neg = row < 0
     if neg.any():
         j = int(np.argmax(neg))
-        return f"negative: {name}[{j}] = {row[j]}"
+        return Problem("negative", f"{name}[{j}] = {row[j]}", j)
     with np.errstate(over="ignore"):
         if not np.isfinite(np.square(row, dtype=np.float64).sum()):
-            return f"non_finite: squared {name} overflow"
+            return Problem("non_finite", f"squared {name} overflow")
     return None
 
 

@@ -1,10 +1,11 @@
-"""The daemon: configuration -> model -> source, sinks, loop, ops server.
+"""The daemon: configuration -> model -> the one streaming loop, plus the ops server, signals and exit codes.
 
-``run_daemon(cfg)`` returns the process exit code: 0 after a clean stop
-(SIGTERM/SIGINT, limits reached, or an exhausted source), 2 when it refuses
-to start (bad configuration, missing or corrupt model, unusable checkpoint),
-1 when the loop died of an unexpected error (nothing uncommitted is lost:
-the next start resumes from the last checkpoint).
+``run_daemon(cfg)`` returns the process exit code (``daemon.errors``): 0 after
+a clean stop (SIGTERM/SIGINT, limits reached, or an exhausted source), 1 when
+the loop died of an unexpected error (nothing durable is lost: the next start
+resumes from the checkpoint), 2 when it refuses to start (configuration,
+model file or run state a restart cannot fix), 3 when the environment is not
+ready (disk full, port taken, brokers unreachable: restart later).
 """
 
 from __future__ import annotations
@@ -12,164 +13,30 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import numpy as np
-
-from streamembed.daemon.config import Config
+from streamembed.atomic import atomic_write_bytes
+from streamembed.core.model import LandmarkModel
+from streamembed.daemon.assembly import (KafkaIO, ModelSync, build_drift, build_file_sinks, build_io,
+                                         build_kafka_source, build_registry, build_source, k0_rows_value,
+                                         load_or_fit_model, model_source, open_model_topic, startup_model)
+from streamembed.daemon.errors import (EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, EnvironmentUnavailable,
+                                       StartupError, is_environment_error)
 from streamembed.daemon.health import HealthState, OpsServer
 from streamembed.daemon.logs import setup_logging
 from streamembed.daemon.metrics import Metrics
-from streamembed.kafka.wiring import KafkaIO, ModelSync, build_io, open_model_topic, startup_model
-from streamembed.kafka.wiring import build_source as build_kafka_source
-from streamembed.core.drift import RefitTrigger
-from streamembed.daemon.refits import RefitManager, RefitSettings, newest_models
-from streamembed.stream.checkpoint import CheckpointError, CheckpointStore
-from streamembed.stream.models import ModelRegistry
-from streamembed.stream.monitor import DriftMonitor, MonitorSettings
-from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource, MixtureSpec
-from streamembed.stream.loop import EmbeddingLoop, LoopSettings
-from streamembed.stream.sinks import DeadLetterSink, ParquetSink, atomic_write_bytes
-from streamembed.stream.sources import DirectorySource, Source
+from streamembed.daemon.state import (PidLock, archive_run, check_lineage, clean_refit_dirs, describe_model,
+                                      model_record)
+from streamembed.settings import Config
+from streamembed.stream.checkpoint import CheckpointError, Checkpointer, CheckpointStore, CrashGuard
+from streamembed.stream.embedder import BatchEmbedder
+from streamembed.stream.loop import EmbeddingLoop
+from streamembed.stream.pipeline import ReadAhead
 
-__all__ = ["StartupError", "run_daemon", "load_or_fit_model", "build_source", "mixture_spec", "k0_rows_value"]
+__all__ = ["run_daemon", "StartupError", "EnvironmentUnavailable"]
 
 log = logging.getLogger("streamembed.daemon")
-
-EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
-
-
-class StartupError(RuntimeError):
-    """The daemon refuses to start; the message says what to fix."""
-
-
-def mixture_spec(cfg: Config) -> MixtureSpec:
-    g = cfg.generator
-    return MixtureSpec(seed=g.seed, n_features=g.n_features, clusters=g.clusters, intrinsic_dims=g.intrinsic_dims,
-                       cluster_spread=g.cluster_spread, cluster_std=g.cluster_std, noise_std=g.noise_std,
-                       drift_speed=g.drift_speed, new_cluster_after=g.new_cluster_after,
-                       new_cluster_offset=g.new_cluster_offset)
-
-
-def k0_rows_value(value: str | int) -> None | str | int:
-    """Config ``model.k0_rows`` -> the core's ``k0_rows`` argument."""
-    if isinstance(value, str):
-        return None if value == "none" else "all"
-    return int(value)
-
-
-def load_or_fit_model(cfg: Config) -> Any:
-    """The configured model: loaded from ``model.path``, else fitted from generator samples."""
-    from streamembed import LandmarkMDS, ModelFileError
-    from streamembed.core.landmarks import maxmin_select
-
-    m = cfg.model
-    if m.path:
-        path = Path(m.path)
-        if not path.exists():
-            raise StartupError(f"model.path = {m.path!r} does not exist: make a model with `streamembed fit` "
-                               f"or leave model.path empty to fit one from the generator")
-        try:
-            est = LandmarkMDS.load(path)
-        except (ModelFileError, OSError) as exc:
-            raise StartupError(f"model.path = {m.path!r} cannot be loaded: {exc}") from None
-        est.method = m.method
-        try:
-            est._check_method(m.method)
-        except ValueError as exc:
-            raise StartupError(f"model.method = {m.method!r} does not suit model.path = {m.path!r}: {exc}") from None
-        return est
-    stream = GaussianMixtureStream(mixture_spec(cfg))
-    X = stream.fit_sample(m.fit_sample)
-    rng = np.random.default_rng([cfg.generator.seed, 7])
-    if m.landmark_selection == "maxmin":
-        idx = maxmin_select(m.n_landmarks, X=X, metric=m.metric, first=int(rng.integers(len(X))))
-    else:
-        idx = np.sort(rng.choice(len(X), size=m.n_landmarks, replace=False))
-    try:
-        est = LandmarkMDS(n_components=m.n_components, method=m.method, input=m.input,
-                          geodesic_neighbors=m.geodesic_neighbors or None, correction=m.correction,
-                          landmark_map=m.landmark_map)
-        est.fit_features(X[idx], metric=m.kernel if m.input == "similarity" else m.metric)
-    except ValueError as exc:
-        raise StartupError(f"cannot fit a model from the generator ({exc}); check [model] and [generator]") from None
-    log.info("fitted a model from generator samples",
-             extra={"landmarks": m.n_landmarks, "dims": m.n_components,
-                    "metric": f"{m.kernel} kernel" if m.input == "similarity" else m.metric})
-    if m.save_path:
-        est.save(m.save_path)
-        log.info("saved the fitted model", extra={"path": m.save_path})
-    return est
-
-
-def build_registry(cfg: Config, est: Any) -> ModelRegistry:
-    """The served models: ``est`` plus newer refitted versions found in the model directory."""
-    from streamembed import LandmarkMDS, ModelFileError
-
-    registry = ModelRegistry(est, retain=cfg.refit.retain_versions)
-    for path in newest_models(cfg.model_dir, cfg.refit.retain_versions + 1):
-        try:
-            m = LandmarkMDS.load(path)
-        except ModelFileError as exc:
-            raise StartupError(f"{path} cannot be loaded ({exc}); remove it to fall back to an older version") from None
-        if int(m.model_version_) > registry.current_version:
-            m.method = cfg.model.method
-            registry.install(m)
-            log.info("resuming with a refitted model", extra={"model_version": int(m.model_version_),
-                                                              "path": str(path)})
-    return registry
-
-
-def build_drift(cfg: Config, registry: ModelRegistry, metrics: Metrics) -> tuple[DriftMonitor | None, RefitManager | None]:
-    """The drift monitor and refit manager of the [drift] and [refit] sections (None, None if disabled)."""
-    d, r = cfg.drift, cfg.refit
-    if not d.enabled:
-        return None, None
-    trigger = RefitTrigger(statistic=d.statistic, ratio=d.ratio, margin=d.margin, threshold=d.threshold or None,
-                           hysteresis=d.hysteresis, min_objects=d.min_objects, baseline_objects=d.baseline_objects,
-                           cooldown_seconds=d.cooldown_seconds)
-    monitor = DriftMonitor(registry.current, MonitorSettings(window_objects=d.window_objects,
-                                                             window_seconds=d.window_seconds,
-                                                             k0_sample=d.k0_sample,
-                                                             reservoir_objects=d.reservoir_objects,
-                                                             stats_every_objects=d.stats_every_objects,
-                                                             stats_every_seconds=d.stats_every_seconds),
-                           trigger, metrics)
-    cfg.model_dir.mkdir(parents=True, exist_ok=True)
-    refits = RefitManager(RefitSettings(auto=r.auto, n_landmarks=r.n_landmarks, retain_versions=r.retain_versions,
-                                        timeout_seconds=r.timeout_seconds),
-                          registry, monitor, cfg.model_dir, cfg.history_path, metrics)
-    return monitor, refits
-
-
-def build_source(cfg: Config, est: Any, registry: ModelRegistry | None = None) -> Source:
-    s = cfg.source
-    if s.kind == "directory":
-        d = cfg.directory
-        if not Path(d.path).is_dir():
-            log.warning("directory.path = %r does not exist (yet); waiting for it to appear", d.path)
-        return DirectorySource(d.path, pattern=d.pattern, batch_rows=s.batch_rows, settle_seconds=d.settle_seconds,
-                               poll_seconds=d.poll_seconds, max_block_rows=s.max_block_rows,
-                               exit_when_idle=d.exit_when_idle)
-    g = cfg.generator
-    feats = getattr(est, "landmark_features_", None)
-    if feats is None or np.asarray(feats).shape[1] != g.n_features:
-        have = "no landmark features" if feats is None else f"{np.asarray(feats).shape[1]} features"
-        raise StartupError(f"source.kind = 'generator' needs a model fitted from {g.n_features}-dimensional "
-                           f"feature vectors (generator.n_features), but model.path = {cfg.model.path!r} has "
-                           f"{have}: leave model.path empty or fit the model with `streamembed fit --features`")
-    to_diss = None
-    if g.emit == "dissimilarities":
-        if registry is None:
-            to_diss = est.dissimilarities_to_landmarks
-        else:
-            def to_diss(X: np.ndarray) -> tuple[np.ndarray, int]:
-                model = registry.current  # follow refits: stamp the landmark version used
-                return model.dissimilarities_to_landmarks(X), int(model.model_version_)
-    return GeneratorSource(GaussianMixtureStream(mixture_spec(cfg)), batch_rows=s.batch_rows, rate=g.rate,
-                           id_prefix=g.id_prefix, to_dissimilarities=to_diss)
 
 
 class _Signals:
@@ -207,70 +74,111 @@ def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Met
     metrics = metrics or Metrics()
     health = HealthState(cfg.metrics.wedged_after_seconds)
     server: OpsServer | None = None
-    refits: RefitManager | None = None
     kafka_io = KafkaIO()
+    closers: list[Any] = [kafka_io.close]
     with _Signals(stop) as signals:
         try:
             if cfg.metrics.enabled:
                 server = _start_server(cfg, metrics, health)
-            model_topic = open_model_topic(cfg, kafka_io, metrics=metrics, stop=stop)
-            est = startup_model(cfg, model_topic, load_or_fit_model)
-            registry = build_registry(cfg, est)
-            est = registry.current
-            source = (build_kafka_source(cfg, kafka_io, metrics=metrics, stop=stop) if cfg.source.kind == "kafka"
-                      else build_source(cfg, est, registry))
-            monitor, refits = build_drift(cfg, registry, metrics)
-            if refits is not None:
-                signals.on_refit = refits.request_manual
-                if cfg.source.kind == "kafka":
-                    # one replica of the group leads automatic refits: the owner of input partition 0;
-                    # the others take its model from the model topic (ModelSync)
-                    refits.may_auto_refit = lambda: 0 in source.assigned_partitions
-            checkpoints = CheckpointStore(cfg.checkpoint_path)
-            output = ParquetSink(cfg.embeddings_dir, row_group_rows=cfg.output.row_group_rows,
-                                 compression=cfg.output.compression) if cfg.output.parquet else None
-            dead = DeadLetterSink(cfg.dead_letter_dir, fmt=cfg.output.dead_letter_format, source=source.name,
-                                  compression=cfg.output.compression) if cfg.source.kind != "kafka" else None
-            # Parquet and/or the Kafka output topic; the dead-letter topic for a Kafka source
-            output, dead = build_io(cfg, kafka_io, source, output, dead, metrics=metrics, stop=stop)
-            model_sync = None if model_topic is None else ModelSync(
-                model_topic, registry, monitor=monitor, metrics=metrics, poll_seconds=cfg.kafka.model_poll_seconds)
-            between = [f for f in (None if refits is None else refits.poll,
-                                   None if model_sync is None else model_sync.poll) if f is not None]
-            loop = EmbeddingLoop(est, source, output, dead, checkpoints, settings=_settings(cfg), metrics=metrics,
-                                 health=health, stop=stop, registry=registry, monitor=monitor,
-                                 between_batches=_chain(between))
-            _write_pid(cfg)
-            loop.restore()
-        except (StartupError, CheckpointError, OSError) as exc:
+            loop, model = _assemble(cfg, metrics, health, stop, kafka_io, signals, closers)
+        except (StartupError, CheckpointError) as exc:
             log.error("refusing to start: %s", exc)
-            kafka_io.close()
-            if server is not None:
-                server.stop()
-            return EXIT_REFUSED
-        _describe_model(metrics, est, cfg)
+            return _close(closers, server, EXIT_REFUSED)
+        except EnvironmentUnavailable as exc:
+            log.error("cannot start now (exit %d, to be retried): %s", EXIT_UNAVAILABLE, exc)
+            return _close(closers, server, EXIT_UNAVAILABLE)
+        except OSError as exc:
+            log.error("cannot start now (exit %d, to be retried): %s", EXIT_UNAVAILABLE, exc)
+            return _close(closers, server, EXIT_UNAVAILABLE)
+        _describe_model(metrics, model, cfg)
         health.model_loaded = True
-        log.info("running", extra={"source": source.name, "output": str(cfg.embeddings_dir)})
+        log.info("running", extra={"source": loop.source.name, "output": str(cfg.embeddings_dir)})
         code = EXIT_OK
         try:
             stats = loop.run()
             log.info("stopped", extra={"batches": stats.batches, "records_in": stats.records_in,
                                        "embedded": stats.embedded, "dead_letters": stats.dead,
                                        "commits": stats.commits})
-        except Exception:  # noqa: BLE001 - report, exit non-zero; the checkpoint is intact
-            log.exception("the loop failed; restart resumes from the last checkpoint")
-            code = EXIT_FAILED
-        finally:
-            if refits is not None:
-                refits.close()
-            output.close()
-            dead.close()
-            source.close()
-            kafka_io.close()
-            cfg.pid_path.unlink(missing_ok=True)
-            if server is not None:
-                server.stop()
-        return code
+        except Exception as exc:  # noqa: BLE001 - report and exit non-zero; the checkpoint is intact
+            if is_environment_error(exc):
+                log.error("the environment failed under the loop (exit %d, to be retried; the next start resumes "
+                          "from the last checkpoint): %s", EXIT_UNAVAILABLE, exc)
+                code = EXIT_UNAVAILABLE
+            else:
+                log.exception("the loop failed; restart resumes from the last checkpoint")
+                code = EXIT_FAILED
+        return _close(closers, server, code)
+
+
+def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threading.Event, kafka_io: KafkaIO,
+              signals: _Signals, closers: list[Any]) -> tuple[EmbeddingLoop, LandmarkModel]:
+    """Everything the loop needs, in the order that makes refusals cheap (nothing written before the checks).
+
+    Whatever needs closing is appended to ``closers`` as it is made (closed in reverse).
+    """
+    model_topic = open_model_topic(cfg, kafka_io, metrics=metrics, stop=stop)
+    model = startup_model(cfg, model_topic, load_or_fit_model)
+    source_name = model_source(cfg)
+    if cfg.run.fresh:
+        archive_run(cfg)
+    store = CheckpointStore(cfg.checkpoint_path)
+    ckpt = store.load()
+    check_lineage(ckpt, model, source_name, cfg)
+    pid = PidLock(cfg.pid_path)
+    pid.acquire()
+    closers.append(pid.release)
+    clean_refit_dirs(cfg.model_dir)
+    registry = build_registry(cfg, model)
+    current = registry.current
+    log.info("model: %s", describe_model(current, source_name),
+             extra={"path": cfg.model.path or None, "version": current.version, "lineage": current.lineage,
+                    "landmarks": current.n_landmarks, "method": cfg.model.method})
+    if ckpt is not None and ckpt.model_version is not None and ckpt.model_version > current.version:
+        log.warning("the checkpoint was written with model version %d, but the newest version found is %d "
+                    "(models/ was pruned?); continuing with version %d", ckpt.model_version, current.version,
+                    current.version)
+    monitor, refits = build_drift(cfg, registry, metrics)
+    if cfg.source.kind == "kafka":
+        inner: Any = build_kafka_source(cfg, kafka_io, metrics=metrics, stop=stop)
+    else:
+        inner = build_source(cfg, current, registry, metrics)
+    if refits is not None:
+        signals.on_refit = refits.request_manual
+        closers.append(refits.close)
+        if cfg.source.kind == "kafka":
+            # one replica of the group leads automatic refits: the owner of input partition 0;
+            # the others take its model from the model topic (ModelSync)
+            refits.may_auto_refit = lambda: 0 in inner.assigned_partitions
+    parquet, dead_files = build_file_sinks(cfg, inner.name)
+    output, dead = build_io(cfg, kafka_io, inner, parquet, dead_files, metrics=metrics, stop=stop)
+    closers += [output.close, dead.close]
+    source = ReadAhead(inner, depth=2)
+    closers.append(source.close)
+    checkpointer = Checkpointer([output, dead], source, store, model_record(model, source_name))
+    if checkpointer.restore(ckpt):
+        log.info("resuming from checkpoint", extra={"source": inner.name})
+    model_sync = None if model_topic is None else ModelSync(model_topic, registry, monitor=monitor, metrics=metrics,
+                                                            poll_seconds=cfg.kafka.model_poll_seconds)
+    between = [f for f in (None if refits is None else refits.poll,
+                           None if model_sync is None else model_sync.poll) if f is not None]
+    embedder = BatchEmbedder(current, method=cfg.model.method, k0_rows=k0_rows_value(cfg.model.k0_rows),
+                             max_block_rows=cfg.source.max_block_rows, registry=registry, monitor=monitor)
+    guard = CrashGuard(cfg.root / "crash-guard.json", cfg.run.max_batch_attempts)
+    loop = EmbeddingLoop(embedder, source, output, dead, checkpointer, run=cfg.run, output_cfg=cfg.output,
+                         metrics=metrics, health=health, stop=stop, between_batches=_chain(between),
+                         crash_guard=guard)
+    return loop, current
+
+
+def _close(closers: list[Any], server: OpsServer | None, code: int) -> int:
+    for close in reversed(closers):
+        try:
+            close()
+        except Exception:  # noqa: BLE001 - shutting down: log and go on
+            log.warning("closing %r failed", close, exc_info=True)
+    if server is not None:
+        server.stop()
+    return code
 
 
 def _chain(calls: list[Any]) -> Any:
@@ -287,28 +195,13 @@ def _chain(calls: list[Any]) -> Any:
     return run_all
 
 
-def _write_pid(cfg: Config) -> None:
-    """``<root>/streamembed.pid``: where ``streamembed refit`` sends SIGUSR1."""
-    import os
-
-    cfg.pid_path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(cfg.pid_path, f"{os.getpid()}\n".encode())
-
-
-def _settings(cfg: Config) -> LoopSettings:
-    return LoopSettings(method=cfg.model.method, k0_rows=k0_rows_value(cfg.model.k0_rows),
-                        max_batches=cfg.run.max_batches, max_records=cfg.run.max_records,
-                        roll_rows=cfg.output.roll_rows, roll_seconds=cfg.output.roll_seconds,
-                        max_block_rows=cfg.source.max_block_rows,
-                        max_idle_sleep=max(0.05, min(1.0, cfg.directory.poll_seconds)))
-
-
 def _start_server(cfg: Config, metrics: Metrics, health: HealthState) -> OpsServer:
     try:
         server = OpsServer(metrics.registry, health, cfg.metrics.host, cfg.metrics.port).start()
     except OSError as exc:
-        raise StartupError(f"cannot listen on metrics.host = {cfg.metrics.host!r}, metrics.port = "
-                           f"{cfg.metrics.port}: {exc} (choose another port, or 0 for a free one)") from None
+        raise EnvironmentUnavailable(f"cannot listen on metrics.host = {cfg.metrics.host!r}, metrics.port = "
+                                     f"{cfg.metrics.port}: {exc} (another process has the port? choose another, or "
+                                     f"0 for a free one)") from None
     log.info("ops server listening on http://%s:%d (/metrics /healthz /readyz)", server.host, server.port,
              extra={"host": server.host, "port": server.port})
     if cfg.metrics.port_file:
@@ -316,12 +209,12 @@ def _start_server(cfg: Config, metrics: Metrics, health: HealthState) -> OpsServ
     return server
 
 
-def _describe_model(metrics: Metrics, est: Any, cfg: Config) -> None:
-    metrics.model_version.set(int(getattr(est, "model_version_", 1)))
+def _describe_model(metrics: Metrics, model: LandmarkModel, cfg: Config) -> None:
+    metrics.model_version.set(int(model.version))
     metrics.model_info.info({
-        "landmarks": str(est.n_landmarks_),
-        "dims": str(est.n_components),
+        "landmarks": str(model.n_landmarks),
+        "dims": str(model.n_components),
         "method": cfg.model.method,
-        "metric": str(getattr(est, "metric_", None) or ""),
-        "source": cfg.model.path or "generator",
+        "metric": str(model.metric or ""),
+        "source": model_source(cfg),
     })

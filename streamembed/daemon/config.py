@@ -1,7 +1,11 @@
-"""Configuration: dataclass schema, TOML files, environment overrides, validation.
+"""Configuration loading: TOML files, environment overrides, validation, rendering.
 
-Precedence, lowest first: the embedded default (``streamembed/default.toml``)
-< a TOML file (``--config``) < environment variables < command-line flags.
+The schema — every key, default, choice, range and its documentation — is
+``streamembed.settings``; this module only reads, checks and writes it.
+
+Precedence, lowest first: the schema's defaults (``settings.Config()``, which
+``config/default.toml`` renders) < a TOML file (``--config``) < environment
+variables < command-line flags.
 
 Environment overrides: ``STREAMEMBED_<SECTION>__<KEY>=<value>``, section and
 key in any case, separated by a double underscore, e.g.
@@ -9,7 +13,9 @@ key in any case, separated by a double underscore, e.g.
 The value is parsed by the key's type: integers and floats as numbers,
 booleans as true/false/1/0/yes/no/on/off, strings verbatim (no quotes);
 ``model.k0_rows`` takes ``none``, ``all`` or an integer. A variable that
-starts with ``STREAMEMBED_`` and contains ``__`` but names no key is an error.
+starts with ``STREAMEMBED_`` and contains ``__`` but names no key is an error,
+and so is one without ``__`` that looks like a key (``STREAMEMBED_MODEL_PATH``:
+"did you mean STREAMEMBED_MODEL__PATH?").
 
 Any unknown section or key, wrong type or out-of-range value raises
 :class:`ConfigError` naming the key and the value.
@@ -18,13 +24,15 @@ Any unknown section or key, wrong type or out-of-range value raises
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
+import textwrap
 import tomllib
 import typing
-from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
+
+from streamembed.settings import K0_STATISTICS, Config
 
 __all__ = [
     "ConfigError",
@@ -32,6 +40,7 @@ __all__ = [
     "ENV_PREFIX",
     "load_config",
     "default_toml_text",
+    "reference_rows",
     "to_dict",
     "to_toml",
     "to_json",
@@ -43,234 +52,6 @@ ENV_PREFIX = "STREAMEMBED_"
 
 class ConfigError(ValueError):
     """The configuration cannot be used; the message names the key and value."""
-
-
-def _f(default: Any, doc: str, *, choices: tuple[Any, ...] | None = None, min: float | None = None,
-       max: float | None = None, exclusive_min: bool = False, secret: bool = False) -> Any:
-    meta = {"doc": doc, "choices": choices, "min": min, "max": max, "exclusive_min": exclusive_min,
-            "secret": secret}
-    if isinstance(default, dict):  # a table of free-form settings ([kafka.client])
-        return field(default_factory=lambda: dict(default), metadata=meta)
-    return field(default=default, metadata=meta)
-
-
-@dataclass
-class ModelConfig:
-    path: str = _f("", "landmark model (.npz from `streamembed fit`); empty: fit one from the generator at startup")
-    method: str = _f("projection", "embedding method for single objects (stress, l1: MATH.md §3 other criteria)",
-                     choices=("projection", "restricted", "stress", "l1"))
-    k0_rows: str | int = _f("none", "rows per batch with the exact residual k0: none, all, or a count (>= 1)")
-    n_landmarks: int = _f(100, "landmarks of a generator-fitted model", min=2, max=100_000)
-    n_components: int = _f(2, "map dimensions d of a generator-fitted model", min=1, max=1000)
-    landmark_selection: str = _f("maxmin", "how a generator-fitted model picks landmarks",
-                                 choices=("maxmin", "random"))
-    fit_sample: int = _f(2000, "generator objects drawn to pick landmarks from", min=2, max=10_000_000)
-    metric: str = _f("euclidean", "feature metric of a generator-fitted model (scipy cdist name)")
-    save_path: str = _f("", "save a generator-fitted model here (.npz); empty: do not save")
-    input: str = _f("dissimilarity", "what a generator-fitted model embeds: feature dissimilarities, or kernel "
-                    "similarities (model.kernel; seed 000 §3)", choices=("dissimilarity", "similarity"))
-    kernel: str = _f("linear", "feature kernel when model.input = similarity", choices=("linear", "cosine", "rbf"))
-    geodesic_neighbors: int = _f(0, "landmark Isomap: geodesic distances through this many nearest landmarks "
-                                 "(0: off; seed 001 §4)", min=0, max=100_000)
-    correction: str = _f("none", "non-Euclidean correction of the landmark kernel (seed 001 §4.2)",
-                         choices=("none", "cailliez"))
-    landmark_map: str = _f("cmds", "landmark map: classical MDS, or refined by SMACOF stress or Sammon mapping "
-                           "(seed 001 §2.2-3; needs model.method = stress or l1)", choices=("cmds", "smacof", "sammon"))
-
-
-@dataclass
-class SourceConfig:
-    kind: str = _f("generator", "where objects come from", choices=("generator", "directory", "kafka"))
-    batch_rows: int = _f(8192, "most rows per batch; larger batches amortise the per-batch work", min=1,
-                         max=10_000_000)
-    max_block_rows: int = _f(4096, "largest block (batch with `cross`) accepted", min=1, max=1_000_000)
-
-
-@dataclass
-class DirectoryConfig:
-    path: str = _f("input", "directory watched for input files")
-    pattern: str = _f("*", "glob of files to read (`**/` or `/` in it: search subdirectories)")
-    poll_seconds: float = _f(0.5, "seconds between directory scans when idle", min=0.0, max=3600.0,
-                             exclusive_min=True)
-    settle_seconds: float = _f(1.0, "ignore files modified less than this long ago", min=0.0, max=3600.0)
-    exit_when_idle: bool = _f(False, "stop when no unread file is left (batch mode)")
-
-
-@dataclass
-class GeneratorConfig:
-    seed: int = _f(0, "seed: the same seed gives the same objects", min=0)
-    n_features: int = _f(10, "feature dimension p", min=2, max=100_000)
-    clusters: int = _f(4, "mixture components", min=1, max=10_000)
-    intrinsic_dims: int = _f(3, "dimension of the subspace the components live in (< n_features)", min=1)
-    cluster_spread: float = _f(5.0, "scale of the component means", min=0.0)
-    cluster_std: float = _f(0.5, "standard deviation within a component", min=0.0)
-    noise_std: float = _f(0.01, "isotropic noise in all n_features directions", min=0.0)
-    drift_speed: float = _f(0.0, "component means move this far per 100,000 objects", min=0.0)
-    new_cluster_after: int = _f(0, "object index from which a component off the landmarks' span appears (0: never)",
-                                min=0)
-    new_cluster_offset: float = _f(5.0, "distance of that component from the span", min=0.0)
-    rate: float = _f(5000.0, "objects per second (0: as fast as possible)", min=0.0)
-    emit: str = _f("features", "emit feature vectors or dissimilarities to the landmarks",
-                   choices=("features", "dissimilarities"))
-    id_prefix: str = _f("gen", "ids are <id_prefix>-<seed>-<index>")
-
-
-@dataclass
-class OutputConfig:
-    root: str = _f("streamembed-out", "root of the default output locations below")
-    embeddings_dir: str = _f("", "Parquet output files; empty: <root>/embeddings")
-    dead_letter_dir: str = _f("", "dead-letter files; empty: <root>/dead-letter")
-    dead_letter_format: str = _f("parquet", "dead-letter file format", choices=("parquet", "jsonl"))
-    checkpoint_path: str = _f("", "checkpoint file; empty: <root>/checkpoint.json")
-    roll_rows: int = _f(100_000, "publish files and checkpoint after this many rows", min=1)
-    roll_seconds: float = _f(5.0, "... or this many seconds after the first unpublished row", min=0.0,
-                             exclusive_min=True)
-    row_group_rows: int = _f(65536, "Parquet row-group size", min=1)
-    compression: str = _f("zstd", "Parquet compression", choices=("zstd", "snappy", "gzip", "lz4", "none"))
-    parquet: bool = _f(True, "write the Parquet output files (off: only the Kafka output topic)")
-    kafka_topic: str = _f("", "Kafka topic the embedded rows are produced to ([kafka] settings); empty: none")
-
-
-@dataclass
-class RunConfig:
-    max_batches: int = _f(0, "stop after this many batches (0: unbounded)", min=0)
-    max_records: int = _f(0, "stop after this many input records (0: unbounded)", min=0)
-
-
-@dataclass
-class DriftConfig:
-    enabled: bool = _f(True, "monitor drift through k0 (MATH.md §4) and trigger refits")
-    window_objects: int = _f(50_000, "objects in the sliding drift window", min=100)
-    window_seconds: float = _f(0.0, "also drop objects older than this (0: by count only)", min=0.0)
-    k0_sample: int = _f(32, "rows per batch whose exact k0 is computed (O(n·r) each)", min=0, max=1_000_000)
-    reservoir_objects: int = _f(2000, "recent objects kept as landmark candidates (feature mode)", min=0)
-    stats_every_objects: int = _f(10_000, "recompute the window statistics after this many objects ...", min=1)
-    stats_every_seconds: float = _f(1.0, "... or this many seconds, whichever comes first", min=0.0)
-    statistic: str = _f("relative_unexplained_mean", "statistic the refit trigger watches",
-                        choices=("relative_unexplained_mean", "relative_unexplained_p90", "relative_k0_mean",
-                                 "kernel_distance_bound", "gap_ratio"))
-    ratio: float = _f(1.5, "drift = statistic above baseline x ratio ...", min=1.0)
-    margin: float = _f(0.05, "... and above baseline + margin", min=0.0)
-    threshold: float = _f(0.0, "absolute trigger level instead of the baseline rule (0: baseline rule)", min=0.0)
-    hysteresis: float = _f(0.5, "clear level = baseline + hysteresis x (trigger level - baseline)", min=0.0, max=1.0)
-    min_objects: int = _f(20_000, "objects above the level before a refit fires", min=1)
-    baseline_objects: int = _f(20_000, "objects after a (re)fit before the baseline is taken", min=1)
-    cooldown_seconds: float = _f(300.0, "no automatic refit within this time after one", min=0.0)
-
-
-@dataclass
-class RefitConfig:
-    auto: bool = _f(True, "refit when the drift trigger fires (manual: SIGUSR1 or `streamembed refit`)")
-    n_landmarks: int = _f(0, "landmarks of a refitted model (0: as many as now)", min=0, max=100_000)
-    retain_versions: int = _f(3, "older model versions kept to embed inputs that name them", min=0, max=100)
-    timeout_seconds: float = _f(600.0, "kill a refit worker running longer than this", min=1.0)
-    model_dir: str = _f("", "versioned models model-v<N>.npz; empty: <root>/models")
-    history_path: str = _f("", "JSON lines record of every refit; empty: <root>/model-history.jsonl")
-
-
-@dataclass
-class KafkaConfig:
-    bootstrap_servers: str = _f("127.0.0.1:9092", "comma-separated host:port of Kafka brokers")
-    input_topic: str = _f("", "topic read when source.kind = kafka")
-    group_id: str = _f("streamembed", "consumer group: replicas with the same group share the input partitions")
-    client_id: str = _f("streamembed", "client id prefix (-consumer / -producer appended)")
-    auto_offset_reset: str = _f("earliest", "where a group without committed offsets starts",
-                                choices=("earliest", "latest"))
-    dead_letter_topic: str = _f("", "topic of refused input messages and rows; empty: <input_topic>.dlq")
-    output_format: str = _f("arrow", "messages of output.kafka_topic: one Arrow IPC stream per batch, or one "
-                            "JSON object per row", choices=("arrow", "json"))
-    model_topic: str = _f("", "compacted topic distributing the landmark model to every replica; empty: off")
-    model_name: str = _f("streamembed", "key of this deployment's model in model_topic")
-    model_poll_seconds: float = _f(2.0, "how often the loop looks for a newer model between batches", min=0.0)
-    model_wait_seconds: float = _f(60.0, "without model.path: wait this long for a model on model_topic",
-                                   min=0.0)
-    poll_timeout_ms: int = _f(200, "longest wait for new messages in one poll", min=0, max=60_000)
-    max_poll_records: int = _f(500, "messages decoded per consumer poll", min=1, max=1_000_000)
-    max_poll_interval_ms: int = _f(300_000, "the group drops a member that does not poll for this long", min=1000)
-    session_timeout_ms: int = _f(45_000, "the group drops a member without heartbeats for this long", min=1000)
-    heartbeat_interval_ms: int = _f(3000, "heartbeat period (below a third of session_timeout_ms)", min=100)
-    fetch_max_bytes: int = _f(52_428_800, "most bytes one fetch returns", min=1024)
-    max_partition_fetch_bytes: int = _f(16_777_216, "most bytes per partition per fetch (>= a batch message)",
-                                        min=1024)
-    max_request_size: int = _f(16_777_216, "largest produce request (output, dead letters of large inputs)",
-                               min=1024)
-    batch_size: int = _f(1_048_576, "producer batch bytes per partition", min=0)
-    linger_ms: int = _f(5, "producer wait for more messages to batch", min=0, max=60_000)
-    acks: str = _f("all", "acknowledgements a produce waits for", choices=("all", "1", "0"))
-    max_unacked_bytes: int = _f(67_108_864, "pause the input while this many produced bytes are unacknowledged",
-                                min=1)
-    startup_timeout_seconds: float = _f(60.0, "give up (exit 2) when the brokers are unreachable this long at start",
-                                        min=0.0)
-    retry_backoff_max_seconds: float = _f(10.0, "longest wait between retries of a transient error", min=0.0,
-                                          exclusive_min=True)
-    security_protocol: str = _f("PLAINTEXT", "transport security",
-                                choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"))
-    sasl_mechanism: str = _f("", "SASL mechanism (with SASL_*); empty: none",
-                             choices=("", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"))
-    sasl_plain_username: str = _f("", "SASL user name")
-    sasl_plain_password: str = _f("", "SASL password (prefer STREAMEMBED_KAFKA__SASL_PLAIN_PASSWORD)", secret=True)
-    ssl_cafile: str = _f("", "CA certificate file (PEM) to verify the brokers")
-    ssl_certfile: str = _f("", "client certificate file (PEM)")
-    ssl_keyfile: str = _f("", "client private key file (PEM)")
-    ssl_check_hostname: bool = _f(True, "verify that the broker certificate matches its host name")
-    client: dict[str, Any] = _f({}, "[kafka.client]: more kafka-python settings, passed to the consumer and/or "
-                                "producer that knows each key (unknown keys refuse to start)")
-
-
-@dataclass
-class MetricsConfig:
-    enabled: bool = _f(True, "serve /metrics, /healthz and /readyz")
-    host: str = _f("127.0.0.1", "address to bind")
-    port: int = _f(9108, "TCP port (0: an ephemeral port, logged and written to port_file)", min=0, max=65535)
-    port_file: str = _f("", "write the bound port to this file; empty: do not")
-    wedged_after_seconds: float = _f(120.0, "/healthz fails when the loop has not beaten for this long", min=0.0,
-                                     exclusive_min=True)
-
-
-@dataclass
-class LoggingConfig:
-    level: str = _f("INFO", "log level", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
-    format: str = _f("text", "text, or json (one JSON object per line)", choices=("text", "json"))
-
-
-@dataclass
-class Config:
-    model: ModelConfig = field(default_factory=ModelConfig)
-    source: SourceConfig = field(default_factory=SourceConfig)
-    directory: DirectoryConfig = field(default_factory=DirectoryConfig)
-    generator: GeneratorConfig = field(default_factory=GeneratorConfig)
-    output: OutputConfig = field(default_factory=OutputConfig)
-    run: RunConfig = field(default_factory=RunConfig)
-    drift: DriftConfig = field(default_factory=DriftConfig)
-    refit: RefitConfig = field(default_factory=RefitConfig)
-    kafka: KafkaConfig = field(default_factory=KafkaConfig)
-    metrics: MetricsConfig = field(default_factory=MetricsConfig)
-    logging: LoggingConfig = field(default_factory=LoggingConfig)
-
-    # derived locations
-    @property
-    def embeddings_dir(self) -> Path:
-        return Path(self.output.embeddings_dir or Path(self.output.root) / "embeddings")
-
-    @property
-    def dead_letter_dir(self) -> Path:
-        return Path(self.output.dead_letter_dir or Path(self.output.root) / "dead-letter")
-
-    @property
-    def checkpoint_path(self) -> Path:
-        return Path(self.output.checkpoint_path or Path(self.output.root) / "checkpoint.json")
-
-    @property
-    def model_dir(self) -> Path:
-        return Path(self.refit.model_dir or Path(self.output.root) / "models")
-
-    @property
-    def history_path(self) -> Path:
-        return Path(self.refit.history_path or Path(self.output.root) / "model-history.jsonl")
-
-    @property
-    def pid_path(self) -> Path:
-        return Path(self.output.root) / "streamembed.pid"
 
 
 def _sections() -> dict[str, type]:
@@ -374,6 +155,7 @@ def parse_value(key: str, text: str) -> Any:
 
 
 def _split_key(key: str) -> tuple[str, str]:
+    _retired(key)
     section, _, name = key.partition(".")
     sections = _sections()
     if section not in sections:
@@ -386,9 +168,34 @@ def _split_key(key: str) -> tuple[str, str]:
 # ------------------------------------------------------------------------ loading
 
 
+_HEADER = """\
+# streamembed - the default configuration, generated from the schema (streamembed/settings.py)
+# by `streamembed config --defaults`; a test keeps config/default.toml equal to it.
+#
+# `streamembed run` with no --config runs exactly these values. A file given with
+# --config only needs the keys it changes. Every key can also be set from the
+# environment, STREAMEMBED_<SECTION>__<KEY>=<value> (e.g. STREAMEMBED_METRICS__PORT=0),
+# and on the command line, --set section.key=value.
+# Precedence: these defaults < --config file < environment < command-line flags.
+# Unknown keys, wrong types and out-of-range values refuse to start (exit 2).
+"""
+
+
 def default_toml_text() -> str:
-    """The embedded default configuration (package data ``streamembed/default.toml``)."""
-    return resources.files("streamembed").joinpath("default.toml").read_text(encoding="utf-8")
+    """The default configuration as documented TOML (what ``config/default.toml`` holds)."""
+    return _HEADER + "\n" + to_toml(Config())
+
+
+#: Keys that were removed or merged, with what to use instead.
+_RETIRED = {
+    "drift.k0_sample": "drift.k0_sample was merged into model.k0_rows (rows per batch with exact k0, used by the "
+                       "output and by drift monitoring)",
+}
+
+
+def _retired(key: str) -> None:
+    if key in _RETIRED:
+        raise ConfigError(f"{key} is no longer a setting: {_RETIRED[key]}")
 
 
 def _apply_doc(cfg: Config, doc: Mapping[str, Any], origin: str) -> None:
@@ -402,6 +209,7 @@ def _apply_doc(cfg: Config, doc: Mapping[str, Any], origin: str) -> None:
         target = getattr(cfg, section)
         for name, value in body.items():
             key = f"{section}.{name}"
+            _retired(key)
             if name not in keys:
                 raise ConfigError(f"unknown config key {key!r} in {origin}; keys of [{section}]: {', '.join(keys)}")
             tp, f = keys[name]
@@ -423,8 +231,15 @@ def _read_toml(path: Path) -> dict[str, Any]:
 def env_overrides(environ: Mapping[str, str]) -> list[tuple[str, str]]:
     """(``section.key``, value) pairs from ``STREAMEMBED_<SECTION>__<KEY>`` variables."""
     out = []
+    known = _env_names()
     for var, value in sorted(environ.items()):
-        if not var.startswith(ENV_PREFIX) or "__" not in var[len(ENV_PREFIX):]:
+        if not var.startswith(ENV_PREFIX):
+            continue
+        if "__" not in var[len(ENV_PREFIX):]:
+            near = difflib.get_close_matches(var.upper(), known, n=1, cutoff=0.85)
+            if near:
+                raise ConfigError(f"environment variable {var} names no setting: did you mean {near[0]}? "
+                                  f"(STREAMEMBED_<SECTION>__<KEY>, with a double underscore)")
             continue
         section, _, name = var[len(ENV_PREFIX):].partition("__")
         key = f"{section.lower()}.{name.lower()}"
@@ -434,6 +249,11 @@ def env_overrides(environ: Mapping[str, str]) -> list[tuple[str, str]]:
             raise ConfigError(f"environment variable {var}: {exc}") from None
         out.append((key, value))
     return out
+
+
+def _env_names() -> list[str]:
+    return [f"{ENV_PREFIX}{section.upper()}__{name.upper()}" for section, cls in _sections().items()
+            for name in _keys(cls)]
 
 
 def load_config(
@@ -448,7 +268,6 @@ def load_config(
     environment values, other values are type-checked as given.
     """
     cfg = Config()
-    _apply_doc(cfg, tomllib.loads(default_toml_text()), "the embedded default")
     if path is not None:
         _apply_doc(cfg, _read_toml(Path(path)), str(path))
     for key, text in env_overrides(environ or {}):
@@ -469,6 +288,9 @@ def load_config(
 
 def _cross_check(cfg: Config) -> None:
     g, m = cfg.generator, cfg.model
+    if cfg.drift.enabled and m.k0_rows == "none" and cfg.drift.statistic in K0_STATISTICS:
+        raise ConfigError(f"drift.statistic = {cfg.drift.statistic!r} needs exact k0 rows, but model.k0_rows = "
+                          f"'none': set model.k0_rows to a count (e.g. 32) or 'all'")
     if g.intrinsic_dims >= g.n_features:
         raise ConfigError(f"generator.intrinsic_dims = {g.intrinsic_dims} must be < generator.n_features = "
                           f"{g.n_features}")
@@ -557,16 +379,32 @@ def _toml_value(v: Any) -> str:
 
 
 def to_toml(cfg: Config, *, comments: bool = True) -> str:
-    """The configuration as TOML (every key, with its documentation as comments)."""
+    """The configuration as TOML: every key, with its documentation as comments above it."""
     lines: list[str] = []
     shown = _redacted(cfg)
     for section, cls in _sections().items():
+        tables: list[tuple[str, Any, str]] = []
+        if comments and cls.__doc__:
+            lines.append(f"# {cls.__doc__.strip()}")
         lines.append(f"[{section}]")
         for name, (_, f) in _keys(cls).items():
-            line = f"{name} = {_toml_value(shown[section][name])}"
-            if comments and f.metadata.get("doc"):
-                line = f"{line:<40} # {f.metadata['doc']}"
-            lines.append(line)
+            value = shown[section][name]
+            doc = f.metadata.get("doc", "")
+            ch = f.metadata.get("choices")
+            if ch and comments:
+                doc += f" One of: {', '.join(map(str, ch))}."
+            if isinstance(value, dict):  # a sub-table: rendered after the section's keys
+                tables.append((name, value, doc))
+                continue
+            if comments and doc:
+                lines.extend(textwrap.wrap(doc, 88, initial_indent="# ", subsequent_indent="# "))
+            lines.append(f"{name} = {_toml_value(value)}")
+        for name, value, doc in tables:
+            lines.append("")
+            if comments and doc:
+                lines.extend(textwrap.wrap(doc, 88, initial_indent="# ", subsequent_indent="# "))
+            lines.append(f"[{section}.{name}]")
+            lines.extend(f"{json.dumps(str(k))} = {_toml_value(v)}" for k, v in value.items())
         lines.append("")
     return "\n".join(lines)
 

@@ -34,6 +34,7 @@ class HealthState:
         self.state = "starting"  # starting | running | stopping | stopped
         self._last_beat = time.monotonic()
         self._lock = threading.Lock()
+        self._problems: dict[str, str] = {}
 
     def beat(self) -> None:
         with self._lock:
@@ -44,6 +45,14 @@ class HealthState:
             self.state = state
             self._last_beat = time.monotonic()
 
+    def set_problem(self, name: str, problem: str | None) -> None:
+        """Record (or clear, with None) a condition that makes the daemon unready, e.g. an unreadable input."""
+        with self._lock:
+            if problem is None:
+                self._problems.pop(name, None)
+            else:
+                self._problems[name] = problem
+
     def healthy(self) -> tuple[bool, dict[str, Any]]:
         with self._lock:
             age = time.monotonic() - self._last_beat
@@ -53,8 +62,11 @@ class HealthState:
 
     def ready(self) -> tuple[bool, dict[str, Any]]:
         with self._lock:
-            ok = self.model_loaded and self.state == "running"
-            return ok, {"ready": ok, "model_loaded": self.model_loaded, "state": self.state}
+            ok = self.model_loaded and self.state == "running" and not self._problems
+            doc: dict[str, Any] = {"ready": ok, "model_loaded": self.model_loaded, "state": self.state}
+            if self._problems:
+                doc["problems"] = dict(self._problems)
+            return ok, doc
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -111,6 +111,15 @@ class Metrics:
         self.checkpoints = Counter("streamembed_checkpoints_total", "Checkpoints committed.", registry=r)
         self.files_written = Counter("streamembed_output_files_total", "Output and dead-letter files published.",
                                      ["kind"], registry=r)
+        self.read_retries = Counter("streamembed_read_retries_total",
+                                    "Input files or directories that could not be read for a reason of the environment "
+                                    "(permissions, I/O), by errno name; each is retried with backoff.", ["reason"],
+                                    registry=r)
+        self.files_reread = Counter("streamembed_files_reread_total",
+                                    "Input files read again because they changed after they were read.", registry=r)
+        self.quarantined_batches = Counter("streamembed_quarantined_batches_total",
+                                           "Batches set aside (their records dead-lettered) after crashing the daemon "
+                                           "run.max_batch_attempts times.", registry=r)
         # Drift monitoring and refits (MATH.md §4–5; values of the current window).
         self.drift = {
             name: Gauge(f"streamembed_drift_{name}", doc, registry=r)

@@ -1,4 +1,4 @@
-"""The refit worker: one landmark refit in its own process (MATH.md §5).
+"""The refit worker: one landmark refit in its own process (docs/math.md §5).
 
     python -m streamembed.daemon.refit_worker JOB.npz OLD_MODEL.npz NEW_MODEL.npz RECORD.json
 
@@ -22,12 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from streamembed.stream.sinks import atomic_write_bytes
+from streamembed.atomic import atomic_write_bytes
 
 
 def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
-    from streamembed import LandmarkMDS
     from streamembed.core.refit import refit
+    from streamembed.model_io import load_model, read_model_file, save_model
 
     t0 = time.perf_counter()
     try:
@@ -36,12 +36,12 @@ def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
             ids = [str(x) for x in npz["ids"]]
             features = npz["features"] if "features" in npz.files else None
             n_landmarks = int(npz["n_landmarks"])
-        old = LandmarkMDS.load(old_model)
+        old, params = read_model_file(old_model)
         res = refit(old, D, ids, n_landmarks=n_landmarks or None, features=features)
-        res.model.save(new_model)
+        save_model(res.model, new_model, params=params)
         doc = {
-            "model_version": int(res.model.model_version_),
-            "previous_version": int(old.model_version_),
+            "model_version": int(res.model.version),
+            "previous_version": int(old.version),
             "old_landmarks": res.old_ids,
             "new_landmarks": res.new_ids,
             "eigenvalues": res.eigenvalues.tolist(),
@@ -59,11 +59,32 @@ def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
     return code
 
 
+def die_with_parent() -> None:
+    """Ask Linux to kill this process when the daemon that started it dies (even by SIGKILL).
+
+    A worker left running after its daemon was killed would burn a core for
+    nothing (its result is never installed, and the next daemon cleans its
+    work directory at start). If the parent is already gone, exit now.
+    """
+    parent = os.environ.get("STREAMEMBED_REFIT_PARENT")
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the daemon kills its worker when it stops cleanly
+    if parent is not None and os.getppid() != int(parent):
+        sys.exit(3)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 4:
         print(__doc__, file=sys.stderr)
         return 2
+    die_with_parent()
     try:
         os.nice(19)  # background work: the stream (and Kafka heartbeats) come first
     except OSError:

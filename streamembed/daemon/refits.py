@@ -22,30 +22,21 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import scipy.spatial.distance
 
+from streamembed.model_io import load_model, save_model
+from streamembed.settings import RefitConfig
 from streamembed.stream.models import ModelRegistry, StaleModelError
 
-__all__ = ["RefitSettings", "RefitManager", "model_path", "newest_models"]
+__all__ = ["RefitManager", "model_path", "newest_models"]
 
 log = logging.getLogger("streamembed.refit")
 
 _MODEL_FILE = re.compile(r"^model-v(\d+)\.npz$")
-
-
-@dataclass
-class RefitSettings:
-    """See the [refit] section of the configuration reference."""
-
-    auto: bool = True
-    n_landmarks: int = 0
-    retain_versions: int = 3
-    timeout_seconds: float = 600.0
 
 
 def worker_environment() -> dict[str, str]:
@@ -59,6 +50,7 @@ def worker_environment() -> dict[str, str]:
     env = dict(os.environ)
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = "1"
+    env["STREAMEMBED_REFIT_PARENT"] = str(os.getpid())  # the worker dies with this process (refit_worker)
     return env
 
 
@@ -78,7 +70,7 @@ def newest_models(model_dir: Path, count: int) -> list[Path]:
 class RefitManager:
     """Starts, watches and installs refits; never blocks the stream."""
 
-    def __init__(self, settings: RefitSettings, registry: ModelRegistry, monitor: Any, model_dir: Path,
+    def __init__(self, settings: RefitConfig, registry: ModelRegistry, monitor: Any, model_dir: Path,
                  history_path: Path, metrics: Any = None) -> None:
         self.settings = settings
         self.registry = registry
@@ -152,7 +144,7 @@ class RefitManager:
     # ------------------------------------------------------------------ start
     def _start(self, trigger: str, reason: str, stats: Any) -> None:
         est = self.registry.current
-        if getattr(est, "input", "dissimilarity") == "similarity":
+        if est.input_kind == "similarity":
             self._record({"trigger": trigger, "reason": reason, "status": "skipped",
                           "detail": "refits of similarity-input models are not supported (core.refit)"})
             log.warning("refit requested but the model takes similarities; refit it offline")
@@ -165,25 +157,25 @@ class RefitManager:
             log.warning("refit requested but there are no landmark candidates")
             self.monitor.trigger.refitted(time.time())  # cooldown: do not ask again at once
             return
-        n_old = int(est.n_landmarks_)
-        old_ids = [str(x) for x in est.landmark_ids_]
+        n_old = int(est.n_landmarks)
+        old_ids = [str(x) for x in est.landmark_ids]
         taken = set(old_ids)
         keep = [i for i, x in enumerate(cand.ids) if x not in taken]
         ids = old_ids + [cand.ids[i] for i in keep]
         features = None
         if cand.features is not None:
-            if est.landmark_features_ is None:
+            if est.features is None:
                 self._fail("feature candidates but the model has no landmark features")
                 return
-            features = np.vstack([est.landmark_features_, cand.features[keep]])
-            D = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(features, metric=est.metric_))
+            features = np.vstack([est.features, cand.features[keep]])
+            D = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(features, metric=est.metric))
         else:
-            if est.dissimilarities_ is None:
+            if est.dissimilarities is None:
                 self._fail("the model does not store its landmark dissimilarities; refit impossible")
                 return
             k = len(keep)
             D = np.zeros((n_old + k, n_old + k))
-            D[:n_old, :n_old] = est.dissimilarities_
+            D[:n_old, :n_old] = est.dissimilarities
             A = cand.cross_to_landmarks[keep]
             D[n_old:, :n_old] = A
             D[:n_old, n_old:] = A.T
@@ -196,7 +188,7 @@ class RefitManager:
             arrays["features"] = features
         np.savez(job, **arrays)
         old_path = workdir / "old.npz"
-        est.save(old_path)
+        save_model(est, old_path)
         new_path = workdir / "new.npz"
         record_path = workdir / "record.json"
         cmd = [sys.executable, "-m", "streamembed.daemon.refit_worker", str(job), str(old_path), str(new_path),
@@ -213,8 +205,7 @@ class RefitManager:
 
     # ----------------------------------------------------------------- finish
     def _finish(self) -> None:
-        from streamembed import LandmarkMDS
-
+        
         job, proc = self._job, self._proc
         self._proc = None
         self.monitor.refit_running = False
@@ -226,15 +217,14 @@ class RefitManager:
             self._fail(rec.get("error", f"worker exit code {proc.returncode}"))
             return
         try:
-            new = LandmarkMDS.load(job["new"])
+            new = load_model(job["new"])
             current = self.registry.current
-            if not np.isfinite(new.embedding_).all() or not np.isfinite(rec["alignment_rms"]):
+            if not np.isfinite(new.embedding).all() or not np.isfinite(rec["alignment_rms"]):
                 raise ValueError("the new model has non-finite coordinates")
             if int(new.n_components) != int(current.n_components):
                 raise ValueError("the new model changed the map's dimension")
-            new.method = current.method
             self.model_dir.mkdir(parents=True, exist_ok=True)
-            final = model_path(self.model_dir, new.model_version_)
+            final = model_path(self.model_dir, new.version)
             Path(job["new"]).replace(final)
             self.registry.install(new)
         except (ValueError, StaleModelError, OSError) as exc:
@@ -255,8 +245,8 @@ class RefitManager:
             m.refit_alignment_rms.set(rec["alignment_rms"])
             m.last_refit.set(time.time())
             m.refit_in_progress.set(0)
-            m.model_version.set(int(new.model_version_))
-        log.info("refit installed", extra={"model_version": int(new.model_version_),
+            m.model_version.set(int(new.version))
+        log.info("refit installed", extra={"model_version": int(new.version),
                                            "alignment_rms": rec["alignment_rms"], "seconds": round(duration, 3)})
 
     def _fail(self, why: str) -> None:

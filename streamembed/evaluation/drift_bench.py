@@ -209,13 +209,13 @@ class Stream:
 
 
 def fit_map(world: MixtureWorld, n_landmarks: int, metric: str, seed: int) -> tuple[Any, np.ndarray]:
-    """(model, landmark features (n, p)): max–min landmarks of 3,000 stationary objects, 2-d classical MDS."""
+    """(LandmarkModel, landmark features (n, p)): max–min landmarks of 3,000 stationary objects, 2-d classical MDS."""
     from ..estimator import LandmarkMDS
 
     sample = world.draw(np.random.default_rng([seed, 1]), 0, 3000)
     D = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(sample, metric=metric))
     L = sample[maxmin_select(n_landmarks, D=D, first=0)]
-    return LandmarkMDS(n_components=2).fit_features(L, metric=metric), L
+    return LandmarkMDS(n_components=2).fit_features(L, metric=metric).model_, L
 
 
 def residual_stream(name: str, world: MixtureWorld, est: Any, L: np.ndarray, metric: str, length: int,
@@ -227,7 +227,7 @@ def residual_stream(name: str, world: MixtureWorld, est: Any, L: np.ndarray, met
     rng = np.random.default_rng([seed, 2])
     for start in range(0, length, chunk):
         m = min(chunk, length - start)
-        res = est.embed(_distances(world.draw(rng, start, m, change), L, metric), method="projection")
+        res = est.place(_distances(world.draw(rng, start, m, change), L, metric), method="projection")
         u[start:start + m] = res.unexplained
         rel[start:start + m] = res.relative_unexplained
         first = (-start) % y_every
@@ -452,23 +452,23 @@ def selection_comparison(world: MixtureWorld, s: BenchSettings, scenarios: dict[
         recent = world.draw(rng, refit_at - s.selection_window, s.selection_window, change)
         window, reservoir = recent, recent[-s.reservoir:]
         ids_res = [f"r{i}" for i in range(reservoir.shape[0])]
-        cs = candidate_dissimilarities(est.landmark_ids_, ids_res, old_features=est.landmark_features_,
+        cs = candidate_dissimilarities(est.landmark_ids, ids_res, old_features=est.features,
                                        features=reservoir, metric="euclidean")
         both = np.vstack([L, window])
         D_both = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(both))
         ref = LandmarkMDS(n_components=2).fit(D_both).embedding_
         radius = float(np.sqrt(((ref - ref.mean(0)) ** 2).sum(1).mean()))
-        res0 = est.embed(_distances(window, L, "euclidean"))
+        res0 = est.place(_distances(window, L, "euclidean"))
         before, energy0 = float(np.nanmean(res0.relative_unexplained)), float(np.mean(res0.unexplained))
         for selection in SELECTIONS:
             acc = []
             reps = 1 if selection == "maxmin" else s.selection_replicates
             for r in range(reps):
                 res = refit(est, cs.D, cs.ids, features=cs.features, selection=selection, seed=r)
-                sel_feats = res.model.landmark_features_
-                res1 = res.model.embed(_distances(window, sel_feats, "euclidean"))
+                sel_feats = res.model.features
+                res1 = res.model.place(_distances(window, sel_feats, "euclidean"))
                 after, energy = float(np.nanmean(res1.relative_unexplained)), float(np.mean(res1.unexplained))
-                placed = res.model.embed(_distances(both, sel_feats, "euclidean"), method="projection").y
+                placed = res.model.place(_distances(both, sel_feats, "euclidean"), method="projection").y
                 _, _, rms = orthogonal_procrustes_align(placed, ref)
                 acc.append((after, energy, rms / radius, res.alignment_rms, res.duration_seconds,
                             res.details["kept_old"]))
@@ -765,7 +765,7 @@ def demo_history(root: Any, objects: int = 600_000, change_at: int = 250_000, ba
     for i, start in enumerate(range(0, objects, batch)):
         now = start_unix + (start + batch) / rate
         X = world.draw(rng, start, batch, change)
-        res = est.embed(_distances(X, est.landmark_features_, "euclidean"), method="projection")
+        res = est.place(_distances(X, est.features, "euclidean"), method="projection")
         window.add(now, res.relative_unexplained)
         recent = (recent + [X])[-(reservoir // batch + 1):]
         d = trig.observe(now, None, batch, values=res.unexplained)
@@ -774,7 +774,7 @@ def demo_history(root: Any, objects: int = 600_000, change_at: int = 250_000, ba
             refit_at, reason = start + batch + reservoir, d.reason
         if (i + 1) % 10 == 0 or d.fire:
             st = window.statistics(now)
-            drift_lines.append({"time": stamp(now), "unix": now, "model_version": int(est.model_version_),
+            drift_lines.append({"time": stamp(now), "unix": now, "model_version": int(est.version),
                                 "objects_seen": start + batch, "window": st.as_dict(),
                                 "detector": {"kind": trig.kind, "statistic": float(d.value), "threshold": float(d.threshold),
                                              "expected_run_objects": trig.expected_run_objects, "fired": bool(fired_since)}})
@@ -782,13 +782,13 @@ def demo_history(root: Any, objects: int = 600_000, change_at: int = 250_000, ba
         if refit_at is not None and start + batch >= refit_at:
             refit_at = None
             feats = np.vstack(recent)[-reservoir:]
-            cs = candidate_dissimilarities(est.landmark_ids_, [f"o{start}-{k}" for k in range(feats.shape[0])],
-                                           old_features=est.landmark_features_, features=feats)
+            cs = candidate_dissimilarities(est.landmark_ids, [f"o{start}-{k}" for k in range(feats.shape[0])],
+                                           old_features=est.features, features=feats)
             r = refit(est, cs.D, cs.ids, features=cs.features)
             est = r.model
             model_lines.append({"time": stamp(now + 1.0)[:19] + "Z", "trigger": "auto", "reason": reason,
-                                "status": "installed", "model_version": int(est.model_version_),
-                                "previous_version": int(est.model_version_) - 1, "alignment_rms": r.alignment_rms,
+                                "status": "installed", "model_version": int(est.version),
+                                "previous_version": int(est.version) - 1, "alignment_rms": r.alignment_rms,
                                 "triggered_after_objects": start + batch})
             trig.refitted(now + 1.0)
             window.clear()

@@ -554,9 +554,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.what == "map":
-            from ..model_io import load_model
+            from ..estimator import LandmarkMDS
 
-            est = load_model(args.model)
+            est = LandmarkMDS.load(args.model)
             emb = _read_embedded(args.embedded)
             color = None if args.color_by == "none" else emb.get(args.color_by)
             if args.color_by != "none" and color is None:

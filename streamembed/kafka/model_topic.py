@@ -1,7 +1,7 @@
 """The landmark model on a compacted topic: every replica embeds with the same model version.
 
 One record per published model: key = the model name, value = the portable
-``.npz`` bytes written by ``LandmarkMDS.save`` (no pickle), headers
+``.npz`` bytes written by ``model_io.save_model`` (no pickle), headers
 ``model_version`` (decimal) and ``sha256`` (hex digest of the value), plus
 ``content-type: application/vnd.streamembed.model+npz``. The topic is created
 with ``cleanup.policy=compact`` and a single partition when missing; readers
@@ -12,7 +12,7 @@ A replica never goes back: :meth:`ModelTopic.poll_new` only returns a model
 newer than both the version it is given and any version it returned before.
 Records whose checksum or file does not verify are skipped with a warning.
 
-Usage (the daemon's :class:`streamembed.kafka.wiring.ModelSync` does this)::
+Usage (the daemon's :class:`streamembed.daemon.assembly.ModelSync` does this)::
 
     mt = ModelTopic("127.0.0.1:9092", "streamembed-models")
     mt.publish(est)                    # after a fit or a refit
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from streamembed.kafka.client import retry
+from streamembed.model_io import load_model, save_model
 
 __all__ = ["ModelTopic", "PublishedModel", "MODEL_CONTENT_TYPE", "model_bytes", "model_from_bytes"]
 
@@ -56,21 +57,19 @@ class PublishedModel:
 
 
 def model_bytes(est: Any) -> bytes:
-    """The ``.npz`` bytes ``est.save`` writes (through a temporary file)."""
+    """The ``.npz`` bytes ``save_model`` writes (through a temporary file)."""
     with tempfile.TemporaryDirectory(prefix="streamembed-model-") as d:
         path = Path(d) / "model.npz"
-        est.save(path)
+        save_model(est, path)
         return path.read_bytes()
 
 
 def model_from_bytes(data: bytes) -> Any:
-    """A ``LandmarkMDS`` from ``.npz`` bytes (``LandmarkMDS.load`` reads a path: via a temporary file)."""
-    from streamembed import LandmarkMDS
-
+    """A ``LandmarkModel`` from ``.npz`` bytes (``load_model`` reads a path: via a temporary file)."""
     with tempfile.TemporaryDirectory(prefix="streamembed-model-") as d:
         path = Path(d) / "model.npz"
         path.write_bytes(data)
-        return LandmarkMDS.load(path)
+        return load_model(path)
 
 
 def _headers(record: Any) -> dict[str, bytes]:
@@ -143,7 +142,7 @@ class ModelTopic:
         from kafka import KafkaProducer
 
         value = model_bytes(est)
-        version = int(est.model_version_)
+        version = int(est.version)
         digest = hashlib.sha256(value).hexdigest()
         headers = [(_VERSION_HEADER, str(version).encode()), (_SHA_HEADER, digest.encode()),
                    ("content-type", MODEL_CONTENT_TYPE.encode())]
@@ -192,10 +191,10 @@ class ModelTopic:
         except Exception as exc:  # noqa: BLE001 - ModelFileError and friends: not a usable model
             log.warning("model record at offset %d is not a loadable model (%s); skipped", record.offset, exc)
             return None
-        if int(est.model_version_) != version:
+        if int(est.version) != version:
             log.warning("model record at offset %d: header says version %d, the file %d; using the file's",
-                        record.offset, version, int(est.model_version_))
-            version = int(est.model_version_)
+                        record.offset, version, int(est.version))
+            version = int(est.version)
         return version, est
 
     def latest(self, timeout: float | None = None) -> Any | None:

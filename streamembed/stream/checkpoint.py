@@ -1,15 +1,26 @@
-"""The checkpoint: which input has been fully handled, as one JSON file.
+"""Making progress durable: the checkpoint file, the one object that commits, and the crash guard.
 
-Written atomically (temp file, fsync, rename, fsync dir) and only after the
-sinks are durable, so after a crash the engine resumes from the last
-committed positions and at most the batches since then are processed again.
+``Checkpointer.commit`` owns the order that makes a crash harmless (as Quix
+Streams' ``checkpointing/checkpoint.py`` does): flush the sinks (files fsynced
+and renamed, the output topic acknowledged) -> commit the source's own
+positions (Kafka offsets) -> write the checkpoint file. Nothing else commits.
+After a crash the engine resumes from the last checkpoint, so at most the
+batches since it are processed again.
 
-Format (``schema_version`` 1)::
+The checkpoint file (``schema_version`` 2), written atomically::
 
-    {"schema_version": 1, "written_at": "2025-01-01T00:00:00.000000+00:00",
-     "model_version": 1,
-     "sources": {"files": {"done": ["a.parquet"], "current": {"file": "b.arrow", "row": 2048}},
-                 "generator": {"next_batch": 17}}}
+    {"schema_version": 2, "written_at": "2026-01-01T00:00:00.000000+00:00",
+     "model": {"lineage": "3f2a...", "version": 1, "landmarks": 100},
+     "sources": {"files": {"done": {...}, "current": {...}}, "generator": {"next_batch": 17}}}
+
+``model`` says which map the run belongs to (docs/math.md §5: refits keep the
+lineage and count the version up), so a daemon never resumes another map's
+run. Schema 1 files (without ``model.lineage``) are still read.
+
+``CrashGuard`` remembers which batch was being processed (a tiny file beside
+the checkpoint, rewritten before every batch): a batch that crashed the
+process ``max_attempts`` times in a row is quarantined — its records become
+dead letters — instead of crashing every restart.
 """
 
 from __future__ import annotations
@@ -19,26 +30,35 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, Sequence
 
-from streamembed.stream.sinks import atomic_write_bytes
+from streamembed.atomic import atomic_write_bytes
 
-__all__ = ["CHECKPOINT_SCHEMA_VERSION", "Checkpoint", "CheckpointError", "CheckpointStore"]
+__all__ = ["CHECKPOINT_SCHEMA_VERSION", "Checkpoint", "CheckpointError", "CheckpointStore", "Checkpointer",
+           "CrashGuard", "Durable"]
 
-CHECKPOINT_SCHEMA_VERSION = 1
+CHECKPOINT_SCHEMA_VERSION = 2
 
 
 class CheckpointError(ValueError):
-    """The checkpoint file exists but cannot be used."""
+    """The checkpoint (or another state file) exists but cannot be used; the message says how to recover."""
 
 
 @dataclass
 class Checkpoint:
-    """Committed positions per source name (each a JSON-serialisable state)."""
+    """Committed positions per source name (each a JSON-serialisable state) and the map they belong to."""
 
     sources: dict[str, Any] = field(default_factory=dict)
-    model_version: int | None = None
+    model: dict[str, Any] | None = None
     written_at: str | None = None
+
+    @property
+    def lineage(self) -> str | None:
+        return None if self.model is None else self.model.get("lineage")
+
+    @property
+    def model_version(self) -> int | None:
+        return None if self.model is None else self.model.get("version")
 
 
 class CheckpointStore:
@@ -48,29 +68,32 @@ class CheckpointStore:
         self.path = Path(path)
         self.commits = 0
 
+    def recovery_hint(self) -> str:
+        return (f"move it aside to start this input from the beginning (mv {self.path} {self.path}.bad), or start "
+                f"with a new output.root")
+
     def load(self) -> Checkpoint | None:
         """The committed checkpoint, or None if there is none yet.
 
-        Raises :class:`CheckpointError` for an unreadable file or an unknown
-        schema version (the message says how to start over).
+        Raises :class:`CheckpointError` for an unreadable file, an unknown
+        schema or fields of the wrong type (the message names the file and how to recover).
         """
         if not self.path.exists():
             return None
-        hint = f"fix or delete {self.path} to start from the beginning"
         try:
             doc = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise CheckpointError(f"checkpoint {self.path} is unreadable ({exc}); {hint}") from exc
-        if not isinstance(doc, dict) or doc.get("schema_version") != CHECKPOINT_SCHEMA_VERSION:
-            version = doc.get("schema_version") if isinstance(doc, dict) else None
-            raise CheckpointError(
-                f"checkpoint {self.path} has schema_version {version!r}, expected "
-                f"{CHECKPOINT_SCHEMA_VERSION}; {hint}"
-            )
-        sources = doc.get("sources", {})
-        if not isinstance(sources, dict):
-            raise CheckpointError(f"checkpoint {self.path}: 'sources' must be an object; {hint}")
-        return Checkpoint(sources=sources, model_version=doc.get("model_version"), written_at=doc.get("written_at"))
+            raise CheckpointError(f"checkpoint {self.path} is unreadable ({exc}); {self.recovery_hint()}") from exc
+        problem = _problem(doc)
+        if problem is not None:
+            raise CheckpointError(f"checkpoint {self.path} is not a valid checkpoint: {problem}; "
+                                  f"{self.recovery_hint()}")
+        if doc["schema_version"] == 1:
+            version = doc.get("model_version")
+            model = None if version is None else {"lineage": None, "version": version}
+        else:
+            model = doc["model"]
+        return Checkpoint(sources=doc["sources"], model=model, written_at=doc.get("written_at"))
 
     def save(self, checkpoint: Checkpoint) -> None:
         """Commit ``checkpoint`` atomically."""
@@ -78,8 +101,177 @@ class CheckpointStore:
         doc = {
             "schema_version": CHECKPOINT_SCHEMA_VERSION,
             "written_at": datetime.now(timezone.utc).isoformat(),
-            "model_version": checkpoint.model_version,
+            "model": checkpoint.model,
             "sources": checkpoint.sources,
         }
         atomic_write_bytes(self.path, json.dumps(doc, indent=1, sort_keys=True).encode("utf-8"))
         self.commits += 1
+
+
+def _problem(doc: Any) -> str | None:
+    """What is wrong with a checkpoint document's top level (None: nothing)."""
+    if not isinstance(doc, dict):
+        return f"the document is a {type(doc).__name__}, expected an object"
+    version = doc.get("schema_version")
+    if version not in (1, CHECKPOINT_SCHEMA_VERSION):
+        return f"schema_version {version!r}, expected {CHECKPOINT_SCHEMA_VERSION} (or 1)"
+    sources = doc.get("sources", None)
+    if not isinstance(sources, dict) or not all(isinstance(k, str) for k in sources):
+        return "'sources' must be an object of source name -> position"
+    if version == CHECKPOINT_SCHEMA_VERSION:
+        model = doc.get("model")
+        if model is not None:
+            if not isinstance(model, dict):
+                return "'model' must be an object"
+            if not isinstance(model.get("lineage"), str) or not _is_int(model.get("version")):
+                return "'model' must hold a string lineage and an integer version"
+    elif doc.get("model_version") is not None and not _is_int(doc.get("model_version")):
+        return "'model_version' must be an integer"
+    return None
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+class Durable(Protocol):
+    """What the checkpointer needs from a sink: buffered rows made durable by ``flush``."""
+
+    @property
+    def pending_rows(self) -> int: ...
+
+    @property
+    def pending_age(self) -> float: ...
+
+    def flush(self, label: str) -> Path | None: ...
+
+    def close(self) -> None: ...
+
+
+class Checkpointer:
+    """Owns the commit order: flush sinks -> commit source positions -> write the checkpoint file.
+
+    ``store`` None: nothing is checkpointed (the one-shot ``embed``: its input is
+    re-read from the start anyway). ``model`` (the map's lineage and version)
+    is written into every checkpoint.
+    """
+
+    def __init__(self, sinks: Sequence[Durable], source: Any, store: CheckpointStore | None,
+                 model: dict[str, Any] | None = None) -> None:
+        self.sinks = list(sinks)
+        self.source = source
+        self.store = store
+        self.model = model
+        self.sources_state: dict[str, Any] = {}
+        self.commits = 0
+
+    def restore(self, ckpt: Checkpoint | None) -> bool:
+        """Resume the source from ``ckpt`` (loaded by ``store.load()``); True if it had a position for it.
+
+        Raises CheckpointError (naming the file and the way out) when the source cannot use its position.
+        """
+        if ckpt is None:
+            return False
+        self.sources_state = dict(ckpt.sources)
+        state = ckpt.sources.get(self.source.name)
+        if state is None:
+            return False
+        try:
+            self.source.restore(state)
+        except (ValueError, TypeError, KeyError) as exc:
+            where = "the checkpoint" if self.store is None else f"checkpoint {self.store.path}"
+            hint = "" if self.store is None else f"; {self.store.recovery_hint()}"
+            raise CheckpointError(f"{where}: the '{self.source.name}' position cannot be used ({exc}){hint}") from None
+        return True
+
+    @property
+    def pending_rows(self) -> int:
+        return sum(s.pending_rows for s in self.sinks)
+
+    @property
+    def pending_age(self) -> float:
+        return max((s.pending_age for s in self.sinks), default=0.0)
+
+    def commit(self, position: Any, label: str) -> list[Path | None]:
+        """Make everything handed to the sinks durable, then record ``position`` as done."""
+        paths = [s.flush(label) for s in self.sinks]
+        self.source.commit(position)
+        if self.store is not None:
+            self.sources_state[self.source.name] = position
+            self.store.save(Checkpoint(sources=self.sources_state, model=self.model))
+        self.commits += 1
+        return paths
+
+    def close(self) -> None:
+        for s in self.sinks:
+            s.close()
+
+
+class CrashGuard:
+    """Counts the processes that died while processing a batch; quarantines it after ``max_attempts``.
+
+    The state file ``{"current": key | null, "crashed": {key: count}}`` is
+    rewritten (atomically, without fsync: a process crash, not a power loss, is
+    what it records) before each batch. A ``current`` left behind at start means
+    the previous process died in that batch.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None, max_attempts: int = 3) -> None:
+        self.path = None if path is None else Path(path)
+        self.max_attempts = int(max_attempts)
+        self.crashed: dict[str, int] = {}
+        self._current: str | None = None
+        self._finished: set[str] = set()
+        if self.path is not None and self.path.exists():
+            self._load()
+
+    def _load(self) -> None:
+        assert self.path is not None
+        try:
+            doc = json.loads(self.path.read_text(encoding="utf-8"))
+            crashed = doc.get("crashed", {})
+            current = doc.get("current")
+            if not isinstance(crashed, dict) or not all(isinstance(k, str) and _is_int(v) for k, v in crashed.items()) \
+                    or not (current is None or isinstance(current, str)):
+                raise ValueError("fields of the wrong type")
+        except (OSError, ValueError, AttributeError) as exc:
+            raise CheckpointError(f"crash record {self.path} is unreadable ({exc}); delete it (it only counts crashes)")
+        self.crashed = dict(crashed)
+        if current is not None:
+            self.crashed[current] = self.crashed.get(current, 0) + 1
+
+    def quarantined(self, key: str) -> bool:
+        """True when the batch ``key`` crashed the process ``max_attempts`` times: do not process it again."""
+        return self.crashed.get(key, 0) >= self.max_attempts
+
+    def attempts(self, key: str) -> int:
+        return self.crashed.get(key, 0)
+
+    def enter(self, key: str) -> None:
+        """About to process batch ``key``."""
+        self._current = key
+        self._write()
+
+    def finished(self) -> None:
+        """The batch entered last was processed (handed to the sinks) without dying."""
+        if self._current is not None:
+            self._finished.add(self._current)
+
+    def committed(self) -> None:
+        """What was finished is durable now: forget those batches' crash counts."""
+        if self.crashed and self._finished:
+            self.crashed = {k: v for k, v in self.crashed.items() if k not in self._finished}
+        self._finished.clear()
+
+    def close(self) -> None:
+        """A clean stop: no batch is in flight."""
+        self._current = None
+        self._write()
+
+    def _write(self) -> None:
+        if self.path is None:
+            return
+        data = json.dumps({"current": self._current, "crashed": self.crashed}).encode()
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, self.path)

@@ -9,6 +9,7 @@ reasons. The float dtype of the input is kept (float32 stays float32).
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -39,16 +40,16 @@ __all__ = [
     "encode_dead_letters",
     "flags_to_lists",
     "row_as_json",
-    "reason_from_core",
     "list_column_to_matrix",
     "split_valid",
-    "take_result",
 ]
 
 #: Reason codes as small integers while a batch is validated (0 = row ok).
 _CODES: tuple[str, ...] = (
     "",
     Reason.MISSING_ID,
+    Reason.BAD_ID,
+    Reason.MISSING_VECTOR,
     Reason.WRONG_LENGTH,
     Reason.NON_NUMERIC,
     Reason.UNDECODABLE,
@@ -94,15 +95,21 @@ class DecodedBatch:
     event_time: pa.Array
     index: np.ndarray
     dead: list[DeadRecord] = field(default_factory=list)
-    n_rows: int = 0
     #: landmark version of each accepted row, or None when every row follows the current model
     versions: np.ndarray | None = None
 
 
 def row_as_json(table: pa.Table | pa.RecordBatch, i: int) -> str:
-    """Row ``i`` of ``table`` as JSON text (non-finite floats as NaN/Infinity)."""
-    row = table.slice(i, 1).to_pylist()[0]
-    return json.dumps(row, default=str, allow_nan=True)
+    """Row ``i`` of ``table`` as JSON text (non-finite floats as NaN/Infinity; never raises)."""
+    try:
+        row = table.slice(i, 1).to_pylist()[0]
+        if len(row) == table.num_columns:
+            return json.dumps(row, default=str, allow_nan=True)
+        # duplicate column names: keep every column, as [name, value] pairs
+        return json.dumps([[n, table.column(k)[i].as_py()] for k, n in enumerate(table.schema.names)],
+                          default=str, allow_nan=True)
+    except Exception as exc:  # noqa: BLE001 - a dead letter must still be written
+        return json.dumps({"unprintable_row": f"{type(exc).__name__}: {exc}"})
 
 
 def _single_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -116,9 +123,56 @@ def _single_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
 
 
 def _column(table: pa.Table | pa.RecordBatch, name: str) -> pa.Array | None:
+    """The column ``name`` (None if absent; callers check duplicates first with :func:`_duplicated`)."""
     if name not in table.schema.names:
         return None
-    return _single_array(table.column(name))
+    return _single_array(table.column(table.schema.get_field_index(name)))
+
+
+_KNOWN = (INPUT_ID, INPUT_DISSIMILARITIES, INPUT_FEATURES, INPUT_LANDMARK_VERSION, INPUT_EVENT_TIME, INPUT_CROSS)
+
+
+def _duplicated(table: pa.Table | pa.RecordBatch) -> str | None:
+    names = table.schema.names
+    for name in _KNOWN:
+        k = names.count(name)
+        if k > 1:
+            return f"column {name!r} appears {k} times in the input schema"
+    return None
+
+
+def _valid_utf8(table: pa.Table | pa.RecordBatch) -> tuple[pa.Table | pa.RecordBatch, np.ndarray]:
+    """(table with invalid UTF-8 strings in the known string columns nulled, rows that had one).
+
+    Arrow IPC does not promise valid UTF-8 in string columns; such a value would
+    fail later, far from its row (encoding the output, writing Parquet).
+    """
+    bad = np.zeros(table.num_rows, dtype=bool)
+    for name in (INPUT_ID, INPUT_EVENT_TIME):
+        if table.schema.names.count(name) != 1:
+            continue
+        k = table.schema.get_field_index(name)
+        col = _single_array(table.column(k))
+        if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+            continue
+        try:
+            col.validate(full=True)
+            continue
+        except pa.ArrowInvalid:
+            pass
+        here = np.zeros(table.num_rows, dtype=bool)
+        for i in range(len(col)):  # the bad path only
+            try:
+                col[i].as_py()
+            except UnicodeDecodeError:
+                here[i] = True
+        fixed = pc.if_else(pa.array(here), pa.scalar(None, col.type), col.cast(pa.binary()).cast(col.type,
+                                                                                                safe=False))
+        table = table.set_column(k, name, fixed) if isinstance(table, pa.Table) else \
+            pa.RecordBatch.from_arrays([fixed if j == k else table.column(j) for j in range(table.num_columns)],
+                                       schema=table.schema)
+        bad |= here
+    return table, bad
 
 
 def _null_mask(arr: pa.Array) -> np.ndarray:
@@ -175,33 +229,56 @@ def list_column_to_matrix(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return _to_matrix(arr, int(lengths[0]))
 
 
-def _event_times(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, str | None]:
+_ZONED = r"(Z|z|[+-]\d\d:?\d\d)$"
+
+
+def _parse_times(col: pa.Array) -> pa.Array:
+    """ISO 8601 strings -> timestamps; a string without a zone is UTC (vectorised: append "Z")."""
+    zoned = pc.match_substring_regex(col, _ZONED)
+    return pc.cast(pc.if_else(zoned, col, pc.binary_join_element_wise(col, pa.scalar("Z"), "")), TIMESTAMP_TYPE)
+
+
+def _event_times(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np.ndarray, dict[int, str]]:
+    """(event times, rows whose event_time is unusable, their details); row-level: one bad value costs one row."""
+    none = np.zeros(m, dtype=bool)
     col = _column(table, INPUT_EVENT_TIME)
-    if col is None:
-        return pa.nulls(m, type=TIMESTAMP_TYPE), None
+    if col is None or pa.types.is_null(col.type):
+        return pa.nulls(m, type=TIMESTAMP_TYPE), none, {}
+    t = col.type
     try:
-        t = col.type
         if pa.types.is_timestamp(t):
             if t.tz is None:
                 col = col.cast(pa.timestamp(t.unit)).cast(TIMESTAMP_TYPE)
-            return col.cast(TIMESTAMP_TYPE), None
-        if pa.types.is_null(t):
-            return pa.nulls(m, type=TIMESTAMP_TYPE), None
+            return col.cast(TIMESTAMP_TYPE), none, {}
         if pa.types.is_string(t) or pa.types.is_large_string(t):
-            # ISO 8601; a string without a zone is UTC (vectorised: append "Z")
-            zoned = pc.match_substring_regex(col, r"(Z|z|[+-]\d\d:?\d\d)$")
-            col = pc.if_else(zoned, col, pc.binary_join_element_wise(col, pa.scalar("Z"), ""))
-            return pc.cast(col, TIMESTAMP_TYPE), None
-        return pa.nulls(m, type=TIMESTAMP_TYPE), f"event_time has type {t}, expected a timestamp"
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        return pa.nulls(m, type=TIMESTAMP_TYPE), f"event_time could not be read: {exc}"
+            return _parse_times(col), none, {}
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+            return pa.nulls(m, type=TIMESTAMP_TYPE), np.ones(m, dtype=bool), {-1: f"event_time of type {t} cannot be "
+                                                                             f"read as a timestamp"}
+        # the bad path: parse value by value to find the rows at fault
+        values = col.to_pylist()
+        bad = np.zeros(m, dtype=bool)
+        details: dict[int, str] = {}
+        for i, v in enumerate(values):
+            if v is None:
+                continue
+            try:
+                _parse_times(pa.array([v], pa.string()))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                bad[i] = True
+                details[i] = f"event_time {v!r:.60} is not an ISO 8601 time"
+        good = pa.array(np.where(bad, None, np.array(values, dtype=object)).tolist(), pa.string())
+        return _parse_times(good), bad, details
+    return pa.nulls(m, type=TIMESTAMP_TYPE), np.ones(m, dtype=bool), {-1: f"event_time has type {t}, expected a "
+                                                                        f"timestamp or an ISO 8601 string"}
 
 
 def _ids(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np.ndarray, str | None]:
-    """(ids as string array, bad mask, column-level problem)."""
+    """(ids as string array, bad mask, column-level problem: a non-string id column)."""
     col = _column(table, INPUT_ID)
     if col is None:
-        return pa.nulls(m, type=pa.string()), np.ones(m, dtype=bool), "no id column"
+        return pa.nulls(m, type=pa.string()), np.ones(m, dtype=bool), None
     t = col.type
     if pa.types.is_dictionary(t) and pa.types.is_string(t.value_type):
         col = col.cast(pa.string())
@@ -209,11 +286,18 @@ def _ids(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np.ndarray
     if pa.types.is_large_string(t):
         col = col.cast(pa.string())
     elif not pa.types.is_string(t):
-        return pa.nulls(m, type=pa.string()), np.ones(m, dtype=bool), f"id has type {t}, expected string"
+        return pa.nulls(m, type=pa.string()), np.ones(m, dtype=bool), f"id has type {t}, expected a string"
     bad = _null_mask(col)
     if m:
         bad |= pc.equal(pc.binary_length(col), 0).fill_null(True).to_numpy(zero_copy_only=False)
     return col, bad, None
+
+
+def _near_miss(table: pa.Table | pa.RecordBatch, name: str) -> str:
+    """' (the input has a column 'x': did you mean 'name'?)' for a misspelt column, else ''."""
+    others = [n for n in table.schema.names if n not in _KNOWN]
+    near = difflib.get_close_matches(name, others, n=1, cutoff=0.6)
+    return f" (the input has a column {near[0]!r}: did you mean {name!r}?)" if near else ""
 
 
 def decode_batch(
@@ -228,7 +312,7 @@ def decode_batch(
     row_base: int = 0,
     max_block_rows: int = 4096,
 ) -> DecodedBatch:
-    """Validate and decode one input batch.
+    """Validate and decode one input batch; every problem is a row's own (a dead letter), never an exception.
 
     Parameters
     ----------
@@ -245,16 +329,37 @@ def decode_batch(
     accepted = set(accepted_versions) if accepted_versions is not None else {model_version}
     code = np.zeros(m, dtype=np.uint8)
     column_detail: dict[int, str] = {}
+    row_detail: dict[int, str] = {}
+    all_rows = np.ones(m, dtype=bool)
 
-    def mark(mask: np.ndarray, reason: str, detail: str | None = None) -> None:
+    def mark(mask: np.ndarray, reason: str, detail: str | None = None,
+             per_row: dict[int, str] | None = None) -> None:
         c = _CODE[reason]
         sel = mask & (code == 0)
+        if not sel.any():
+            return
         code[sel] = c
         if detail is not None and c not in column_detail:
             column_detail[c] = detail
+        for i, text in (per_row or {}).items():
+            if i >= 0 and sel[i]:
+                row_detail[i] = text
+
+    table, bad_text = _valid_utf8(table)
+    mark(bad_text, Reason.UNDECODABLE, "a string column holds bytes that are not valid UTF-8")
+    dup = _duplicated(table)
+    if dup is not None:
+        mark(all_rows, Reason.UNDECODABLE, dup)
+        empty = np.empty((0, n_landmarks), dtype=np.float64)
+        dead = _dead_records(table, code, column_detail, row_detail, np.full(m, -1), n_landmarks,
+                             INPUT_DISSIMILARITIES, None, pa.nulls(m, pa.string()), file, rows, row_base)
+        return DecodedBatch(ids=pa.array([], pa.string()), matrix=empty, kind=INPUT_DISSIMILARITIES, cross=None,
+                            event_time=pa.array([], TIMESTAMP_TYPE), index=np.empty(0, np.int64), dead=dead)
 
     ids, bad_id, id_problem = _ids(table, m)
-    mark(bad_id, Reason.MISSING_ID, id_problem)
+    if id_problem is not None:
+        mark(bad_id, Reason.BAD_ID, id_problem)
+    mark(bad_id, Reason.MISSING_ID, "no id column" if _column(table, INPUT_ID) is None else None)
 
     # which vector column, and its required width
     kind = INPUT_DISSIMILARITIES
@@ -266,14 +371,14 @@ def decode_batch(
         fcol = _column(table, INPUT_FEATURES)
         if fcol is not None and not pa.types.is_null(fcol.type):
             if n_features is None:
-                mark(np.ones(m, bool), Reason.UNDECODABLE,
+                mark(all_rows, Reason.UNDECODABLE,
                      "rows carry 'features' but the model was not fitted on feature vectors")
             else:
                 kind, width, col = INPUT_FEATURES, n_features, fcol
-    all_rows = np.ones(m, dtype=bool)
     lengths = np.full(m, -1, dtype=np.int64)
     if col is None:
-        mark(all_rows, Reason.WRONG_LENGTH, f"no '{INPUT_DISSIMILARITIES}' column")
+        mark(all_rows, Reason.MISSING_VECTOR, f"no '{INPUT_DISSIMILARITIES}' column"
+             + _near_miss(table, INPUT_DISSIMILARITIES))
     elif not _is_list(col.type):
         mark(all_rows, Reason.UNDECODABLE, f"'{kind}' has type {col.type}, expected a list of floats")
         col = None
@@ -282,6 +387,7 @@ def decode_batch(
         col = None
     else:
         lengths = _list_lengths(col)
+        mark(lengths < 0, Reason.MISSING_VECTOR, f"'{kind}' is null" + _near_miss(table, kind))
         mark(lengths != width, Reason.WRONG_LENGTH)
 
     # landmark version
@@ -294,37 +400,41 @@ def decode_batch(
             versions = lv.cast(pa.int64()).fill_null(model_version).to_numpy(zero_copy_only=False)
             mark(~np.isin(versions, list(accepted)), Reason.UNKNOWN_LANDMARK_VERSION)
 
-    event_time, et_problem = _event_times(table, m)
-    if et_problem is not None:
-        mark(all_rows, Reason.UNDECODABLE, et_problem)
-
-    # vectors of the rows still ok: zero-copy when every row is ok so far
-    matrix: np.ndarray | None = None
-    keep = code == 0
-    if col is not None and keep.any():
-        sub = col if keep.all() else col.filter(pa.array(keep))
-        matrix = _to_matrix(sub, width)
-        # NaN/inf/negative values are left to the core (errors="mask"): its
-        # fused kernel finds them in the same pass that embeds the batch
+    event_time, bad_time, time_details = _event_times(table, m)
+    mark(bad_time, Reason.UNDECODABLE, time_details.get(-1), time_details)
 
     # a block: the batch carries its k x k mutual dissimilarities
     cross: np.ndarray | None = None
     ccol = _column(table, INPUT_CROSS)
     if ccol is not None and not pa.types.is_null(ccol.type) and m:
-        cross, block_problem = _decode_cross(ccol, m, max_block_rows)
-        if block_problem is None and (code != 0).any():
-            first = int(np.flatnonzero(code != 0)[0])
-            block_problem = f"block member at row {_row_no(rows, row_base, first)} failed ({_CODES[code[first]]})"
-        if block_problem is not None:
-            cross = None
-            mark(all_rows, Reason.BAD_BLOCK, block_problem)
+        has = ~_null_mask(ccol)
+        if not has[0] and has.any():
+            # stray rows with `cross` in a batch of single objects: each is refused on its own
+            mark(has, Reason.BAD_BLOCK, "this row carries 'cross' but its batch is not a block (a block is a file "
+                                        "or message of its own whose every row carries 'cross')")
+        elif has[0]:
+            cross, block_problem = _decode_cross(ccol, m, max_block_rows)
+            if block_problem is None and (code != 0).any():
+                first = int(np.flatnonzero(code != 0)[0])
+                block_problem = (f"block member at row {_row_no(rows, row_base, first)} failed "
+                                 f"({_CODES[code[first]]})")
+            if block_problem is not None:
+                cross = None
+                mark(all_rows, Reason.BAD_BLOCK, block_problem)
 
+    # vectors of the rows still ok: zero-copy when every row is ok
     ok = code == 0
-    dead = _dead_records(table, code, column_detail, lengths, width, kind, versions, ids, file, rows, row_base)
-    if matrix is None or not ok.any():
-        # nothing to embed (a failed block marks rows after the matrix was cut)
+    matrix: np.ndarray | None = None
+    if col is not None and ok.any():
+        sub = col if ok.all() else col.filter(pa.array(ok))
+        matrix = _to_matrix(sub, width)
+        # NaN/inf/negative values are left to the core (errors="mask"): its
+        # fused kernel finds them in the same pass that embeds the batch
+    dead = _dead_records(table, code, column_detail, row_detail, lengths, width, kind, versions, ids, file, rows,
+                         row_base)
+    if matrix is None:
         ok[:] = False
-        matrix = np.empty((0, width), dtype=np.float64 if matrix is None else matrix.dtype)
+        matrix = np.empty((0, width), dtype=np.float64)
     if ok.all():
         out_ids, out_et = ids, event_time
     else:
@@ -334,7 +444,7 @@ def decode_batch(
     if versions is not None and ok.any() and (versions[ok] != model_version).any():
         row_versions = versions[ok]
     return DecodedBatch(ids=out_ids, matrix=matrix, kind=kind, cross=cross,
-                        event_time=out_et, index=np.flatnonzero(ok), dead=dead, n_rows=m, versions=row_versions)
+                        event_time=out_et, index=np.flatnonzero(ok), dead=dead, versions=row_versions)
 
 
 def _row_no(rows: np.ndarray | None, row_base: int, i: int) -> int:
@@ -360,6 +470,7 @@ def _dead_records(
     table: pa.Table | pa.RecordBatch,
     code: np.ndarray,
     column_detail: dict[int, str],
+    row_detail: dict[int, str],
     lengths: np.ndarray,
     width: int,
     kind: str,
@@ -378,11 +489,10 @@ def _dead_records(
     for j, i in enumerate(bad.tolist()):
         c = int(code[i])
         reason = _CODES[c]
-        detail = column_detail.get(c)
+        detail = row_detail.get(i, column_detail.get(c))
         if detail is None:
             if reason == Reason.WRONG_LENGTH:
-                detail = (f"'{kind}' is null" if lengths[i] < 0
-                          else f"'{kind}' has {lengths[i]} values, expected {width}")
+                detail = f"'{kind}' has {lengths[i]} values, expected {width}"
             elif reason == Reason.UNKNOWN_LANDMARK_VERSION and versions is not None:
                 detail = f"landmark_version {int(versions[i])} is not served"
             elif reason == Reason.MISSING_ID:
@@ -480,29 +590,7 @@ def encode_dead_letters(
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def reason_from_core(text: str | None) -> str:
-    """The bounded label of the core's reason for an invalid row.
-
-    The core's reasons start with a machine label and a colon
-    (``"negative: A[3, 17] = -0.5"``); unknown labels become ``rejected``.
-    """
-    label = (text or "").split(":", 1)[0].strip()
-    return label if label in REASONS else Reason.REJECTED
-
-
 def split_valid(valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(indices of valid rows, indices of invalid rows) of a core result."""
     valid = np.asarray(valid, dtype=bool)
     return np.flatnonzero(valid), np.flatnonzero(~valid)
-
-
-def take_result(result: Any, idx: np.ndarray) -> Any:
-    """A shallow copy of ``result`` restricted to rows ``idx`` (the bad path only)."""
-    from types import SimpleNamespace
-
-    return SimpleNamespace(
-        y=np.asarray(result.y)[idx], beta=np.asarray(result.beta)[idx],
-        unexplained=np.asarray(result.unexplained)[idx], k0=np.asarray(result.k0)[idx],
-        t=np.asarray(result.t)[idx], flags=np.asarray(result.flags)[idx], method=result.method,
-    )
-

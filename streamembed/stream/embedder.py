@@ -1,40 +1,43 @@
-"""One batch through the model: decode/validate -> embed -> encode.
+"""One batch through the model: decode/validate -> embed -> encode, where every record ends embedded or dead.
 
-Shared by the streaming loop and the one-shot ``streamembed embed``. Whole
-batch operations only; per-row Python runs for rejected rows alone.
+This is the one place the streaming layer's rule is enforced: **a record can
+only ever be embedded or dead-lettered**. Whatever a batch raises while it is
+decoded, embedded or encoded (a ``RecursionError``, a ``KeyError`` from a
+strange schema, a ``MemoryError`` from a bounded allocation, a bug) is
+contained to the records that cause it: the batch is split in halves and each
+half retried, down to single records, so one poison record costs only itself
+and becomes an ``embed_failed`` dead letter with the exception and the record.
+Blocks (rows sharing ``cross``) cannot be split and fail together.
+
+Shared by the daemon and the one-shot ``streamembed embed`` (one loop).
+Whole-batch operations only; per-row Python runs for rejected rows alone.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from streamembed.stream.codecs import (
-    DeadRecord,
-    decode_batch,
-    encode_result,
-    reason_from_core,
-    row_as_json,
-    split_valid,
-    take_result,
-)
-from streamembed.core.flags import FLAG_RETAINED_MODEL
+from streamembed.core.flags import FLAG_RETAINED_MODEL, flag_names
+from streamembed.core.model import LandmarkModel
+from streamembed.core.result import EmbeddingResult
+from streamembed.core.validation import Problem
+from streamembed.stream.codecs import DeadRecord, DecodedBatch, decode_batch, encode_result, row_as_json, split_valid
 from streamembed.stream.models import ModelRegistry
-from streamembed.stream.records import INPUT_FEATURES, Reason
+from streamembed.stream.records import INPUT_FEATURES, REASONS, Reason
 
-__all__ = ["BatchEmbedder", "bit_names"]
+__all__ = ["BatchEmbedder", "Processed", "bit_names"]
 
 log = logging.getLogger("streamembed.embedder")
 
 
 def bit_names() -> list[str]:
     """Name of each of the 32 flag bits (``bitN`` for bits the core does not name)."""
-    from streamembed.core.flags import flag_names
-
     names: list[str] = []
     for b in range(32):
         got = list(flag_names(1 << b))
@@ -42,84 +45,108 @@ def bit_names() -> list[str]:
     return names
 
 
+@dataclass
+class Processed:
+    """What one input batch became: output rows, dead letters, and the core's results behind the output."""
+
+    output: pa.RecordBatch | None = None
+    dead: list[DeadRecord] = field(default_factory=list)
+    results: list[EmbeddingResult] = field(default_factory=list)
+
+    @property
+    def n_out(self) -> int:
+        return 0 if self.output is None else self.output.num_rows
+
+    def extend(self, other: "Processed") -> None:
+        if other.output is not None and other.output.num_rows:
+            self.output = other.output if self.output is None else pa.Table.from_batches(
+                [self.output, other.output]).combine_chunks().to_batches()[0]
+        self.dead.extend(other.dead)
+        self.results.extend(other.results)
+
+
 class BatchEmbedder:
     """Embeds input batches with the models of a :class:`ModelRegistry`.
 
-    ``method`` is used for single objects, ``block_method`` for a batch that
-    carries ``cross`` (the core's block RR). ``k0_rows`` is passed to
-    ``embed`` (None, "all" or a count). Rows whose ``landmark_version`` names
-    a retained older model are embedded with it and flagged
-    ``retained_model``; ``monitor`` (a ``stream.monitor.DriftMonitor``), when
-    given, sees every batch embedded with the current model.
+    ``method`` is used for single objects; a batch that carries ``cross`` is
+    one block (block restricted reconstruction). ``k0_rows`` is passed to
+    ``LandmarkModel.place`` (None, "all" or a count). Rows whose
+    ``landmark_version`` names a retained older model are embedded with it and
+    flagged ``retained_model``; ``monitor`` (a ``stream.monitor.DriftMonitor``),
+    when given, sees every batch embedded with the current model.
     """
 
-    def __init__(self, estimator: Any, *, method: str = "projection", block_method: str = "restricted",
-                 k0_rows: None | str | int = None, max_block_rows: int = 4096,
-                 registry: ModelRegistry | None = None, monitor: Any = None) -> None:
-        self.registry = registry if registry is not None else ModelRegistry(estimator, retain=0)
+    def __init__(self, model: LandmarkModel, *, method: str = "projection", k0_rows: None | str | int = None,
+                 max_block_rows: int = 4096, registry: ModelRegistry | None = None, monitor: Any = None) -> None:
+        self.registry = registry if registry is not None else ModelRegistry(model, retain=0)
         self.method = method
-        self.block_method = block_method
         self.k0_rows = k0_rows
         self.max_block_rows = max_block_rows
         self.monitor = monitor
         self.bit_names = bit_names()
 
     @property
-    def est(self) -> Any:
+    def model(self) -> LandmarkModel:
         return self.registry.current
 
     @property
     def model_version(self) -> int:
         return self.registry.current_version
 
-    @property
-    def n_landmarks(self) -> int:
-        """Width of a direct input row: n, or n + 1 for a similarity model (k(z, z) last)."""
-        return int(getattr(self.est, "input_width_", self.est.n_landmarks_))
-
-    @property
-    def n_features(self) -> int | None:
-        feats = getattr(self.est, "landmark_features_", None)
-        return None if feats is None else int(np.asarray(feats).shape[1])
-
     def process(self, table: pa.Table | pa.RecordBatch, *, file: str | None = None,
-                rows: np.ndarray | None = None, row_base: int = 0) -> tuple[pa.RecordBatch | None, list[DeadRecord]]:
-        """(output rows or None, dead letters) for one input batch.
+                rows: np.ndarray | None = None, row_base: int = 0) -> Processed:
+        """Output rows and dead letters for one input batch; never raises for what the batch holds.
 
         Row i of ``table`` is row ``rows[i]`` (or ``row_base + i``) of ``file``.
         """
+        try:
+            return self._process(table, file=file, rows=rows, row_base=row_base)
+        except Exception as exc:  # noqa: BLE001 - the rule: contained to the records that cause it
+            m = table.num_rows
+            is_block = "cross" in table.schema.names and m > 1
+            if m == 1 or is_block:
+                log.error("embedding failed on %s %d record(s); they go to the dead letters", "a block of" if is_block
+                          else "", m, exc_info=True)
+                detail = f"{type(exc).__name__}: {exc}"[:1000]
+                idx = np.arange(m)
+                return Processed(dead=_dead_rows(table, idx, _ids_or_none(table, m), [detail] * m, file, rows,
+                                                 row_base, Reason.EMBED_FAILED))
+            half = m // 2
+            out = Processed()
+            for lo, hi in ((0, half), (half, m)):
+                sub_rows = None if rows is None else rows[lo:hi]
+                out.extend(self.process(table.slice(lo, hi - lo), file=file, rows=sub_rows, row_base=row_base + lo))
+            return out
+
+    def _process(self, table: pa.Table | pa.RecordBatch, *, file: str | None, rows: np.ndarray | None,
+                 row_base: int) -> Processed:
         current = self.registry.current_version
-        dec = decode_batch(table, n_landmarks=self.n_landmarks, n_features=self.n_features,
-                           model_version=current, accepted_versions=self.registry.versions(), file=file, rows=rows,
-                           row_base=row_base, max_block_rows=self.max_block_rows)
-        dead = dec.dead
+        model = self.registry.current
+        n_features = None if model.features is None else int(model.features.shape[1])
+        dec = decode_batch(table, n_landmarks=model.input_width, n_features=n_features, model_version=current,
+                           accepted_versions=self.registry.versions(), file=file, rows=rows, row_base=row_base,
+                           max_block_rows=self.max_block_rows)
+        out = Processed(dead=dec.dead)
         if dec.matrix.shape[0] == 0:
-            return None, dead
+            return out
         if dec.versions is None:
             groups: list[tuple[int, np.ndarray | None]] = [(current, None)]
         else:
             groups = [(int(v), np.flatnonzero(dec.versions == v)) for v in np.unique(dec.versions)]
             if dec.cross is not None and len(groups) > 1:
                 detail = "block members follow different landmark versions"
-                dead.extend(self._dead_rows(table, dec.index, dec.ids, [detail] * len(dec.index), file, rows,
-                                            row_base, Reason.BAD_BLOCK))
-                return None, dead
-        outs = []
+                out.dead.extend(_dead_rows(table, dec.index, dec.ids, [detail] * len(dec.index), file, rows,
+                                           row_base, Reason.BAD_BLOCK))
+                return out
         for version, sel in groups:
-            out = self._embed_group(table, dec, version, sel, dead, file, rows, row_base)
-            if out is not None:
-                outs.append(out)
-        if not outs:
-            return None, dead
-        if len(outs) == 1:
-            return outs[0], dead
-        return pa.Table.from_batches(outs).combine_chunks().to_batches()[0], dead
+            out.extend(self._embed_group(table, dec, version, sel, file, rows, row_base))
+        return out
 
-    def _embed_group(self, table: pa.Table | pa.RecordBatch, dec: Any, version: int, sel: np.ndarray | None,
-                     dead: list[DeadRecord], file: str | None, rows: np.ndarray | None,
-                     row_base: int) -> pa.RecordBatch | None:
-        """Embed the decoded rows ``sel`` (None: all) with model ``version``; extends ``dead``."""
-        est = self.registry.get(version)
+    def _embed_group(self, table: pa.Table | pa.RecordBatch, dec: DecodedBatch, version: int,
+                     sel: np.ndarray | None, file: str | None, rows: np.ndarray | None, row_base: int) -> Processed:
+        """Embed the decoded rows ``sel`` (None: all) with model ``version``."""
+        model = self.registry.get(version)
+        assert model is not None
         retained = version != self.registry.current_version
         A, ids, event_time, index = dec.matrix, dec.ids, dec.event_time, dec.index
         if sel is not None:
@@ -127,25 +154,19 @@ class BatchEmbedder:
             A, ids, event_time, index = A[sel], ids.take(take), event_time.take(take), index[sel]
         features = A if dec.kind == INPUT_FEATURES else None
         if features is not None:
-            A = est.dissimilarities_to_landmarks(features)
-        method = self.block_method if dec.cross is not None else self.method
-        try:
-            res = est.embed(A, dec.cross, method=method, k0_rows=self.k0_rows, errors="mask")
-        except Exception as exc:  # noqa: BLE001 - a daemon must survive a bad batch
-            log.exception("embedding failed; the batch goes to the dead letters")
-            detail = f"{type(exc).__name__}: {exc}"
-            dead.extend(self._dead_rows(table, index, ids, [detail] * len(index), file, rows, row_base,
-                                        Reason.EMBED_FAILED))
-            return None
+            A = model.dissimilarities_to_landmarks(features)
+        method = "projection" if dec.cross is not None else self.method  # a block: block RR whatever the method
+        res = model.place(A, dec.cross, method=method, k0_rows=self.k0_rows, errors="mask")
+        out = Processed()
         valid = np.asarray(res.valid, dtype=bool)
         if not valid.all():
             good, bad = split_valid(valid)
-            reasons = [res.reasons[i] for i in bad.tolist()]
-            dead.extend(self._dead_rows(table, index[bad], ids.take(pa.array(bad)), reasons, file, rows,
-                                        row_base, None))
+            problems = [res.reasons[i] for i in bad.tolist()]
+            out.dead.extend(_dead_rows(table, index[bad], ids.take(pa.array(bad)), problems, file, rows, row_base,
+                                       None))
             if good.size == 0:
-                return None
-            res = take_result(res, good)
+                return out
+            res = res.take(good)
             ids, event_time = ids.take(pa.array(good)), event_time.take(pa.array(good))
             A = A[good]
             if features is not None:
@@ -153,18 +174,40 @@ class BatchEmbedder:
         if retained:
             res.flags = res.flags | FLAG_RETAINED_MODEL
         elif self.monitor is not None:
-            self.monitor.observe(est, A, res, ids=ids, cross=dec.cross if valid.all() else None, features=features)
-        return encode_result(ids, res, model_version=version, event_time=event_time,
-                             processed_at_us=time.time_ns() // 1000, bit_names=self.bit_names)
-
-    @staticmethod
-    def _dead_rows(table: pa.Table | pa.RecordBatch, index: np.ndarray, ids: pa.Array, details: list[str | None],
-                   file: str | None, rows: np.ndarray | None, row_base: int,
-                   reason: str | None) -> list[DeadRecord]:
-        """Dead letters for accepted rows the core refused (a loop over those rows only)."""
-        out = []
-        for j, (i, rid) in enumerate(zip(index.tolist(), ids.to_pylist())):
-            row = int(rows[i]) if rows is not None else row_base + i
-            out.append(DeadRecord(reason or reason_from_core(details[j]), details[j], id=rid, file=file, row=row,
-                                  record=row_as_json(table, i)))
+            self.monitor.observe(A, res, ids=ids, cross=dec.cross if valid.all() else None, features=features)
+        out.output = encode_result(ids, res, model_version=version, event_time=event_time,
+                                   processed_at_us=time.time_ns() // 1000, bit_names=self.bit_names)
+        out.results.append(res)
         return out
+
+
+def _ids_or_none(table: pa.Table | pa.RecordBatch, m: int) -> pa.Array:
+    try:
+        names = table.schema.names
+        if names.count("id") == 1:
+            col = table.column(names.index("id"))
+            col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+            if pa.types.is_string(col.type):
+                col.validate(full=True)
+                return col
+    except Exception:  # noqa: BLE001 - a dead letter must still be written
+        pass
+    return pa.nulls(m, pa.string())
+
+
+def _dead_rows(table: pa.Table | pa.RecordBatch, index: np.ndarray, ids: pa.Array,
+               details: list[Problem | str | None], file: str | None, rows: np.ndarray | None, row_base: int,
+               reason: str | None) -> list[DeadRecord]:
+    """Dead letters for accepted rows the core refused (a loop over those rows only).
+
+    ``details`` are the core's Problems (their code is the reason) or, with
+    ``reason`` given, texts.
+    """
+    out = []
+    for j, (i, rid) in enumerate(zip(index.tolist(), ids.to_pylist())):
+        row = int(rows[i]) if rows is not None else row_base + i
+        detail = details[j]
+        code = reason or (detail.code if isinstance(detail, Problem) and detail.code in REASONS else Reason.REJECTED)
+        out.append(DeadRecord(code, None if detail is None else str(detail), id=rid, file=file, row=row,
+                              record=row_as_json(table, i)))
+    return out

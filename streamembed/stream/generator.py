@@ -20,41 +20,25 @@ batch i gives the same objects.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamembed.settings import GeneratorConfig
 from streamembed.stream.records import TIMESTAMP_TYPE
 from streamembed.stream.sources import SourceBatch
 
-__all__ = ["MixtureSpec", "GaussianMixtureStream", "GeneratorSource"]
+__all__ = ["GaussianMixtureStream", "GeneratorSource"]
 
 _FIT_STREAM = 0x5EED  # rng stream for landmark-fitting samples (distinct from batch indices >= 0)
-
-
-@dataclass(frozen=True)
-class MixtureSpec:
-    """Parameters of the generated stream (units: feature-space units)."""
-
-    seed: int = 0
-    n_features: int = 10
-    clusters: int = 4
-    intrinsic_dims: int = 3
-    cluster_spread: float = 5.0
-    cluster_std: float = 0.5
-    noise_std: float = 0.01
-    drift_speed: float = 0.0
-    new_cluster_after: int = 0
-    new_cluster_offset: float = 5.0
 
 
 class GaussianMixtureStream:
     """Deterministic draws from a drifting Gaussian mixture (see module doc)."""
 
-    def __init__(self, spec: MixtureSpec) -> None:
+    def __init__(self, spec: GeneratorConfig) -> None:
         if not 1 <= spec.intrinsic_dims < spec.n_features:
             raise ValueError("intrinsic_dims must be in [1, n_features)")
         self.spec = spec
@@ -124,8 +108,15 @@ class GeneratorSource:
         self._produced = 0
 
     def restore(self, state: Any) -> None:
-        if state:
-            self._next = int(state.get("next_batch", 0))
+        if not state:
+            return
+        nxt = state.get("next_batch") if isinstance(state, dict) else None
+        if not isinstance(nxt, int) or isinstance(nxt, bool) or nxt < 0:
+            raise ValueError(f"the generator position must be {{\"next_batch\": n >= 0}}, got {state!r:.200}")
+        self._next = nxt
+
+    def commit(self, position: Any) -> None:
+        """Positions are kept by the checkpoint file."""
 
     def batch(self, i: int) -> pa.Table:
         """Batch i (deterministic in seed and i, except ``event_time``)."""

@@ -1,20 +1,21 @@
-"""The streaming loop: source -> decode/validate -> embed -> encode -> sinks -> checkpoint.
+"""The one streaming loop: source -> decode/validate -> embed -> encode -> sinks -> checkpoint.
 
-One thread, one batch at a time, whole-batch operations only. Ordering is
-what makes a crash harmless:
+The daemon and the one-shot ``streamembed embed`` both run this loop; only
+their sources, sinks and checkpoint differ. One thread embeds, one batch at a
+time, with whole-batch operations only; the source is read ahead on another
+thread (``pipeline.ReadAhead``). The order is what makes a crash harmless:
 
-1. a batch's embedded rows and dead letters are written to the sinks'
-   temporary files;
-2. when a roll is due (``roll_rows`` rows or ``roll_seconds`` since the first
-   unflushed row, the source has nothing new, or the loop is stopping) both
-   sinks publish atomically under a name derived from the roll's first input
-   position;
-3. only then the checkpoint is committed with the position of the last batch.
+1. a batch's embedded rows and dead letters are handed to the sinks
+   (``BatchEmbedder.process``: every record ends embedded or dead-lettered);
+2. when a roll is due (``output.roll_rows`` rows or ``output.roll_seconds``
+   since the first unflushed row, the source has nothing new, or the loop is
+   stopping) the ``Checkpointer`` flushes the sinks, commits the source's
+   positions and writes the checkpoint, in that order.
 
 After a crash the engine restarts from the last checkpoint, so at most the
 batches since that commit are processed again, and their files are rewritten
-under the same names: every input id ends up in the output or the dead
-letters, with duplicates only when input positions changed between runs.
+under the same names. A batch that crashed the process ``run.max_batch_attempts``
+times in a row is quarantined (``checkpoint.CrashGuard``).
 """
 
 from __future__ import annotations
@@ -22,37 +23,30 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamembed.stream.checkpoint import Checkpoint, CheckpointStore
-from streamembed.stream.codecs import DeadRecord
-from streamembed.stream.embedder import BatchEmbedder
-from streamembed.stream.sinks import DeadLetterSink, ParquetSink
+from streamembed.core.flags import FLAG_NAMES
+from streamembed.settings import OutputConfig, RunConfig
+from streamembed.stream.checkpoint import Checkpointer, CrashGuard
+from streamembed.stream.codecs import DeadRecord, row_as_json
+from streamembed.stream.embedder import BatchEmbedder, Processed
+from streamembed.stream.records import Reason
 from streamembed.stream.sources import Source, SourceBatch
 
-__all__ = ["LoopSettings", "LoopStats", "EmbeddingLoop"]
+__all__ = ["LoopStats", "EmbeddingLoop"]
 
 log = logging.getLogger("streamembed.loop")
 
-
-@dataclass
-class LoopSettings:
-    """How the loop embeds and when it rolls files (see the config reference)."""
-
-    method: str = "projection"
-    block_method: str = "restricted"
-    k0_rows: None | str | int = None
-    max_batches: int = 0
-    max_records: int = 0
-    roll_rows: int = 100_000
-    roll_seconds: float = 10.0
-    max_block_rows: int = 4096
-    max_idle_sleep: float = 1.0
+#: Longest sleep while the source has nothing (the loop still beats and polls between batches this often).
+MAX_IDLE_SLEEP = 0.5
+#: At most one dead-letter WARNING this often (seconds); the counts in between are summed into it.
+DEAD_LETTER_WARNING_SECONDS = 10.0
 
 
 @dataclass
@@ -64,92 +58,80 @@ class LoopStats:
     embedded: int = 0
     dead: int = 0
     commits: int = 0
-    reasons: dict[str, int] = field(default_factory=dict)
 
 
 class EmbeddingLoop:
-    """Runs ``source`` through ``estimator`` into ``output`` and ``dead`` sinks.
+    """Runs ``source`` through ``embedder`` into ``output`` and ``dead`` sinks, committing through ``checkpointer``.
 
-    ``metrics`` (a :class:`streamembed.daemon.metrics.Metrics`) and ``health``
-    (a :class:`streamembed.daemon.health.HealthState`) are optional. Setting
-    ``stop`` ends the loop after the current batch, with a final flush and
-    commit.
+    ``run`` gives the limits (max_batches, max_records) and the progress log
+    interval; ``output`` the roll policy (roll_rows, roll_seconds). ``metrics``
+    (``daemon.metrics.Metrics``) and ``health`` (``daemon.health.HealthState``)
+    are optional. Setting ``stop`` ends the loop after the current batch, with
+    a final flush and commit. ``between_batches`` runs before every poll
+    (refits, model topic).
     """
 
     def __init__(
         self,
-        estimator: Any,
+        embedder: BatchEmbedder,
         source: Source,
-        output: ParquetSink,
-        dead: DeadLetterSink,
-        checkpoints: CheckpointStore,
+        output: Any,
+        dead: Any,
+        checkpointer: Checkpointer,
         *,
-        settings: LoopSettings | None = None,
+        run: RunConfig | None = None,
+        output_cfg: OutputConfig | None = None,
         metrics: Any = None,
         health: Any = None,
         stop: threading.Event | None = None,
-        registry: Any = None,
-        monitor: Any = None,
-        between_batches: Any = None,
+        between_batches: Callable[[], None] | None = None,
+        crash_guard: CrashGuard | None = None,
     ) -> None:
-        self.est = estimator
+        self.embedder = embedder
         self.source = source
         self.output = output
         self.dead = dead
-        self.checkpoints = checkpoints
-        self.settings = settings or LoopSettings()
+        self.checkpointer = checkpointer
+        self.run_cfg = run or RunConfig()
+        self.roll = output_cfg or OutputConfig()
         self.metrics = metrics
         self.health = health
         self.stop = stop or threading.Event()
         self.between_batches = between_batches
+        self.guard = crash_guard or CrashGuard(None)
         self.stats = LoopStats()
-        s = self.settings
-        self.embedder = BatchEmbedder(estimator, method=s.method, block_method=s.block_method,
-                                      k0_rows=s.k0_rows, max_block_rows=s.max_block_rows,
-                                      registry=registry, monitor=monitor)
-        self._sources_state: dict[str, Any] = {}
         self._position: Any = None
         self._roll_label: str | None = None
         self._uncommitted = False
+        self._reporter = _Reporter(self.run_cfg.progress_seconds)
 
     @property
     def model_version(self) -> int:
         return self.embedder.model_version
 
-    # ------------------------------------------------------------------ restore
-    def restore(self) -> None:
-        """Load the checkpoint (if any) and resume the source from it."""
-        ckpt = self.checkpoints.load()
-        if ckpt is None:
-            return
-        self._sources_state = dict(ckpt.sources)
-        state = ckpt.sources.get(self.source.name)
-        if state is not None:
-            self.source.restore(state)
-            log.info("resuming from checkpoint", extra={"source": self.source.name, "position": state})
-
     # --------------------------------------------------------------------- run
     def run(self) -> LoopStats:
         """Process batches until stopped, limits reached or the source is exhausted."""
-        s = self.settings
+        r = self.run_cfg
         self._set_state("running")
         try:
             while not self.stop.is_set():
                 self._beat()
                 if self.between_batches is not None:
                     self.between_batches()
-                if s.max_batches and self.stats.batches >= s.max_batches:
+                if r.max_batches and self.stats.batches >= r.max_batches:
                     break
-                if s.max_records and self.stats.records_in >= s.max_records:
+                if r.max_records and self.stats.records_in >= r.max_records:
                     break
                 batch = self.source.poll()
+                self._report()
                 if batch is None:
                     # caught up with the input (not merely rate-limited): publish now
-                    if self._uncommitted and (getattr(self.source, "caught_up", True) or self._roll_due()):
+                    if self._uncommitted and (self.source.caught_up or self._roll_due()):
                         self.commit()
                     if self.source.exhausted:
                         break
-                    wait = min(self.source.wait_hint(), s.max_idle_sleep)
+                    wait = min(self.source.wait_hint(), MAX_IDLE_SLEEP)
                     if wait > 0:
                         self.stop.wait(wait)
                     continue
@@ -159,40 +141,27 @@ class EmbeddingLoop:
             self._set_state("stopping")
             if self._uncommitted:
                 self.commit()
+            self.guard.close()
         finally:
             self._set_state("stopped")
         return self.stats
 
     def _roll_due(self) -> bool:
-        s = self.settings
-        rows = self.output.pending_rows + self.dead.pending_rows
-        age = max(self.output.pending_age, self.dead.pending_age)
-        return rows >= s.roll_rows or age >= s.roll_seconds
+        return (self.checkpointer.pending_rows >= self.roll.roll_rows
+                or self.checkpointer.pending_age >= self.roll.roll_seconds)
 
     def commit(self) -> None:
-        """Publish both sinks' files, then commit the checkpoint.
-
-        A source that keeps its own positions (``commit``, e.g. Kafka: the
-        consumer group's offsets) commits them instead of the checkpoint file.
-        """
-        label = self._roll_label or "empty"
-        out_path = self.output.flush(label)
-        dead_path = self.dead.flush(label)
-        commit_source = getattr(self.source, "commit", None)
-        if commit_source is not None:
-            commit_source(self._position)
-        else:
-            self._sources_state[self.source.name] = self._position
-            self.checkpoints.save(Checkpoint(sources=self._sources_state, model_version=self.model_version))
+        """Publish the sinks' files, then commit the position of the last batch (``Checkpointer``)."""
+        paths = self.checkpointer.commit(self._position, self._roll_label or "empty")
+        self.guard.committed()
         self.stats.commits += 1
         self._roll_label, self._uncommitted = None, False
         if self.metrics is not None:
             self.metrics.checkpoints.inc()
-            if out_path is not None:
-                self.metrics.files_written.labels(kind="output").inc()
-            if dead_path is not None:
-                self.metrics.files_written.labels(kind="dead_letter").inc()
-        log.debug("committed", extra={"output": str(out_path), "dead": str(dead_path)})
+            for kind, path in zip(("output", "dead_letter"), paths):
+                if path is not None:
+                    self.metrics.files_written.labels(kind=kind).inc()
+        log.debug("committed", extra={"files": [str(p) for p in paths if p is not None]})
 
     # ------------------------------------------------------------------- batch
     def handle(self, batch: SourceBatch) -> None:
@@ -200,64 +169,121 @@ class EmbeddingLoop:
         t0 = time.perf_counter()
         if self._roll_label is None:
             self._roll_label = batch.label
-        dead = list(batch.dead)
-        out: pa.RecordBatch | None = None
-        if batch.table is not None and batch.table.num_rows:
-            out, more = self.embedder.process(batch.table, file=batch.file, rows=batch.rows,
-                                              row_base=batch.row_base)
-            dead.extend(more)
-        if out is not None and out.num_rows:
-            self.output.write(out, self._roll_label)
+        if batch.table is not None and batch.table.num_rows and self.guard.quarantined(batch.key):
+            done = Processed(dead=_quarantined(batch, self.guard.attempts(batch.key)))
+            log.error("batch %s crashed the daemon %d times: its %d records are quarantined as dead letters",
+                      batch.key, self.guard.attempts(batch.key), batch.table.num_rows)
+            if self.metrics is not None:
+                self.metrics.quarantined_batches.inc()
+        elif batch.table is not None and batch.table.num_rows:
+            self.guard.enter(batch.key)
+            done = self.embedder.process(batch.table, file=batch.file, rows=batch.rows, row_base=batch.row_base)
+            self.guard.finished()
+        else:
+            done = Processed()
+        dead = list(batch.dead) + done.dead
+        if done.output is not None and done.output.num_rows:
+            self.output.write(done.output, self._roll_label)
         if dead:
             self.dead.write(dead, self._roll_label, model_version=self.model_version, source=self.source.name)
         self._position = batch.position
         self._uncommitted = True
-        n_out = 0 if out is None else out.num_rows
         if batch.n_records:  # end-of-file markers do not count towards max_batches
             self.stats.batches += 1
         self.stats.records_in += batch.n_records
-        self.stats.embedded += n_out
+        self.stats.embedded += done.n_out
         self.stats.dead += len(dead)
-        for r in dead:
-            self.stats.reasons[r.reason] = self.stats.reasons.get(r.reason, 0) + 1
+        self._reporter.count(batch.n_records, done.n_out, dead)
         if self.metrics is not None:
-            self._observe(batch, out, dead, time.perf_counter() - t0)
+            self._observe(batch, done, dead, time.perf_counter() - t0)
 
     # ----------------------------------------------------------------- metrics
-    def _observe(self, batch: SourceBatch, out: pa.RecordBatch | None, dead: list[DeadRecord],
-                 seconds: float) -> None:
+    def _observe(self, batch: SourceBatch, done: Processed, dead: list[DeadRecord], seconds: float) -> None:
         m = self.metrics
         m.records_in.inc(batch.n_records)
         if dead:
             m.dead_letters.inc(len(dead))
-            counts: dict[str, int] = {}
-            for r in dead:
-                counts[r.reason] = counts.get(r.reason, 0) + 1
-            for reason, c in counts.items():
+            for reason, c in Counter(r.reason for r in dead).items():
                 m.records_failed.labels(reason=reason).inc(c)
+        out = done.output
         if out is not None and out.num_rows:
-            methods = out.column("method")
-            m.records_embedded.labels(method=methods[0].as_py()).inc(out.num_rows)
+            m.records_embedded.labels(method=out.column("method")[0].as_py()).inc(out.num_rows)
             processed = out.column("processed_at")[0].value  # microseconds
             et = pc.cast(out.column("event_time"), pa.int64()).to_numpy(zero_copy_only=False)  # NaN: no event_time
             m.latency.observe_many((processed - et.astype(np.float64)) / 1e6)
-            beta = out.column("beta").to_numpy()
-            unexplained = out.column("unexplained").to_numpy()
-            with np.errstate(divide="ignore", invalid="ignore"):
-                m.relative_unexplained.observe_many(np.where(beta > 0, unexplained / beta, np.nan))
-            flags = out.column("flags")
-            if flags.offsets[-1].as_py() > flags.offsets[0].as_py():
-                vc = pc.value_counts(flags.flatten())
-                for item in vc.to_pylist():
-                    m.flags.labels(flag=item["values"]).inc(item["counts"])
+            for res in done.results:
+                m.relative_unexplained.observe_many(res.relative_unexplained)
+                bits = np.bitwise_or.reduce(res.flags) if res.flags.size else 0
+                for bit, name in FLAG_NAMES.items():
+                    if bits & bit:
+                        m.flags.labels(flag=name).inc(int(np.count_nonzero(res.flags & bit)))
         m.batch_seconds.observe(seconds)
         m.last_batch.set(time.time())
 
-    # ------------------------------------------------------------------ health
+    # ------------------------------------------------------------------ health and logs
     def _beat(self) -> None:
         if self.health is not None:
             self.health.beat()
+            self.health.set_problem("source", getattr(self.source, "problem", None))
 
     def _set_state(self, state: str) -> None:
         if self.health is not None:
             self.health.set_state(state)
+
+    def _report(self) -> None:
+        self._reporter.maybe_log(self.model_version, getattr(self.source, "backlog", None))
+
+
+def _quarantined(batch: SourceBatch, attempts: int) -> list[DeadRecord]:
+    table = batch.table
+    assert table is not None
+    detail = (f"the daemon crashed {attempts} times while processing this batch ({batch.key}); its records are "
+              f"set aside so the stream can go on")
+    ids = table.column("id").to_pylist() if table.schema.names.count("id") == 1 else [None] * table.num_rows
+    return [DeadRecord(Reason.QUARANTINED, detail, id=rid if isinstance(rid, str) else None, file=batch.file,
+                       row=int(batch.rows[i]) if batch.rows is not None else batch.row_base + i,
+                       record=row_as_json(table, i))
+            for i, rid in enumerate(ids)]
+
+
+class _Reporter:
+    """The loop's log lines: a progress line every ``every`` seconds, and rate-limited dead-letter WARNINGs."""
+
+    def __init__(self, every: float) -> None:
+        self.every = float(every)
+        now = time.monotonic()
+        self._last_progress = self._last_warning = now
+        self._in = self._out = self._dead = 0
+        self._reasons: Counter[str] = Counter()
+        self._example: DeadRecord | None = None
+
+    def count(self, n_in: int, n_out: int, dead: list[DeadRecord]) -> None:
+        self._in += n_in
+        self._out += n_out
+        self._dead += len(dead)
+        if dead:
+            self._reasons.update(r.reason for r in dead)
+            self._example = self._example or dead[0]
+
+    def maybe_log(self, model_version: int, backlog: int | None) -> None:
+        now = time.monotonic()
+        if self._reasons and now - self._last_warning >= DEAD_LETTER_WARNING_SECONDS:
+            ex = self._example
+            assert ex is not None
+            where = f"{ex.file or ''}" + (f" row {ex.row}" if ex.row is not None else "")
+            log.warning("%d dead letters in the last %.0f s (%s); e.g. %s: %s%s", sum(self._reasons.values()),
+                        now - self._last_warning, ", ".join(f"{k} {v}" for k, v in self._reasons.most_common()),
+                        ex.reason, ex.detail, f" ({where})" if where.strip() else "",
+                        extra={"reasons": dict(self._reasons)})
+            self._reasons.clear()
+            self._example = None
+            self._last_warning = now
+        if self.every > 0 and now - self._last_progress >= self.every:
+            dt = now - self._last_progress
+            log.info("progress: %.0f records/s in, %.0f embedded/s, %.1f dead letters/s, backlog %s, model version %d",
+                     self._in / dt, self._out / dt, self._dead / dt, "unknown" if backlog is None else backlog,
+                     model_version, extra={"records_in": self._in, "embedded": self._out, "dead_letters": self._dead,
+                                           "seconds": round(dt, 3), "backlog": backlog,
+                                           "model_version": model_version})
+            self._in = self._out = self._dead = 0
+            self._last_progress = now

@@ -23,13 +23,13 @@ class StaleModelError(ValueError):
 
 
 class ModelRegistry:
-    """Current model plus up to ``retain`` older versions, by ``model_version_``."""
+    """Current model plus up to ``retain`` older versions, by ``LandmarkModel.version``."""
 
     def __init__(self, model: Any, retain: int = 3) -> None:
         self.retain = int(retain)
         self._lock = threading.Lock()
         self._models: OrderedDict[int, Any] = OrderedDict()
-        self._models[int(model.model_version_)] = model
+        self._models[int(model.version)] = model
 
     @property
     def current(self) -> Any:
@@ -51,7 +51,7 @@ class ModelRegistry:
 
     def install(self, model: Any) -> None:
         """Make ``model`` current; keep the previous ones up to ``retain``."""
-        v = int(model.model_version_)
+        v = int(model.version)
         with self._lock:
             newest = next(reversed(self._models))
             if v <= newest:

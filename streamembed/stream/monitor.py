@@ -1,8 +1,9 @@
-"""Drift monitoring in the stream: residuals -> window -> trigger (MATH.md §4).
+"""Drift monitoring in the stream: residuals -> window -> trigger (docs/math.md §4).
 
 ``DriftMonitor.observe`` sees every batch embedded with the current model.
 It adds the batch's relative unexplained energy (all objects, free) and the
-exact k0 of a deterministic sample of rows to a ``core.drift.DriftWindow``,
+exact k0 the embedding already computed for its sample of rows
+(``model.k0_rows``; the result's ``residual_rows``) to a ``core.drift.DriftWindow``,
 feeds the window's statistics to a ``core.drift.RefitTrigger``, exports both
 as metrics, and keeps the reservoir of landmark candidates a refit needs:
 in feature mode the most recent objects' feature vectors, in dissimilarity
@@ -20,27 +21,19 @@ from typing import Any, Callable
 import numpy as np
 
 from streamembed.core.drift import DriftStatistics, DriftWindow, RefitTrigger
-from streamembed.core.residuals import operator_norm
+from streamembed.core.result import EmbeddingResult
+from streamembed.settings import DriftConfig
 
-__all__ = ["MonitorSettings", "DriftMonitor", "Candidates"]
+__all__ = ["DriftMonitor", "Candidates", "build_trigger"]
 
 log = logging.getLogger("streamembed.monitor")
 
 
-@dataclass
-class MonitorSettings:
-    """See the [drift] section of the configuration reference."""
-
-    window_objects: int = 50_000
-    window_seconds: float = 0.0
-    k0_sample: int = 32
-    reservoir_objects: int = 2000
-    max_block_for_norm: int = 512
-    #: the window's statistics (quantiles, bounds, an r×r eigenproblem) are
-    #: recomputed after this many objects or seconds, whichever comes first,
-    #: not on every batch: per batch they would cost several times the embedding
-    stats_every_objects: int = 10_000
-    stats_every_seconds: float = 1.0
+def build_trigger(drift: DriftConfig) -> RefitTrigger:
+    """The refit trigger of a [drift] section."""
+    return RefitTrigger(statistic=drift.statistic, ratio=drift.ratio, margin=drift.margin,
+                        threshold=drift.threshold or None, hysteresis=drift.hysteresis, min_objects=drift.min_objects,
+                        baseline_objects=drift.baseline_objects, cooldown_seconds=drift.cooldown_seconds)
 
 
 @dataclass
@@ -56,7 +49,7 @@ class Candidates:
 class DriftMonitor:
     """Watches the residuals of the current model and decides when to refit."""
 
-    def __init__(self, est: Any, settings: MonitorSettings, trigger: RefitTrigger, metrics: Any = None,
+    def __init__(self, est: Any, settings: DriftConfig, trigger: RefitTrigger, metrics: Any = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.settings = settings
         self.trigger = trigger
@@ -76,7 +69,7 @@ class DriftMonitor:
     def reset(self, est: Any, refitted: bool = True) -> None:
         """Start over with ``est`` (after a refit): new window, new baseline, cooldown."""
         s = self.settings
-        self.window = DriftWindow(est.spectrum_.eigenvalues, int(est.n_components), int(est.n_landmarks_),
+        self.window = DriftWindow(est.spectrum.eigenvalues, int(est.n_components), int(est.n_landmarks),
                                   max_objects=s.window_objects, max_seconds=s.window_seconds or None)
         self.pending = None
         self.last_stats = None
@@ -86,27 +79,19 @@ class DriftMonitor:
             self.trigger.refitted(self.clock())
 
     # ----------------------------------------------------------------- observe
-    def observe(self, est: Any, A: np.ndarray, res: Any, *, ids: Any = None, cross: np.ndarray | None = None,
+    def observe(self, A: np.ndarray, res: EmbeddingResult, *, ids: Any = None, cross: np.ndarray | None = None,
                 features: np.ndarray | None = None) -> None:
-        """Account for one batch: A (m, n) dissimilarities, ``res`` its valid EmbeddingResult rows."""
+        """Account for one batch: A (m, n) input rows, ``res`` their (valid) EmbeddingResult."""
         now = self.clock()
         m = A.shape[0]
         if m == 0:
             return
         self.objects_seen += m
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.where(res.beta > 0, res.unexplained / res.beta, np.nan)
-        s = min(self.settings.k0_sample, m)
         k0 = y_r = beta = None
-        block_norm = None
-        if s:
-            rows = np.unique(np.linspace(0, m - 1, s).round().astype(np.int64))
-            y_r, beta = est.residual_projection(np.asarray(A[rows], dtype=np.float64))
-            k0 = beta - np.einsum("ij,ij->i", y_r, y_r)
-        if cross is not None and m <= self.settings.max_block_for_norm:
-            # K0 of the corrected kernel: the model applies its input pipeline (similarities, geodesics, constant)
-            block_norm = operator_norm(est.block_residual(np.asarray(A, dtype=np.float64), cross))
-        self.window.add(now, rel, k0, y_r, beta, block_norm)
+        if res.residual_rows is not None and res.residual_rows.size:
+            rows = res.residual_rows
+            k0, y_r, beta = res.k0[rows], res.residual_coords, res.beta[rows]
+        self.window.add(now, res.relative_unexplained, k0, y_r, beta, res.block_norm_k0)
         self._keep_candidates(A, ids, cross, features)
         self._since_stats += m
         if (self.last_stats is None or self._since_stats >= self.settings.stats_every_objects

@@ -1,21 +1,27 @@
-"""Overlap I/O with compute: a prefetching iterator and a background consumer.
+"""Overlap reading with embedding: any source polled ahead on a background thread.
 
-Arrow's Parquet/IPC decoding and encoding release the GIL, and so does the
-core's BLAS, so on a 2-core machine reading batch i+1 and writing batch i-1
-while batch i is embedded roughly turns "read + embed + write" into their
-maximum. Queues are bounded (``depth`` items) so memory stays bounded.
+Arrow's Parquet/IPC decoding and the file reads release the GIL, and so does
+the core's projection kernel, so reading batch i+1 while batch i is embedded
+turns "read + embed" into roughly their maximum. The queue is bounded
+(``depth`` batches), so memory stays bounded; every call into the wrapped
+source (poll, commit, close) is serialised by a lock, so sources need not be
+thread-safe (a Kafka consumer is not).
 """
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
-from typing import Callable, Generic, Iterable, Iterator, TypeVar
+from typing import Any
 
-__all__ = ["prefetch", "BackgroundConsumer"]
+from streamembed.stream.sources import SourceBatch
 
-T = TypeVar("T")
-_DONE = object()
+__all__ = ["ReadAhead"]
+
+log = logging.getLogger("streamembed.pipeline")
+
+_END = object()
 
 
 class _Failure:
@@ -23,73 +29,104 @@ class _Failure:
         self.exc = exc
 
 
-def prefetch(items: Iterable[T], depth: int = 2) -> Iterator[T]:
-    """Iterate ``items`` in a background thread, ``depth`` items ahead.
+class ReadAhead:
+    """A :class:`~streamembed.stream.sources.Source` that polls ``inner`` ``depth`` batches ahead.
 
-    Exceptions raised by ``items`` are re-raised in the consumer. Abandoning
-    the iterator early stops the producer at its next item.
+    ``restore`` must be called before the first ``poll`` (which starts the
+    background thread). Exceptions raised by the inner source are re-raised by
+    ``poll`` on the caller's thread.
     """
-    q: queue.Queue[object] = queue.Queue(maxsize=max(1, depth))
-    stop = threading.Event()
 
-    def produce() -> None:
+    def __init__(self, inner: Any, depth: int = 2, idle_sleep: float = 0.05) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.depth = max(1, int(depth))
+        self.idle_sleep = idle_sleep
+        self._q: queue.Queue[object] = queue.Queue(maxsize=self.depth)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._idle = False
+        self._caught_up = False
+        self._exhausted = False
+
+    # ------------------------------------------------------------------ the Source interface
+    def restore(self, state: Any) -> None:
+        with self._lock:
+            self.inner.restore(state)
+
+    def poll(self) -> SourceBatch | None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="streamembed-read-ahead", daemon=True)
+            self._thread.start()
+        if self._exhausted:
+            return None
         try:
-            for item in items:
-                while not stop.is_set():
-                    try:
-                        q.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            q.put(_DONE)
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-            q.put(_Failure(exc))
+            item = self._q.get(timeout=self.idle_sleep)
+        except queue.Empty:
+            return None
+        if item is _END:
+            self._exhausted = True
+            return None
+        if isinstance(item, _Failure):
+            raise item.exc
+        return item  # type: ignore[return-value]
 
-    t = threading.Thread(target=produce, name="streamembed-prefetch", daemon=True)
-    t.start()
-    try:
-        while True:
-            item = q.get()
-            if item is _DONE:
-                return
-            if isinstance(item, _Failure):
-                raise item.exc
-            yield item  # type: ignore[misc]
-    finally:
-        stop.set()
-        t.join(timeout=5)
+    def commit(self, position: Any) -> None:
+        with self._lock:
+            self.inner.commit(position)
 
+    def wait_hint(self) -> float:
+        return 0.0
 
-class BackgroundConsumer(Generic[T]):
-    """Calls ``consume(item)`` on a background thread, in order; ``close`` waits and re-raises."""
+    @property
+    def caught_up(self) -> bool:
+        """Nothing is queued and the inner source found nothing waiting on its last poll."""
+        return self._exhausted or (self._q.empty() and self._idle and self._caught_up)
 
-    def __init__(self, consume: Callable[[T], None], depth: int = 2) -> None:
-        self._consume = consume
-        self._q: queue.Queue[object] = queue.Queue(maxsize=max(1, depth))
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="streamembed-writer", daemon=True)
-        self._thread.start()
+    @property
+    def exhausted(self) -> bool:
+        return self._exhausted
 
-    def _run(self) -> None:
-        while True:
-            item = self._q.get()
-            if item is _DONE:
-                return
-            if self._error is None:
-                try:
-                    self._consume(item)  # type: ignore[arg-type]
-                except BaseException as exc:  # noqa: BLE001 - re-raised by put/close
-                    self._error = exc
+    @property
+    def backlog(self) -> int | None:
+        return getattr(self.inner, "backlog", None)
 
-    def put(self, item: T) -> None:
-        if self._error is not None:
-            raise self._error
-        self._q.put(item)
+    @property
+    def problem(self) -> str | None:
+        return getattr(self.inner, "problem", None)
 
     def close(self) -> None:
-        self._q.put(_DONE)
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        with self._lock:
+            self.inner.close()
+
+    # ------------------------------------------------------------------ the reader thread
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                with self._lock:
+                    batch = self.inner.poll()
+                    exhausted, caught_up = self.inner.exhausted, self.inner.caught_up
+                    hint = self.inner.wait_hint()
+                if batch is not None:
+                    self._idle = False
+                    self._put(batch)
+                    continue
+                if exhausted:
+                    self._put(_END)
+                    return
+                self._caught_up, self._idle = caught_up, True
+                self._stop.wait(max(0.001, min(hint, self.idle_sleep)) if hint > 0 else 0.001)
+        except BaseException as exc:  # noqa: BLE001 - handed to the loop's thread
+            self._put(_Failure(exc))
+
+    def _put(self, item: object) -> None:
+        while not self._stop.is_set():
+            try:
+                self._q.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue

@@ -1,16 +1,31 @@
-"""Read input files (Parquet, Arrow IPC, JSON lines) in batches of rows.
+"""Read input files (Parquet, Arrow IPC, JSON lines) in batches of rows, safely.
 
 Every reader yields :class:`ReadChunk` objects of exactly ``batch_rows`` rows
 (the last one shorter) starting at ``start_row``, so a file resumed from a
 checkpoint is cut at the same boundaries as the first time. A file whose
 rows carry ``cross`` is one block and is read as one chunk (up to
-``max_block_rows``). Failures never raise: an unreadable file or the
-unreadable rest of a file becomes a :class:`~streamembed.stream.codecs.DeadRecord`.
+``max_block_rows``).
+
+Files are never memory-mapped: a file that shrinks under a mapping kills the
+process with SIGBUS. A file up to ``SNAPSHOT_BYTES`` is read into memory in
+one go (then decoded zero-copy from that snapshot), a larger one with plain
+reads; either way :func:`open_input` checks that the file's size,
+modification time and inode did not change while it was read, and raises
+:class:`FileChanged` if they did, so that a file is read whole or not at all.
+
+Failures never raise otherwise: an unreadable file or the unreadable rest of a
+file becomes a :class:`~streamembed.stream.codecs.DeadRecord`. A file that
+ends in an *incomplete tail* — an Arrow stream cut inside a message, an Arrow
+or Parquet file without its footer, a last JSON line without its newline
+that does not parse — may still be being written: with ``final=False`` the
+reader reports it in the last chunk's ``tail`` instead of dead-lettering it,
+and the caller decides when to wait and when to give up.
 """
 
 from __future__ import annotations
 
 import collections
+import io
 import itertools
 import json
 import os
@@ -35,7 +50,8 @@ from streamembed.stream.records import (
     Reason,
 )
 
-__all__ = ["ReadChunk", "file_format", "iter_file", "parse_json_lines", "FORMATS"]
+__all__ = ["ReadChunk", "FileChanged", "Signature", "signature", "open_input", "file_format", "iter_file",
+           "parse_json_lines", "FORMATS", "SNAPSHOT_BYTES"]
 
 #: file extension -> format name
 FORMATS: dict[str, str] = {
@@ -50,7 +66,36 @@ FORMATS: dict[str, str] = {
     ".json": "jsonl",
 }
 
+#: Files up to this size are read into memory in one read (then decoded zero-copy).
+SNAPSHOT_BYTES = 1 << 30
+
 _ARROW_FILE_MAGIC = b"ARROW1"
+
+
+class FileChanged(Exception):
+    """The file changed (size, modification time or inode) while it was being read."""
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What identifies one version of a file: size (bytes), modification time (ns), inode."""
+
+    size: int
+    mtime_ns: int
+    inode: int
+
+    def as_json(self) -> list[int]:
+        return [self.size, self.mtime_ns, self.inode]
+
+    @classmethod
+    def from_json(cls, doc: Any) -> "Signature | None":
+        if isinstance(doc, list) and len(doc) == 3 and all(isinstance(x, int) for x in doc):
+            return cls(*doc)
+        return None
+
+
+def signature(st: os.stat_result) -> Signature:
+    return Signature(int(st.st_size), int(st.st_mtime_ns), int(st.st_ino))
 
 
 @dataclass
@@ -60,7 +105,9 @@ class ReadChunk:
     ``table`` holds the rows that could be parsed (None if none); ``rows``
     gives the file row of each table row when they are not contiguous
     (JSON lines with rejected lines), else None (table row i = start_row + i).
-    ``dead`` are records refused while reading.
+    ``dead`` are records refused while reading. ``tail`` (last chunk only,
+    ``final=False``): why the rest of the file from ``end_row`` on could not
+    be read yet (an incomplete tail).
     """
 
     table: pa.Table | None
@@ -68,11 +115,47 @@ class ReadChunk:
     end_row: int
     dead: list[DeadRecord] = field(default_factory=list)
     rows: np.ndarray | None = None
+    tail: str | None = None
 
 
 def file_format(path: str | os.PathLike[str]) -> str | None:
     """'parquet', 'arrow', 'jsonl' or None from the file name."""
     return FORMATS.get(Path(path).suffix.lower())
+
+
+class _Input:
+    """An opened input: ``native`` (Arrow) and ``lines`` (JSON) views of one version of a file."""
+
+    def __init__(self, path: Path, snapshot: bytes | None, sig: Signature) -> None:
+        self.path, self.snapshot, self.signature = path, snapshot, sig
+
+    def native(self) -> pa.NativeFile:
+        return pa.BufferReader(pa.py_buffer(self.snapshot)) if self.snapshot is not None else pa.OSFile(str(self.path))
+
+    def binary(self) -> io.BufferedIOBase:
+        return io.BytesIO(self.snapshot) if self.snapshot is not None else open(self.path, "rb")  # noqa: SIM115
+
+    def check(self) -> None:
+        """Raise FileChanged if the file on disk is no longer the version being read (streamed reads)."""
+        if self.snapshot is None and signature(os.stat(self.path)) != self.signature:
+            raise FileChanged(f"{self.path} changed while it was read")
+
+
+def open_input(path: str | os.PathLike[str], snapshot_bytes: int = SNAPSHOT_BYTES) -> _Input:
+    """Open one version of ``path``: read into memory if small enough, checked for changes either way.
+
+    Raises OSError (the environment: missing, permissions, I/O) or FileChanged.
+    """
+    p = Path(path)
+    with open(p, "rb") as fh:
+        before = signature(os.fstat(fh.fileno()))
+        if before.size > snapshot_bytes:
+            return _Input(p, None, before)
+        data = fh.read(before.size + 1)
+        after = signature(os.fstat(fh.fileno()))
+    if after != before or len(data) != before.size or signature(os.stat(p)) != before:
+        raise FileChanged(f"{p} changed while it was read ({before.size} -> {len(data)} bytes)")
+    return _Input(p, data, before)
 
 
 def iter_file(
@@ -82,15 +165,32 @@ def iter_file(
     start_row: int = 0,
     max_block_rows: int = 4096,
     name: str | None = None,
+    final: bool = True,
+    opened: _Input | None = None,
 ) -> Iterator[ReadChunk]:
-    """Chunks of ``path`` from ``start_row`` on; ``name`` is used in dead letters."""
+    """Chunks of ``path`` from ``start_row`` on; ``name`` is used in dead letters.
+
+    ``opened`` is the file already opened by :func:`open_input` (else it is
+    opened here, and an OSError or FileChanged while opening becomes an
+    ``unreadable_file`` dead letter). A streamed (large) file that changes
+    while read raises FileChanged between chunks.
+    """
     name = name if name is not None else str(path)
     fmt = file_format(path)
     if fmt is None:
-        yield _unreadable(name, start_row, f"unknown file extension {Path(path).suffix!r}")
+        yield _unreadable(name, start_row, f"unknown file extension {Path(path).suffix!r} (expected one of "
+                                           f"{', '.join(sorted(FORMATS))})")
         return
+    if opened is None:
+        try:
+            opened = open_input(path)
+        except (OSError, FileChanged) as exc:
+            yield _unreadable(name, start_row, f"cannot read: {exc}")
+            return
     reader = {"parquet": _iter_parquet, "arrow": _iter_arrow, "jsonl": _iter_jsonl}[fmt]
-    yield from reader(Path(path), batch_rows, start_row, max_block_rows, name)
+    for chunk in reader(opened, batch_rows, start_row, max_block_rows, name, final):
+        opened.check()
+        yield chunk
 
 
 def _unreadable(name: str, row: int, detail: str) -> ReadChunk:
@@ -98,7 +198,9 @@ def _unreadable(name: str, row: int, detail: str) -> ReadChunk:
                                                  row=row if row else None)])
 
 
-def _truncated(name: str, row: int, detail: str) -> ReadChunk:
+def _truncated(name: str, row: int, detail: str, final: bool) -> ReadChunk:
+    if not final:
+        return ReadChunk(None, row, row, tail=detail)
     return ReadChunk(None, row, row, [DeadRecord(Reason.UNDECODABLE, detail, file=name, row=row)])
 
 
@@ -112,9 +214,8 @@ def _chunk_rows(schema: pa.Schema, batch_rows: int, total: int | None, max_block
     return batch_rows
 
 
-def _rebatch(
-    batches: Iterable[pa.RecordBatch], schema: pa.Schema, rows: int, skip: int, start_row: int, name: str
-) -> Iterator[ReadChunk]:
+def _rebatch(batches: Iterable[pa.RecordBatch], schema: pa.Schema, rows: int, skip: int, start_row: int, name: str,
+             final: bool) -> Iterator[ReadChunk]:
     """Exactly ``rows``-row chunks from a stream of record batches, after skipping ``skip``."""
     pending: list[pa.RecordBatch] = []
     have = 0
@@ -130,7 +231,7 @@ def _rebatch(
                 t = pa.Table.from_batches(pending, schema)
                 yield ReadChunk(t, pos, pos + t.num_rows)
                 pos += t.num_rows
-            yield _truncated(name, pos, f"rows from {pos} on could not be read (truncated or corrupt): {exc}")
+            yield _truncated(name, pos, f"rows from {pos} on could not be read (truncated or corrupt): {exc}", final)
             return
         if skip:
             if b.num_rows <= skip:
@@ -152,13 +253,17 @@ def _rebatch(
         yield ReadChunk(t, pos, pos + t.num_rows)
 
 
-def _iter_parquet(path: Path, batch_rows: int, start_row: int, max_block_rows: int, name: str) -> Iterator[ReadChunk]:
+def _iter_parquet(src: _Input, batch_rows: int, start_row: int, max_block_rows: int, name: str,
+                  final: bool) -> Iterator[ReadChunk]:
     try:
-        pf = pq.ParquetFile(path, memory_map=True)
+        pf = pq.ParquetFile(src.native())
         schema = pf.schema_arrow
         md = pf.metadata
-    except Exception as exc:  # noqa: BLE001 - any failure to open is "unreadable"
-        yield _unreadable(name, start_row, f"not a readable Parquet file: {exc}")
+    except Exception as exc:  # noqa: BLE001 - any failure to open is "unreadable" (or an unfinished file)
+        if not final and _looks_unfinished(src, (b"PAR1",)):
+            yield ReadChunk(None, start_row, start_row, tail=f"a Parquet file without its footer (unfinished?): {exc}")
+        else:
+            yield _unreadable(name, start_row, f"not a readable Parquet file: {exc}")
         return
     total = md.num_rows
     rows = _chunk_rows(schema, batch_rows, total, max_block_rows)
@@ -174,40 +279,58 @@ def _iter_parquet(path: Path, batch_rows: int, start_row: int, max_block_rows: i
         return  # start_row is past the end
     groups = list(range(first_rg, md.num_row_groups))
     # one thread: decoding two row groups at once measured slower here (page faults
-    # and allocator contention on 131 MB batches); the embed command overlaps
-    # reading with embedding instead (pipeline.prefetch)
+    # and allocator contention on 131 MB batches); the loop overlaps reading with
+    # embedding instead (its read-ahead)
     batches = pf.iter_batches(batch_size=max(rows, 1024), row_groups=groups, use_threads=False)
-    yield from _rebatch(batches, schema, rows, start_row - rg_start, start_row, name)
+    yield from _rebatch(batches, schema, rows, start_row - rg_start, start_row, name, True)
 
 
-def _iter_arrow(path: Path, batch_rows: int, start_row: int, max_block_rows: int, name: str) -> Iterator[ReadChunk]:
-    try:
-        source = pa.memory_map(str(path), "r")
-        buf = source.read_buffer()
-    except Exception as exc:  # noqa: BLE001
-        yield _unreadable(name, start_row, f"cannot open: {exc}")
-        return
+def _iter_arrow(src: _Input, batch_rows: int, start_row: int, max_block_rows: int, name: str,
+                final: bool) -> Iterator[ReadChunk]:
     batches: Iterable[pa.RecordBatch]
+    no_footer = False
     try:
-        if buf.size >= 6 and buf[:6].to_pybytes() == _ARROW_FILE_MAGIC:
+        f = src.native()
+        head = f.read(6)
+        f.seek(0)
+        if head == _ARROW_FILE_MAGIC:
             try:
-                fr = ipc.open_file(buf)
+                fr = ipc.open_file(f)
                 schema = fr.schema
                 batches = (fr.get_batch(i) for i in range(fr.num_record_batches))
             except pa.ArrowInvalid:
-                # no footer (truncated IPC file): read its stream part as far as it goes
-                sr = ipc.open_stream(buf.slice(8))
+                # no footer (an unfinished or truncated IPC file): read its stream part as far as it goes
+                f.seek(8)
+                sr = ipc.open_stream(f)
                 schema = sr.schema
                 batches = _stream_batches(sr)
+                no_footer = True
         else:
-            sr = ipc.open_stream(buf)
+            sr = ipc.open_stream(f)
             schema = sr.schema
             batches = _stream_batches(sr)
     except Exception as exc:  # noqa: BLE001
-        yield _unreadable(name, start_row, f"not a readable Arrow IPC file or stream: {exc}")
+        if not final and _looks_unfinished(src, (_ARROW_FILE_MAGIC, b"\xff\xff\xff\xff")):
+            yield ReadChunk(None, start_row, start_row, tail=f"an Arrow IPC file that cannot be read yet (unfinished?): "
+                                                             f"{exc}")
+        else:
+            yield _unreadable(name, start_row, f"not a readable Arrow IPC file or stream: {exc}")
         return
     rows = _chunk_rows(schema, batch_rows, None, max_block_rows)
-    yield from _rebatch(batches, schema, rows, start_row, start_row, name)
+    end = start_row
+    for chunk in _rebatch(batches, schema, rows, start_row, start_row, name, final):
+        end = chunk.end_row
+        yield chunk
+        if chunk.tail is not None:
+            return
+    if no_footer and not final:
+        yield ReadChunk(None, end, end, tail="an Arrow IPC file without its footer (unfinished?)")
+
+
+def _looks_unfinished(src: _Input, magics: tuple[bytes, ...]) -> bool:
+    """Could this unreadable file be one still being written? (Empty, or it starts as the format starts.)"""
+    head = src.native().read(8)
+    return len(head) == 0 or any(head.startswith(m) or m.startswith(head) for m in magics)
 
 
 def _stream_batches(reader: ipc.RecordBatchStreamReader) -> Iterator[pa.RecordBatch]:
@@ -220,7 +343,8 @@ def _stream_batches(reader: ipc.RecordBatchStreamReader) -> Iterator[pa.RecordBa
 
 # ----------------------------------------------------------------------------- JSON lines
 
-#: JSON-lines parse schema. event_time stays a string here; decoding parses it.
+#: JSON-lines parse schema for the known fields (other keys are kept as inferred columns, so a
+#: misspelt key can be named in the dead letter). event_time stays a string here; decoding parses it.
 _JSON_SCHEMA = pa.schema(
     [
         pa.field(INPUT_ID, pa.string()),
@@ -240,9 +364,10 @@ def _drop_unused(table: pa.Table) -> pa.Table:
     return table.drop_columns(drop) if drop else table
 
 
-def _iter_jsonl(path: Path, batch_rows: int, start_row: int, max_block_rows: int, name: str) -> Iterator[ReadChunk]:
+def _iter_jsonl(src: _Input, batch_rows: int, start_row: int, max_block_rows: int, name: str,
+                final: bool) -> Iterator[ReadChunk]:
     try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below
+        f = src.binary()
     except OSError as exc:
         yield _unreadable(name, start_row, f"cannot open: {exc}")
         return
@@ -256,12 +381,32 @@ def _iter_jsonl(path: Path, batch_rows: int, start_row: int, max_block_rows: int
             try:
                 lines = list(itertools.islice(f, rows))
             except OSError as exc:
-                yield _truncated(name, pos, f"read error: {exc}")
+                yield _truncated(name, pos, f"read error: {exc}", final)
                 return
             if not lines:
                 return
-            yield _parse_lines(lines, pos, name)
-            pos += len(lines)
+            tail = None
+            if not lines[-1].endswith(b"\n") and not _parses(lines[-1]) and not final:
+                # an unfinished last line: leave it for when the file is complete
+                lines.pop()
+                tail = f"line {pos + len(lines)} is unfinished (no newline, not yet valid JSON)"
+            if lines:
+                chunk = _parse_lines(lines, pos, name)
+                if tail is not None:
+                    chunk.tail = tail
+                yield chunk
+                pos += len(lines)
+            elif tail is not None:
+                yield ReadChunk(None, pos, pos, tail=tail)
+            if tail is not None:
+                return
+
+
+def _parses(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _parse_lines(lines: list[bytes], start: int, name: str) -> ReadChunk:
@@ -272,11 +417,11 @@ def _parse_lines(lines: list[bytes], start: int, name: str) -> ReadChunk:
             table = pajson.read_json(
                 pa.py_buffer(b"".join(lines)),
                 read_options=pajson.ReadOptions(use_threads=False, block_size=sum(map(len, lines)) + 1),
-                parse_options=pajson.ParseOptions(explicit_schema=_JSON_SCHEMA, unexpected_field_behavior="ignore"),
+                parse_options=pajson.ParseOptions(explicit_schema=_JSON_SCHEMA, unexpected_field_behavior="infer"),
             )
             if table.num_rows == len(lines):
                 return ReadChunk(_drop_unused(table), start, end)
-        except (pa.ArrowException, ValueError):
+        except (pa.ArrowException, ValueError, RecursionError):
             pass
     return _parse_lines_slowly(lines, start, name)
 
@@ -308,8 +453,9 @@ def _parse_lines_slowly(lines: list[bytes], start: int, name: str) -> ReadChunk:
             continue
         try:
             obj = json.loads(text)
-        except ValueError as exc:
-            dead.append(DeadRecord(Reason.UNDECODABLE, f"not JSON: {exc}", file=name, row=row, raw=line))
+        except (ValueError, RecursionError) as exc:
+            what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            dead.append(DeadRecord(Reason.UNDECODABLE, f"not JSON: {what}", file=name, row=row, raw=line))
             continue
         if not isinstance(obj, dict):
             dead.append(DeadRecord(Reason.UNDECODABLE, "a JSON line must be an object", file=name, row=row,
@@ -317,7 +463,7 @@ def _parse_lines_slowly(lines: list[bytes], start: int, name: str) -> ReadChunk:
             continue
         rid = obj.get(INPUT_ID)
         if rid is not None and not isinstance(rid, str):
-            dead.append(DeadRecord(Reason.MISSING_ID, f"id must be a string, got {type(rid).__name__}",
+            dead.append(DeadRecord(Reason.BAD_ID, f"id must be a string, got {type(rid).__name__} {rid!r:.40}",
                                    file=name, row=row, record=text))
             continue
         good.append(obj)
@@ -325,26 +471,38 @@ def _parse_lines_slowly(lines: list[bytes], start: int, name: str) -> ReadChunk:
         good_text.append(text)
     table: pa.Table | None = None
     if good:
-        try:
-            table = pa.Table.from_pylist(good, schema=_JSON_SCHEMA)
-        except (pa.ArrowException, TypeError, ValueError, OverflowError):
-            keep: list[int] = []
-            for j, obj in enumerate(good):
-                try:
-                    pa.Table.from_pylist([obj], schema=_JSON_SCHEMA)
-                    keep.append(j)
-                except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
-                    vector = any(not _all_numbers(obj.get(k)) for k in _VECTOR_FIELDS)
-                    reason = Reason.NON_NUMERIC if vector else Reason.UNDECODABLE
-                    dead.append(DeadRecord(reason, f"cannot convert: {exc}", id=obj.get(INPUT_ID), file=name,
-                                           row=good_rows[j], record=good_text[j]))
-            good = [good[j] for j in keep]
+        table, bad = _rows_to_table(good)
+        for j, exc in bad:
+            obj = good[j]
+            vector = any(not _all_numbers(obj.get(k)) for k in _VECTOR_FIELDS)
+            reason = Reason.NON_NUMERIC if vector else Reason.UNDECODABLE
+            dead.append(DeadRecord(reason, f"cannot convert: {exc}", id=obj.get(INPUT_ID), file=name,
+                                   row=good_rows[j], record=good_text[j]))
+        if bad:
+            keep = sorted(set(range(len(good))) - {j for j, _ in bad})
             good_rows = [good_rows[j] for j in keep]
-            table = pa.Table.from_pylist(good, schema=_JSON_SCHEMA) if good else None
     if table is not None:
         table = _drop_unused(table)
     dead.sort(key=lambda r: r.row or 0)
     return ReadChunk(table, start, start + len(lines), dead, np.asarray(good_rows, dtype=np.int64))
+
+
+def _rows_to_table(good: list[dict[str, Any]]) -> tuple[pa.Table | None, list[tuple[int, Exception]]]:
+    """Decoded JSON objects -> (table of the convertible ones, [(index, error)] of the others)."""
+    known = [{k: obj[k] for k in _JSON_SCHEMA.names if k in obj} for obj in good]
+    try:
+        return pa.Table.from_pylist(known, schema=_JSON_SCHEMA), []
+    except (pa.ArrowException, TypeError, ValueError, OverflowError, RecursionError):
+        pass
+    keep: list[dict[str, Any]] = []
+    bad: list[tuple[int, Exception]] = []
+    for j, obj in enumerate(known):
+        try:
+            pa.Table.from_pylist([obj], schema=_JSON_SCHEMA)
+            keep.append(obj)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError, RecursionError) as exc:
+            bad.append((j, exc))
+    return (pa.Table.from_pylist(keep, schema=_JSON_SCHEMA) if keep else None), bad
 
 
 def _all_numbers(v: Any) -> bool:

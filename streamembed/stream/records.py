@@ -62,8 +62,10 @@ TIMESTAMP_TYPE: Final[pa.DataType] = pa.timestamp("us", tz="UTC")
 class Reason:
     """The bounded set of reasons a record can fail (metric label values)."""
 
-    MISSING_ID = "missing_id"  #: id absent, null, empty or not a string
-    WRONG_LENGTH = "wrong_length"  #: list null or its length != n landmarks (or p features)
+    MISSING_ID = "missing_id"  #: id absent, null or empty
+    BAD_ID = "bad_id"  #: id present but not a string (a number, a list, ...)
+    WRONG_LENGTH = "wrong_length"  #: list length != n landmarks (or p features)
+    MISSING_VECTOR = "missing_vector"  #: no dissimilarities (or features) value at all: absent or null
     NON_FINITE = "non_finite"  #: NaN, +-inf or a null element
     NEGATIVE = "negative"  #: a negative dissimilarity
     NON_NUMERIC = "non_numeric"  #: the list holds something that is not a number
@@ -71,14 +73,19 @@ class Reason:
     UNKNOWN_LANDMARK_VERSION = "unknown_landmark_version"  #: landmark_version not served
     UNDECODABLE = "undecodable"  #: not UTF-8 / not JSON / truncated Arrow data / bad column type
     UNREADABLE_FILE = "unreadable_file"  #: the file could not be opened or parsed at all
+    OUT_OF_RANGE = "out_of_range"  #: finite, but so large that its squares would overflow the arithmetic
+    NOT_CONVERGED = "not_converged"  #: an iterative method ran out of its budget (iterations or time)
     REJECTED = "rejected"  #: the core refused the row (``errors="mask"``) for another reason
-    EMBED_FAILED = "embed_failed"  #: the core raised on the batch (a bug: every row dead-lettered)
+    EMBED_FAILED = "embed_failed"  #: embedding raised on this record (a bug, contained to the record)
+    QUARANTINED = "quarantined"  #: the daemon crashed on this batch run.max_batch_attempts times in a row
 
 
 #: Every reason, in a fixed order (metrics pre-create a series per reason).
 REASONS: Final[tuple[str, ...]] = (
     Reason.MISSING_ID,
+    Reason.BAD_ID,
     Reason.WRONG_LENGTH,
+    Reason.MISSING_VECTOR,
     Reason.NON_FINITE,
     Reason.NEGATIVE,
     Reason.NON_NUMERIC,
@@ -86,8 +93,11 @@ REASONS: Final[tuple[str, ...]] = (
     Reason.UNKNOWN_LANDMARK_VERSION,
     Reason.UNDECODABLE,
     Reason.UNREADABLE_FILE,
+    Reason.OUT_OF_RANGE,
+    Reason.NOT_CONVERGED,
     Reason.REJECTED,
     Reason.EMBED_FAILED,
+    Reason.QUARANTINED,
 )
 
 

@@ -22,14 +22,13 @@ from typing import Protocol, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from streamembed.atomic import atomic_write_bytes, fsync_dir, publish
 from streamembed.stream.codecs import DeadRecord, encode_dead_letters
 
 __all__ = [
     "Sink",
     "ParquetSink",
     "DeadLetterSink",
-    "atomic_write_bytes",
-    "fsync_dir",
     "safe_label",
 ]
 
@@ -56,35 +55,6 @@ def safe_label(text: str, limit: int = 96) -> str:
     return _UNSAFE.sub("_", text).strip("._")[:limit] or "x"
 
 
-def fsync_dir(path: str | os.PathLike[str]) -> None:
-    """fsync a directory so a rename inside it survives a power loss."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file, fsync, rename, fsync dir."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-
-
 def _clean_temp(directory: Path, prefix: str) -> None:
     for p in directory.glob(f".{prefix}-*.tmp"):
         try:
@@ -100,11 +70,13 @@ def _remove_stale(path: Path) -> None:
 
 
 class ParquetSink:
-    """Rolling Parquet files ``<prefix>-<label>.parquet`` in ``directory``.
+    """Rolling Parquet files ``<prefix>-<label>.parquet`` in ``directory`` (or one file, ``final_name``).
 
     Rows stream into a temporary Parquet file (row groups of
     ``row_group_rows``); ``flush(label)`` closes it and publishes it atomically.
     The schema's key-value metadata (``streamembed.schema_version``) is kept.
+    With ``final_name`` every flush publishes to ``directory / final_name``
+    (the one-shot ``embed``, which flushes once).
     """
 
     def __init__(
@@ -114,9 +86,11 @@ class ParquetSink:
         prefix: str = "part",
         row_group_rows: int = 65536,
         compression: str = "zstd",
+        final_name: str | None = None,
     ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.final_name = final_name
         self.prefix = prefix
         self.row_group_rows = int(row_group_rows)
         self.compression = compression
@@ -164,6 +138,8 @@ class ParquetSink:
         self._buffered = 0
 
     def final_path(self, label: str) -> Path:
+        if self.final_name is not None:
+            return self.directory / self.final_name
         return self.directory / f"{self.prefix}-{safe_label(label)}.parquet"
 
     def flush(self, label: str) -> Path | None:
@@ -178,10 +154,7 @@ class ParquetSink:
             return None
         self._write_buffer()
         self._writer.close()
-        _fsync_file(self._tmp)
-        final = self.final_path(label)
-        os.replace(self._tmp, final)
-        fsync_dir(self.directory)
+        final = publish(self._tmp, self.final_path(label))
         self._writer, self._tmp, self._since = None, None, None
         self._rows = 0
         self.files_written += 1
@@ -213,14 +186,21 @@ class DeadLetterSink:
         if fmt not in ("parquet", "jsonl"):
             raise ValueError(f"dead-letter format must be 'parquet' or 'jsonl', got {fmt!r}")
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
         self.fmt = fmt
         self.source = source
-        self._parquet = ParquetSink(directory, prefix="dead", compression=compression) if fmt == "parquet" else None
+        self.compression = compression
+        self._parquet: ParquetSink | None = None  # made with the directory on the first dead letter
         self._lines: list[bytes] = []
         self._since: float | None = None
         self.files_written = 0
-        if fmt == "jsonl":
+        if self.directory.is_dir():
+            self._open()
+
+    def _open(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if self.fmt == "parquet" and self._parquet is None:
+            self._parquet = ParquetSink(self.directory, prefix="dead", compression=self.compression)
+        elif self.fmt == "jsonl":
             _clean_temp(self.directory, "dead")
 
     @property
@@ -241,6 +221,8 @@ class DeadLetterSink:
         now_us = time.time_ns() // 1000
         table = encode_dead_letters(dead, source=source or self.source, model_version=model_version,
                                     failed_at_us=now_us)
+        if self.fmt == "parquet" and self._parquet is None or self.fmt == "jsonl" and not self.directory.is_dir():
+            self._open()
         if self._parquet is not None:
             self._parquet.write(table, label)
             return
@@ -257,7 +239,11 @@ class DeadLetterSink:
             path = self._parquet.flush(label)
             self.files_written = self._parquet.files_written
             return path
+        if self.fmt == "parquet":
+            return None  # nothing was ever written (the directory does not exist)
         final = self.directory / f"dead-{safe_label(label)}.jsonl"
+        if not self.directory.is_dir():
+            return None
         if not self._lines:
             _remove_stale(final)
             return None

@@ -2,14 +2,27 @@
 
 A source yields :class:`SourceBatch` objects. ``position`` is a
 JSON-serialisable state meaning "everything up to and including this batch";
-the loop stores it in the checkpoint once the batch's outputs are durable and
+the loop's checkpointer stores it once the batch's outputs are durable and
 hands it back to :meth:`Source.restore` on restart. ``label`` is a
 file-name-safe rendering of the batch's *first* position, used to name the
-output files deterministically.
+output files deterministically; ``key`` identifies the batch across restarts
+(the crash guard counts crashes per key).
+
+File sources never lose a record (docs/sources.md): a file is read once it
+is complete — its size, modification time and inode unchanged for
+``settle_seconds`` — and read whole or not at all (``readers.open_input``); a
+file whose last part is still being written (an unfinished JSON line, an
+Arrow stream cut inside a message, a Parquet or Arrow file without its
+footer) is read up to that point and resumed when it grows, and only
+dead-lettered if it stays unfinished for ``incomplete_seconds``; a file that
+cannot be opened for a reason of the environment (permissions, I/O errors)
+is retried with backoff, never dead-lettered; a file that changes after it
+was read is read again (appended rows only, for JSON lines and Arrow streams).
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import hashlib
 import logging
@@ -23,10 +36,10 @@ import numpy as np
 import pyarrow as pa
 
 from streamembed.stream.codecs import DeadRecord
-from streamembed.stream.readers import ReadChunk, iter_file
+from streamembed.stream.readers import FileChanged, ReadChunk, Signature, file_format, iter_file, open_input, signature
 from streamembed.stream.sinks import safe_label
 
-__all__ = ["SourceBatch", "Source", "DirectorySource"]
+__all__ = ["SourceBatch", "Source", "DirectorySource", "FileSource", "display_name"]
 
 log = logging.getLogger("streamembed.source")
 
@@ -48,6 +61,12 @@ class SourceBatch:
     file: str | None = None
     row_base: int = 0
     rows: np.ndarray | None = None
+    stable_key: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The batch's identity across restarts (the label, unless the source says otherwise)."""
+        return self.stable_key or self.label
 
     @property
     def n_records(self) -> int:
@@ -64,7 +83,10 @@ class Source(Protocol):
         """The next batch, or None if nothing is available right now."""
 
     def restore(self, state: Any) -> None:
-        """Resume after the batch whose ``position`` was ``state``."""
+        """Resume after the batch whose ``position`` was ``state`` (raises ValueError for a state it cannot use)."""
+
+    def commit(self, position: Any) -> None:
+        """The outputs up to ``position`` are durable (Kafka commits its offsets; file sources have nothing to do)."""
 
     def wait_hint(self) -> float:
         """Seconds worth sleeping after ``poll`` returned None."""
@@ -79,28 +101,52 @@ class Source(Protocol):
 
     def close(self) -> None: ...
 
-    # Optional: ``commit(position)``. A source that keeps its own positions
-    # (Kafka: the consumer group's committed offsets) defines it; the loop then
-    # calls it, after the sinks are durable, instead of writing the checkpoint
-    # file, and ``restore`` is not used.
+
+def display_name(rel: str) -> str:
+    """A file name as valid text (bytes that are not UTF-8 shown as U+FFFD), for dead letters and logs."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _short_hash(rel: str) -> str:
+    return hashlib.blake2s(os.fsencode(rel), digest_size=4).hexdigest()
 
 
 _SKIP_SUFFIXES = (".tmp", ".part", ".partial", ".crdownload")
+#: Formats whose files grow by appending whole rows (a grown file continues where it was).
+_APPENDABLE = ("jsonl", "arrow-stream")
+#: A signature no file has: "read it again" (it changed while being read, or failed half-way).
+_NEVER = Signature(-1, -1, -1)
+#: Environment errors retried with backoff: first wait, longest wait (seconds).
+RETRY_FIRST, RETRY_MAX = 1.0, 60.0
 
 
-def _short_hash(text: str) -> str:
-    return hashlib.blake2s(text.encode("utf-8"), digest_size=4).hexdigest()
+@dataclass
+class _Waiting:
+    """A file seen but not read yet: its signature since ``since``, and when to retry after an error."""
+
+    sig: Signature
+    since: float  # monotonic time this signature was first seen
+    retry_at: float = 0.0
+    backoff: float = 0.0
+    scans: int = 1
+
+
+@dataclass
+class _Reading:
+    rel: str
+    row: int
+    sig: Signature
+    chunks: Iterator[ReadChunk]
 
 
 class DirectorySource:
-    """Files matching ``pattern`` under ``directory``, each processed once.
+    """Files matching ``pattern`` under ``directory``, each read once it is complete (see the module doc).
 
     New files are picked up as they appear, oldest modification time first
     (ties by name). Hidden files (``.x``, ``_x``) and names ending in
-    ``.tmp``/``.part`` are ignored, as are files modified less than
-    ``settle_seconds`` ago (still being written): producers should write to a
-    temporary name and rename. Large files are read ``batch_rows`` rows at a
-    time. Position: ``{"done": [relative paths], "current": {"file", "row"} | None}``.
+    ``.tmp``/``.part`` are ignored. Large files are read ``batch_rows`` rows at
+    a time. Position: ``{"done": {rel: {"sig": [size, mtime_ns, inode], "rows": n}},
+    "current": {"file": rel, "row": r, "sig": [...]} | None}``.
     """
 
     def __init__(
@@ -113,7 +159,9 @@ class DirectorySource:
         poll_seconds: float = 0.5,
         max_block_rows: int = 4096,
         exit_when_idle: bool = False,
+        incomplete_seconds: float = 60.0,
         name: str = "files",
+        metrics: Any = None,
     ) -> None:
         self.directory = Path(directory)
         self.pattern = pattern
@@ -122,37 +170,66 @@ class DirectorySource:
         self.poll_seconds = float(poll_seconds)
         self.max_block_rows = int(max_block_rows)
         self.exit_when_idle = exit_when_idle
+        self.incomplete_seconds = float(incomplete_seconds)
         self.name = name
-        self._done: set[str] = set()
-        self._current: str | None = None
-        self._row = 0
-        self._chunks: Iterator[ReadChunk] | None = None
-        self._resume: dict[str, int] = {}
+        self.metrics = metrics
+        self._done: dict[str, dict[str, Any]] = {}
+        self._waiting: dict[str, _Waiting] = {}
+        self._reading: _Reading | None = None
+        self._resume: dict[str, tuple[int, Signature | None]] = {}
         self._idle = False
+        self.problem: str | None = None
+        self._warned: set[str] = set()
 
     # -- state -------------------------------------------------------------
     def _position(self) -> dict[str, Any]:
-        current = None if self._current is None else {"file": self._current, "row": self._row}
-        return {"done": sorted(self._done), "current": current}
+        cur = None
+        if self._reading is not None:
+            r = self._reading
+            cur = {"file": r.rel, "row": r.row, "sig": r.sig.as_json()}
+        return {"done": {k: dict(v) for k, v in sorted(self._done.items())}, "current": cur}
 
     def restore(self, state: Any) -> None:
+        """Resume from a position; raises ValueError naming what is wrong with it."""
         if not state:
             return
-        self._done = set(state.get("done", []))
+        if not isinstance(state, dict):
+            raise ValueError(f"the '{self.name}' position must be an object, got {type(state).__name__}")
+        done = state.get("done", {})
+        if isinstance(done, list):  # schema 1: names only
+            if not all(isinstance(x, str) for x in done):
+                raise ValueError(f"'{self.name}.done' must list file names")
+            done = {x: {"sig": None, "rows": None} for x in done}
+        if not isinstance(done, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in done.items()):
+            raise ValueError(f"'{self.name}.done' must map file names to {{sig, rows}}")
         cur = state.get("current")
-        if cur:
-            self._resume = {str(cur["file"]): int(cur["row"])}
+        if cur is not None:
+            if not (isinstance(cur, dict) and isinstance(cur.get("file"), str) and isinstance(cur.get("row"), int)
+                    and not isinstance(cur.get("row"), bool) and cur["row"] >= 0):
+                raise ValueError(f"'{self.name}.current' must be null or {{\"file\": name, \"row\": n >= 0}}, "
+                                 f"got {cur!r:.200}")
+            self._resume = {cur["file"]: (int(cur["row"]), Signature.from_json(cur.get("sig")))}
+        self._done = {k: {"sig": v.get("sig"), "rows": v.get("rows"), "tail": v.get("tail")} for k, v in done.items()}
+
+    def commit(self, position: Any) -> None:
+        """Positions are kept by the checkpoint file."""
 
     # -- discovery ---------------------------------------------------------
-    def _candidates(self) -> list[str]:
+    def _scan(self) -> list[tuple[int, str, Signature]]:
+        """(mtime_ns, rel, signature) of every candidate file; sets ``problem`` when the directory is unusable."""
         if not self.directory.is_dir():
+            self.problem = f"input directory {self.directory} does not exist (yet)"
             return []
-        now = time.time()
-        found: list[tuple[int, str]] = []
-        for p in self.directory.rglob("*") if "**" in self.pattern or "/" in self.pattern else self.directory.iterdir():
+        deep = "**" in self.pattern or "/" in self.pattern
+        found: list[tuple[int, str, Signature]] = []
+        try:
+            entries = list(self.directory.rglob("*") if deep else self.directory.iterdir())
+        except OSError as exc:
+            self._environment_problem(f"cannot list input directory {self.directory}: {exc}", "listing", exc)
+            return []
+        self.problem = None
+        for p in entries:
             rel = p.relative_to(self.directory).as_posix()
-            if rel in self._done or rel == self._current:
-                continue
             base = p.name
             if base.startswith((".", "_")) or base.endswith(_SKIP_SUFFIXES):
                 continue
@@ -161,48 +238,158 @@ class DirectorySource:
             try:
                 st = p.stat()
             except OSError:
-                continue
-            if not p.is_file() or now - st.st_mtime < self.settle_seconds:
-                continue
-            found.append((st.st_mtime_ns, rel))
-        found.sort()
-        # a file interrupted by a crash comes first
-        resumed = [rel for rel in self._resume if rel not in self._done]
-        rest = [rel for _, rel in found if rel not in self._resume]
-        return [r for r in resumed if (self.directory / r).exists()] + rest
+                continue  # vanished or unreadable metadata: try again at the next scan
+            if p.is_file():
+                found.append((st.st_mtime_ns, rel, signature(st)))
+        return found
 
-    def _open_next(self) -> bool:
-        for rel in self._candidates():
-            start = self._resume.pop(rel, 0)
-            self._current, self._row = rel, start
-            self._chunks = iter_file(self.directory / rel, batch_rows=self.batch_rows, start_row=start,
-                                     max_block_rows=self.max_block_rows, name=rel)
-            log.info("reading %s from row %d", rel, start)
-            return True
-        self._resume.clear()
-        return False
+    def _next_ready(self) -> tuple[str, int, Signature] | None:
+        """The next file to read (rel, first row, signature), or None."""
+        now = time.monotonic()
+        wall_ns = time.time_ns()
+        ready: list[tuple[int, int, str, int, Signature]] = []
+        present = set()
+        for mtime_ns, rel, sig in self._scan():
+            present.add(rel)
+            start = self._start_row(rel, sig)
+            if start is None:
+                continue
+            w = self._waiting.get(rel)
+            if w is None or w.sig != sig:
+                w = self._waiting[rel] = _Waiting(sig, now)
+            else:
+                w.scans += 1
+            if w.retry_at > now:
+                continue
+            # complete: unchanged for settle_seconds while we watched, or last modified that long ago
+            settled = (self.settle_seconds <= 0 or now - w.since >= self.settle_seconds
+                       or (wall_ns - mtime_ns) / 1e9 >= self.settle_seconds)
+            if not settled or (self._unfinished(rel, sig) and now - w.since < self.incomplete_seconds):
+                continue  # still being written, or unfinished and unchanged: give its writer time
+            ready.append((0 if rel in self._resume else 1, mtime_ns, rel, start, sig))
+        for gone in set(self._waiting) - present:
+            del self._waiting[gone]
+        for gone in [k for k in self._done if k not in present]:
+            del self._done[gone]  # deleted after it was read: nothing left to remember
+        if not ready:
+            return None
+        ready.sort()
+        _, _, rel, start, sig = ready[0]
+        return rel, start, sig
+
+    def _appendable(self, rel: str) -> bool:
+        """JSON lines and Arrow streams grow by whole rows; Parquet and Arrow files are rewritten."""
+        fmt = file_format(rel)
+        return fmt == "jsonl" or (fmt == "arrow" and not rel.lower().endswith((".arrow", ".feather")))
+
+    def _unfinished(self, rel: str, sig: Signature) -> bool:
+        """Was ``rel`` left with an unfinished tail at this very signature?"""
+        done = self._done.get(rel)
+        return done is not None and done.get("tail") is not None and Signature.from_json(done.get("sig")) == sig
+
+    def _start_row(self, rel: str, sig: Signature) -> int | None:
+        """Where to start reading ``rel`` now (None: nothing new in it)."""
+        if rel in self._resume:
+            row, old = self._resume[rel]
+            return row if old is None or old == sig or (self._appendable(rel) and sig.size > old.size) else 0
+        done = self._done.get(rel)
+        if done is None:
+            return 0
+        old = Signature.from_json(done.get("sig"))
+        rows = done.get("rows")
+        if old is None:
+            return None  # read by an older streamembed that kept no signature
+        if old == sig:
+            return int(rows or 0) if done.get("tail") is not None else None
+        if self._appendable(rel) and sig.size > old.size and rows is not None:
+            return int(rows)  # appended to: read what is new
+        if rows:
+            if rel not in self._warned:
+                log.warning("%s changed after it was read; reading it again (its rows may be output twice)",
+                            display_name(rel))
+                self._warned.add(rel)
+            if self.metrics is not None:
+                self.metrics.files_reread.inc()
+        return 0
+
+    def _open(self, rel: str, start: int, sig: Signature) -> bool:
+        final = self._unfinished(rel, sig)  # unfinished for incomplete_seconds: take it as it is now
+        try:
+            opened = open_input(self.directory / rel)
+        except FileChanged:
+            return False  # still changing: the next scan sees its new signature
+        except OSError as exc:
+            self._retry_later(rel, sig, exc)
+            return False
+        self._warned.discard(rel)
+        self._resume.pop(rel, None)
+        self._waiting.pop(rel, None)
+        chunks = iter_file(self.directory / rel, batch_rows=self.batch_rows, start_row=start,
+                           max_block_rows=self.max_block_rows, name=display_name(rel), final=final, opened=opened)
+        self._reading = _Reading(rel, start, opened.signature, chunks)
+        log.info("reading %s from row %d", display_name(rel), start)
+        return True
+
+    def _retry_later(self, rel: str, sig: Signature, exc: OSError) -> None:
+        now = time.monotonic()
+        w = self._waiting.get(rel)
+        if w is None or w.sig != sig:
+            w = self._waiting[rel] = _Waiting(sig, now)
+        w.backoff = min(RETRY_MAX, max(RETRY_FIRST, 2 * w.backoff))
+        w.retry_at = now + w.backoff
+        self._environment_problem(f"cannot read {display_name(rel)}: {exc} (retrying in {w.backoff:.0f} s)",
+                                  rel, exc)
+
+    def _environment_problem(self, text: str, key: str, exc: OSError) -> None:
+        if self.metrics is not None:
+            self.metrics.read_retries.labels(reason=errno.errorcode.get(exc.errno or 0, "other")).inc()
+        if key not in self._warned:
+            log.warning("%s", text)
+            self._warned.add(key)
+        if key == "listing":
+            self.problem = text
 
     # -- polling -----------------------------------------------------------
     def poll(self) -> SourceBatch | None:
-        if self._chunks is None and not self._open_next():
-            self._idle = True
-            return None
+        if self._reading is None:
+            nxt = self._next_ready()
+            if nxt is None or not self._open(*nxt):
+                self._idle = True
+                return None
         self._idle = False
-        assert self._chunks is not None and self._current is not None
-        rel = self._current
-        label = f"{self.name}-{safe_label(rel, 64)}-{_short_hash(rel)}-r{self._row:012d}"
-        chunk = next(self._chunks, None)
-        if chunk is None:
+        r = self._reading
+        assert r is not None
+        label = f"{self.name}-{safe_label(r.rel, 64)}-{_short_hash(r.rel)}-r{r.row:012d}"
+        name = display_name(r.rel)
+        try:
+            chunk = next(r.chunks, None)
+        except FileChanged:
+            log.warning("%s changed while it was read; it will be read again once it is complete", name)
+            self._done[r.rel] = {"sig": _NEVER.as_json(), "rows": r.row, "tail": None}
+            self._reading = None
+            return SourceBatch(None, self._position(), label, file=name, row_base=r.row)
+        except OSError as exc:
+            self._retry_later(r.rel, r.sig, exc)
+            self._done[r.rel] = {"sig": _NEVER.as_json(), "rows": r.row, "tail": None}
+            self._reading = None
+            return None
+        if chunk is None or (chunk.table is None and not chunk.dead and chunk.tail is None):
             # end of file: an empty batch that marks the file done
-            self._done.add(rel)
-            self._current, self._chunks = None, None
-            return SourceBatch(None, self._position(), label, file=rel, row_base=self._row)
-        self._row = chunk.end_row
-        if chunk.dead and chunk.table is None and chunk.end_row == chunk.start_row:
+            self._done[r.rel] = {"sig": r.sig.as_json(), "rows": r.row, "tail": None}
+            self._reading = None
+            return SourceBatch(None, self._position(), label, file=name, row_base=r.row)
+        r.row = chunk.end_row
+        if chunk.tail is not None:
+            # the rest is unfinished: wait for the file to grow (or for incomplete_seconds)
+            self._done[r.rel] = {"sig": r.sig.as_json(), "rows": r.row, "tail": chunk.tail}
+            self._waiting[r.rel] = _Waiting(r.sig, time.monotonic())
+            self._reading = None
+            log.info("%s: %s; waiting for the rest", name, chunk.tail)
+        elif chunk.dead and chunk.table is None and chunk.end_row == chunk.start_row:
             # unreadable file or unreadable rest: the file is finished
-            self._done.add(rel)
-            self._current, self._chunks = None, None
-        return SourceBatch(chunk.table, self._position(), label, dead=chunk.dead, file=rel,
+            self._done[r.rel] = {"sig": r.sig.as_json(), "rows": r.row, "tail": None}
+            self._reading = None
+        return SourceBatch(chunk.table, self._position(), label, dead=chunk.dead, file=name,
                            row_base=chunk.start_row, rows=chunk.rows)
 
     def wait_hint(self) -> float:
@@ -213,8 +400,70 @@ class DirectorySource:
         return self._idle
 
     @property
+    def backlog(self) -> int:
+        """Files seen and not read yet (unsettled, unfinished or retrying)."""
+        return len(self._waiting)
+
+    @property
     def exhausted(self) -> bool:
-        return self.exit_when_idle and self._idle and self._chunks is None
+        """Batch mode: every file read, and none still settling, unfinished or retrying."""
+        return self.exit_when_idle and self._idle and self._reading is None and not self._waiting
+
+    def close(self) -> None:
+        self._reading = None
+
+
+class FileSource:
+    """The given files, in order, each read once to its end (``streamembed embed``; no waiting, no position).
+
+    A file's unfinished tail is dead-lettered at once (the file is taken as complete).
+    """
+
+    def __init__(self, paths: list[str | os.PathLike[str]], *, batch_rows: int = 8192, max_block_rows: int = 4096,
+                 names: list[str] | None = None, name: str = "files") -> None:
+        self.name = name
+        self.paths = [Path(p) for p in paths]
+        self.names = names or [p.name for p in self.paths]
+        self.batch_rows = int(batch_rows)
+        self.max_block_rows = int(max_block_rows)
+        self._i = 0
+        self._chunks: Iterator[ReadChunk] | None = None
+        self.unreadable: list[str] = []
+
+    def restore(self, state: Any) -> None:
+        """A one-shot source starts at the beginning."""
+
+    def commit(self, position: Any) -> None:
+        """Nothing to remember."""
+
+    def poll(self) -> SourceBatch | None:
+        while self._i < len(self.paths):
+            path, name = self.paths[self._i], self.names[self._i]
+            if self._chunks is None:
+                self._chunks = iter_file(path, batch_rows=self.batch_rows, max_block_rows=self.max_block_rows,
+                                         name=name)
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                self._i += 1
+                self._chunks = None
+                continue
+            if chunk.table is None and any(d.row is None for d in chunk.dead):
+                self.unreadable.append(name)
+            return SourceBatch(chunk.table, {"file": self._i, "row": chunk.end_row},
+                               f"{safe_label(name, 64)}-r{chunk.start_row:012d}", dead=chunk.dead, file=name,
+                               row_base=chunk.start_row, rows=chunk.rows)
+        return None
+
+    def wait_hint(self) -> float:
+        return 0.0
+
+    @property
+    def caught_up(self) -> bool:
+        return self.exhausted
+
+    @property
+    def exhausted(self) -> bool:
+        return self._i >= len(self.paths)
 
     def close(self) -> None:
         self._chunks = None

@@ -1,12 +1,21 @@
-"""The stress and L1 out-of-sample criteria (MATH.md §3 "Other criteria", seed 003, ``core.criteria``).
+"""The stress and L1 out-of-sample criteria (docs/math.md §3 "Other criteria", ``core.criteria``).
 
-References: scipy.optimize on the same objective from the same start (BFGS
-for the smooth stress, Nelder–Mead for the non-smooth L1), exact recovery in
-the span, and seed 003 §3's observation that L1 placements sit where d of
-the residuals |δ_i² - ‖y - x_i‖²| vanish at once.
+What is promised: for d = 1 the global minimum; for d ≥ 2 a certified local
+minimum (never a saddle or a maximum), never worse than the projection start.
+
+References, all independent of the implementation: the exact global minima
+of Trosset, Tan, Tang & Priebe (2025) Example 2; brute force (dense grids
+polished by scipy.optimize from many starts, and for L1 in the plane an
+exhaustive enumeration of every candidate: circle intersections, minima on
+each circle and inside each sign cell); finite-difference Hessians and
+sampled directional derivatives for local minimality; exact recovery in the
+span; and the observation of the note comparing five criteria that L1
+placements sit where d of the residuals |δ_i² - ‖y - x_i‖²| vanish at once.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pytest
@@ -15,8 +24,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamembed import LandmarkMDS
-from streamembed.core.criteria import l1_objective, solve_l1, solve_stress, stress_objective
-from streamembed.core.flags import FLAG_NOT_CONVERGED
+from streamembed.core.criteria import (ROUTE_DESCENT, ROUTE_ENUMERATED, ROUTE_ESCAPED, l1_objective, solve_l1,
+                                       solve_stress, stress_objective)
+from streamembed.core.criteria_checks import GLOBAL, NOT_MINIMUM, STRICT, l1_check, stress_check
+from streamembed.core.criteria_line import l1_line, stress_line
+from streamembed.core.flags import FLAG_AMBIGUOUS, FLAG_ESCAPED, FLAG_NOT_CONVERGED
 
 from .conftest import euclidean, landmark_problem
 
@@ -52,8 +64,8 @@ def test_l1_is_a_local_minimum_never_worse_than_the_projection(rng) -> None:
 
 
 def test_l1_placements_zero_d_residuals_at_once(rng) -> None:
-    # seed 003 §3: "the absolute cost function is embedding points so that |d²(w, z_i) - d²(y, x_i)| = 0
-    # for some i" — d of them (a vertex of the arrangement of circles), like LASSO's zero coefficients
+    # the note comparing five criteria, §3: the absolute cost embeds points so that some residuals
+    # |d²(w, z_i) - d²(y, x_i)| vanish — d of them (a vertex of the arrangement of circles), like LASSO's zeros
     est, X, A, y0 = _problem(rng, n=30, p=6, m=60, off=2.0)
     scale = (A**2).mean()
 
@@ -117,3 +129,251 @@ def test_in_span_exactness_at_any_scale(seed: int, p: int, spread: float) -> Non
     exact = est.transform(A)
     for method in ("stress", "l1"):
         np.testing.assert_allclose(est.embed(A, method=method).y, exact, atol=1e-6 * spread)
+
+
+# ----------------------------------------------------------------- independent references
+
+
+def _stress_f(y: np.ndarray, X: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """σ at points y (..., d) for one object."""
+    return np.square(np.linalg.norm(y[..., None, :] - X, axis=-1) - delta).sum(axis=-1)
+
+
+def _l1_f(y: np.ndarray, X: np.ndarray, delta2: np.ndarray) -> np.ndarray:
+    """ℓ at points y (..., d) for one object."""
+    return np.abs(np.square(y[..., None, :] - X).sum(axis=-1) - delta2).sum(axis=-1)
+
+
+def _brute_force(f, X: np.ndarray, data: np.ndarray, radius: float, polish: str) -> float:
+    """Multi-start brute force: a dense grid over the box, the 20 best points polished by scipy."""
+    d = X.shape[1]
+    g = np.linspace(-radius, radius, {1: 200001, 2: 301, 3: 41}[d])
+    G = np.stack(np.meshgrid(*[g] * d), axis=-1).reshape(-1, d)
+    values = f(G, X, data)
+    best = float(values.min())
+    if d == 1:
+        return best
+    options = {"xatol": 1e-11, "fatol": 1e-13, "maxiter": 4000} if polish == "Nelder-Mead" else {"gtol": 1e-11}
+    for start in G[np.argsort(values)[:20]]:
+        best = min(best, float(scipy.optimize.minimize(lambda y: f(y, X, data), start, method=polish, options=options).fun))
+    return best
+
+
+def _l1_exhaustive_plane(X: np.ndarray, delta2: np.ndarray) -> float:
+    """Exact global minimum of ℓ for d = 2 and n ≤ 8 by enumerating every candidate.
+
+    ℓ is K‖y‖² - 2Wᵀy + C on each cell of fixed residual signs s (K = Σs, W = Σ s_i x_i),
+    so a minimum is (a) where two circles ‖y - x_i‖ = δ_i meet, (b) on one circle i at the
+    point nearest to or farthest from the centre W/K of the others' quadratic, or (c) at W/K
+    inside a cell with K > 0. Every sign vector is tried; candidates are evaluated exactly.
+    """
+    n = X.shape[0]
+    delta = np.sqrt(delta2)
+    cands = []
+    for i, j in itertools.combinations(range(n), 2):
+        c = X[j] - X[i]
+        L = np.linalg.norm(c)
+        a = (delta2[i] - delta2[j] + L * L) / (2 * L)
+        h2 = delta2[i] - a * a
+        if L > 0 and h2 >= 0:
+            p, perp = X[i] + a * c / L, np.array([-c[1], c[0]]) / L
+            cands += [p + np.sqrt(h2) * perp, p - np.sqrt(h2) * perp]
+    for s in itertools.product([-1.0, 1.0], repeat=n):
+        s = np.array(s)
+        if s.sum() > 0:
+            cands.append(s @ X / s.sum())
+        for i in range(n):
+            so = s.copy()
+            so[i] = 0.0
+            if so.sum() != 0:
+                v = so @ X / so.sum() - X[i]
+                if np.linalg.norm(v) > 0:
+                    cands += [X[i] + delta[i] * v / np.linalg.norm(v), X[i] - delta[i] * v / np.linalg.norm(v)]
+    return float(_l1_f(np.array(cands), X, delta2).min())
+
+
+def _descent_slope(f, y: np.ndarray, X: np.ndarray, data: np.ndarray, length: float) -> float:
+    """min over 720 (d = 2) or 400 random (d = 3) directions and 3 radii of (f(y + ρu) - f(y)) / f(y)."""
+    d = y.size
+    if d == 2:
+        th = np.linspace(0, 2 * np.pi, 720, endpoint=False)
+        U = np.column_stack([np.cos(th), np.sin(th)])
+    else:
+        U = np.random.default_rng(0).normal(size=(400, d))
+        U /= np.linalg.norm(U, axis=1, keepdims=True)
+    f0 = f(y, X, data)
+    return min(float((f(y + rho * length * U, X, data).min() - f0) / f0) for rho in (1e-7, 1e-5, 1e-3))
+
+
+def _small_problems(rng: np.random.Generator, count: int, dims: tuple[int, ...]):
+    """(d, X (n, d) CMDS landmark map, y0 (d,) projection, δ (n,)) of varied hard small problems."""
+    kinds = ("euclidean_off_span", "city_block_grid", "random_non_euclidean", "far_object", "regular_polygon")
+    t = 0
+    while t < count:
+        d, kind = dims[t % len(dims)], kinds[t % len(kinds)]
+        n = int(rng.integers(d + 3, 9))
+        if kind == "euclidean_off_span":
+            P = rng.normal(size=(n, d + 2))
+            z = 1.5 * rng.normal(size=d + 2)
+            D, a = np.linalg.norm(P[:, None] - P[None], axis=-1), np.linalg.norm(z - P, axis=1)
+        elif kind == "city_block_grid":  # integer coordinates: many ties
+            P = rng.integers(0, 4, size=(n, 3)) + 1e-3 * np.arange(n)[:, None]
+            z = rng.integers(0, 4, size=3)
+            D, a = np.abs(P[:, None] - P[None]).sum(-1), np.abs(z - P).sum(-1)
+        elif kind in ("random_non_euclidean", "far_object"):
+            P = rng.normal(size=(n, d))
+            D = np.linalg.norm(P[:, None] - P[None], axis=-1)
+            a = (rng.uniform(0.5, 3, size=n) * D.mean() if kind == "random_non_euclidean"
+                 else np.full(n, D.max() * rng.uniform(1, 4)) + 0.01 * rng.normal(size=n))
+        else:  # symmetric landmarks, equal dissimilarities: the projection sits at a stationary point
+            th = 2 * np.pi * np.arange(n) / n
+            P = np.column_stack([np.cos(th), np.sin(th), 0.5 * np.cos(3 * th)])[:, : max(d, 2) + (d == 3)]
+            D, a = np.linalg.norm(P[:, None] - P[None], axis=-1), np.full(n, rng.uniform(0.2, 4))
+        est = LandmarkMDS(d).fit(D)
+        t += 1
+        yield d, est.embedding_, est.transform(a[None])[0], a
+
+
+# ----------------------------------------------------------------- what the issue reported
+
+
+EXAMPLE_2 = np.array([[0, 100, 45, 45], [100, 0, 45, 45], [45, 45, 0, 64], [45, 45, 64, 0]], dtype=float)
+EXAMPLE_2_OBJECT = np.array([[386.0, 386.0, 457.0, 457.0]])
+
+
+def test_example_2_projection_is_a_stationary_maximum_of_both_criteria() -> None:
+    # Trosset et al. (2025) Example 2: ŷ = (0, 0); X = [[±5, 0], [∓5, 0], [0, ±4], [0, ∓4]]
+    est = LandmarkMDS(2).fit(np.sqrt(EXAMPLE_2))
+    X, a = est.embedding_, np.sqrt(EXAMPLE_2_OBJECT)
+    y0 = est.transform(a)
+    np.testing.assert_allclose(y0, 0.0, atol=1e-12)
+    h = 1e-4  # finite-difference Hessian of σ at ŷ: both eigenvalues negative (-13.4 and -7.7)
+    E = np.eye(2) * h
+    H = np.array([[(_stress_f(y0[0] + E[i] + E[j], X, a[0]) - _stress_f(y0[0] + E[i] - E[j], X, a[0])
+                    - _stress_f(y0[0] - E[i] + E[j], X, a[0]) + _stress_f(y0[0] - E[i] - E[j], X, a[0])) / (4 * h * h)
+                   for j in range(2)] for i in range(2)])
+    np.testing.assert_allclose(np.sort(np.linalg.eigvalsh(H)), [-13.4, -7.7], atol=0.05)
+    assert stress_check(y0, X, a, 4.5)[0][0] == NOT_MINIMUM
+    assert l1_check(y0, X, a**2, 4.5)[0][0] == NOT_MINIMUM  # one concave piece: every residual negative
+    assert _stress_f(np.array([0.5, 0.0]), X, a[0]) < _stress_f(y0[0], X, a[0])
+    assert _l1_f(np.array([0.5, 0.0]), X, a[0] ** 2) < _l1_f(y0[0], X, a[0] ** 2)
+
+
+def test_example_2_placements_reach_the_global_minima() -> None:
+    # stress: 37.47 at (0, ±20.2251); L1: 304 at (0, ±19) — both signs equally good
+    est = LandmarkMDS(2).fit(np.sqrt(EXAMPLE_2))
+    X, a = est.embedding_, np.sqrt(EXAMPLE_2_OBJECT)
+    cases = (("stress", _stress_f, a[0], 37.4747, 20.2251), ("l1", _l1_f, a[0] ** 2, 304.0, 19.0))
+    for method, f, data, target, height in cases:
+        res = est.embed(a, method=method)
+        y = res.y[0]
+        np.testing.assert_allclose(np.abs(y), [0.0, height], atol=1e-4)
+        assert f(y, X, data) == pytest.approx(target, abs=1e-4)
+        assert f(y, X, data) <= _brute_force(f, X, data, 30.0, "BFGS" if method == "stress" else "Nelder-Mead") + 1e-9
+        assert res.flags[0] & FLAG_ESCAPED and res.flags[0] & FLAG_AMBIGUOUS
+        assert not res.flags[0] & FLAG_NOT_CONVERGED
+    sol = solve_l1(est.transform(a), X, a**2)
+    assert sol.route[0] == ROUTE_ESCAPED and sol.optimality[0] == STRICT and sol.start_objective[0] == pytest.approx(1604)
+    assert sol.objective[0] == pytest.approx(304.0, rel=1e-14)  # snapped onto the vertex (0, 19) where two circles meet
+
+
+# ----------------------------------------------------------------- the promise, swept
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_on_a_line_the_placement_is_the_global_minimum(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for t in range(40):
+        n = int(rng.integers(2, 9))
+        x = rng.normal(size=n) * rng.uniform(0.1, 10)
+        delta = np.abs(rng.normal(size=(4, n))) * rng.uniform(0.1, 10)
+        if t % 3 == 0:  # integers: ties between breakpoints and between minima
+            x, delta = np.round(x), np.round(delta)
+        ys, _ = stress_line(x, delta)
+        yl, _ = l1_line(x, delta**2)
+        g = np.linspace(-1, 1, 20001) * (np.abs(x).max() + 2 * delta.max() + 1)
+        step = g[1] - g[0]
+        for i in range(4):
+            for f, data, y in ((_stress_f, delta[i], ys[i]), (_l1_f, delta[i] ** 2, yl[i])):
+                values = f(g[:, None], x[:, None], data)
+                ref = min(scipy.optimize.minimize_scalar(lambda v: float(f(np.array([v]), x[:, None], data)),
+                                                         bounds=(c - step, c + step), method="bounded",
+                                                         options={"xatol": 1e-12}).fun
+                          for c in g[np.argsort(values)[:6]])
+                assert f(np.array([y]), x[:, None], data) <= min(ref, values.min()) + 1e-10 * (1 + ref)
+
+
+def test_one_dimensional_models_enumerate(rng) -> None:
+    D, A, _ = landmark_problem(rng, 12, 2, 6, off_span=1.0)
+    est = LandmarkMDS(1).fit(D)
+    X, y0 = est.embedding_, est.transform(A)
+    for sol in (solve_stress(y0, X, A), solve_l1(y0, X, A**2)):
+        assert (sol.route == ROUTE_ENUMERATED).all() and (sol.optimality == GLOBAL).all() and sol.converged.all()
+        assert (sol.objective <= sol.start_objective).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("criterion", ["stress", "l1"])
+def test_sweep_never_a_saddle_or_maximum_and_mostly_global(criterion: str) -> None:
+    # d = 1 is exact (previous tests); here d = 2, 3 on problems built to be hard: symmetric starts,
+    # integer ties, objects far outside. Every placement must be a verified local minimum; how many
+    # are also global is measured against brute force (53 of 60 for stress, 55 of 60 for L1 when written)
+    # and held above 0.8.
+    rng = np.random.default_rng(2024)
+    f, solve, polish = ((_stress_f, solve_stress, "BFGS") if criterion == "stress" else (_l1_f, solve_l1, "Nelder-Mead"))
+    hits, escaped = [], 0
+    for d, X, y0, a in _small_problems(rng, 60, (2, 2, 2, 3)):
+        data = a if criterion == "stress" else a**2
+        sol = solve(y0[None], X, data[None])
+        y, length = sol.y[0], float(np.sqrt(np.square(X).sum(axis=1).mean()))
+        assert sol.converged[0] and sol.objective[0] <= sol.start_objective[0]
+        assert _descent_slope(f, y, X, data, length) >= -1e-12, (d, a, sol)
+        radius = np.abs(X).max() + 1.5 * a.max() + 1
+        best = _brute_force(f, X, data, radius, polish)
+        if criterion == "l1" and d == 2:
+            best = min(best, _l1_exhaustive_plane(X, data))
+        hits.append(sol.objective[0] <= best + 1e-7 * (1 + best))
+        escaped += int(sol.route[0] == ROUTE_ESCAPED)
+    assert np.mean(hits) > 0.8 and escaped >= 3
+
+
+def test_certificates_agree_with_sampled_directional_derivatives(rng) -> None:
+    # L1 at constructed vertices (two residuals exactly zero) and on single circles: the certificate's
+    # verdict (minimum or not) must match brute-force sampling of ℓ around the point.
+    verdicts = {True: 0, False: 0}
+    for t in range(200):
+        X = rng.normal(size=(6, 2))
+        y = rng.normal(size=2) * 0.5
+        d2 = np.square(rng.normal(size=6)) * 2
+        active = [0, 1] if t % 2 == 0 else [0]
+        d2[active] = np.square(y - X[active]).sum(axis=1)
+        status = l1_check(y[None], X, d2[None], 1.0)[0][0]
+        slope = _descent_slope(_l1_f, y, X, d2, 1.0)
+        if status == STRICT:
+            assert slope >= -1e-12
+        elif status == NOT_MINIMUM:
+            assert slope < -1e-9
+        verdicts[bool(status == STRICT)] += 1
+    assert verdicts[True] >= 8 and verdicts[False] >= 150  # both verdicts exercised (minima are rare at random points;
+    # the sweep above checks every certified placement the same way)
+    # stress at random points: NOT_MINIMUM unless the point is a minimum found by descent
+    D, A, _ = landmark_problem(rng, 15, 3, 30, off_span=2.0)
+    est = LandmarkMDS(2).fit(D)
+    X, y0 = est.embedding_, est.transform(A)
+    assert (stress_check(y0 + 0.3, X, A, 1.0)[0] == NOT_MINIMUM).all()
+    sol = solve_stress(y0, X, A)
+    assert (stress_check(sol.y, X, A, 1.0)[0] == STRICT).all()
+
+
+def test_escapes_are_reported_and_batch_independent() -> None:
+    # a batch mixing Example 2's object (escape) with ordinary ones: each row as if alone
+    est = LandmarkMDS(2).fit(np.sqrt(EXAMPLE_2))
+    a = np.vstack([np.sqrt(EXAMPLE_2_OBJECT), [[4.0, 6.0, 5.0, 5.5]], np.sqrt(EXAMPLE_2_OBJECT) + [[0, 0, 0.5, 0]]])
+    for method in ("stress", "l1"):
+        res = est.embed(a, method=method)
+        alone = np.vstack([est.embed(a[i : i + 1], method=method).y for i in range(3)])
+        np.testing.assert_array_equal(res.y, alone)
+        assert res.flags[0] & FLAG_ESCAPED and not res.flags[1] & FLAG_ESCAPED
+        assert not (res.flags & FLAG_NOT_CONVERGED).any()
+    sol = solve_stress(est.transform(a), est.embedding_, a)
+    assert sol.route.tolist()[:2] == [ROUTE_ESCAPED, ROUTE_DESCENT]

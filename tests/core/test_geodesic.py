@@ -1,19 +1,24 @@
-"""Landmark Isomap (seed 001 §4, §5.1.3, §6; ``core.geodesic``).
+"""Landmark Isomap (Ghojogh et al. tutorial §4, §5.1.3, §6; ``core.geodesic``).
 
-Reference: the swiss roll is isometric to a rectangle, so geodesic distances
+References: the swiss roll is isometric to a rectangle, so geodesic distances
 recover its unrolled coordinates (arc length along the spiral, height) up to
 a rigid motion; the graph's zig-zag paths over-estimate lengths by a few per
 cent, hence the tolerance. Euclidean distances (plain CMDS) cannot unroll it.
+On untied data scikit-learn's ``Isomap`` computes the same graph, geodesics
+and placements; on tied data (integer dissimilarities) the neighbourhood keeps
+every tie, so nothing depends on the order of the landmarks.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from streamembed import LandmarkMDS
 from streamembed.core.errors import InputError
-from streamembed.core.geodesic import block_geodesics, landmark_geodesics, object_geodesics
+from streamembed.core.geodesic import block_geodesics, knn_graph, landmark_geodesics, object_geodesics
 from streamembed.core.landmarks import maxmin_select
 from streamembed.core.procrustes import orthogonal_procrustes_align
 
@@ -85,3 +90,75 @@ def test_geodesic_models_round_trip_and_embed_blocks(rng, tmp_path) -> None:
     np.testing.assert_array_equal(back.embed(A).y, est.embed(A).y)
     block = back.embed(A, C)
     assert block.method == "block" and np.isfinite(block.y).all()
+
+
+# ----------------------------------------------------------------- ties
+
+
+def _city_block(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    return np.abs(P[:, None, :] - Q[None, :, :]).sum(axis=-1).astype(np.float64)
+
+
+def test_every_neighbour_tied_with_the_kth_is_kept() -> None:
+    # five points on a line at 0, 1, 2, 3, 4 (distances |i - j|): with k = 1 an inner point has two
+    # nearest neighbours at distance 1, and both are edges; no edge reaches distance 2
+    x = np.arange(5.0)[:, None]
+    W = knn_graph(_city_block(x, x), 1).toarray()
+    assert (W == np.diag(np.ones(4), 1) + np.diag(np.ones(4), -1)).all()
+    # an arrival at 2.5 has two landmarks at 0.5: its geodesics run through the nearer of them, each way
+    g = object_geodesics(np.abs(2.5 - x.T), landmark_geodesics(_city_block(x, x), 1), 1)
+    np.testing.assert_array_equal(g, [[2.5, 1.5, 0.5, 0.5, 1.5]])
+
+
+@st.composite
+def tied_problems(draw):
+    """Integer points on a small grid, city-block distances (many ties), a landmark permutation."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    p = draw(st.integers(2, 3))
+    n = draw(st.integers(8, 20))
+    P = np.unique(rng.integers(0, 5, size=(3 * n, p)), axis=0)[:n]  # distinct landmarks
+    Z = rng.integers(0, 5, size=(4, p))
+    k = draw(st.integers(1, 4))
+    perm = rng.permutation(P.shape[0])
+    return P, Z, k, perm
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tied_problems())
+def test_tied_geodesics_and_placements_do_not_depend_on_landmark_order(problem) -> None:
+    P, Z, k, perm = problem
+    D, A, C = _city_block(P, P), _city_block(Z, P), _city_block(Z, Z)
+    Dp, Ap = D[np.ix_(perm, perm)], A[:, perm]
+    try:
+        G = landmark_geodesics(D, k)
+    except InputError:  # a disconnected graph: refused whatever the order
+        with pytest.raises(InputError):
+            landmark_geodesics(Dp, k)
+        return
+    Gp = landmark_geodesics(Dp, k)
+    np.testing.assert_array_equal(Gp, G[np.ix_(perm, perm)])  # integer path lengths: exact
+    g, gp = object_geodesics(A, G, k), object_geodesics(Ap, Gp, k)
+    np.testing.assert_array_equal(gp, g[:, perm])
+    np.testing.assert_array_equal(block_geodesics(Ap, gp, k), block_geodesics(A, g, k))
+    lam = LandmarkMDS(1, geodesic_neighbors=k).fit(D).spectrum_.eigenvalues
+    d = min(2, lam.size)
+    if np.append(lam, 0.0)[d - 1] - np.append(lam, 0.0)[d] < 1e-6 * lam[0]:
+        return  # the d-dimensional subspace is not unique: nothing to compare
+    a = LandmarkMDS(d, geodesic_neighbors=k).fit(D)
+    b = LandmarkMDS(d, geodesic_neighbors=k).fit(Dp)
+    ya, yb = a.transform(A), b.transform(Ap)
+    scale = 1.0 + np.abs(ya).max()
+    # the same placements up to a rotation or reflection: compare distances to the landmarks
+    np.testing.assert_allclose(euclidean(yb, b.embedding_), euclidean(ya, a.embedding_)[:, perm], atol=1e-7 * scale)
+
+
+def test_untied_landmark_isomap_is_scikit_learns_isomap(rng) -> None:
+    manifold = pytest.importorskip("sklearn.manifold")
+    L, Z = rng.normal(size=(80, 3)), rng.normal(size=(20, 3))
+    sk = manifold.Isomap(n_neighbors=7, n_components=2, eigen_solver="dense", path_method="D").fit(L)
+    est = LandmarkMDS(2, geodesic_neighbors=7).fit(euclidean(L, L))
+    np.testing.assert_allclose(est.geodesic_distances_, sk.dist_matrix_, rtol=1e-12, atol=1e-12)
+    ours = np.vstack([est.embedding_, est.transform(euclidean(Z, L))])
+    theirs = np.vstack([sk.embedding_, sk.transform(Z)])
+    fit = orthogonal_procrustes_align(ours, theirs)  # eigenvector signs are arbitrary
+    np.testing.assert_allclose(ours @ fit.R + fit.shift, theirs, atol=1e-8 * np.abs(theirs).max())

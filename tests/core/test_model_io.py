@@ -17,7 +17,7 @@ from .conftest import landmark_problem
 def fitted(rng):
     D, A, _ = landmark_problem(rng, 12, 3, 20, off_span=1.0)
     est = LandmarkMDS(n_components=2, method="restricted").fit(D, landmark_ids=[f"mol-{i}" for i in range(12)])
-    est.model_version_ = 7
+    est.model_ = est.model_.with_version(7)
     return est, A
 
 
@@ -98,8 +98,14 @@ def test_missing_and_foreign_files(tmp_path):
     with pytest.raises(ModelFileError, match="no 'meta' entry"):
         LandmarkMDS.load(tmp_path / "other.npz")
     (tmp_path / "text.npz").write_text("hello")
-    with pytest.raises(ModelFileError, match="not a readable"):
+    with pytest.raises(ModelFileError, match="not a streamembed model .*starts with b'hello'"):
         LandmarkMDS.load(tmp_path / "text.npz")
+    np.save(tmp_path / "matrix.npy", np.eye(3))
+    with pytest.raises(ModelFileError, match=r"single numpy array \(.npy\), not a streamembed model"):
+        LandmarkMDS.load(tmp_path / "matrix.npy")
+    (tmp_path / "zip.npz").write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(ModelFileError, match="not a readable .npz archive"):
+        LandmarkMDS.load(tmp_path / "zip.npz")
 
 
 def test_features_model_round_trip(rng, tmp_path):

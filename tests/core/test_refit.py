@@ -14,27 +14,26 @@ from .conftest import euclidean
 def test_refit_keeps_the_frame_and_bumps_the_version(rng):
     P = rng.normal(size=(40, 2)) * 3
     new = rng.normal(size=(30, 2)) * 3 + np.array([8.0, 0.0])  # the stream moved right
-    old = LandmarkMDS(n_components=2).fit(euclidean(P, P))
-    old.model_version_ = 3
+    old = LandmarkMDS(n_components=2).fit(euclidean(P, P)).model_.with_version(3)
     cand = np.vstack([P, new])
-    ids = [str(x) for x in old.landmark_ids_] + [f"z{i}" for i in range(30)]
+    ids = [str(x) for x in old.landmark_ids] + [f"z{i}" for i in range(30)]
     # max–min re-selection takes some of the new objects (the residual default would keep the old landmarks:
     # a move inside the plane is explained by the map, see test_residual_selection_*)
     res = refit(old, euclidean(cand, cand), ids, n_landmarks=40, selection="maxmin")
-    assert res.model.model_version_ == 4
+    assert res.model.version == 4 and res.model.lineage == old.lineage
     assert len(res.new_ids) == 40 and set(res.new_ids) - set(res.old_ids)  # some new landmarks
     assert res.alignment_rms < 1e-8  # planar data: the frames agree exactly
     # an object embedded before and after the refit lands at the same place
     z = rng.normal(size=(5, 2)) * 3
-    before = old.transform(euclidean(z, P))
+    before = old.place(euclidean(z, P)).y
     sel_pts = cand[[ids.index(i) for i in res.new_ids]]
-    after = res.model.transform(euclidean(z, sel_pts))
+    after = res.model.place(euclidean(z, sel_pts)).y
     np.testing.assert_allclose(after, before, atol=1e-8)
 
 
 def test_refit_rejects_candidates_that_do_not_start_with_the_old_landmarks(rng):
     P = rng.normal(size=(10, 2))
-    old = LandmarkMDS(n_components=2).fit(euclidean(P, P))
+    old = LandmarkMDS(n_components=2).fit(euclidean(P, P)).model_
     with pytest.raises(ValueError, match="first candidates must be the old landmarks"):
         refit(old, euclidean(P, P), [f"x{i}" for i in range(10)])
 
@@ -88,11 +87,11 @@ def test_candidates_from_dissimilarities_assemble_the_blocks(rng):
 def _off_plane_refit_problem(rng, n=40):
     """Landmarks on a plane in R^3 (2-d map), a reservoir half on the plane, half in a cluster 8 units off it."""
     P = np.hstack([rng.normal(size=(n, 2)) * 3, 0.05 * rng.normal(size=(n, 1))])
-    old = LandmarkMDS(n_components=2).fit(euclidean(P, P))
+    old = LandmarkMDS(n_components=2).fit(euclidean(P, P)).model_
     on = np.hstack([rng.normal(size=(100, 2)) * 3, 0.05 * rng.normal(size=(100, 1))])
     off = np.hstack([rng.normal(size=(100, 2)) * 0.7, 8.0 + 0.5 * rng.normal(size=(100, 1))])
     cand = np.vstack([P, on, off])
-    ids = [str(x) for x in old.landmark_ids_] + [f"z{i}" for i in range(200)]
+    ids = [str(x) for x in old.landmark_ids] + [f"z{i}" for i in range(200)]
     return old, cand, ids
 
 
@@ -100,7 +99,7 @@ def test_residual_kernel_diagonal_is_the_unexplained_energy(rng):
     old, cand, _ = _off_plane_refit_problem(rng)
     D = euclidean(cand, cand)
     R, beta = residual_kernel(old, D)
-    res = old.embed(D[:, :40])
+    res = old.place(D[:, :40])
     np.testing.assert_allclose(np.diagonal(R), res.unexplained, rtol=1e-8, atol=1e-8)
     np.testing.assert_allclose(R, R.T, atol=1e-8)
     np.testing.assert_allclose(beta, res.beta)
@@ -111,12 +110,12 @@ def test_residual_selection_repairs_the_map_where_maxmin_does_not(rng):
     old, cand, ids = _off_plane_refit_problem(rng)
     D = euclidean(cand, cand)
     window = np.arange(40, 240)
-    before = old.embed(D[np.ix_(window, np.arange(40))]).relative_unexplained.mean()
+    before = old.place(D[np.ix_(window, np.arange(40))]).relative_unexplained.mean()
     out = {}
     for selection in SELECTIONS:
         res = refit(old, D, ids, selection=selection, seed=1)
         sel = [ids.index(i) for i in res.new_ids]
-        out[selection] = (res, res.model.embed(D[np.ix_(window, sel)]).relative_unexplained.mean())
+        out[selection] = (res, res.model.place(D[np.ix_(window, sel)]).relative_unexplained.mean())
         assert len(res.new_ids) == 40 and res.details["selection"] == selection
     res, after = out["residual"]
     assert DEFAULT_SELECTION == "residual"
@@ -130,10 +129,10 @@ def test_residual_selection_repairs_the_map_where_maxmin_does_not(rng):
 def test_residual_selection_leaves_the_map_alone_when_the_stream_stays_on_it(rng):
     """A plane in R^6 with noise in its 4 other directions; the stream moves inside the plane."""
     P = np.hstack([rng.normal(size=(60, 2)) * 3, 0.05 * rng.normal(size=(60, 4))])
-    old = LandmarkMDS(n_components=2).fit(euclidean(P, P))
+    old = LandmarkMDS(n_components=2).fit(euclidean(P, P)).model_
     on = np.hstack([rng.normal(size=(300, 2)) * 3 + [4.0, 0.0], 0.05 * rng.normal(size=(300, 4))])
     cand = np.vstack([P, on])
-    ids = [str(x) for x in old.landmark_ids_] + [f"z{i}" for i in range(300)]
+    ids = [str(x) for x in old.landmark_ids] + [f"z{i}" for i in range(300)]
     D = euclidean(cand, cand)
     res = refit(old, D, ids, selection="residual")
     assert res.new_ids == res.old_ids and res.alignment_rms < 1e-9  # nothing to repair: the same map
@@ -143,6 +142,6 @@ def test_residual_selection_leaves_the_map_alone_when_the_stream_stays_on_it(rng
 
 def test_unknown_selection_is_refused(rng):
     P = rng.normal(size=(10, 2))
-    old = LandmarkMDS(n_components=2).fit(euclidean(P, P))
+    old = LandmarkMDS(n_components=2).fit(euclidean(P, P)).model_
     with pytest.raises(ValueError, match="selection must be one of"):
-        refit(old, euclidean(P, P), [str(x) for x in old.landmark_ids_], selection="best")
+        refit(old, euclidean(P, P), [str(x) for x in old.landmark_ids], selection="best")

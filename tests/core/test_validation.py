@@ -23,8 +23,8 @@ def D(rng):
         (lambda D: D + np.eye(6), r"zero diagonal: D\[0, 0\]"),
         (lambda D: np.where(np.arange(36).reshape(6, 6) == 1, D + 1, D), r"symmetric: D\[0, 1\]"),
         (lambda D: np.where(np.eye(6, k=2) + np.eye(6, k=-2) > 0, -1.0, D), r"negative dissimilarity: D\[0, 2\]"),
-        (lambda D: np.where(np.eye(6, k=1) + np.eye(6, k=-1) > 0, np.nan, D), r"non-finite entry: D\[0, 1\] = nan"),
-        (lambda D: np.where(np.eye(6, k=3) + np.eye(6, k=-3) > 0, np.inf, D), r"non-finite entry: D\[0, 3\] = inf"),
+        (lambda D: np.where(np.eye(6, k=1) + np.eye(6, k=-1) > 0, np.nan, D), r"contains NaN or infinity: D\[0, 1\] = nan"),
+        (lambda D: np.where(np.eye(6, k=3) + np.eye(6, k=-3) > 0, np.inf, D), r"contains NaN or infinity: D\[0, 3\] = inf"),
         (lambda D: D[0], r"must be 2-dimensional, got shape \(6,\)"),
         (lambda D: D.astype(str), r"must be numeric"),
     ],
@@ -54,6 +54,8 @@ def test_not_fitted():
 def test_wrong_row_length_names_both_shapes(D):
     est = LandmarkMDS(n_components=2).fit(D)
     with pytest.raises(InputError, match=r"A has 5 columns but the model has 6 landmarks \(shape \(3, 5\)"):
+        est.embed(np.ones((3, 5)))
+    with pytest.raises(InputError, match=r"X has 5 features, but LandmarkMDS is expecting 6 features"):
         est.transform(np.ones((3, 5)))
 
 
@@ -68,7 +70,7 @@ def test_bad_rows_raise_or_are_masked(D, value, label, dtype):
         est.embed(A)
     res = est.embed(A, errors="mask")
     assert res.valid.sum() == 299 and not res.valid[137]
-    assert res.reasons[137].startswith(label + ":")
+    assert res.reasons[137].code == label and str(res.reasons[137]).startswith(label + ":")
     assert np.isnan(res.y[137]).all() and np.isfinite(res.y[np.arange(300) != 137]).all()
     assert all(r is None for i, r in enumerate(res.reasons) if i != 137)
 
@@ -83,7 +85,7 @@ def test_block_cross_must_match_and_be_valid(D):
     with pytest.raises(InputError, match=r"C must be symmetric: C\[0, 2\]"):
         est.transform_block(A, C)
     res = est.embed(A, C, errors="mask")
-    assert not res.valid.any() and all(r.startswith("bad_block:") for r in res.reasons)
+    assert not res.valid.any() and all(r.code == "bad_block" for r in res.reasons)
 
 
 def test_nothing_is_clipped_silently(D):

@@ -7,17 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from streamembed.daemon.config import Config, ConfigError, load_config, to_dict, to_json, to_toml
+from streamembed.daemon.config import Config, ConfigError, default_toml_text, load_config, to_dict, to_json, to_toml
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_shipped_default_is_the_repository_default() -> None:
-    assert (ROOT / "streamembed" / "default.toml").read_bytes() == (ROOT / "config" / "default.toml").read_bytes()
+def test_config_default_toml_is_generated_from_the_schema() -> None:
+    # regenerate with: streamembed config --defaults > config/default.toml
+    assert (ROOT / "config" / "default.toml").read_text() == default_toml_text()
 
 
 def test_default_file_and_dataclass_defaults_agree() -> None:
-    assert to_dict(load_config()) == to_dict(Config())
+    assert to_dict(load_config(ROOT / "config" / "default.toml")) == to_dict(Config()) == to_dict(load_config())
 
 
 def test_default_file_sets_every_key() -> None:
@@ -98,3 +99,23 @@ def test_toml_output_round_trips() -> None:
     doc = tomllib.loads(to_toml(cfg))
     assert doc["output"]["roll_rows"] == 7 and doc["model"]["k0_rows"] == 12
     assert '"roll_rows": 7' in to_json(cfg)
+
+
+def test_a_near_miss_environment_variable_is_refused_with_the_right_name() -> None:
+    with pytest.raises(ConfigError, match="STREAMEMBED_MODEL_PATH names no setting: did you mean STREAMEMBED_MODEL__PATH"):
+        load_config(environ={"STREAMEMBED_MODEL_PATH": "m.npz"})
+    load_config(environ={"STREAMEMBED_TANSU": "/bin/tansu"})  # not a setting, not like one: not ours
+
+
+def test_a_retired_key_says_what_replaced_it(tmp_path: Path) -> None:
+    p = tmp_path / "old.toml"
+    p.write_text("[drift]\nk0_sample = 16\n")
+    with pytest.raises(ConfigError, match="merged into model.k0_rows"):
+        load_config(p)
+    with pytest.raises(ConfigError, match="merged into model.k0_rows"):
+        load_config(overrides={"drift.k0_sample": "16"})
+
+
+def test_k0_statistics_need_k0_rows() -> None:
+    with pytest.raises(ConfigError, match="needs exact k0 rows"):
+        load_config(overrides={"drift.statistic": "gap_ratio", "model.k0_rows": "none"})

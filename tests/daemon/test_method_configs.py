@@ -12,20 +12,22 @@ import numpy as np
 import pyarrow.dataset as ds
 import pytest
 
-from streamembed.daemon.app import StartupError, load_or_fit_model, run_daemon
+from streamembed.daemon.app import run_daemon
+from streamembed.daemon.assembly import load_or_fit_model
+from streamembed.daemon.errors import StartupError
 from streamembed.daemon.config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
 #: config file -> (method written on every output row, what the fitted model must show)
 CONFIGS = {
-    "similarity": ("restricted", lambda est: est.input == "similarity" and est.input_width_ == est.n_landmarks_ + 1),
-    "stress": ("stress", lambda est: est.method == "stress"),
-    "l1": ("l1", lambda est: est.method == "l1"),
-    "isomap": ("projection", lambda est: est.geodesic_distances_ is not None),
-    "cailliez": ("projection", lambda est: est.additive_constant_ > 0 and est.negative_share_ < 1e-9),
-    "smacof": ("stress", lambda est: est.landmark_map_ is not None and est.landmark_map == "smacof"),
-    "sammon": ("stress", lambda est: est.landmark_map_ is not None and est.landmark_map == "sammon"),
+    "similarity": ("restricted", lambda m: m.input_kind == "similarity" and m.input_width == m.n_landmarks + 1),
+    "stress": ("stress", lambda m: m.landmark_map is None and m.pipeline.identity),
+    "l1": ("l1", lambda m: m.landmark_map is None and m.pipeline.identity),
+    "isomap": ("projection", lambda m: m.pipeline.geodesic is not None),
+    "cailliez": ("projection", lambda m: m.pipeline.constant.constant > 0 and m.negative_share < 1e-9),
+    "smacof": ("stress", lambda m: m.landmark_map is not None and m.fit_params["landmark_map"] == "smacof"),
+    "sammon": ("stress", lambda m: m.landmark_map is not None and m.fit_params["landmark_map"] == "sammon"),
 }
 
 

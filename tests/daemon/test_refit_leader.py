@@ -7,7 +7,8 @@ import numpy as np
 
 from streamembed import LandmarkMDS
 from streamembed.core.drift import RefitTrigger
-from streamembed.daemon.refits import RefitManager, RefitSettings
+from streamembed.daemon.refits import RefitManager
+from streamembed.settings import RefitConfig
 from streamembed.stream.models import ModelRegistry
 
 
@@ -25,9 +26,9 @@ class _Monitor:
 
 def _manager(tmp_path, leader: bool) -> tuple[RefitManager, _Monitor]:
     P = np.random.default_rng(0).normal(size=(8, 2))
-    est = LandmarkMDS(n_components=2).fit(np.sqrt(((P[:, None] - P[None]) ** 2).sum(-1)))
+    est = LandmarkMDS(n_components=2).fit(np.sqrt(((P[:, None] - P[None]) ** 2).sum(-1))).model_
     monitor = _Monitor()
-    mgr = RefitManager(RefitSettings(), ModelRegistry(est), monitor, tmp_path / "models", tmp_path / "h.jsonl")
+    mgr = RefitManager(RefitConfig(), ModelRegistry(est), monitor, tmp_path / "models", tmp_path / "h.jsonl")
     mgr.may_auto_refit = lambda: leader
     return mgr, monitor
 

@@ -107,6 +107,8 @@ def directory_env(indir: Path, outroot: Path, model: Path, **more: str) -> dict[
         "STREAMEMBED_OUTPUT__ROLL_SECONDS": "0.5",
         "STREAMEMBED_SOURCE__BATCH_ROWS": "64",
         "STREAMEMBED_LOGGING__FORMAT": "json",
+        # an unfinished tail (truncated Arrow stream, empty file) becomes a dead letter after this long
+        "STREAMEMBED_DIRECTORY__INCOMPLETE_SECONDS": "2",
     }
     env.update(more)
     return env

@@ -75,7 +75,7 @@ def _corpus(indir: Path) -> tuple[set[str], set[tuple[str, int | None, str]]]:
         ("06-lines.jsonl", 1, "undecodable"),
         ("06-lines.jsonl", 2, "undecodable"),
         ("06-lines.jsonl", 3, "non_numeric"),
-        ("06-lines.jsonl", 4, "missing_id"),
+        ("06-lines.jsonl", 4, "bad_id"),
         ("07-bad-block.parquet", 0, "bad_block"),
         ("07-bad-block.parquet", 1, "bad_block"),
         ("07-bad-block.parquet", 2, "bad_block"),

@@ -70,7 +70,8 @@ def test_arrow_block_message_is_one_block_and_embeds_as_a_block() -> None:
     value, headers = arrow_message(table)
     msg = decode_message(value, headers)
     assert msg.block
-    out, dead = BatchEmbedder(fitted_model()).process(msg.table)
+    done = BatchEmbedder(fitted_model().model_).process(msg.table)
+    out, dead = done.output, done.dead
     assert dead == [] and out.num_rows == 4
     assert all("block" in f for f in out.column("flags").to_pylist())
 
@@ -143,7 +144,8 @@ def test_json_block_message_carries_its_cross_matrix() -> None:
     doc = {"objects": [{"id": f"b{i}", "dissimilarities": a.tolist()} for i, a in enumerate(A)], "cross": C.tolist()}
     msg = decode_message(*json_message(doc))
     assert msg.block and msg.n_rows == 3
-    out, dead = BatchEmbedder(fitted_model()).process(msg.table)
+    done = BatchEmbedder(fitted_model().model_).process(msg.table)
+    out, dead = done.output, done.dead
     assert dead == [] and out.column("method").to_pylist() == ["block"] * 3
 
 
@@ -158,7 +160,7 @@ def test_json_bad_rows_inside_a_good_message_are_refused_one_by_one() -> None:
     msg = decode_message(*json_message([good, 5, {"id": 3, "dissimilarities": []}, good | {"id": "h"}]))
     assert msg.table.column("id").to_pylist() == ["g", "h"]
     assert msg.rows.tolist() == [0, 3]  # each kept row's index within the message
-    assert [(d.reason, d.row) for d in msg.dead] == [(Reason.UNDECODABLE, 1), (Reason.MISSING_ID, 2)]
+    assert [(d.reason, d.row) for d in msg.dead] == [(Reason.UNDECODABLE, 1), (Reason.BAD_ID, 2)]
 
 
 @pytest.mark.parametrize("value", [b"{not json", b"\xff\xfe{}", b'"a string"'])
@@ -176,7 +178,7 @@ def test_empty_message_is_refused() -> None:
 
 def _output(m: int):
     table = input_table(_ids("o", m), _rows(m))
-    out, _ = BatchEmbedder(fitted_model()).process(table)
+    out = BatchEmbedder(fitted_model().model_).process(table).output
     return out
 
 

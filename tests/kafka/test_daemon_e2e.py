@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.broker, pytest.mark.e2e]
 
 def _model(path: Path, version: int) -> Path:
     est = fitted_model()
-    est.model_version_ = version
+    est.model_ = est.model_.with_version(version)
     est.save(path)
     return path
 

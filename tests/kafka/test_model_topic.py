@@ -10,7 +10,7 @@ import pytest
 from kafka import KafkaProducer
 
 from streamembed.kafka.model_topic import ModelTopic, model_bytes
-from streamembed.kafka.wiring import ModelSync
+from streamembed.daemon.assembly import ModelSync
 from streamembed.stream.models import ModelRegistry
 
 from ..stream.helpers import dissimilarities, fitted_model, objects
@@ -18,10 +18,10 @@ from ..stream.helpers import dissimilarities, fitted_model, objects
 pytestmark = pytest.mark.broker
 
 
-def _model(version: int, seed: int = 0):
-    est = fitted_model(seed=seed)
-    est.model_version_ = version
-    return est
+def _model(version: int, seed: int = 0, foreign: bool = False):
+    """Version ``version`` of one map (a refit with other landmarks: another seed, the same lineage)."""
+    model = fitted_model(seed=seed).model_
+    return model.with_version(version, lineage=None if foreign else fitted_model(seed=0).model_.lineage)
 
 
 def _wait(pred, timeout: float = 15.0):
@@ -42,9 +42,9 @@ def test_publish_then_latest_round_trips_the_model(broker, topic_factory) -> Non
     pub = mt.publish(est)
     assert pub.version == 3 and pub.sha256 == hashlib.sha256(model_bytes(est)).hexdigest()
     got = ModelTopic(broker.bootstrap, topic, name="demo").latest(timeout=10)
-    assert got.model_version_ == 3
+    assert got.version == 3
     A = dissimilarities(objects(20))
-    np.testing.assert_array_equal(got.transform(A), est.transform(A))
+    np.testing.assert_array_equal(got.place(A).y, est.place(A).y)
     # another key on the same topic is another deployment's model
     assert ModelTopic(broker.bootstrap, topic, name="other").latest(timeout=5) is None
 
@@ -60,7 +60,7 @@ def test_latest_record_wins_and_bad_records_are_skipped(broker, topic_factory) -
                headers=[("model_version", b"9"), ("sha256", b"0" * 64)]).get(10)
     finally:
         p.close(10)
-    assert ModelTopic(broker.bootstrap, topic).latest(timeout=10).model_version_ == 2
+    assert ModelTopic(broker.bootstrap, topic).latest(timeout=10).version == 2
 
 
 def test_watcher_hands_out_only_newer_models(broker, topic_factory) -> None:
@@ -70,11 +70,11 @@ def test_watcher_hands_out_only_newer_models(broker, topic_factory) -> None:
     follower = ModelTopic(broker.bootstrap, topic)
     follower.start_watching(poll_seconds=0.2)
     try:
-        assert _wait(lambda: follower.poll_new(1)).model_version_ == 2
+        assert _wait(lambda: follower.poll_new(1)).version == 2
         assert follower.poll_new(1) is None  # already handed out
         publisher.publish(_model(1, seed=3))  # an older version published later: never switched to
         publisher.publish(_model(4, seed=4))
-        assert _wait(lambda: follower.poll_new(2)).model_version_ == 4
+        assert _wait(lambda: follower.poll_new(2)).version == 4
         assert follower.poll_new(0) is None
     finally:
         follower.close()
@@ -95,9 +95,13 @@ def test_model_sync_installs_remote_models_and_publishes_local_refits(broker, to
             return registry.current_version if registry.current_version == 2 else None
 
         assert _wait(installed) == 2
+        ModelTopic(broker.bootstrap, topic).publish(_model(5, seed=5, foreign=True))  # another map: never installed
+        time.sleep(1.0)
+        sync.poll()
+        assert registry.current_version == 2
         registry.install(_model(3, seed=3))  # a local refit: published on the next poll
         sync.poll()
-        assert ModelTopic(broker.bootstrap, topic).latest(timeout=10).model_version_ == 3
+        assert ModelTopic(broker.bootstrap, topic).latest(timeout=10).version == 3
         assert registry.versions() == [2, 3]
     finally:
         mt.close()

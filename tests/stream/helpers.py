@@ -24,11 +24,17 @@ def landmark_points(seed: int = 0) -> np.ndarray:
 
 
 def fitted_model(seed: int = 0, features: bool = False) -> Any:
+    """A fitted ``LandmarkMDS`` estimator (``.save`` writes its model file, ``.model_`` is the model)."""
     from streamembed import LandmarkMDS
 
     L = landmark_points(seed)
     est = LandmarkMDS(n_components=DIMS)
     return est.fit_features(L) if features else est.fit(cdist(L, L))
+
+
+def fitted(seed: int = 0, features: bool = False) -> Any:
+    """The fitted ``LandmarkModel`` the streaming layer works with."""
+    return fitted_model(seed, features).model_
 
 
 def objects(m: int, seed: int = 1) -> np.ndarray:

@@ -8,9 +8,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from streamembed.stream.codecs import decode_batch, encode_dead_letters, encode_result, flags_to_lists, reason_from_core
+from streamembed.core.validation import PROBLEM_CODES
+from streamembed.stream.codecs import decode_batch, encode_dead_letters, encode_result, flags_to_lists
 from streamembed.stream.codecs import DeadRecord
-from streamembed.stream.records import SCHEMA_VERSION_KEY, Reason, dead_letter_schema, output_schema
+from streamembed.stream.records import REASONS, SCHEMA_VERSION_KEY, Reason, dead_letter_schema, output_schema
 
 from .helpers import input_table, list_column
 
@@ -50,7 +51,7 @@ def test_null_list_slot_is_rejected_before_flattening_so_rows_do_not_shift() -> 
     dec = decode_batch(table, n_landmarks=N)
     np.testing.assert_array_equal(dec.matrix, A[[0, 2]])
     assert dec.ids.to_pylist() == ["a", "c"]
-    assert [(d.id, d.reason, d.row) for d in dec.dead] == [("b", Reason.WRONG_LENGTH, 1)]
+    assert [(d.id, d.reason, d.row) for d in dec.dead] == [("b", Reason.MISSING_VECTOR, 1)]
 
 
 def test_wrong_lengths_found_from_offsets() -> None:
@@ -149,12 +150,8 @@ def test_block_with_wrong_cross_width_or_too_many_rows() -> None:
     assert {d.reason for d in dec.dead} == {Reason.BAD_BLOCK} and "max_block_rows" in dec.dead[0].detail
 
 
-def test_reason_labels_from_the_core() -> None:
-    assert reason_from_core("negative: A[3, 17] = -0.5") == Reason.NEGATIVE
-    assert reason_from_core("non_finite: A[0] = nan") == Reason.NON_FINITE
-    assert reason_from_core("bad_block: member 0 is invalid") == Reason.BAD_BLOCK
-    assert reason_from_core("something else") == Reason.REJECTED
-    assert reason_from_core(None) == Reason.REJECTED
+def test_every_problem_code_of_the_core_is_a_dead_letter_reason() -> None:
+    assert set(PROBLEM_CODES) <= set(REASONS)
 
 
 def test_flags_to_lists_in_bit_order() -> None:

@@ -1,4 +1,4 @@
-"""The loop: every input id ends up in the output or the dead letters, across crashes."""
+"""The one loop: every input id ends up in the output or the dead letters, across crashes, with the core's numbers."""
 
 from __future__ import annotations
 
@@ -9,27 +9,28 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from streamembed.stream.checkpoint import CheckpointStore
-from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource, MixtureSpec
-from streamembed.stream.loop import EmbeddingLoop, LoopSettings
+from streamembed.settings import GeneratorConfig, OutputConfig, RunConfig
+from streamembed.stream.checkpoint import Checkpointer, CheckpointStore, CrashGuard
+from streamembed.stream.embedder import BatchEmbedder
+from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
+from streamembed.stream.loop import EmbeddingLoop
+from streamembed.stream.pipeline import ReadAhead
 from streamembed.stream.records import Reason
 from streamembed.stream.sinks import DeadLetterSink, ParquetSink
 from streamembed.stream.sources import DirectorySource
 
-from .helpers import (dissimilarities, fitted_model, input_table, objects, read_dead, read_ids, write_arrow,
-                      write_jsonl, write_parquet)
+from .helpers import (dissimilarities, fitted, input_table, objects, read_dead, read_ids, write_arrow, write_jsonl,
+                      write_parquet)
 
 
 class Crash(Exception):
     pass
 
 
-def _corpus(indir: Path) -> set[str]:
-    """Three files, 70 objects, a few bad rows; returns every id written."""
+def _corpus(indir: Path) -> tuple[set[str], np.ndarray]:
+    """Three files, 70 objects, two bad rows; returns every id written and the (70, n) rows."""
     indir.mkdir()
-    ids: set[str] = set()
-    Z = objects(70)
-    A = dissimilarities(Z)
+    A = dissimilarities(objects(70))
     a_ids = [f"p{i}" for i in range(30)]
     A[3, 0] = np.nan
     A[4, 1] = -1.0
@@ -37,45 +38,68 @@ def _corpus(indir: Path) -> set[str]:
     b_ids = [f"s{i}" for i in range(25)]
     write_arrow(indir / "b.arrows", input_table(b_ids, A[30:55]), chunk=6)
     c_ids = [f"j{i}" for i in range(15)]
-    write_jsonl(indir / "c.jsonl", [{"id": i, "dissimilarities": a.tolist()} for i, a in zip(c_ids, A[55:].astype(float))])
-    ids.update(a_ids, b_ids, c_ids)
-    return ids
+    write_jsonl(indir / "c.jsonl", [{"id": i, "dissimilarities": a.tolist()}
+                                    for i, a in zip(c_ids, A[55:].astype(float))])
+    return set(a_ids + b_ids + c_ids), A
 
 
-def _loop(indir: Path, out: Path, *, est=None, settings: LoopSettings | None = None) -> EmbeddingLoop:
-    est = est or fitted_model()
-    src = DirectorySource(indir, batch_rows=8, settle_seconds=0.0, poll_seconds=0.01, exit_when_idle=True)
-    return EmbeddingLoop(est, src, ParquetSink(out / "emb"), DeadLetterSink(out / "dead", source=src.name),
-                         CheckpointStore(out / "ck.json"), settings=settings or LoopSettings(roll_rows=20))
+def _loop(indir: Path, out: Path, *, model=None, run: RunConfig | None = None, roll_rows: int = 20,
+          roll_seconds: float = 5.0, method: str = "projection", guard: CrashGuard | None = None) -> EmbeddingLoop:
+    """A loop as the daemon builds it (read-ahead source, checkpointer), restored from its checkpoint."""
+    model = model or fitted()
+    src = ReadAhead(DirectorySource(indir, batch_rows=8, settle_seconds=0.0, poll_seconds=0.01, exit_when_idle=True))
+    output, dead = ParquetSink(out / "emb"), DeadLetterSink(out / "dead", source=src.name)
+    store = CheckpointStore(out / "ck.json")
+    checkpointer = Checkpointer([output, dead], src, store)
+    checkpointer.restore(store.load())
+    return EmbeddingLoop(BatchEmbedder(model, method=method), src, output, dead, checkpointer, run=run,
+                         output_cfg=OutputConfig(roll_rows=roll_rows, roll_seconds=roll_seconds), crash_guard=guard)
 
 
 def test_every_input_id_is_output_or_dead_letter(tmp_path: Path) -> None:
-    ids = _corpus(tmp_path / "in")
-    loop = _loop(tmp_path / "in", tmp_path / "out")
-    loop.restore()
-    stats = loop.run()
+    ids, _ = _corpus(tmp_path / "in")
+    stats = _loop(tmp_path / "in", tmp_path / "out").run()
     out_ids = read_ids(tmp_path / "out" / "emb", "*.parquet")
     dead = read_dead(tmp_path / "out" / "dead")
     assert Counter(out_ids + [d["id"] for d in dead]) == Counter(ids)
     assert {(d["id"], d["reason"]) for d in dead} == {("p3", Reason.NON_FINITE), ("p4", Reason.NEGATIVE)}
     assert stats.records_in == len(ids) and stats.embedded == len(ids) - 2 and stats.dead == 2
+    assert pq.read_table(tmp_path / "out" / "emb").schema.field("y").type.list_size == 2
+
+
+@pytest.mark.parametrize("method", ["projection", "restricted"])
+def test_the_loop_writes_exactly_what_the_model_places(tmp_path: Path, method: str) -> None:
+    _, A = _corpus(tmp_path / "in")
+    model = fitted()
+    _loop(tmp_path / "in", tmp_path / "out", model=model, method=method).run()
     table = pq.read_table(tmp_path / "out" / "emb")
-    assert table.schema.field("y").type.list_size == 2
+    ids = table.column("id").to_pylist()
+    y = np.array(table.column("y").to_pylist())
+    order = {f"p{i}": i for i in range(30)} | {f"s{i}": 30 + i for i in range(25)} | {f"j{i}": 55 + i for i in range(15)}
+    rows = np.array([order[i] for i in ids])
+    ok = np.ones(70, dtype=bool)
+    ok[[3, 4]] = False
+    # float32 files (a, b) through float32 kernels, the JSON file (c) in float64: as the core does it
+    want = np.empty((70, 2))
+    want[:55][ok[:55]] = model.place(A[:55][ok[:55]], method=method).y
+    want[55:] = model.place(A[55:].astype(np.float64), method=method).y
+    np.testing.assert_allclose(y, want[rows], rtol=1e-6, atol=1e-6)
+    assert sorted(rows.tolist()) == np.flatnonzero(ok).tolist()
 
 
-def test_float32_input_reaches_the_core_as_float32(tmp_path: Path) -> None:
+def test_float32_input_reaches_the_core_as_float32(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamembed.core import placement
+
     seen = []
-    est = fitted_model()
-    real = est.embed
+    real = placement.place
 
-    def spy(A, *a, **k):
+    def spy(model, A, *a, **k):
         seen.append(A.dtype)
-        return real(A, *a, **k)
+        return real(model, A, *a, **k)
 
-    est.embed = spy
+    monkeypatch.setattr(placement, "place", spy)
     _corpus(tmp_path / "in")
-    loop = _loop(tmp_path / "in", tmp_path / "out", est=est)
-    loop.run()
+    _loop(tmp_path / "in", tmp_path / "out").run()
     # Parquet and Arrow batches (4 + 4) carry float32; JSON numbers parse as float64 (2 batches)
     assert Counter(seen) == {np.dtype(np.float32): 8, np.dtype(np.float64): 2}
 
@@ -83,7 +107,7 @@ def test_float32_input_reaches_the_core_as_float32(tmp_path: Path) -> None:
 @pytest.mark.parametrize("where", ["output.flush", "dead.flush", "checkpoint", "write"])
 @pytest.mark.parametrize("after", [1, 2, 4])
 def test_crash_anywhere_then_restart_loses_nothing(tmp_path: Path, where: str, after: int) -> None:
-    ids = _corpus(tmp_path / "in")
+    ids, _ = _corpus(tmp_path / "in")
     loop = _loop(tmp_path / "in", tmp_path / "out")
     calls = {"n": 0}
 
@@ -100,26 +124,51 @@ def test_crash_anywhere_then_restart_loses_nothing(tmp_path: Path, where: str, a
     elif where == "dead.flush":
         loop.dead.flush = bomb(loop.dead.flush)
     elif where == "checkpoint":
-        loop.checkpoints.save = bomb(loop.checkpoints.save)
+        loop.checkpointer.store.save = bomb(loop.checkpointer.store.save)
     else:
         loop.output.write = bomb(loop.output.write)
-    loop.restore()
     with pytest.raises(Crash):
         loop.run()
-    again = _loop(tmp_path / "in", tmp_path / "out")  # a fresh process: new sinks, checkpoint reloaded
-    again.restore()
-    again.run()
-    out_ids = read_ids(tmp_path / "out" / "emb", "*.parquet")
-    dead_ids = [d["id"] for d in read_dead(tmp_path / "out" / "dead")]
-    seen = Counter(out_ids + dead_ids)
+    loop.source.close()
+    _loop(tmp_path / "in", tmp_path / "out").run()  # a fresh process: new sinks, checkpoint reloaded
+    seen = Counter(read_ids(tmp_path / "out" / "emb", "*.parquet") + [d["id"] for d in read_dead(tmp_path / "out" / "dead")])
     assert set(seen) == ids
     # the replay rewrites the files of the unfinished roll under the same names
     assert all(c == 1 for c in seen.values()), {k: c for k, c in seen.items() if c > 1}
 
 
+def test_a_batch_that_keeps_crashing_the_process_is_quarantined(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    ids, _ = _corpus(tmp_path / "in")
+    from streamembed.stream import embedder
+
+    real = embedder.BatchEmbedder.process
+
+    def dies_on_s(self, table, **kw):
+        if "s0" in table.column("id").to_pylist():
+            raise SystemExit("segfault stand-in: not an Exception, so nothing contains it")
+        return real(self, table, **kw)
+
+    monkeypatch.setattr(embedder.BatchEmbedder, "process", dies_on_s)
+    guard_path = tmp_path / "out" / "crash-guard.json"
+    (tmp_path / "out").mkdir()
+    for attempt in range(3):  # three processes die in the same batch
+        loop = _loop(tmp_path / "in", tmp_path / "out", guard=CrashGuard(guard_path, 3))
+        with pytest.raises(SystemExit):
+            loop.run()
+        loop.source.close()
+    loop = _loop(tmp_path / "in", tmp_path / "out", guard=CrashGuard(guard_path, 3))
+    loop.run()
+    dead = read_dead(tmp_path / "out" / "dead")
+    quarantined = [d["id"] for d in dead if d["reason"] == Reason.QUARANTINED]
+    assert quarantined == [f"s{i}" for i in range(8)]  # the first batch of the Arrow file (8 rows), nothing else
+    seen = Counter(read_ids(tmp_path / "out" / "emb", "*.parquet") + [d["id"] for d in dead])
+    assert set(seen) == ids
+
+
 def test_stop_event_finishes_the_batch_flushes_and_commits(tmp_path: Path) -> None:
     _corpus(tmp_path / "in")
-    loop = _loop(tmp_path / "in", tmp_path / "out", settings=LoopSettings(roll_rows=10_000, roll_seconds=60))
+    loop = _loop(tmp_path / "in", tmp_path / "out", roll_rows=10_000, roll_seconds=60)
     real = loop.handle
 
     def handle_then_stop(batch):
@@ -128,6 +177,7 @@ def test_stop_event_finishes_the_batch_flushes_and_commits(tmp_path: Path) -> No
 
     loop.handle = handle_then_stop
     stats = loop.run()
+    loop.source.close()
     assert stats.batches == 1 and stats.commits == 1
     assert len(read_ids(tmp_path / "out" / "emb", "*.parquet")) == 6  # p3, p4 are dead letters
     assert len(read_dead(tmp_path / "out" / "dead")) == 2
@@ -137,23 +187,25 @@ def test_stop_event_finishes_the_batch_flushes_and_commits(tmp_path: Path) -> No
 
 def test_limits_bound_the_run(tmp_path: Path) -> None:
     _corpus(tmp_path / "in")
-    loop = _loop(tmp_path / "in", tmp_path / "out", settings=LoopSettings(max_batches=3))
-    assert loop.run().batches == 3
-    loop2 = _loop(tmp_path / "in", tmp_path / "out2",
-                  settings=LoopSettings(max_records=20))
-    assert loop2.run().records_in >= 20
+    stats = _loop(tmp_path / "in", tmp_path / "out", run=RunConfig(max_batches=3)).run()
+    assert stats.batches == 3 and stats.records_in == 24
+    stats = _loop(tmp_path / "in", tmp_path / "out2", run=RunConfig(max_records=20)).run()
+    assert stats.records_in == 24 and stats.batches == 3  # stops at the first batch boundary past 20
 
 
 def test_generator_source_resumes_with_the_same_objects(tmp_path: Path) -> None:
-    est = fitted_model(features=True)
-    spec = MixtureSpec(seed=3, n_features=3, intrinsic_dims=2)
+    model = fitted(features=True)
+    spec = GeneratorConfig(seed=3, n_features=3, intrinsic_dims=2)
 
     def run(out: Path, batches: int) -> list[str]:
-        src = GeneratorSource(GaussianMixtureStream(spec), batch_rows=16, max_batches=batches)
-        loop = EmbeddingLoop(est, src, ParquetSink(out / "emb"), DeadLetterSink(out / "dead"),
-                             CheckpointStore(out / "ck.json"), settings=LoopSettings(roll_rows=32))
-        loop.restore()
-        loop.run()
+        src = ReadAhead(GeneratorSource(GaussianMixtureStream(spec), batch_rows=16, max_batches=batches))
+        output, dead = ParquetSink(out / "emb"), DeadLetterSink(out / "dead")
+        store = CheckpointStore(out / "ck.json")
+        checkpointer = Checkpointer([output, dead], src, store)
+        checkpointer.restore(store.load())
+        EmbeddingLoop(BatchEmbedder(model), src, output, dead, checkpointer,
+                      output_cfg=OutputConfig(roll_rows=32)).run()
+        src.close()
         return read_ids(out / "emb", "*.parquet")
 
     run(tmp_path / "a", 3)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from streamembed.core.drift import RefitTrigger
-from streamembed.stream.monitor import DriftMonitor, MonitorSettings, _Ring
+from streamembed.settings import DriftConfig
+from streamembed.stream.monitor import DriftMonitor, _Ring
 
-from .helpers import fitted_model, landmark_points, objects
+from .helpers import fitted, landmark_points, objects
 
 
 def test_ring_keeps_the_most_recent_rows_oldest_first():
@@ -21,19 +22,20 @@ def test_ring_keeps_the_most_recent_rows_oldest_first():
 
 
 def test_feature_candidates_and_statistics_cadence():
-    est = fitted_model(features=True)
+    est = fitted(features=True)
     clock = iter(range(1000))
-    mon = DriftMonitor(est, MonitorSettings(reservoir_objects=50, stats_every_objects=300, stats_every_seconds=1e9),
+    mon = DriftMonitor(est, DriftConfig(reservoir_objects=50, stats_every_objects=300, stats_every_seconds=1e9),
                        RefitTrigger(), clock=lambda: float(next(clock)))
     Z = objects(100, seed=3)
     A = est.dissimilarities_to_landmarks(Z)
-    res = est.embed(A)
-    mon.observe(est, A, res, features=Z)
+    res = est.place(A, k0_rows=16)
+    mon.observe(A, res, features=Z)
     first = mon.last_stats
     for _ in range(2):
-        mon.observe(est, A, res, features=Z)
+        mon.observe(A, res, features=Z)
         assert mon.last_stats is first  # 100, then 200 objects since: not recomputed
-    mon.observe(est, A, res, features=Z)
+    mon.observe(A, res, features=Z)
     assert mon.last_stats is not first and mon.last_stats.n_objects == 400
+    assert mon.last_stats.n_sampled == 4 * 16  # the k0 rows the embedding computed, not a second sample
     cand = mon.candidates()
     assert cand is not None and len(cand.ids) == 50 and cand.features.shape == (50, landmark_points().shape[1])

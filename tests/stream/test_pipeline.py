@@ -1,53 +1,113 @@
-"""Read-ahead and write-behind keep order and surface errors."""
+"""Read-ahead keeps order, surfaces errors, serialises calls into its source, and stops."""
 
 from __future__ import annotations
+
+import threading
+import time
+from typing import Any
 
 import numpy as np
 import pytest
 
-from streamembed.stream.generator import GaussianMixtureStream, MixtureSpec
-from streamembed.stream.pipeline import BackgroundConsumer, prefetch
+from streamembed.settings import GeneratorConfig
+from streamembed.stream.generator import GaussianMixtureStream
+from streamembed.stream.pipeline import ReadAhead
+from streamembed.stream.sources import SourceBatch
 
 
-def test_prefetch_keeps_order_and_reraises() -> None:
-    assert list(prefetch(iter(range(50)), depth=3)) == list(range(50))
+class _Counting:
+    """A bounded source that records whether two of its methods ever ran at once."""
 
-    def boom():
-        yield 1
-        raise ValueError("bad file")
+    name = "counting"
 
-    it = prefetch(boom())
-    assert next(it) == 1
+    def __init__(self, n: int, fail_at: int | None = None) -> None:
+        self.n, self.i, self.fail_at = n, 0, fail_at
+        self.inside = threading.Lock()
+        self.overlapped = False
+        self.commits: list[Any] = []
+
+    def _enter(self) -> None:
+        if not self.inside.acquire(blocking=False):
+            self.overlapped = True
+            self.inside.acquire()
+
+    def poll(self) -> SourceBatch | None:
+        self._enter()
+        try:
+            if self.i == self.fail_at:
+                raise ValueError("bad file")
+            if self.i >= self.n:
+                return None
+            self.i += 1
+            time.sleep(0.001)
+            return SourceBatch(None, {"i": self.i}, f"b{self.i}")
+        finally:
+            self.inside.release()
+
+    def restore(self, state: Any) -> None: ...
+
+    def commit(self, position: Any) -> None:
+        self._enter()
+        try:
+            self.commits.append(position)
+        finally:
+            self.inside.release()
+
+    def wait_hint(self) -> float:
+        return 0.0
+
+    @property
+    def caught_up(self) -> bool:
+        return self.i >= self.n
+
+    @property
+    def exhausted(self) -> bool:
+        return self.i >= self.n
+
+    def close(self) -> None: ...
+
+
+def _drain(src: ReadAhead, limit: float = 10.0) -> list[SourceBatch]:
+    out, end = [], time.monotonic() + limit
+    while not src.exhausted and time.monotonic() < end:
+        b = src.poll()
+        if b is not None:
+            out.append(b)
+            src.commit(b.position)
+    return out
+
+
+def test_read_ahead_keeps_order_and_serialises_calls_into_the_source() -> None:
+    inner = _Counting(200)
+    src = ReadAhead(inner, depth=3)
+    got = _drain(src)
+    src.close()
+    assert [b.position["i"] for b in got] == list(range(1, 201))
+    assert inner.commits == [{"i": i} for i in range(1, 201)] and not inner.overlapped
+    assert src.exhausted and src.caught_up
+
+
+def test_read_ahead_reraises_the_source_error_on_the_loop_thread() -> None:
+    src = ReadAhead(_Counting(10, fail_at=3))
     with pytest.raises(ValueError, match="bad file"):
-        next(it)
+        _drain(src)
+    src.close()
 
 
-def test_abandoned_prefetch_stops_its_thread() -> None:
-    it = prefetch(iter(range(10**9)), depth=2)
-    assert next(it) == 0
-    it.close()  # returns: the producer noticed the stop flag
+def test_close_stops_an_endless_source_promptly() -> None:
+    from streamembed.stream.generator import GeneratorSource
 
-
-def test_background_consumer_in_order_and_errors_surface() -> None:
-    got: list[int] = []
-    c = BackgroundConsumer(got.append)
-    for i in range(100):
-        c.put(i)
-    c.close()
-    assert got == list(range(100))
-
-    def fail(x: int) -> None:
-        raise OSError("disk full")
-
-    c2 = BackgroundConsumer(fail)
-    c2.put(1)
-    with pytest.raises(OSError, match="disk full"):
-        c2.close()
+    src = ReadAhead(GeneratorSource(GaussianMixtureStream(GeneratorConfig(n_features=3, intrinsic_dims=2)),
+                                    batch_rows=4))
+    assert src.poll() is not None or src.poll() is not None
+    t0 = time.monotonic()
+    src.close()
+    assert time.monotonic() - t0 < 2.0
 
 
 def test_drift_moves_the_component_means() -> None:
-    spec = MixtureSpec(seed=2, n_features=5, intrinsic_dims=2, clusters=1, cluster_std=0.1, noise_std=0.0,
-                       drift_speed=4.0)
+    spec = GeneratorConfig(seed=2, n_features=5, intrinsic_dims=2, clusters=1, cluster_std=0.1, noise_std=0.0,
+                           drift_speed=4.0)
     s = GaussianMixtureStream(spec)
     early = s.sample(0, 500, np.random.default_rng(0)).mean(axis=0)
     late = s.sample(100_000, 500, np.random.default_rng(0)).mean(axis=0)

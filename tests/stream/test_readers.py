@@ -93,7 +93,7 @@ def test_jsonl_bad_lines_are_dead_lettered_one_by_one(tmp_path: Path) -> None:
     assert c.rows.tolist() == [0, 1, 8]
     reasons = [(d.row, d.reason) for d in c.dead]
     assert reasons == [(2, Reason.UNDECODABLE), (3, Reason.UNDECODABLE), (4, Reason.NON_NUMERIC),
-                       (5, Reason.UNDECODABLE), (6, Reason.MISSING_ID)]
+                       (5, Reason.UNDECODABLE), (6, Reason.BAD_ID)]
     assert c.dead[0].raw.startswith(b"\xff\xfe")
 
 

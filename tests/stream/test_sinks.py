@@ -12,7 +12,8 @@ import pytest
 from streamembed.stream.checkpoint import Checkpoint, CheckpointError, CheckpointStore
 from streamembed.stream.codecs import DeadRecord
 from streamembed.stream.records import SCHEMA_VERSION_KEY, Reason
-from streamembed.stream.sinks import DeadLetterSink, ParquetSink, atomic_write_bytes, safe_label
+from streamembed.atomic import atomic_write_bytes
+from streamembed.stream.sinks import DeadLetterSink, ParquetSink, safe_label
 
 SCHEMA = pa.schema([("id", pa.string())], metadata={SCHEMA_VERSION_KEY: "1"})
 
@@ -88,17 +89,33 @@ def test_safe_label() -> None:
 def test_checkpoint_round_trip_and_schema_version(tmp_path: Path) -> None:
     store = CheckpointStore(tmp_path / "ck.json")
     assert store.load() is None
-    store.save(Checkpoint(sources={"files": {"done": ["a"], "current": None}}, model_version=2))
+    store.save(Checkpoint(sources={"files": {"done": ["a"], "current": None}},
+                          model={"lineage": "abc", "version": 2, "landmarks": 12, "source": "m.npz"}))
     doc = json.loads((tmp_path / "ck.json").read_text())
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     got = store.load()
     assert got.sources == {"files": {"done": ["a"], "current": None}} and got.model_version == 2
+    assert got.lineage == "abc"
 
 
-@pytest.mark.parametrize("content", ["{not json", '{"schema_version": 99, "sources": {}}', "[]"])
-def test_unusable_checkpoint_refuses_with_a_fix(tmp_path: Path, content: str) -> None:
+def test_a_schema_1_checkpoint_is_still_read(tmp_path: Path) -> None:
+    (tmp_path / "ck.json").write_text('{"schema_version": 1, "model_version": 3, "sources": {"files": {}}}')
+    got = CheckpointStore(tmp_path / "ck.json").load()
+    assert got.model_version == 3 and got.lineage is None and got.sources == {"files": {}}
+
+
+@pytest.mark.parametrize("content, problem", [
+    ("{not json", "unreadable"),
+    ('{"schema_version": 99, "sources": {}}', "schema_version 99"),
+    ("[]", "the document is a list"),
+    ('{"schema_version": 2, "sources": []}', "'sources' must be an object"),
+    ('{"schema_version": 2, "sources": {}, "model": {"lineage": 5, "version": "x"}}', "string lineage"),
+    ('{"schema_version": 1, "model_version": "two", "sources": {}}', "'model_version' must be an integer"),
+])
+def test_unusable_checkpoint_refuses_naming_the_file_and_the_way_out(tmp_path: Path, content: str,
+                                                                     problem: str) -> None:
     (tmp_path / "ck.json").write_text(content)
-    with pytest.raises(CheckpointError, match="delete"):
+    with pytest.raises(CheckpointError, match=f"checkpoint {tmp_path / 'ck.json'}.*{problem}.*move it aside"):
         CheckpointStore(tmp_path / "ck.json").load()
 
 

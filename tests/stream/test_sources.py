@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource, MixtureSpec
+from streamembed.settings import GeneratorConfig
+from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
 from streamembed.stream.sources import DirectorySource
 
 from .helpers import drain as _drain, fitted_model, input_table, write_parquet
@@ -27,7 +28,10 @@ def test_new_files_are_picked_up_once_and_hidden_or_temp_files_ignored(tmp_path:
     (tmp_path / "b.parquet.tmp").write_bytes(b"x")
     batches = _drain(src)
     assert [b.table.num_rows if b.table is not None else 0 for b in batches] == [2, 1, 0]
-    assert batches[-1].position == {"done": ["a.parquet"], "current": None}
+    pos = batches[-1].position
+    assert pos["current"] is None and list(pos["done"]) == ["a.parquet"]
+    st = (tmp_path / "a.parquet").stat()
+    assert pos["done"]["a.parquet"] == {"sig": [st.st_size, st.st_mtime_ns, st.st_ino], "rows": 3, "tail": None}
     assert src.caught_up
     _file(tmp_path / "c.parquet", ["c0"])
     more = _drain(src)
@@ -67,7 +71,7 @@ def test_exit_when_idle(tmp_path: Path) -> None:
 
 
 def test_generator_batches_are_deterministic_per_index() -> None:
-    spec = MixtureSpec(seed=5, n_features=6, intrinsic_dims=2)
+    spec = GeneratorConfig(seed=5, n_features=6, intrinsic_dims=2)
     a = GeneratorSource(GaussianMixtureStream(spec), batch_rows=8)
     b = GeneratorSource(GaussianMixtureStream(spec), batch_rows=8)
     b.restore({"next_batch": 2})
@@ -80,7 +84,7 @@ def test_generator_batches_are_deterministic_per_index() -> None:
 
 
 def test_generator_rate_limit_and_max_batches() -> None:
-    spec = MixtureSpec(n_features=3, intrinsic_dims=2)
+    spec = GeneratorConfig(n_features=3, intrinsic_dims=2)
     src = GeneratorSource(GaussianMixtureStream(spec), batch_rows=10, rate=10.0, max_batches=2)
     assert src.poll() is not None
     assert src.poll() is None and 0 < src.wait_hint() <= 1.0  # the next 10 objects are due in ~1 s
@@ -92,7 +96,7 @@ def test_new_cluster_appears_outside_the_landmarks_span() -> None:
     """Objects of the new component are poorly explained by the map (high unexplained / beta)."""
     from streamembed import LandmarkMDS
 
-    spec = MixtureSpec(seed=1, n_features=8, intrinsic_dims=2, new_cluster_after=1000, new_cluster_offset=8.0)
+    spec = GeneratorConfig(seed=1, n_features=8, intrinsic_dims=2, new_cluster_after=1000, new_cluster_offset=8.0)
     stream = GaussianMixtureStream(spec)
     L = stream.fit_sample(40)
     est = LandmarkMDS(n_components=2).fit_features(L)
@@ -106,7 +110,7 @@ def test_new_cluster_appears_outside_the_landmarks_span() -> None:
 
 def test_generator_can_emit_dissimilarities() -> None:
     est = fitted_model(features=True)
-    spec = MixtureSpec(n_features=3, intrinsic_dims=2)
+    spec = GeneratorConfig(n_features=3, intrinsic_dims=2)
     src = GeneratorSource(GaussianMixtureStream(spec), batch_rows=4, to_dissimilarities=est.dissimilarities_to_landmarks)
     t = src.poll().table
     assert t.schema.field("dissimilarities").type.value_type == "float"

@@ -1,0 +1,69 @@
+"""Atomic, durable file publication: the one helper behind sinks, checkpoints and model files.
+
+A file appears complete under its final name or not at all, and survives a
+power loss once published: write to a temporary name in the same directory,
+fsync the file, rename it over the final name, fsync the directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+__all__ = ["atomic_write_bytes", "atomic_file", "publish", "fsync_dir", "fsync_file"]
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """fsync a directory so a rename inside it survives a power loss."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: str | os.PathLike[str]) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def publish(tmp: str | os.PathLike[str], final: str | os.PathLike[str]) -> Path:
+    """Make the finished temporary file ``tmp`` durable under ``final`` (same directory)."""
+    fsync_file(tmp)
+    os.replace(tmp, final)
+    fsync_dir(Path(final).parent)
+    return Path(final)
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """``with atomic_file(p) as fh: fh.write(...)``: ``p`` appears complete or not at all.
+
+    The parent directory must exist. The temporary file is ``.<name>.tmp``
+    beside it (a crash leaves at most that one, which the next write replaces);
+    on an exception it is removed.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically and durably."""
+    with atomic_file(path) as fh:
+        fh.write(data)

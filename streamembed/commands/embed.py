@@ -1,0 +1,152 @@
+"""``streamembed embed``: one input file through the daemon's loop into one Parquet file.
+
+The same streaming loop as the daemon (``stream.loop``), with a file source,
+a single-file Parquet sink, a dead-letter directory and no checkpoint.
+Exit codes: 0 every record embedded; 1 done, but some records are dead
+letters (in the dead-letter directory, with their reasons); 2 refused: the
+model or an argument is unusable, the input cannot be read, or no record
+could be embedded (then no output file is written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from streamembed.commands import EXIT_FAILED, EXIT_OK, Refused
+
+__all__ = ["cmd_embed", "add_parser", "Progress"]
+
+
+class Progress:
+    """A one-line progress bar on stderr: rows done, rate, and a bar when the total is known."""
+
+    def __init__(self, total: int | None, enabled: bool, width: int = 30) -> None:
+        self.total, self.enabled, self.width = total, enabled, width
+        self.t0 = time.perf_counter()
+        self._last = 0.0
+
+    def update(self, done: int, final: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if not final and now - self._last < 0.2:
+            return
+        self._last = now
+        rate = done / max(now - self.t0, 1e-9)
+        if self.total:
+            frac = min(1.0, done / self.total)
+            fill = int(frac * self.width)
+            bar = "#" * fill + "-" * (self.width - fill)
+            msg = f"\r[{bar}] {frac * 100:5.1f}% {done:,}/{self.total:,} rows {rate:,.0f} rows/s"
+        else:
+            msg = f"\r{done:,} rows {rate:,.0f} rows/s"
+        sys.stderr.write(msg + ("\n" if final else ""))
+        sys.stderr.flush()
+
+
+def _total_rows(path: Path) -> int | None:
+    from streamembed.stream.readers import file_format
+
+    try:
+        if file_format(path) == "parquet":
+            import pyarrow.parquet as pq
+
+            return int(pq.ParquetFile(path).metadata.num_rows)
+    except Exception:  # noqa: BLE001 - unknown total: no percentage
+        return None
+    return None
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    from streamembed.core.errors import ModelFileError
+    from streamembed.daemon.assembly import k0_rows_value
+    from streamembed.daemon.config import ConfigError, parse_value
+    from streamembed.model_io import load_model
+    from streamembed.settings import OutputConfig, RunConfig
+    from streamembed.stream.checkpoint import Checkpointer
+    from streamembed.stream.embedder import BatchEmbedder
+    from streamembed.stream.loop import EmbeddingLoop
+    from streamembed.stream.pipeline import ReadAhead
+    from streamembed.stream.readers import FORMATS, file_format
+    from streamembed.stream.sinks import DeadLetterSink, ParquetSink
+    from streamembed.stream.sources import FileSource
+
+    src = Path(args.input)
+    if not src.exists():
+        raise Refused(f"input {src} does not exist")
+    if file_format(src) is None:
+        raise Refused(f"input {src}: unknown file extension {src.suffix!r} (expected one of "
+                      f"{', '.join(sorted(FORMATS))})")
+    try:
+        model = load_model(args.model)
+    except ModelFileError as exc:
+        raise Refused(f"cannot load model {args.model}: {exc}") from None
+    try:
+        k0 = k0_rows_value(parse_value("model.k0_rows", args.k0_rows))
+    except ConfigError as exc:
+        raise Refused(f"--k0-rows: {exc}") from None
+    try:
+        model.check_method(args.method)
+    except ValueError as exc:
+        raise Refused(f"--method {args.method}: {exc}") from None
+    out = Path(args.output)
+    if not out.parent.is_dir():
+        raise Refused(f"-o {args.output}: directory {out.parent} does not exist")
+    dead_dir = Path(args.dead_letter) if args.dead_letter else out.with_name(out.stem + ".dead-letter")
+    source = FileSource([src], batch_rows=args.batch_rows, max_block_rows=args.max_block_rows, name="embed")
+    output = ParquetSink(out.parent, final_name=out.name, row_group_rows=args.row_group_rows,
+                         compression=args.compression)
+    dead = DeadLetterSink(dead_dir, fmt=args.dead_letter_format, source="embed")
+    ahead = ReadAhead(source, depth=2)
+    embedder = BatchEmbedder(model, method=args.method, k0_rows=k0, max_block_rows=args.max_block_rows)
+    progress = Progress(_total_rows(src), {"always": True, "never": False}.get(args.progress, sys.stderr.isatty()))
+    everything = 1 << 62  # one output file: published once, at the end
+    loop = EmbeddingLoop(embedder, ahead, output, dead, Checkpointer([output, dead], ahead, None),
+                         run=RunConfig(progress_seconds=0), output_cfg=OutputConfig(roll_rows=everything,
+                                                                                   roll_seconds=float(everything)),
+                         between_batches=lambda: progress.update(loop.stats.records_in))
+    try:
+        stats = loop.run()
+    finally:
+        ahead.close()
+        output.close()
+        dead.close()
+    progress.update(stats.records_in, final=True)
+    where = f" -> {dead_dir}/" if stats.dead else ""
+    if source.unreadable:
+        raise Refused(f"cannot read {src}: see the dead letter{where}")
+    if stats.embedded == 0:
+        out.unlink(missing_ok=True)
+        raise Refused(f"no record of {src} could be embedded ({stats.records_in} records, {stats.dead} dead "
+                      f"letters{where}); the dead letters say why, e.g. rows of the wrong length mean another "
+                      f"model's input")
+    print(f"{stats.records_in} records: {stats.embedded} embedded -> {out}, {stats.dead} dead letters{where}",
+          file=sys.stderr)
+    return EXIT_FAILED if stats.dead else EXIT_OK
+
+
+def add_parser(add: Any) -> None:
+    from streamembed.core.model import METHODS
+
+    e = add("embed", "embed one file (Parquet/Arrow/JSONL) into a Parquet file", cmd_embed,
+            "One-shot embedding of INPUT with MODEL into OUTPUT (Parquet, written atomically), through the\n"
+            "daemon's own loop. Rejected records go to a dead-letter directory (default:\n"
+            "<OUTPUT stem>.dead-letter). Exit codes: 0 every record embedded, 1 done with dead letters,\n"
+            "2 refused (unusable model or input, or nothing could be embedded: no output is written).")
+    e.add_argument("input", metavar="INPUT", help="input file (.parquet, .arrow/.arrows, .jsonl)")
+    e.add_argument("-m", "--model", required=True, metavar="MODEL.npz")
+    e.add_argument("-o", "--output", required=True, metavar="OUTPUT.parquet")
+    e.add_argument("--method", choices=METHODS, default="projection")
+    e.add_argument("--k0-rows", default="none", metavar="none|all|N", help="rows per batch with exact k0")
+    e.add_argument("--batch-rows", type=int, default=8192, metavar="N", help="rows per batch (default 8192)")
+    e.add_argument("--row-group-rows", type=int, default=262144, metavar="N", help="Parquet row-group size")
+    e.add_argument("--max-block-rows", type=int, default=4096, metavar="N", help="largest block with 'cross'")
+    e.add_argument("--compression", default="zstd", choices=("zstd", "snappy", "gzip", "lz4", "none"))
+    e.add_argument("--dead-letter", metavar="DIR", help="dead-letter directory")
+    e.add_argument("--dead-letter-format", choices=("parquet", "jsonl"), default="parquet")
+    e.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                   help="progress bar on stderr (auto: when stderr is a terminal)")

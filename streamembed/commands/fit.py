@@ -1,0 +1,189 @@
+"""``streamembed fit``: a landmark model (.npz) from a dissimilarity, similarity or feature file.
+
+The landmarks keep the input's ids (an ``id`` column), or their row numbers in
+the input when it has none, so input rows can be built in the model's
+landmark order; the chosen ids are printed in model order and can be written
+with ``--landmarks-out`` (one per line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from streamembed.commands import EXIT_OK, Refused
+
+__all__ = ["cmd_fit", "read_matrix"]
+
+
+def read_matrix(path: str, column: str) -> tuple[np.ndarray, list[str] | None]:
+    """(N, w) float matrix and optional ids from .npy, Parquet/Arrow/JSONL (list column or numeric columns) or CSV."""
+    import pyarrow as pa
+
+    p = Path(path)
+    if not p.exists():
+        raise Refused(f"{path} does not exist")
+    suffix = p.suffix.lower()
+    try:
+        if suffix == ".npy":
+            arr = np.load(p, allow_pickle=False)
+            if arr.ndim != 2:
+                raise Refused(f"{path} holds an array of shape {arr.shape}, expected 2-D")
+            return arr, None
+        if suffix == ".csv":
+            table = _read_csv(p)
+        else:
+            from streamembed.stream.readers import iter_file
+
+            chunks = list(iter_file(p, batch_rows=1 << 30, max_block_rows=1 << 30))
+            dead = [d for c in chunks for d in c.dead]
+            if dead:
+                raise Refused(f"{path}: {dead[0].reason}: {dead[0].detail}")
+            tables = [c.table for c in chunks if c.table is not None]
+            if not tables:
+                raise Refused(f"{path} holds no rows")
+            table = pa.concat_tables(tables)
+    except Refused:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any unreadable input refuses with the reason
+        raise Refused(f"cannot read {path}: {exc}") from None
+    ids = [str(x) for x in table.column("id").to_pylist()] if "id" in table.schema.names else None
+    if column in table.schema.names:
+        from streamembed.stream.codecs import list_column_to_matrix
+
+        try:
+            return list_column_to_matrix(table.column(column)), ids
+        except ValueError as exc:
+            raise Refused(f"{path}: column '{column}': {exc}") from None
+    numeric = [n for n, t in zip(table.schema.names, table.schema.types)
+               if pa.types.is_integer(t) or pa.types.is_floating(t)]
+    if not numeric:
+        raise Refused(f"{path} has no '{column}' list column and no numeric columns")
+    return np.column_stack([table.column(n).to_numpy().astype(np.float64) for n in numeric]), ids
+
+
+def _read_csv(p: Path) -> Any:
+    import pyarrow.csv as pacsv
+
+    with open(p, encoding="utf-8") as fh:
+        first = fh.readline().strip().split(",")
+    headerless = True
+    for x in first:
+        try:
+            float(x)
+        except ValueError:
+            headerless = False
+            break
+    return pacsv.read_csv(p, read_options=pacsv.ReadOptions(autogenerate_column_names=headerless))
+
+
+def _select(args: argparse.Namespace, M: np.ndarray, M_select: np.ndarray, features: bool, n: int) -> np.ndarray:
+    from streamembed.core.landmarks import maxmin_select
+
+    N = M.shape[0]
+    rng = np.random.default_rng(args.seed)
+    if n == N:
+        return np.arange(N)
+    if args.selection == "maxmin":
+        first = int(rng.integers(N))
+        return maxmin_select(n, X=M, metric=args.metric, first=first) if features else \
+            maxmin_select(n, D=M_select, first=first)
+    if args.selection == "random":
+        return np.sort(rng.choice(N, size=n, replace=False))
+    return np.arange(n)
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from streamembed import LandmarkMDS
+    from streamembed.model_io import save_model
+
+    out = Path(args.output)
+    if not out.parent.is_dir():
+        raise Refused(f"-o {args.output}: directory {out.parent} does not exist")
+    if args.landmarks_out and not Path(args.landmarks_out).parent.is_dir():
+        raise Refused(f"--landmarks-out {args.landmarks_out}: directory {Path(args.landmarks_out).parent} does not exist")
+    features = args.features is not None
+    sims = args.similarities is not None
+    path = args.features if features else (args.similarities if sims else args.dissimilarities)
+    M, ids = read_matrix(path, "features" if features else "dissimilarities")
+    N = M.shape[0]
+    if not features and M.shape[1] != N:
+        raise Refused(f"{path}: a {'similarity' if sims else 'dissimilarity'} matrix must be square, got shape {M.shape}")
+    M_select = M
+    if sims:  # landmarks are chosen on the equivalent dissimilarities (docs/math.md §2)
+        from streamembed.core.kernel_input import check_similarity_matrix, landmark_dissimilarities
+
+        try:
+            M_select = landmark_dissimilarities(check_similarity_matrix(M, "similarities"))
+        except ValueError as exc:
+            raise Refused(f"{path}: {exc}") from None
+    n = args.landmarks or N
+    if not 2 <= n <= N:
+        raise Refused(f"--landmarks {n} must be between 2 and the {N} objects in {path}")
+    idx = _select(args, M, M_select, features, n)
+    # the input's ids, or its row numbers: what a user needs to build rows in the model's landmark order
+    lm_ids = [ids[i] for i in idx] if ids is not None else [str(int(i)) for i in idx]
+    est = LandmarkMDS(n_components=args.n_components, method=args.method,
+                      input="similarity" if sims else "dissimilarity", geodesic_neighbors=args.geodesic_neighbors,
+                      correction=args.correction, landmark_map=args.landmark_map)
+    t0 = time.perf_counter()
+    try:
+        if features:
+            est.fit_features(M[idx], metric=args.metric, landmark_ids=lm_ids)
+        else:
+            est.fit(M[np.ix_(idx, idx)], landmark_ids=lm_ids)
+    except ValueError as exc:
+        raise Refused(f"cannot fit: {exc}") from None
+    save_model(est.model_, out, params=est.get_params())
+    if args.landmarks_out:
+        Path(args.landmarks_out).write_text("".join(f"{x}\n" for x in lm_ids), encoding="utf-8")
+    kind = "features/" + args.metric if features else ("similarities" if sims else "dissimilarities")
+    named = "ids" if ids is not None else "row numbers of the input"
+    shown = ", ".join(lm_ids[:12]) + (f", ... ({n - 12} more)" if n > 12 else "")
+    print(f"wrote {args.output}: {n} landmarks (of {N}), d = {args.n_components}, {kind}, lineage "
+          f"{est.lineage_}, fitted in {time.perf_counter() - t0:.2f} s\n"
+          f"landmarks in model order ({named}): {shown}"
+          + (f"\n(all {n} written to {args.landmarks_out})" if args.landmarks_out else
+             "\n(--landmarks-out FILE writes them all, one per line; `streamembed model info` shows them)"),
+          file=sys.stderr)
+    return EXIT_OK
+
+
+def add_parser(add: Any) -> None:
+    """The ``fit`` subparser (``add`` is ``cli``'s helper that registers one subcommand)."""
+    f = add("fit", "fit a landmark model (.npz) from a dissimilarity matrix or feature vectors", cmd_fit,
+            "Fit a landmark model. Input: --dissimilarities (N x N, not squared), --similarities (N x N kernel)\n"
+            "or --features (N x p) from .npy, .csv (numeric columns; an 'id' column names objects), or\n"
+            "Parquet/Arrow/JSONL (a 'dissimilarities' / 'features' list column, or numeric columns; optional\n"
+            "'id'). With --landmarks n < N, n landmarks are chosen by --selection (maxmin: farthest point).\n"
+            "The landmarks keep the input's ids, or their row numbers in the input when it has none; input\n"
+            "rows must follow the model's landmark order, which fit prints (and --landmarks-out writes).")
+    src = f.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dissimilarities", metavar="FILE", help="N x N dissimilarity matrix")
+    src.add_argument("--features", metavar="FILE", help="N x p feature vectors (feature-mode model)")
+    src.add_argument("--similarities", metavar="FILE",
+                     help="N x N similarity (kernel) matrix: a model whose input rows are similarities "
+                          "(docs/math.md §2)")
+    f.add_argument("--metric", default="euclidean", help="scipy cdist metric for --features (default: euclidean)")
+    f.add_argument("--landmarks", type=int, metavar="N", help="number of landmarks (default: all objects)")
+    f.add_argument("--selection", choices=("maxmin", "random", "first"), default="maxmin",
+                   help="how to choose the landmarks (default: maxmin)")
+    f.add_argument("--n-components", type=int, default=2, metavar="D", help="map dimensions (default: 2)")
+    from streamembed.core.model import METHODS
+
+    f.add_argument("--method", choices=METHODS, default="projection",
+                   help="default embedding method stored with the model")
+    f.add_argument("--geodesic-neighbors", type=int, metavar="K",
+                   help="landmark Isomap: geodesic distances through the K-nearest-neighbour graph (docs/math.md §3)")
+    f.add_argument("--correction", choices=("none", "cailliez"), default="none",
+                   help="non-Euclidean correction: cailliez adds the constant making the kernel PSD")
+    f.add_argument("--landmark-map", choices=("cmds", "smacof", "sammon"), default="cmds",
+                   help="refine the landmark map by SMACOF or Sammon (needs --method stress or l1)")
+    f.add_argument("--seed", type=int, default=0, help="seed for the first max-min / random landmarks")
+    f.add_argument("-o", "--output", required=True, metavar="MODEL.npz", help="where to write the model")
+    f.add_argument("--landmarks-out", metavar="FILE", help="also write the landmark ids in model order, one per line")

@@ -1,0 +1,60 @@
+"""``streamembed model info MODEL.npz``: what a model file holds — version, lineage, landmarks, spectrum."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from streamembed.commands import EXIT_OK, Refused
+
+__all__ = ["cmd_model_info", "add_parser"]
+
+
+def cmd_model_info(args: argparse.Namespace) -> int:
+    from streamembed.core.errors import ModelFileError
+    from streamembed.model_io import read_model_file
+
+    try:
+        model, params = read_model_file(args.model)
+    except ModelFileError as exc:
+        raise Refused(str(exc)) from None
+    doc: dict[str, Any] = {"path": str(args.model), **model.describe(), "method": params.get("method"),
+                           "landmark_ids": [str(x) for x in model.landmark_ids],
+                           "map": model.map_info}
+    if args.json:
+        print(json.dumps(doc, indent=1))
+        return EXIT_OK
+    ids = doc["landmark_ids"]
+    limit = len(ids) if args.all else 20
+    lines = [
+        f"model {doc['path']}",
+        f"  version {doc['version']}, lineage {doc['lineage']}",
+        f"  {doc['landmarks']} landmarks, d = {doc['dims']}, {doc['input']} input"
+        + (f", metric {doc['metric']}" if doc["metric"] else "") + f", default method {doc['method']}",
+        f"  fit: geodesic_neighbors={doc['geodesic_neighbors']}, correction={doc['correction']}, "
+        f"landmark_map={doc['landmark_map']}, eigensolver={doc['eigensolver']}",
+        f"  eigenvalues (kept): {', '.join(f'{x:.6g}' for x in doc['eigenvalues'])}",
+        f"  negative eigenvalue share: {doc['negative_share']:.3g}; aligned to an earlier map: {doc['aligned']}",
+        f"  landmark ids in model order (input rows follow it): {', '.join(ids[:limit])}"
+        + ("" if limit >= len(ids) else f", ... ({len(ids) - limit} more; --all shows them)"),
+    ]
+    print("\n".join(lines))
+    return EXIT_OK
+
+
+def add_parser(add: Any) -> None:
+    m = add("model", "show what a model file holds (version, lineage, landmarks in order, spectrum)", None,
+            "Inspect a model file.")
+    msub = m.add_subparsers(dest="model_command", metavar="WHAT", required=True)
+    info = msub.add_parser("info", help="version, lineage, landmark ids in model order, spectrum",
+                           description="Print what MODEL.npz holds: its version and lineage, its landmark ids in "
+                                       "model order (input rows must follow it), the kept eigenvalues and fit "
+                                       "parameters.")
+    info.set_defaults(func=cmd_model_info)
+    info.add_argument("model", metavar="MODEL.npz")
+    info.add_argument("--json", action="store_true", help="one JSON document")
+    info.add_argument("--all", action="store_true", help="list every landmark id")
+
+

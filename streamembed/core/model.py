@@ -1,0 +1,337 @@
+"""``LandmarkModel``: the fitted landmark map, immutable, and everything it needs to place new objects.
+
+What a fit produces and a refit replaces: the landmark spectrum (docs/math.md
+§1), the input transforms (``core.transforms``), an optional refined map
+(SMACOF / Sammon, ``core.metric_map``), the alignment into the frame of the
+model's predecessors (docs/math.md §5), the landmark ids in model order, the
+version and the lineage. ``place`` embeds a batch (``core.placement``);
+``model_io`` saves and loads exactly this object. The scikit-learn-style
+``LandmarkMDS`` estimator only holds parameters and builds one of these.
+
+A model never changes after it is built: ``aligned`` and ``with_version``
+return new models (they share the arrays), so a model can be handed to
+threads and processes without locks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+import scipy.spatial.distance
+
+from . import kernel_input, placement, validation
+from .bounds import WindowBounds
+from .cmds import LandmarkSpectrum, fit_spectrum
+from .errors import InputError
+from .metric_map import LANDMARK_MAPS, refine_map
+from .projection import ProjectionKernel
+from .result import EmbeddingResult
+from .transforms import InputPipeline
+
+__all__ = ["LandmarkModel", "fit_model", "METHODS", "KERNEL_METHODS", "CRITERION_METHODS", "INPUTS", "CORRECTIONS",
+           "Method", "lineage_of"]
+
+Method = Literal["projection", "restricted", "stress", "l1"]
+#: Every single-object placement method: the one list the CLI, the configuration and the estimator use.
+METHODS: tuple[str, ...] = ("projection", "restricted", "stress", "l1")
+#: Methods that need the classical-MDS map X = U Λ^{1/2} (kernel formulas, docs/math.md §3);
+#: a SMACOF/Sammon map places objects with the criteria only.
+KERNEL_METHODS: tuple[str, ...] = ("projection", "restricted")
+CRITERION_METHODS: tuple[str, ...] = ("stress", "l1")
+INPUTS: tuple[str, ...] = ("dissimilarity", "similarity")
+CORRECTIONS: tuple[str, ...] = ("none", "cailliez")
+
+
+@dataclass(frozen=True, eq=False)
+class LandmarkModel:
+    """A fitted landmark map (see the module doc).
+
+    Attributes:
+        spectrum: the landmark kernel's positive eigenpairs and centring constants.
+        n_components: d, the map's dimension.
+        landmark_ids: (n,) str, the landmarks in model order (input rows follow it).
+        pipeline: the fitted input transforms.
+        fit_params: how it was fitted: input, geodesic_neighbors, correction,
+            landmark_map, n_residual_components, eigensolver (refits reuse them).
+        landmark_map: (n, d) refined natural-frame map (SMACOF / Sammon), or None.
+        map_info: convergence of that refinement (iterations, criterion, ...), or None.
+        rotation, shift: (d, d) orthogonal R and (d,) translation: outputs are y·R + shift.
+        version: model version (1 for a fit; refits count up).
+        lineage: identity of the map this model belongs to; refits inherit it.
+        dissimilarities: (n, n) raw landmark dissimilarities (refits need them), or None.
+        features, metric: (n, p) landmark features and their scipy metric (or
+            kernel name) for a feature-mode model, else None.
+        random_state: seed of the block solver's perturbed starts.
+        n_threads: threads of the projection hot path (None: up to 2).
+    """
+
+    spectrum: LandmarkSpectrum
+    n_components: int
+    landmark_ids: np.ndarray
+    pipeline: InputPipeline
+    fit_params: dict[str, Any]
+    landmark_map: np.ndarray | None = None
+    map_info: dict[str, Any] | None = None
+    rotation: np.ndarray | None = None
+    shift: np.ndarray | None = None
+    version: int = 1
+    lineage: str = ""
+    dissimilarities: np.ndarray | None = None
+    features: np.ndarray | None = None
+    metric: str | None = None
+    random_state: int = 0
+    n_threads: int | None = None
+    _kernels: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        d = int(self.n_components)
+        if self.rotation is None:
+            object.__setattr__(self, "rotation", np.eye(d))
+        if self.shift is None:
+            object.__setattr__(self, "shift", np.zeros(d))
+        if not self.lineage:
+            object.__setattr__(self, "lineage", lineage_of(self))
+
+    # ------------------------------------------------------------------ what it is
+    @property
+    def n_landmarks(self) -> int:
+        return self.spectrum.n_landmarks
+
+    @property
+    def eigenvalues(self) -> np.ndarray:
+        """(d,) the kept eigenvalues (squared distance units)."""
+        return self.spectrum.eigenvalues[: int(self.n_components)]
+
+    @property
+    def negative_share(self) -> float:
+        return float(self.spectrum.negative_share)
+
+    @property
+    def input_kind(self) -> str:
+        return "similarity" if self.pipeline.similarity is not None else "dissimilarity"
+
+    @property
+    def input_width(self) -> int:
+        """Columns of an input row: n dissimilarities, or n similarities + k(z, z) for a similarity model."""
+        return self.n_landmarks + (1 if self.pipeline.similarity is not None else 0)
+
+    @property
+    def natural_embedding(self) -> np.ndarray:
+        """(n, d) landmark configuration in the model's own frame: U_d Λ_d^{1/2}, or the refined map."""
+        if self.landmark_map is not None:
+            return self.landmark_map
+        return self.spectrum.eigenvectors[:, : int(self.n_components)] * np.sqrt(self.eigenvalues)
+
+    @property
+    def embedding(self) -> np.ndarray:
+        """(n, d) landmark configuration in the output frame."""
+        return self.natural_embedding @ self.rotation + self.shift
+
+    @property
+    def is_aligned(self) -> bool:
+        return not (np.array_equal(self.rotation, np.eye(self.rotation.shape[0])) and not self.shift.any())
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready summary: version, lineage, landmarks, dimension, input, spectrum head."""
+        return {"version": int(self.version), "lineage": self.lineage, "landmarks": self.n_landmarks,
+                "dims": int(self.n_components), "input": self.input_kind, "metric": self.metric,
+                **{k: v for k, v in self.fit_params.items() if k != "input"},
+                "eigenvalues": [float(x) for x in self.eigenvalues],
+                "negative_share": self.negative_share, "aligned": self.is_aligned}
+
+    def check_method(self, method: str, block: bool = False) -> None:
+        """Refuse a method this map cannot use (a refined map has no kernel projection)."""
+        if method not in METHODS:
+            raise InputError(f"method must be one of {METHODS}, got {method!r}")
+        if self.landmark_map is not None and (method in KERNEL_METHODS or block):
+            what = "block restricted reconstruction" if block else f"method={method!r}"
+            kind = self.fit_params.get("landmark_map")
+            raise InputError(
+                f"{what} needs the classical-MDS map; landmark_map={kind!r} places objects with "
+                f"method 'stress' (restricted reconstruction for a stress-built map, docs/math.md §3) or 'l1'"
+            )
+
+    # ------------------------------------------------------------------ new models from this one
+    def aligned(self, rotation: np.ndarray, shift: np.ndarray) -> "LandmarkModel":
+        """This model with outputs mapped by y ↦ y·R + shift (docs/math.md §5).
+
+        Args:
+            rotation: (d, d) orthogonal matrix R (rotation or reflection).
+            shift: (d,) translation, in distance units.
+        """
+        d = int(self.n_components)
+        R = np.asarray(rotation, dtype=np.float64)
+        t = np.asarray(shift, dtype=np.float64)
+        if R.shape != (d, d) or t.shape != (d,):
+            raise InputError(f"alignment needs rotation ({d}, {d}) and shift ({d},), got {R.shape} and {t.shape}")
+        if not np.allclose(R.T @ R, np.eye(d), atol=1e-8):
+            raise InputError("alignment rotation must be orthogonal (RᵀR = I)")
+        return replace(self, rotation=R, shift=t)
+
+    def with_version(self, version: int, lineage: str | None = None) -> "LandmarkModel":
+        return replace(self, version=int(version), lineage=self.lineage if lineage is None else lineage)
+
+    def with_options(self, *, n_threads: int | None = None, random_state: int | None = None) -> "LandmarkModel":
+        """The same fitted map with other runtime options."""
+        return replace(self, n_threads=self.n_threads if n_threads is None else n_threads,
+                       random_state=self.random_state if random_state is None else random_state)
+
+    # ------------------------------------------------------------------ placing objects
+    def place(self, A: object, C: object = None, *, method: str = "projection",
+              k0_rows: None | Literal["all"] | int = None, errors: Literal["raise", "mask"] = "raise",
+              self_similarity: object = None) -> EmbeddingResult:
+        """Embed a batch and say how much to trust each placement (``core.placement.place``)."""
+        res = placement.place(self, A, C, method=method, k0_rows=k0_rows, errors=errors,
+                              self_similarity=self_similarity)
+        return self.to_frame(res)
+
+    def to_frame(self, res: EmbeddingResult) -> EmbeddingResult:
+        """Map a result from the model's own frame into the output frame (in place)."""
+        if self.is_aligned:
+            res.y = res.y @ self.rotation + self.shift
+        return res
+
+    def residuals(self, A: object, C: object = None, k0_rows: None | Literal["all"] | int = "all",
+                  n_window: int | None = None, self_similarity: object = None) -> tuple[EmbeddingResult, WindowBounds]:
+        """Per-object residuals and the window bounds (``core.placement.residuals``)."""
+        res, bounds = placement.residuals(self, A, C, k0_rows, n_window, self_similarity)
+        return self.to_frame(res), bounds
+
+    def arc(self, A: object, s: float) -> np.ndarray:
+        """The point at fraction s ∈ [0, 1] of the arc from projection (0) to RR (1), (m, d)."""
+        return self.to_frame(placement.arc(self, A, s)).y
+
+    def core_dissimilarities(self, A: object, C: object = None,
+                             self_similarity: object = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """The dissimilarities the spectrum is built on, for raw model input (``placement.core_dissimilarities``)."""
+        return placement.core_dissimilarities(self, A, C, self_similarity)
+
+    def residual_projection(self, A: object, self_similarity: object = None) -> tuple[np.ndarray, np.ndarray]:
+        """(ŷ_r (m, r), β (m,)) on every monitored eigenpair, float64, in the model's own eigenbasis.
+
+        k0 = β - ‖ŷ_r‖² (docs/math.md §4). Input rows (raw model input) must already be valid.
+        """
+        if not self.pipeline.identity:
+            return self.project_r(self.core_dissimilarities(A, None, self_similarity)[0])
+        return self.project_r(validation.check_rows(A, self.n_landmarks, "A"))
+
+    def block_residual(self, A: object, C: object) -> np.ndarray:
+        """K0 = β - Ŷ_r Ŷ_rᵀ (m, m) of a block from raw input A and its mutual C (docs/math.md §4)."""
+        return placement.block_residual(self, A, C)
+
+    def project_r(self, A_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(ŷ_r (s, r), β (s,)) in float64 with every monitored eigenpair, from core dissimilarities."""
+        r = self.spectrum.rank
+        Z, _ = self.kernel(r, np.dtype(np.float64))(np.ascontiguousarray(A_rows, dtype=np.float64))
+        return Z[:, :r], Z[:, r]
+
+    def kernel(self, n_coords: int, dtype: np.dtype) -> ProjectionKernel:
+        """The fused projection kernel on the first ``n_coords`` eigenpairs, for rows of ``dtype`` (cached)."""
+        key = (n_coords, np.dtype(dtype).str)
+        k = self._kernels.get(key)
+        if k is None:
+            k = ProjectionKernel(self.spectrum, n_coords, np.dtype(dtype), self.n_threads)
+            self._kernels[key] = k
+        return k
+
+    # ------------------------------------------------------------------ feature mode
+    def dissimilarities_to_landmarks(self, F: object) -> np.ndarray:
+        """Feature mode: the model's input rows for feature rows F (m, p).
+
+        Dissimilarities (m, n) to the landmarks; for a similarity model, kernel
+        similarities with the self-similarity appended, (m, n + 1).
+        """
+        if self.features is None:
+            raise InputError("this model was not fitted from features (use fit_features)")
+        F64 = validation.as_float_array(F, "features", 2).astype(np.float64)
+        p = self.features.shape[1]
+        if F64.shape[1] != p:
+            raise InputError(f"features have {F64.shape[1]} columns, the landmarks have {p} (shape {F64.shape})")
+        if self.pipeline.similarity is not None:
+            K = kernel_input.feature_kernel(F64, self.features, self.metric)
+            return np.hstack([K, kernel_input.feature_self_similarity(F64, self.metric)[:, None]])
+        return scipy.spatial.distance.cdist(F64, self.features, metric=self.metric)
+
+
+def lineage_of(model: LandmarkModel) -> str:
+    """A map's identity: a digest of its landmark ids, input kind, metric, fit parameters and spectrum.
+
+    Two models share a lineage when they were fitted on the same landmarks the
+    same way; a refit inherits its predecessor's lineage instead (``replace``).
+    """
+    h = hashlib.sha256()
+    doc = {"ids": [str(x) for x in model.landmark_ids], "metric": model.metric, "d": int(model.n_components),
+           "params": {k: model.fit_params[k] for k in sorted(model.fit_params)}}
+    h.update(json.dumps(doc, sort_keys=True, default=str).encode())
+    for a in (model.spectrum.eigenvalues, model.spectrum.row_means):
+        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    return h.hexdigest()[:16]
+
+
+def fit_model(
+    M: object,
+    *,
+    n_components: int = 2,
+    input: str = "dissimilarity",
+    geodesic_neighbors: int | None = None,
+    correction: str = "none",
+    landmark_map: str = "cmds",
+    n_residual_components: int | None = None,
+    eigensolver: str = "auto",
+    landmark_ids: object = None,
+    features: np.ndarray | None = None,
+    metric: str | None = None,
+    random_state: int = 0,
+    n_threads: int | None = None,
+) -> LandmarkModel:
+    """Fit a landmark map from M (n, n): dissimilarities (not squared), or similarities for input="similarity".
+
+    The input pipeline, in order: similarities -> dissimilarities -> geodesic
+    distances -> + additive constant -> the landmark spectrum (β, k0 and the
+    bounds are those of this corrected kernel) -> the map (classical MDS, or
+    refined by SMACOF / Sammon). Raises InputError naming what is wrong.
+    """
+    if input not in INPUTS:
+        raise InputError(f"input must be one of {INPUTS}, got {input!r}")
+    if correction not in CORRECTIONS:
+        raise InputError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
+    if landmark_map not in LANDMARK_MAPS:
+        raise InputError(f"landmark_map must be one of {LANDMARK_MAPS}, got {landmark_map!r}")
+    M_arr = np.asarray(M)
+    input_dtype = M_arr.dtype if M_arr.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    pipeline = InputPipeline.build(input, geodesic_neighbors, correction)
+    D_core, raw = pipeline.fit_landmarks(M_arr)
+    d = int(n_components)
+    spectrum = fit_spectrum(D_core, n_residual_components, eigensolver, np.dtype(input_dtype), d)
+    n = spectrum.n_landmarks
+    if d > spectrum.rank:
+        raise InputError(f"n_components={d} exceeds the {spectrum.rank} positive eigenvalues of the landmark kernel "
+                         f"(n = {n} landmarks)")
+    ids = _landmark_ids(landmark_ids, n)
+    params = {"input": input, "geodesic_neighbors": None if geodesic_neighbors is None else int(geodesic_neighbors),
+              "correction": correction, "landmark_map": landmark_map,
+              "n_residual_components": n_residual_components, "eigensolver": eigensolver}
+    model = LandmarkModel(spectrum=spectrum, n_components=d, landmark_ids=ids, pipeline=pipeline, fit_params=params,
+                          dissimilarities=raw, features=features, metric=metric, random_state=random_state,
+                          n_threads=n_threads)
+    if landmark_map != "cmds":
+        ref = refine_map(model.natural_embedding, D_core, landmark_map)
+        model = replace(model, landmark_map=ref.X, lineage="",
+                        map_info={"criterion": float(ref.criterion), "iterations": int(ref.iterations),
+                                  "converged": bool(ref.converged), "tolerance": float(ref.tolerance)})
+    return model
+
+
+def _landmark_ids(landmark_ids: object, n: int) -> np.ndarray:
+    if landmark_ids is None:
+        return np.array([f"L{i}" for i in range(n)])
+    ids = np.asarray([str(x) for x in landmark_ids])  # type: ignore[union-attr]
+    if ids.shape != (n,):
+        raise InputError(f"landmark_ids must have {n} entries, got shape {ids.shape}")
+    if len(set(ids.tolist())) != n:
+        raise InputError("landmark_ids must be unique")
+    return ids

@@ -1,0 +1,331 @@
+"""Placing a batch on a fitted map: method dispatch, residuals and flags (docs/math.md §2–4).
+
+``place(model, A, C, method=...)`` is what ``LandmarkModel.place`` runs. Every
+formula lives in its own module (``projection``, ``restricted``, ``block``,
+``criteria``, ``residuals``, ``bounds``); this module only routes rows to them:
+
+1. raw rows -> the input pipeline (``core.transforms``; nothing for a plain
+   dissimilarity model, whose rows go straight to the fused kernel);
+2. the fused projection kernel gives ŷ and β for every row and finds the
+   rows that need a closer look (NaN, inf, negative entries);
+3. the method: projection as is, restricted reconstruction through the
+   secular equation, stress / L1 by their criteria, a block by block RR;
+4. exact k0 on the requested sample of rows, flags, blanked invalid rows.
+
+All results are in the model's own frame; ``LandmarkModel.place`` aligns them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from . import validation
+from .block import solve_block
+from .bounds import WindowBounds, window_bounds
+from .centering import center_block
+from .criteria import solve_l1, solve_stress
+from .errors import InputError
+from .flags import FLAG_AMBIGUOUS, FLAG_BLOCK, FLAG_ESCAPED, FLAG_NON_EUCLIDEAN, FLAG_NOT_CONVERGED
+from .residuals import block_k0, k0_diagonal, operator_norm
+from .restricted import AMBIGUITY_RTOL, AMBIGUITY_RTOL_F32, restricted_arc, solve_restricted
+from .result import EmbeddingResult
+from .validation import Problem
+
+if TYPE_CHECKING:
+    from .model import LandmarkModel
+
+__all__ = ["place", "residuals", "arc", "core_dissimilarities", "block_residual", "K0_RTOL"]
+
+#: k0 below -K0_RTOL·(|β| + ‖ŷ_r‖²) counts as non-Euclidean (round-off of the
+#: difference β - ‖ŷ_r‖² is far below this in float64; float32 inputs use the second).
+K0_RTOL = {np.dtype(np.float64): 1e-7, np.dtype(np.float32): 1e-3}
+
+
+def place(model: "LandmarkModel", A: object, C: object = None, *, method: str = "projection",
+          k0_rows: None | Literal["all"] | int = None, errors: str = "raise",
+          self_similarity: object = None) -> EmbeddingResult:
+    """Embed a batch in the model's own frame.
+
+    Args:
+        A: (m, n) dissimilarities (not squared) to the landmarks, float32 or
+           float64 (the hot path runs in that precision); for a similarity
+           model (m, n) similarities, or (m, n + 1) with k(z, z) last.
+        C: (m, m) mutual dissimilarities (similarities for a similarity model,
+           whose diagonal then gives k(z, z)): the batch is one block (multi-point RR).
+        method: one of ``model.METHODS`` for single objects.
+        k0_rows: exact k0 for None (no rows), "all", or an int s (s evenly
+           spaced rows: a deterministic sample).
+        errors: "raise" (InputError on the first bad row) or "mask" (bad rows
+           get valid=False, a Problem and NaN numbers).
+        self_similarity: (m,) k(z, z) for a similarity model with (m, n) rows.
+    """
+    model.check_method(method, block=C is not None)
+    if errors not in ("raise", "mask"):
+        raise InputError(f"errors must be 'raise' or 'mask', got {errors!r}")
+    if self_similarity is not None and model.pipeline.similarity is None:
+        raise InputError("self_similarity is only for input='similarity' models")
+    if not model.pipeline.identity:
+        return _place_transformed(model, A, C, self_similarity, method, k0_rows, errors)
+    A_arr = validation.check_rows(A, model.n_landmarks, "A")
+    if C is not None:
+        return _place_block(model, A_arr, C, k0_rows, errors)
+    return _place_rows(model, A_arr, None, None, method, k0_rows, errors)
+
+
+def _place_rows(model: "LandmarkModel", A_arr: np.ndarray, valid: np.ndarray | None,
+                reasons: list[Problem | None] | None, method: str, k0_rows: object, errors: str) -> EmbeddingResult:
+    """Single objects from dissimilarities A_arr (m, n) the spectrum is built on."""
+    d = int(model.n_components)
+    Z, suspect = model.kernel(d, A_arr.dtype)(A_arr)
+    m = A_arr.shape[0]
+    valid = np.ones(m, dtype=bool) if valid is None else valid
+    reasons = [None] * m if reasons is None else reasons
+    for i in np.flatnonzero(suspect & valid):
+        why = validation.describe_bad_row(A_arr[i], "A")
+        if why is not None:
+            if errors == "raise":
+                raise InputError(f"row {i} of A is invalid: {why}")
+            valid[i], reasons[i] = False, why
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _finish(model, A_arr, Z, valid, reasons, method, k0_rows)
+
+
+def _finish(model: "LandmarkModel", A_arr: np.ndarray, Z: np.ndarray, valid: np.ndarray,
+            reasons: list[Problem | None], method: str, k0_rows: object) -> EmbeddingResult:
+    d = int(model.n_components)
+    lam = model.eigenvalues
+    m = A_arr.shape[0]
+    y = Z[:, :d].astype(np.float64)
+    beta = Z[:, d].astype(np.float64)
+    flags = np.zeros(m, dtype=np.uint32)
+    t = np.full(m, np.nan)
+    unexpl = beta - np.einsum("ij,ij->i", y, y)
+    if method == "restricted":
+        c = y * np.sqrt(lam)
+        rtol = AMBIGUITY_RTOL_F32 if np.dtype(A_arr.dtype) == np.float32 else AMBIGUITY_RTOL
+        if valid.all():
+            sol = solve_restricted(c, beta, lam, rtol)
+            y, t, flags = sol.y, sol.t, sol.flags
+        else:
+            rows = np.flatnonzero(valid)
+            sol = solve_restricted(c[rows], beta[rows], lam, rtol)
+            y[rows], t[rows], flags[rows] = sol.y, sol.t, sol.flags
+    elif method in ("stress", "l1"):
+        rows = np.flatnonzero(valid)
+        if rows.size:
+            X = model.natural_embedding
+            y0 = y[rows] if model.landmark_map is None else _map_start(model, A_arr[rows])
+            delta = A_arr[rows].astype(np.float64)
+            sol = solve_stress(y0, X, delta) if method == "stress" else solve_l1(y0, X, np.square(delta))
+            y[rows] = sol.y
+            flags[rows[~sol.converged]] |= FLAG_NOT_CONVERGED
+            flags[rows[sol.escaped]] |= FLAG_ESCAPED
+            flags[rows[sol.ambiguous]] |= FLAG_AMBIGUOUS
+    k0 = np.full(m, np.nan)
+    sample = _k0_sample(k0_rows, np.flatnonzero(valid))
+    coords = None
+    if sample.size:
+        coords, beta_r = model.project_r(A_arr[sample])
+        k0[sample] = k0_diagonal(beta_r, coords)
+        flags[sample] |= _non_euclidean(k0[sample], beta[sample], A_arr.dtype)
+    flags[(beta < 0) & valid] |= FLAG_NON_EUCLIDEAN
+    res = EmbeddingResult(y=y, beta=beta, unexplained=unexpl, k0=k0, t=t, flags=flags, valid=valid, reasons=reasons,
+                          method=method, residual_rows=sample if sample.size else None, residual_coords=coords)
+    if not valid.all():
+        _blank(res, ~valid)
+    return res
+
+
+def _map_start(model: "LandmarkModel", A_rows: np.ndarray) -> np.ndarray:
+    """Least-squares start on a refined map: y0 = (XᵀX)⁻¹ Xᵀ b (m, d) (docs/math.md §3 with X the map).
+
+    X is centred, so b's constant terms vanish: y0 = -½ (a2 - m_Δ) X (XᵀX)⁻¹.
+    For the CMDS map this is the projection ŷ.
+    """
+    X = model.landmark_map
+    assert X is not None
+    a2 = np.square(A_rows.astype(np.float64))
+    return -0.5 * (a2 - model.spectrum.row_means) @ (X @ np.linalg.inv(X.T @ X))
+
+
+def _k0_sample(k0_rows: None | str | int, valid_rows: np.ndarray) -> np.ndarray:
+    if k0_rows is None or valid_rows.size == 0:
+        return np.empty(0, dtype=np.int64)
+    if isinstance(k0_rows, str):
+        if k0_rows != "all":
+            raise InputError(f"k0_rows must be None, 'all' or an int, got {k0_rows!r}")
+        return valid_rows
+    s = int(k0_rows)
+    if s < 0:
+        raise InputError(f"k0_rows must be non-negative, got {s}")
+    if s >= valid_rows.size:
+        return valid_rows
+    return valid_rows[np.linspace(0, valid_rows.size - 1, s).round().astype(np.int64)] if s else valid_rows[:0]
+
+
+def _non_euclidean(k0: np.ndarray, beta: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    tol = K0_RTOL.get(np.dtype(dtype), 1e-7) * (np.abs(beta) + np.abs(beta - k0))
+    return np.where(k0 < -tol, FLAG_NON_EUCLIDEAN, 0).astype(np.uint32)
+
+
+def _place_block(model: "LandmarkModel", A: np.ndarray, C: object, k0_rows: object, errors: str) -> EmbeddingResult:
+    m = A.shape[0]
+    d = int(model.n_components)
+    problem: Problem | None = None
+    try:
+        C64 = validation.check_cross(C, m)
+    except InputError as exc:
+        if errors == "raise":
+            raise
+        problem = Problem("bad_block", str(exc))
+    row_reasons = validation.row_problems(A, "A")
+    if problem is None:
+        bad = [(i, r) for i, r in enumerate(row_reasons) if r is not None]
+        if bad:
+            if errors == "raise":
+                raise InputError(f"row {bad[0][0]} of A is invalid: {bad[0][1]}")
+            problem = Problem("bad_block", f"member {bad[0][0]} is invalid ({bad[0][1]})", bad[0][0])
+    if problem is not None:
+        return _refused_block(m, d, [row_reasons[i] or problem for i in range(m)])
+    A64 = A.astype(np.float64)
+    spectrum = model.spectrum
+    B, Beta = center_block(np.square(A64), np.square(C64), spectrum.row_means, spectrum.grand_mean)
+    lam = model.eigenvalues
+    Cc = B @ spectrum.eigenvectors[:, :d]
+    sol = solve_block(Cc, Beta, lam, float(np.square(B).sum()), random_state=model.random_state)
+    beta = np.diagonal(Beta).copy()
+    y_proj = Cc / np.sqrt(lam)
+    flags = np.full(m, FLAG_BLOCK, dtype=np.uint32)
+    k0 = np.full(m, np.nan)
+    norm = None
+    rows = coords = None
+    if k0_rows is not None:
+        coords, _ = model.project_r(A64)
+        K0 = block_k0(Beta, coords)
+        k0 = np.diagonal(K0).copy()
+        norm = operator_norm(K0)
+        flags |= _non_euclidean(k0, beta, A.dtype)
+        rows = np.arange(m)
+    flags[beta < 0] |= FLAG_NON_EUCLIDEAN
+    return EmbeddingResult(y=sol.y, beta=beta, unexplained=beta - np.einsum("ij,ij->i", y_proj, y_proj), k0=k0,
+                           t=np.full(m, np.nan), flags=flags, valid=np.ones(m, dtype=bool), reasons=[None] * m,
+                           method="block", objective=sol.objective, block_norm_k0=norm, residual_rows=rows,
+                           residual_coords=coords)
+
+
+def _place_transformed(model: "LandmarkModel", A: object, C: object, kappa: object, method: str, k0_rows: object,
+                       errors: str) -> EmbeddingResult:
+    """Embed raw input through similarities -> geodesics -> additive constant (``core.transforms``)."""
+    A_raw = validation.as_float_array(A, "A", 2)
+    m = A_raw.shape[0]
+    if C is not None:
+        if kappa is not None:
+            raise InputError("with a block, k(z, z) comes from the diagonal of C: do not pass self_similarity")
+        try:
+            A_core, C_core = model.pipeline.block(A_raw, C, model.n_landmarks)
+        except InputError as exc:
+            if errors == "raise":
+                raise
+            return _refused_block(m, int(model.n_components), [Problem("bad_block", str(exc))] * m)
+        return _place_block(model, A_core, C_core, k0_rows, errors)
+    rows = model.pipeline.rows(A_raw, model.n_landmarks, kappa)
+    if errors == "raise" and not rows.valid.all():
+        i = int(np.argmin(rows.valid))
+        raise InputError(f"row {i} of A is invalid: {rows.problems[i]}")
+    known = rows.known_beta
+    if not known.all() and method != "projection":
+        raise InputError(f"method={method!r} needs the self-similarity k(z, z): pass self_similarity (m,) "
+                         f"or rows of {model.n_landmarks + 1} columns (docs/math.md §2)")
+    res = _place_rows(model, rows.A, rows.valid, rows.problems, method, k0_rows, errors)
+    if not known.all():  # β is unknown: the projection is exact, its residuals are not
+        for name in ("beta", "unexplained", "k0"):
+            getattr(res, name)[~known] = np.nan
+        res.flags[~known] &= ~FLAG_NON_EUCLIDEAN
+    return res
+
+
+def core_dissimilarities(model: "LandmarkModel", A: object, C: object = None,
+                         self_similarity: object = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The dissimilarities the landmark spectrum is built on, for raw model input.
+
+    Applies the input pipeline (identity for a plain model) to A (m, n) [or
+    (m, n + 1)] and the block's C (m, m). Raises InputError on any invalid row.
+
+    Returns: (A (m, n) float64, C (m, m) float64 or None).
+    """
+    A_raw = validation.as_float_array(A, "A", 2)
+    n = model.n_landmarks
+    if C is not None:
+        if model.pipeline.identity:
+            A64 = validation.check_rows(A_raw, n, "A").astype(np.float64)
+            return A64, validation.check_cross(C, A64.shape[0])
+        return model.pipeline.block(A_raw, C, n)
+    if model.pipeline.identity:
+        return validation.check_rows(A_raw, n, "A").astype(np.float64), None
+    rows = model.pipeline.rows(A_raw, n, self_similarity)
+    if not rows.valid.all():
+        i = int(np.argmin(rows.valid))
+        raise InputError(f"row {i} of A is invalid: {rows.problems[i]}")
+    if not rows.known_beta.all():
+        raise InputError("the self-similarity k(z, z) is needed: pass self_similarity or (m, n + 1) rows")
+    return rows.A.astype(np.float64), None
+
+
+def block_residual(model: "LandmarkModel", A: object, C: object) -> np.ndarray:
+    """K0 = β - Ŷ_r Ŷ_rᵀ (m, m) of a block from raw input A and its mutual C (docs/math.md §4)."""
+    A64, C64 = core_dissimilarities(model, A, C)
+    assert C64 is not None
+    _, Beta = center_block(np.square(A64), np.square(C64), model.spectrum.row_means, model.spectrum.grand_mean)
+    return block_k0(Beta, model.project_r(A64)[0])
+
+
+def residuals(model: "LandmarkModel", A: object, C: object, k0_rows: object, n_window: int | None,
+              self_similarity: object) -> tuple[EmbeddingResult, WindowBounds]:
+    """Per-object residuals (β, unexplained, exact k0) and the window bounds (docs/math.md §4).
+
+    The window is the batch A (or the block A with C, which makes ‖k0‖₂ and
+    the kernel-distance error exact); with ``k0_rows`` an int, Tr(k0) and the
+    Nyström spectrum are estimated from that sample. A is raw model input; the
+    residuals are those of the corrected landmark kernel. The result's ``y``
+    is the projection (NaN for a SMACOF/Sammon map, which has no projection).
+    """
+    if not model.pipeline.identity:
+        A_arr = core_dissimilarities(model, A, None, self_similarity)[0]
+    else:
+        A_arr = validation.check_rows(A, model.n_landmarks, "A")
+    res = _place_rows(model, A_arr, None, None, "projection", k0_rows, "raise")
+    if model.landmark_map is not None:
+        res.y[:] = np.nan
+    sample = np.flatnonzero(~np.isnan(res.k0))
+    y_r, _ = model.project_r(A_arr[sample])
+    K0 = None if C is None else block_residual(model, A, C)
+    bounds = window_bounds(res.k0[sample], y_r, model.spectrum.eigenvalues, int(model.n_components),
+                           model.n_landmarks, n_window=A_arr.shape[0] if n_window is None else n_window, K0=K0,
+                           negative_tol=0.0, beta=res.beta[sample])
+    return res, bounds
+
+
+def arc(model: "LandmarkModel", A: object, s: float) -> EmbeddingResult:
+    """RR result whose ``y`` is moved to fraction s of the arc from projection (0) to RR (1)."""
+    res = place(model, A, method="restricted")
+    if s != 1.0:
+        y_proj = place(model, A, method="projection").y
+        res.y = restricted_arc(y_proj * np.sqrt(model.eigenvalues), model.eigenvalues, res.t, s)
+    return res
+
+
+def _refused_block(m: int, d: int, reasons: list[Problem | None]) -> EmbeddingResult:
+    nan = np.full(m, np.nan)
+    return EmbeddingResult(y=np.full((m, d), np.nan), beta=nan.copy(), unexplained=nan.copy(), k0=nan.copy(),
+                           t=nan.copy(), flags=np.zeros(m, dtype=np.uint32), valid=np.zeros(m, dtype=bool),
+                           reasons=list(reasons), method="block")
+
+
+def _blank(res: EmbeddingResult, rows: np.ndarray) -> None:
+    res.y = res.y.copy()
+    res.y[rows] = np.nan
+    for name in ("beta", "unexplained", "k0", "t"):
+        getattr(res, name)[rows] = np.nan
+    res.flags[rows] = 0

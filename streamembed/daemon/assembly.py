@@ -1,0 +1,369 @@
+"""Building the daemon from its configuration: model, registry, source, sinks, drift, Kafka clients.
+
+Each builder takes the ``Config`` (or the sections it reads) and returns a
+component; ``daemon.app.run_daemon`` wires them into the one streaming loop.
+What cannot work refuses with ``StartupError`` (exit 2: fix the
+configuration, model or state) or ``EnvironmentUnavailable`` (exit 3: the
+brokers are unreachable, the disk is full; a restart may succeed).
+
+Kafka: ``build_io`` returns the loop's two sinks for any source (Parquet
+files and/or the output topic; dead-letter files, or the dead-letter topic
+when the source is Kafka) plus a ``KafkaIO`` that owns the shared producer;
+``startup_model`` picks the model a replica starts with (its own file, or the
+model topic's, whichever is newer); ``ModelSync`` follows the model topic
+between batches and publishes local refits.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from streamembed.core.errors import ModelFileError
+from streamembed.core.model import LandmarkModel
+from streamembed.daemon.errors import EnvironmentUnavailable, StartupError
+from streamembed.daemon.metrics import Metrics
+from streamembed.daemon.refits import RefitManager, newest_models
+from streamembed.daemon.state import descendants
+from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
+from streamembed.kafka.model_topic import ModelTopic
+from streamembed.kafka.sink import FanoutSink, KafkaDeadLetterSink, KafkaOutputSink
+from streamembed.kafka.source import KafkaSource
+from streamembed.model_io import load_model, save_model
+from streamembed.settings import Config
+from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
+from streamembed.stream.models import ModelRegistry, StaleModelError
+from streamembed.stream.monitor import DriftMonitor, build_trigger
+from streamembed.stream.sinks import DeadLetterSink, ParquetSink
+from streamembed.stream.sources import DirectorySource
+
+__all__ = ["load_or_fit_model", "build_registry", "build_drift", "build_source", "k0_rows_value", "KafkaIO",
+           "ModelSync", "build_kafka_source", "build_io", "open_model_topic", "startup_model", "dead_letter_topic",
+           "model_source"]
+
+log = logging.getLogger("streamembed.daemon")
+
+
+def k0_rows_value(value: str | int) -> None | str | int:
+    """Config ``model.k0_rows`` -> the core's ``k0_rows`` argument."""
+    if isinstance(value, str):
+        return None if value == "none" else "all"
+    return int(value)
+
+
+def model_source(cfg: Config) -> str:
+    """Where the configured model comes from, as a short name (no absolute paths in metric labels)."""
+    return Path(cfg.model.path).name if cfg.model.path else "generator"
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+def load_or_fit_model(cfg: Config) -> LandmarkModel:
+    """The configured model: loaded from ``model.path``, else fitted from generator samples."""
+    from streamembed import LandmarkMDS
+    from streamembed.core.landmarks import maxmin_select
+
+    m = cfg.model
+    if m.path:
+        path = Path(m.path)
+        if not path.exists():
+            raise StartupError(f"model.path = {m.path!r} does not exist: make a model with `streamembed fit` "
+                               f"or leave model.path empty to fit one from the generator")
+        try:
+            model = load_model(path)
+        except ModelFileError as exc:
+            raise StartupError(f"model.path = {m.path!r} cannot be used: {exc}") from None
+        try:
+            model.check_method(m.method)
+        except ValueError as exc:
+            raise StartupError(f"model.method = {m.method!r} does not suit model.path = {m.path!r}: {exc}") from None
+        return model
+    stream = GaussianMixtureStream(cfg.generator)
+    X = stream.fit_sample(m.fit_sample)
+    rng = np.random.default_rng([cfg.generator.seed, 7])
+    if m.landmark_selection == "maxmin":
+        idx = maxmin_select(m.n_landmarks, X=X, metric=m.metric, first=int(rng.integers(len(X))))
+    else:
+        idx = np.sort(rng.choice(len(X), size=m.n_landmarks, replace=False))
+    try:
+        fitted = LandmarkMDS(n_components=m.n_components, method=m.method, input=m.input,
+                             geodesic_neighbors=m.geodesic_neighbors or None, correction=m.correction,
+                             landmark_map=m.landmark_map)
+        fitted.fit_features(X[idx], metric=m.kernel if m.input == "similarity" else m.metric)
+        model = fitted.model_
+    except ValueError as exc:
+        raise StartupError(f"cannot fit a model from the generator ({exc}); check [model] and [generator]") from None
+    log.info("fitted a model from generator samples",
+             extra={"landmarks": m.n_landmarks, "dims": m.n_components,
+                    "metric": f"{m.kernel} kernel" if m.input == "similarity" else m.metric})
+    if m.save_path:
+        save_model(model, m.save_path, params=fitted.get_params())
+        log.info("saved the fitted model", extra={"path": m.save_path})
+    return model
+
+
+def build_registry(cfg: Config, model: LandmarkModel) -> ModelRegistry:
+    """The served models: ``model`` plus the refitted versions in the model directory that descend from it."""
+    registry = ModelRegistry(model, retain=cfg.refit.retain_versions)
+    found: list[tuple[Path, LandmarkModel]] = []
+    for path in newest_models(cfg.model_dir, cfg.refit.retain_versions + 1):
+        try:
+            found.append((path, load_model(path)))
+        except ModelFileError as exc:
+            raise StartupError(f"{path} cannot be loaded ({exc}); move it aside to fall back to an older "
+                               f"version") from None
+    for path, m in descendants(model, found):
+        registry.install(m)
+        log.info("resuming with a refitted model", extra={"model_version": int(m.version), "path": str(path)})
+    return registry
+
+
+def build_drift(cfg: Config, registry: ModelRegistry,
+                metrics: Metrics) -> tuple[DriftMonitor | None, RefitManager | None]:
+    """The drift monitor and refit manager of the [drift] and [refit] sections (None, None if disabled)."""
+    if not cfg.drift.enabled:
+        return None, None
+    monitor = DriftMonitor(registry.current, cfg.drift, build_trigger(cfg.drift), metrics)
+    cfg.model_dir.mkdir(parents=True, exist_ok=True)
+    refits = RefitManager(cfg.refit, registry, monitor, cfg.model_dir, cfg.history_path, metrics)
+    return monitor, refits
+
+
+def build_source(cfg: Config, model: LandmarkModel, registry: ModelRegistry | None = None,
+                 metrics: Metrics | None = None) -> DirectorySource | GeneratorSource:
+    """The directory or generator source (Kafka: ``build_kafka_source``)."""
+    s = cfg.source
+    if s.kind == "directory":
+        d = cfg.directory
+        if not Path(d.path).is_dir():
+            log.warning("directory.path = %r does not exist (yet); waiting for it to appear", d.path)
+        return DirectorySource(d.path, pattern=d.pattern, batch_rows=s.batch_rows, settle_seconds=d.settle_seconds,
+                               poll_seconds=d.poll_seconds, max_block_rows=s.max_block_rows,
+                               exit_when_idle=d.exit_when_idle, incomplete_seconds=d.incomplete_seconds,
+                               metrics=metrics)
+    g = cfg.generator
+    feats = model.features
+    if feats is None or feats.shape[1] != g.n_features:
+        have = "no landmark features" if feats is None else f"{feats.shape[1]} features"
+        raise StartupError(f"source.kind = 'generator' needs a model fitted from {g.n_features}-dimensional "
+                           f"feature vectors (generator.n_features), but model.path = {cfg.model.path!r} has "
+                           f"{have}: leave model.path empty or fit the model with `streamembed fit --features`")
+    to_diss: Callable[[np.ndarray], Any] | None = None
+    if g.emit == "dissimilarities":
+        if registry is None:
+            to_diss = model.dissimilarities_to_landmarks
+        else:
+            def to_diss(X: np.ndarray) -> tuple[np.ndarray, int]:
+                current = registry.current  # follow refits: stamp the landmark version used
+                return current.dissimilarities_to_landmarks(X), int(current.version)
+    return GeneratorSource(GaussianMixtureStream(g), batch_rows=s.batch_rows, rate=g.rate, id_prefix=g.id_prefix,
+                           to_dissimilarities=to_diss)
+
+
+def build_file_sinks(cfg: Config, source_name: str) -> tuple[ParquetSink | None, DeadLetterSink]:
+    o = cfg.output
+    output = ParquetSink(cfg.embeddings_dir, row_group_rows=o.row_group_rows,
+                         compression=o.compression) if o.parquet else None
+    dead = DeadLetterSink(cfg.dead_letter_dir, fmt=o.dead_letter_format, source=source_name, compression=o.compression)
+    return output, dead
+
+
+# ----------------------------------------------------------------------------- Kafka
+
+
+def dead_letter_topic(cfg: Config) -> str:
+    k = cfg.kafka
+    return k.dead_letter_topic or f"{k.input_topic}.dlq"
+
+
+@dataclass
+class KafkaIO:
+    """The Kafka clients of one daemon (closed by :meth:`close`)."""
+
+    producer: ReliableProducer | None = None
+    model_topic: ModelTopic | None = None
+    closers: list[Callable[[], None]] = field(default_factory=list)
+    limit: int = 1 << 26
+
+    def backpressure(self) -> bool:
+        return self.producer is not None and self.producer.unacked_bytes > self.limit
+
+    def resume(self) -> bool:
+        return self.producer is None or self.producer.unacked_bytes <= self.limit // 2
+
+    def close(self) -> None:
+        for close in reversed(self.closers):
+            try:
+                close()
+            except Exception:  # noqa: BLE001 - shutting down: log and go on
+                log.warning("closing a Kafka client failed", exc_info=True)
+        self.closers.clear()
+
+
+def build_kafka_source(cfg: Config, io: KafkaIO, *, metrics: Metrics | None = None,
+                       stop: threading.Event | None = None) -> KafkaSource:
+    """The consumer-group source of ``source.kind = "kafka"`` (backpressure from ``io``'s producer)."""
+    k = cfg.kafka
+    try:
+        source = KafkaSource(consumer_settings(k), k.input_topic, batch_rows=cfg.source.batch_rows,
+                             poll_timeout_ms=k.poll_timeout_ms, metrics=metrics, stop=stop,
+                             backpressure=io.backpressure, resume_when=io.resume,
+                             startup_timeout=k.startup_timeout_seconds, max_backoff=k.retry_backoff_max_seconds)
+    except Exception as exc:  # noqa: BLE001 - the brokers are unreachable: retry later
+        raise EnvironmentUnavailable(f"cannot consume {k.input_topic!r} from kafka.bootstrap_servers = "
+                                     f"{k.bootstrap_servers!r}: {type(exc).__name__}: {exc}") from None
+    io.closers.append(source.close)
+    return source
+
+
+def _producer(cfg: Config, io: KafkaIO, metrics: Metrics | None, stop: threading.Event | None) -> ReliableProducer:
+    if io.producer is None:
+        k = cfg.kafka
+        try:
+            io.producer = ReliableProducer(producer_settings(k), metrics=metrics, stop=stop,
+                                           max_backoff=k.retry_backoff_max_seconds)
+        except Exception as exc:  # noqa: BLE001
+            raise EnvironmentUnavailable(f"cannot produce to kafka.bootstrap_servers = {k.bootstrap_servers!r}: "
+                                         f"{type(exc).__name__}: {exc}") from None
+        io.limit = k.max_unacked_bytes
+        io.closers.append(io.producer.close)
+    return io.producer
+
+
+def build_io(cfg: Config, io: KafkaIO, source: Any, parquet: ParquetSink | None, dead_files: DeadLetterSink, *,
+             metrics: Metrics | None = None, stop: threading.Event | None = None) -> tuple[Any, Any]:
+    """(output sink, dead-letter sink) for the loop.
+
+    Output: Parquet and/or ``output.kafka_topic`` (both at once work).
+    Dead letters: the dead-letter topic for a Kafka source, else the files.
+    """
+    outputs: list[Any] = [parquet] if parquet is not None else []
+    if cfg.output.kafka_topic:
+        producer = _producer(cfg, io, metrics, stop)
+        outputs.append(KafkaOutputSink(producer, cfg.output.kafka_topic, fmt=cfg.kafka.output_format,
+                                       max_message_bytes=cfg.kafka.max_request_size))
+    dead: Any = dead_files
+    if isinstance(source, KafkaSource):
+        dead = KafkaDeadLetterSink(_producer(cfg, io, metrics, stop), dead_letter_topic(cfg), locate=source.locate)
+    output = outputs[0] if len(outputs) == 1 else FanoutSink(outputs)
+    return output, dead
+
+
+def open_model_topic(cfg: Config, io: KafkaIO, *, metrics: Metrics | None = None,
+                     stop: threading.Event | None = None) -> ModelTopic | None:
+    k = cfg.kafka
+    if not k.model_topic:
+        return None
+    io.model_topic = ModelTopic(k.bootstrap_servers, k.model_topic, name=k.model_name,
+                                consumer_settings=consumer_settings(k, group=False),
+                                producer_settings=producer_settings(k), metrics=metrics, stop=stop,
+                                read_timeout=max(10.0, k.startup_timeout_seconds))
+    io.closers.append(io.model_topic.close)
+    return io.model_topic
+
+
+def startup_model(cfg: Config, topic: ModelTopic | None,
+                  load_local: Callable[[Config], LandmarkModel]) -> LandmarkModel:
+    """The model this replica starts with.
+
+    Without a model topic: ``load_local(cfg)``. With one: the newer of the
+    local model (``model.path``) and the topic's latest; a local model newer
+    than the topic's (or the only one) is published. Without ``model.path``
+    the topic's model is awaited up to ``kafka.model_wait_seconds``.
+    """
+    if topic is None:
+        return load_local(cfg)
+    local = load_local(cfg) if cfg.model.path else None
+    try:
+        remote = topic.latest()
+        if local is None:
+            deadline = time.monotonic() + cfg.kafka.model_wait_seconds
+            while remote is None and time.monotonic() < deadline and not topic.stop.is_set():
+                topic.stop.wait(1.0)
+                remote = topic.latest()
+            if remote is None:
+                raise EnvironmentUnavailable(
+                    f"no model on kafka.model_topic = {cfg.kafka.model_topic!r} (key {cfg.kafka.model_name!r}) after "
+                    f"{cfg.kafka.model_wait_seconds:.0f} s, and model.path is empty: start a replica with model.path "
+                    f"first")
+            log.info("using the model from the model topic", extra={"model_version": int(remote.version)})
+            return remote
+        if remote is not None and remote.lineage != local.lineage:
+            raise StartupError(f"kafka.model_topic = {cfg.kafka.model_topic!r} (key {cfg.kafka.model_name!r}) "
+                               f"holds another map (lineage {remote.lineage}) than model.path = {cfg.model.path!r} "
+                               f"(lineage {local.lineage}): use another kafka.model_name for the new map")
+        lv = int(local.version)
+        if remote is None or lv > int(remote.version):
+            topic.publish(local)
+            return local
+        if int(remote.version) > lv:
+            log.info("the model topic has a newer model than model.path; using it",
+                     extra={"model_version": int(remote.version), "local_version": lv})
+            return remote
+        return local
+    except (StartupError, EnvironmentUnavailable):
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise EnvironmentUnavailable(f"cannot use kafka.model_topic = {cfg.kafka.model_topic!r}: "
+                                     f"{type(exc).__name__}: {exc}") from None
+
+
+class ModelSync:
+    """Between batches: install a newer model from the topic; publish a newer local one (a refit).
+
+    Never installs a model older than (or as old as) the current one (the
+    registry refuses it anyway), nor one of another lineage. Counts installs
+    as ``refits{trigger="remote"}``.
+    """
+
+    def __init__(self, topic: ModelTopic, registry: ModelRegistry, *, monitor: DriftMonitor | None = None,
+                 metrics: Metrics | None = None, poll_seconds: float = 2.0) -> None:
+        self.topic = topic
+        self.registry = registry
+        self.monitor = monitor
+        self.metrics = metrics
+        self.poll_seconds = float(poll_seconds)
+        self._next = 0.0
+        self._published = topic.topic_version  # a newer current model is a local refit: publish it
+        self.installed = 0
+        topic.start_watching(poll_seconds=max(0.2, min(1.0, self.poll_seconds)))
+
+    def poll(self) -> None:
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + self.poll_seconds
+        current = self.registry.current_version
+        new = self.topic.poll_new(current)
+        if new is not None:
+            if new.lineage != self.registry.current.lineage:
+                log.warning("ignoring model version %d on the model topic: another map (lineage %s)", new.version,
+                            new.lineage)
+                return
+            try:
+                self.registry.install(new)
+            except StaleModelError:
+                return
+            self._published = max(self._published, int(new.version))
+            self.installed += 1
+            if self.monitor is not None:
+                self.monitor.reset(new)
+            if self.metrics is not None:
+                self.metrics.model_version.set(int(new.version))
+                self.metrics.refits.labels(trigger="remote").inc()
+            log.info("installed a newer model from the model topic", extra={"model_version": int(new.version),
+                                                                            "previous": current})
+            return
+        if current > self._published:
+            try:
+                self.topic.publish(self.registry.current)
+                self._published = current
+            except Exception:  # noqa: BLE001 - the stream goes on; try again next time
+                log.warning("publishing model version %d failed; will retry", current, exc_info=True)

@@ -1,0 +1,47 @@
+"""Why the daemon stops, as exit codes that tell a supervisor whether to restart it.
+
+| code | meaning | a supervisor should |
+| --- | --- | --- |
+| 0 | stopped cleanly: SIGTERM/SIGINT, a limit, or batch mode finished | not restart (systemd: success) |
+| 1 | the loop died of an unexpected error (a bug); nothing durable is lost | restart: it resumes from the checkpoint, and a batch that keeps crashing it is quarantined |
+| 2 | refused: configuration, model file or run state that a restart cannot fix | not restart; fix what the message names |
+| 3 | the environment is not ready: disk full, port taken, permissions, brokers unreachable | restart with backoff |
+
+``deploy/systemd/streamembed.service`` has ``RestartPreventExitStatus=2``;
+Kubernetes restarts every exit and the log line says which it was.
+"""
+
+from __future__ import annotations
+
+import errno
+
+__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_REFUSED", "EXIT_UNAVAILABLE", "StartupError", "EnvironmentUnavailable",
+           "is_environment_error"]
+
+EXIT_OK, EXIT_FAILED, EXIT_REFUSED, EXIT_UNAVAILABLE = 0, 1, 2, 3
+
+
+class StartupError(RuntimeError):
+    """The daemon refuses to start (exit 2): configuration, model or state a restart cannot fix."""
+
+
+class EnvironmentUnavailable(RuntimeError):
+    """The environment is not ready (exit 3): retrying later may succeed."""
+
+
+#: OSError numbers that mean "the world is temporarily wrong", not "the input is wrong".
+ENVIRONMENT_ERRNOS = frozenset(getattr(errno, name) for name in (
+    "ENOSPC", "EDQUOT", "EROFS", "EIO", "EACCES", "EPERM", "EAGAIN", "EBUSY", "EMFILE", "ENFILE", "ENOMEM",
+    "EADDRINUSE", "EADDRNOTAVAIL", "ECONNREFUSED", "ENETUNREACH", "EHOSTUNREACH", "ETIMEDOUT", "ENOENT", "ESTALE",
+) if hasattr(errno, name))
+
+
+def is_environment_error(exc: BaseException) -> bool:
+    """True for an OSError the environment causes (full disk, permissions, network), at any depth of causes."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS:
+            return True
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+        seen += 1
+    return False

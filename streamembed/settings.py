@@ -1,0 +1,344 @@
+"""The configuration schema: every setting, its default, its allowed values and what it means — stated once.
+
+Each section is a dataclass; each field's metadata carries its documentation,
+choices and range. Everything else is derived from here: the embedded default
+(``Config()``), ``config/default.toml`` and ``streamembed config`` (rendered by
+``daemon.config.to_toml``), the README's configuration reference
+(``streamembed config --reference``), validation of files, environment
+variables and ``--set`` flags (``daemon.config``). Components take their own
+section (``DriftMonitor(DriftConfig)``, ``GaussianMixtureStream(GeneratorConfig)``,
+``RefitManager(RefitConfig)``), never a copy of its fields.
+
+This module is pure data: no I/O, importable from every layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streamembed.core.metric_map import LANDMARK_MAPS
+from streamembed.core.model import CORRECTIONS, INPUTS, METHODS
+
+__all__ = ["Config", "ModelConfig", "SourceConfig", "DirectoryConfig", "GeneratorConfig", "OutputConfig",
+           "RunConfig", "DriftConfig", "RefitConfig", "KafkaConfig", "MetricsConfig", "LoggingConfig",
+           "DRIFT_STATISTICS", "K0_STATISTICS"]
+
+#: Statistics the refit trigger may watch (``core.drift.STATISTICS``).
+DRIFT_STATISTICS = ("relative_unexplained_mean", "relative_unexplained_p90", "relative_k0_mean",
+                    "kernel_distance_bound", "gap_ratio")
+#: Those that need exact k0 rows (model.k0_rows not "none").
+K0_STATISTICS = ("relative_k0_mean", "kernel_distance_bound", "gap_ratio")
+
+
+def _f(default: Any, doc: str, *, choices: tuple[Any, ...] | None = None, min: float | None = None,
+       max: float | None = None, exclusive_min: bool = False, secret: bool = False) -> Any:
+    meta = {"doc": doc, "choices": choices, "min": min, "max": max, "exclusive_min": exclusive_min,
+            "secret": secret}
+    if isinstance(default, dict):  # a table of free-form settings ([kafka.client])
+        return field(default_factory=lambda: dict(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class ModelConfig:
+    """[model]: the landmark map and how objects are placed on it."""
+
+    path: str = _f("", "Landmark model (.npz written by `streamembed fit` or LandmarkMDS.save). Empty: fit a model "
+                   "at startup from objects of the built-in generator.")
+    method: str = _f("projection", "Method for single objects: projection (fast, linear), restricted (restricted "
+                     "reconstruction: also matches the object's norm), stress (raw stress to the landmarks) or l1 "
+                     "(absolute error in squared distances; snaps objects onto vertices); docs/math.md §3. A block "
+                     "(rows carrying `cross`) is always placed by block restricted reconstruction.",
+                     choices=METHODS)
+    k0_rows: str | int = _f(32, "Rows per batch with the exact out-of-span residual k0 (docs/math.md §4): none, all, "
+                            "or a count (a deterministic, evenly spaced sample). They are written to the output's k0 "
+                            "column and are what drift monitoring sees; each costs O(n·r).")
+    n_landmarks: int = _f(100, "Number of landmarks n of a generator-fitted model (this and the keys below apply "
+                          "only when model.path is empty).", min=2, max=100_000)
+    n_components: int = _f(2, "Map dimensions d of a generator-fitted model.", min=1, max=1000)
+    landmark_selection: str = _f("maxmin", "Landmark choice among the generator sample: maxmin (farthest point) or "
+                                 "random.", choices=("maxmin", "random"))
+    fit_sample: int = _f(2000, "Generator objects drawn to choose the landmarks from.", min=2, max=10_000_000)
+    metric: str = _f("euclidean", "Metric between generator feature vectors (any scipy.spatial.distance.cdist name).")
+    save_path: str = _f("", "Save the generator-fitted model here (.npz); empty: do not save.")
+    input: str = _f("dissimilarity", "What a generator-fitted model embeds: dissimilarities (model.metric between "
+                    "features) or similarities (model.kernel between features; docs/math.md §2).", choices=INPUTS)
+    kernel: str = _f("linear", "Kernel for input = similarity: linear, cosine or rbf (gamma = 1/n_features).",
+                     choices=("linear", "cosine", "rbf"))
+    geodesic_neighbors: int = _f(0, "Landmark Isomap: geodesic distances through this many nearest landmarks "
+                                 "(0: off).", min=0, max=100_000)
+    correction: str = _f("none", "Non-Euclidean correction: none (drop negative eigenvalues) or cailliez (the "
+                         "additive constant that makes the landmark kernel PSD).", choices=CORRECTIONS)
+    landmark_map: str = _f("cmds", "Landmark map: cmds, or refined by smacof (stress) or sammon; a refined map needs "
+                           "method = stress or l1.", choices=LANDMARK_MAPS)
+
+
+@dataclass
+class SourceConfig:
+    """[source]: where objects come from."""
+
+    kind: str = _f("generator", "Where objects come from: generator (built-in), directory (files) or kafka (a "
+                   "consumer group on kafka.input_topic).", choices=("generator", "directory", "kafka"))
+    batch_rows: int = _f(8192, "Most rows per batch. Larger batches amortise the per-batch work (decoding, drift "
+                         "statistics, encoding, one output message per batch); the projection kernel does its own "
+                         "cache blocking. A Kafka batch concatenates consecutive messages of one poll up to this many "
+                         "rows (never splitting a message).", min=1, max=10_000_000)
+    max_block_rows: int = _f(4096, "Largest block (rows carrying `cross`) accepted; a larger one is dead-lettered "
+                             "as bad_block.", min=1, max=1_000_000)
+
+
+@dataclass
+class DirectoryConfig:
+    """[directory]: the watched directory of input files (source.kind = directory)."""
+
+    path: str = _f("input", "Directory watched for Parquet (.parquet/.pq), Arrow IPC (.arrow/.arrows/.ipc/.feather) "
+                   "and JSON-lines (.jsonl/.ndjson/.json) files.")
+    pattern: str = _f("*", "Glob of the files to read; with **/ or / in it subdirectories are searched.")
+    poll_seconds: float = _f(0.5, "Seconds between directory scans while there is nothing to read.", min=0.0,
+                             max=3600.0, exclusive_min=True)
+    settle_seconds: float = _f(1.0, "A file is read once its size and modification time have not changed for this "
+                               "long (it is complete). Better still: write to a hidden or .tmp name, then rename.",
+                               min=0.0, max=3600.0)
+    exit_when_idle: bool = _f(False, "Batch mode: stop (exit 0) once every file has been read and no file is still "
+                              "settling, instead of waiting for more.")
+    incomplete_seconds: float = _f(60.0, "A file whose last part is unfinished (a JSON line without its newline, an "
+                                   "Arrow stream cut inside a message, a Parquet or Arrow file without its footer) "
+                                   "is read up to there and resumed when it grows; if it does not change for this "
+                                   "long, the unfinished part becomes a dead letter.", min=0.0)
+
+
+@dataclass
+class GeneratorConfig:
+    """[generator]: the built-in Gaussian-mixture stream (source.kind = generator)."""
+
+    seed: int = _f(0, "The same seed gives the same objects (batch i is drawn from seed and i only).", min=0)
+    n_features: int = _f(10, "Feature dimension p.", min=2, max=100_000)
+    clusters: int = _f(4, "Gaussian mixture components.", min=1, max=10_000)
+    intrinsic_dims: int = _f(3, "The components live in a random subspace of this dimension (< n_features).", min=1)
+    cluster_spread: float = _f(5.0, "Scale of the component means.", min=0.0)
+    cluster_std: float = _f(0.5, "Standard deviation within a component.", min=0.0)
+    noise_std: float = _f(0.01, "Isotropic noise added in all n_features directions.", min=0.0)
+    drift_speed: float = _f(0.0, "Drift: component means move this far (feature units) per 100,000 objects.",
+                            min=0.0)
+    new_cluster_after: int = _f(0, "From this object index on, a new component appears outside the landmarks' span "
+                                "(0: never).", min=0)
+    new_cluster_offset: float = _f(5.0, "Distance of that new component from the span.", min=0.0)
+    rate: float = _f(5000.0, "Objects per second (0: as fast as the engine goes).", min=0.0)
+    emit: str = _f("features", "features (the engine computes dissimilarities) or dissimilarities.",
+                   choices=("features", "dissimilarities"))
+    id_prefix: str = _f("gen", "Object ids are <id_prefix>-<seed>-<index>.")
+
+
+@dataclass
+class OutputConfig:
+    """[output]: where results, dead letters and state go."""
+
+    root: str = _f("streamembed-out", "Root of the default locations below, and of the run's state (checkpoint, "
+                   "refitted models, histories). One root holds one map's run.")
+    embeddings_dir: str = _f("", "Parquet output files part-<first input position>.parquet; empty: <root>/embeddings.")
+    dead_letter_dir: str = _f("", "Dead letters dead-<first input position>.<format>; empty: <root>/dead-letter.")
+    dead_letter_format: str = _f("parquet", "Dead-letter file format: parquet or jsonl.", choices=("parquet", "jsonl"))
+    checkpoint_path: str = _f("", "Checkpoint (JSON); empty: <root>/checkpoint.json.")
+    roll_rows: int = _f(100_000, "Publish the output files and commit the checkpoint after this many rows ...", min=1)
+    roll_seconds: float = _f(5.0, "... or this many seconds after the first unpublished row (and whenever the source "
+                             "has nothing new, and on shutdown).", min=0.0, exclusive_min=True)
+    row_group_rows: int = _f(65536, "Rows per Parquet row group.", min=1)
+    compression: str = _f("zstd", "Parquet compression.", choices=("zstd", "snappy", "gzip", "lz4", "none"))
+    parquet: bool = _f(True, "Write the Parquet output files (false: only the Kafka output topic).")
+    kafka_topic: str = _f("", "Kafka topic the embedded rows are also (or, with parquet = false, only) produced to, "
+                          "with the [kafka] settings; empty: none. Works with any source.")
+
+    @property
+    def root_path(self) -> Path:
+        return Path(self.root)
+
+
+@dataclass
+class RunConfig:
+    """[run]: how long to run and what state to start from."""
+
+    max_batches: int = _f(0, "Stop after this many batches (0: unbounded).", min=0)
+    max_records: int = _f(0, "Stop after this many input records (0: unbounded).", min=0)
+    fresh: bool = _f(False, "Start over: move the previous run's state in output.root (checkpoint, refitted "
+                     "models, histories) aside to <root>/previous-<time>/ instead of resuming from it.")
+    progress_seconds: float = _f(60.0, "Log a progress line (records in/out/dead per second, lag, model version) "
+                                 "this often; 0: never.", min=0.0)
+    max_batch_attempts: int = _f(3, "A batch whose processing crashed the daemon this many times in a row is "
+                                 "quarantined: its records become dead letters (reason quarantined).", min=1,
+                                 max=100)
+
+
+@dataclass
+class DriftConfig:
+    """[drift]: monitoring the residual kernel k0 and triggering refits (docs/math.md §4)."""
+
+    enabled: bool = _f(True, "Monitor drift through the Nyström residual k0 and trigger refits.")
+    window_objects: int = _f(50_000, "Objects in the sliding drift window.", min=100)
+    window_seconds: float = _f(0.0, "Also drop objects older than this many seconds (0: by count only).", min=0.0)
+    reservoir_objects: int = _f(2000, "Recent objects kept as landmark candidates (feature mode; in dissimilarity "
+                                "mode the most recent block with `cross` is the candidate set).", min=0)
+    stats_every_objects: int = _f(10_000, "Recompute the window's statistics (quantiles, bounds) after this many "
+                                  "objects ...", min=1)
+    stats_every_seconds: float = _f(1.0, "... or this many seconds, whichever comes first; the trigger sees them at "
+                                    "that granularity.", min=0.0)
+    statistic: str = _f("relative_unexplained_mean", "Statistic the refit trigger watches.",
+                        choices=DRIFT_STATISTICS)
+    ratio: float = _f(1.5, "Drift = the statistic above max(baseline x ratio, baseline + margin), where the baseline "
+                      "is its value once baseline_objects objects were seen after a (re)fit ...", min=1.0)
+    margin: float = _f(0.05, "... (the margin of that rule).", min=0.0)
+    threshold: float = _f(0.0, "An absolute trigger level instead of the baseline rule (0: baseline rule).", min=0.0)
+    hysteresis: float = _f(0.5, "The count of objects above the level resets only below baseline + hysteresis x "
+                           "(level - baseline).", min=0.0, max=1.0)
+    min_objects: int = _f(20_000, "Objects above the level before a refit fires.", min=1)
+    baseline_objects: int = _f(20_000, "Objects after a (re)fit before the baseline is taken.", min=1)
+    cooldown_seconds: float = _f(300.0, "No automatic refit within this many seconds after one.", min=0.0)
+
+
+@dataclass
+class RefitConfig:
+    """[refit]: background landmark refits (docs/math.md §5)."""
+
+    auto: bool = _f(True, "Refit when the drift trigger fires (manual refits: SIGUSR1 or `streamembed refit`).")
+    n_landmarks: int = _f(0, "Landmarks of a refitted model (0: as many as now).", min=0, max=100_000)
+    retain_versions: int = _f(3, "Older model versions kept to embed inputs whose landmark_version names them.",
+                              min=0, max=100)
+    timeout_seconds: float = _f(600.0, "Kill a refit worker that runs longer than this many seconds.", min=1.0)
+    model_dir: str = _f("", "Versioned models model-v<N>.npz; empty: <root>/models.")
+    history_path: str = _f("", "JSON lines record of every refit; empty: <root>/model-history.jsonl.")
+
+
+@dataclass
+class KafkaConfig:
+    """[kafka]: used when source.kind = kafka or output.kafka_topic is set; nothing connects otherwise."""
+
+    bootstrap_servers: str = _f("127.0.0.1:9092", "Comma-separated host:port of the brokers.")
+    input_topic: str = _f("", "Input topic (source.kind = kafka). Messages: an Arrow IPC stream or JSON per message "
+                          "(header content-type, else sniffed); see the README.")
+    group_id: str = _f("streamembed", "Consumer group: replicas with the same group id share the input partitions.")
+    client_id: str = _f("streamembed", "Client id prefix (-consumer / -producer is appended).")
+    auto_offset_reset: str = _f("earliest", "Where a group without committed offsets starts.",
+                                choices=("earliest", "latest"))
+    dead_letter_topic: str = _f("", "Refused messages and rows, with headers naming the reason and the source "
+                                "topic/partition/offset; empty: <input_topic>.dlq.")
+    output_format: str = _f("arrow", "Messages of output.kafka_topic: arrow (one Arrow IPC stream per batch, keyed by "
+                            "its first id) or json (one object per row, keyed by its id).", choices=("arrow", "json"))
+    model_topic: str = _f("", "Compacted topic that distributes the landmark model to every replica of the group (key "
+                          "model_name, value the .npz); empty: off. A replica with model.path publishes its model when "
+                          "it is newer than the topic's; one without model.path takes the topic's; all follow newer "
+                          "versions.")
+    model_name: str = _f("streamembed", "Key of this deployment's model in model_topic.")
+    model_poll_seconds: float = _f(2.0, "Seconds between looks for a newer model (between batches).", min=0.0)
+    model_wait_seconds: float = _f(60.0, "Without model.path: wait this long for a model on model_topic at start.",
+                                   min=0.0)
+    poll_timeout_ms: int = _f(200, "Longest wait for new messages in one poll (milliseconds).", min=0, max=60_000)
+    max_poll_records: int = _f(500, "Messages decoded per consumer poll; a poll's messages are processed before the "
+                               "next poll: keep their processing time far below max_poll_interval_ms.", min=1,
+                               max=1_000_000)
+    max_poll_interval_ms: int = _f(300_000, "The group drops a member that has not polled for this long (ms).",
+                                   min=1000)
+    session_timeout_ms: int = _f(45_000, "The group drops a member without heartbeats for this long (ms); a killed "
+                                 "replica's partitions move after this.", min=1000)
+    heartbeat_interval_ms: int = _f(3000, "Heartbeat period (ms; at most a third of session_timeout_ms).", min=100)
+    fetch_max_bytes: int = _f(52_428_800, "Most bytes one fetch returns.", min=1024)
+    max_partition_fetch_bytes: int = _f(16_777_216, "Most bytes per partition per fetch; must hold one batch message "
+                                        "(1,000 objects x 256 float32 dissimilarities in Arrow IPC = 1.03 MB).",
+                                        min=1024)
+    max_request_size: int = _f(16_777_216, "Largest produce request (bytes; output and dead letters of large input "
+                               "messages).", min=1024)
+    batch_size: int = _f(1_048_576, "Producer batch bytes per partition.", min=0)
+    linger_ms: int = _f(5, "Producer wait for more messages to batch (ms).", min=0, max=60_000)
+    acks: str = _f("all", "Acknowledgements a produce waits for.", choices=("all", "1", "0"))
+    max_unacked_bytes: int = _f(67_108_864, "Backpressure: pause the input partitions while this many produced bytes "
+                                "are not yet acknowledged; resume below half of it.", min=1)
+    startup_timeout_seconds: float = _f(60.0, "Give up (exit 3, to be retried) when the brokers cannot be reached "
+                                        "for this long at start.", min=0.0)
+    retry_backoff_max_seconds: float = _f(10.0, "Transient errors (timeouts, lost leaders, no broker) are retried "
+                                          "with exponential backoff up to this many seconds between tries; never "
+                                          "dead-lettered.", min=0.0, exclusive_min=True)
+    security_protocol: str = _f("PLAINTEXT", "Transport security.",
+                                choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"))
+    sasl_mechanism: str = _f("", "SASL mechanism (with SASL_*); empty: none.",
+                             choices=("", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"))
+    sasl_plain_username: str = _f("", "SASL user name.")
+    sasl_plain_password: str = _f("", "SASL password (better from the environment: "
+                                  "STREAMEMBED_KAFKA__SASL_PLAIN_PASSWORD).", secret=True)
+    ssl_cafile: str = _f("", "PEM file of the CA that verifies the brokers.")
+    ssl_certfile: str = _f("", "PEM client certificate (mutual TLS).")
+    ssl_keyfile: str = _f("", "PEM client private key.")
+    ssl_check_hostname: bool = _f(True, "Verify that the broker certificate matches its host name.")
+    client: dict[str, Any] = _f({}, "[kafka.client]: more kafka-python settings (e.g. compression_type = \"lz4\"), "
+                                "given to the consumer and/or producer that knows each key; a key that neither knows "
+                                "refuses to start. In the environment: STREAMEMBED_KAFKA__CLIENT='{\"linger_ms\": 10}'.")
+
+
+@dataclass
+class MetricsConfig:
+    """[metrics]: the ops server (/metrics, /healthz, /readyz, /map)."""
+
+    enabled: bool = _f(True, "Serve /metrics (Prometheus), /healthz, /readyz and /map over HTTP.")
+    host: str = _f("127.0.0.1", "Address to bind (127.0.0.1: this machine only).")
+    port: int = _f(9108, "TCP port; 0 picks a free port, which is logged and written to port_file.", min=0,
+                   max=65535)
+    port_file: str = _f("", "Write the bound port to this file; empty: do not.")
+    wedged_after_seconds: float = _f(120.0, "/healthz answers 503 when the loop has not made progress for this long.",
+                                     min=0.0, exclusive_min=True)
+
+
+@dataclass
+class LoggingConfig:
+    """[logging]: log lines on stderr."""
+
+    level: str = _f("INFO", "Log level.", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    format: str = _f("text", "text, or json for one JSON object per line.", choices=("text", "json"))
+
+
+@dataclass
+class Config:
+    """The whole configuration: one instance of every section."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    source: SourceConfig = field(default_factory=SourceConfig)
+    directory: DirectoryConfig = field(default_factory=DirectoryConfig)
+    generator: GeneratorConfig = field(default_factory=GeneratorConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    drift: DriftConfig = field(default_factory=DriftConfig)
+    refit: RefitConfig = field(default_factory=RefitConfig)
+    kafka: KafkaConfig = field(default_factory=KafkaConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+
+    # derived locations
+    @property
+    def root(self) -> Path:
+        return Path(self.output.root)
+
+    @property
+    def embeddings_dir(self) -> Path:
+        return Path(self.output.embeddings_dir or self.root / "embeddings")
+
+    @property
+    def dead_letter_dir(self) -> Path:
+        return Path(self.output.dead_letter_dir or self.root / "dead-letter")
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return Path(self.output.checkpoint_path or self.root / "checkpoint.json")
+
+    @property
+    def model_dir(self) -> Path:
+        return Path(self.refit.model_dir or self.root / "models")
+
+    @property
+    def history_path(self) -> Path:
+        return Path(self.refit.history_path or self.root / "model-history.jsonl")
+
+    @property
+    def drift_history_path(self) -> Path:
+        return self.root / "drift-history.jsonl"
+
+    @property
+    def pid_path(self) -> Path:
+        return self.root / "streamembed.pid"
