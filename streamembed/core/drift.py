@@ -1,4 +1,4 @@
-"""Drift statistics over sliding windows and the refit trigger (MATH.md §4).
+"""Drift statistics over sliding windows and the refit trigger (docs/math.md §4, §7).
 
 ``DriftWindow`` keeps, per batch, the relative unexplained energy of every
 object (O(d) each, free from projection) and the exact k0 and r-dimensional
@@ -223,6 +223,11 @@ class RefitTrigger:
         cooldown_seconds: no automatic refit within this time after one.
     """
 
+    #: what the daemon's drift history calls this trigger (``detector.SequentialTrigger`` is "cusum")
+    kind = "rule"
+    #: the rule states no false-alarm guarantee
+    expected_run_objects = None
+
     def __init__(
         self,
         statistic: str = "relative_unexplained_mean",
@@ -266,8 +271,16 @@ class RefitTrigger:
         self._seen_since_refit = 0
         self._objects_above = 0
 
-    def observe(self, now: float, stats: DriftStatistics | None, n_new: int) -> TriggerDecision:
-        """Account for ``n_new`` objects whose window statistics are ``stats``."""
+    def cooldown(self, now: float) -> None:
+        """A refit was not installed: as ``refitted`` (the rule re-baselines; kept for the daemon's call sites)."""
+        self.refitted(now)
+
+    def observe(self, now: float, stats: DriftStatistics | None, n_new: int, values: object = None) -> TriggerDecision:
+        """Account for ``n_new`` objects whose window statistics are ``stats``.
+
+        ``values`` (the batch's per-object statistic) is accepted and ignored, so
+        that a caller can feed this rule and ``detector.SequentialTrigger`` alike.
+        """
         self._seen_since_refit += n_new
         value = math.nan if stats is None else float(getattr(stats, self.statistic))
         if self.baseline is None and self.threshold is None and self._seen_since_refit >= self.baseline_objects and math.isfinite(value):

@@ -1,4 +1,4 @@
-"""Landmark refits aligned to the previous map (MATH.md §5).
+"""Landmark refits aligned to the previous map (docs/math.md §5, §7).
 
 A refit chooses a new landmark set from the old landmarks and recent objects
 whose mutual dissimilarities are known, fits classical MDS on it, and aligns
@@ -9,21 +9,37 @@ are part of the candidate set, so their dissimilarities to the new
 landmarks are known and the new model can place them; their old positions
 are the targets. The RMS distance left after alignment is recorded.
 
-Pure computation: the caller decides where it runs (a worker process in the
-daemon) and where the result is written.
+The landmark set is chosen by ``selection`` (``core.landmarks``):
+"residual" (default: keep the old landmarks the stream still visits, add
+what the map does not explain by randomly pivoted Cholesky on its residual
+kernel, docs/math.md §7),
+"maxmin" (re-select every landmark by max–min), "random" or "kmeans++".
+
+``candidate_dissimilarities`` assembles the candidates' (N, N)
+dissimilarities from the old model's landmark data and the reservoir's
+arrays. Pure computation: the caller decides where it runs (a worker process
+in the daemon) and where the result is written.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any, Sequence
 
 import numpy as np
+import scipy.spatial.distance
 
 from .errors import InputError
-from .landmarks import maxmin_select
+from .landmarks import SELECTIONS, kmeanspp_select, maxmin_select, random_select, residual_pivoted_select
 from .model import fit_model
 from .procrustes import orthogonal_procrustes_align
+
+__all__ = ["RefitResult", "CandidateSet", "candidate_dissimilarities", "residual_kernel", "select_landmarks",
+           "refit", "DEFAULT_SELECTION"]
+
+#: ``refit.selection`` when none is given (chosen by ``streamembed evaluate --drift``; see docs/math.md §7).
+DEFAULT_SELECTION = "residual"
 
 
 @dataclass
@@ -39,6 +55,7 @@ class RefitResult:
         old_ids, new_ids: landmark ids before and after.
         eigenvalues: (d,) the new kept eigenvalues.
         duration_seconds: wall time of selection + fit + alignment.
+        details: n_candidates, kept_old, selection, and the strategy's own figures.
     """
 
     model: object
@@ -52,45 +69,201 @@ class RefitResult:
     details: dict = field(default_factory=dict)
 
 
+@dataclass
+class CandidateSet:
+    """Refit candidates: the old landmarks first, then reservoir objects not already landmarks.
+
+    Attributes:
+        D: (N, N) dissimilarities among the candidates.
+        ids: N ids (the first ``n_old`` are the old landmark ids, in order).
+        features: (N, p) features in feature mode, else None.
+        n_old: number of old landmarks.
+    """
+
+    D: np.ndarray
+    ids: list[str]
+    features: np.ndarray | None
+    n_old: int
+
+
+def candidate_dissimilarities(
+    old_ids: Sequence[Any],
+    candidate_ids: Sequence[Any],
+    *,
+    old_dissimilarities: np.ndarray | None = None,
+    cross_to_landmarks: np.ndarray | None = None,
+    mutual: np.ndarray | None = None,
+    old_features: np.ndarray | None = None,
+    features: np.ndarray | None = None,
+    metric: str = "euclidean",
+) -> CandidateSet:
+    """Dissimilarities among old landmarks ∪ reservoir, from arrays (no model needed).
+
+    Feature mode (``features`` given): the old landmarks' ``old_features``
+    (n, p) and the candidates' ``features`` (k, p) are stacked and compared
+    with the scipy ``metric``. Dissimilarity mode: the old landmarks'
+    ``old_dissimilarities`` (n, n), the candidates' ``cross_to_landmarks``
+    (k, n) and their ``mutual`` dissimilarities (k, k) are assembled into
+    one symmetric matrix. Candidates whose id is already a landmark id are
+    dropped (their rows would repeat a landmark).
+
+    Raises:
+        InputError: the arrays needed for the mode are missing or mis-shaped.
+    """
+    old = [str(x) for x in old_ids]
+    n_old = len(old)
+    taken = set(old)
+    cand = [str(x) for x in candidate_ids]
+    keep = np.asarray([i for i, x in enumerate(cand) if x not in taken], dtype=np.int64)
+    ids = old + [cand[i] for i in keep]
+    if features is not None:
+        if old_features is None:
+            raise InputError("feature candidates but the model has no landmark features")
+        F = np.asarray(features, dtype=np.float64)
+        F_old = np.asarray(old_features, dtype=np.float64)
+        if F.ndim != 2 or F_old.shape != (n_old, F.shape[1]) or F.shape[0] != len(cand):
+            raise InputError(f"features must be (k, p) with one row per candidate id and old_features (n, p); got "
+                             f"{F.shape}, {F_old.shape}, {len(cand)} ids, {n_old} landmarks")
+        stacked = np.vstack([F_old, F[keep]])
+        D = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(stacked, metric=metric))
+        return CandidateSet(D, ids, stacked, n_old)
+    if old_dissimilarities is None:
+        raise InputError("the model does not store its landmark dissimilarities; refit impossible")
+    if cross_to_landmarks is None or mutual is None:
+        raise InputError("dissimilarity candidates need cross_to_landmarks (k, n) and mutual (k, k)")
+    A = np.asarray(cross_to_landmarks, dtype=np.float64)
+    C = np.asarray(mutual, dtype=np.float64)
+    D_old = np.asarray(old_dissimilarities, dtype=np.float64)
+    k = len(cand)
+    if D_old.shape != (n_old, n_old) or A.shape != (k, n_old) or C.shape != (k, k):
+        raise InputError(f"expected old dissimilarities ({n_old}, {n_old}), cross_to_landmarks ({k}, {n_old}) and "
+                         f"mutual ({k}, {k}); got {D_old.shape}, {A.shape}, {C.shape}")
+    m = keep.size
+    D = np.zeros((n_old + m, n_old + m))
+    D[:n_old, :n_old] = D_old
+    D[n_old:, :n_old] = A[keep]
+    D[:n_old, n_old:] = A[keep].T
+    D[n_old:, n_old:] = C[np.ix_(keep, keep)]
+    return CandidateSet(D, ids, None, n_old)
+
+
+def residual_kernel(old: Any, D_candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(R, β): R = K − Ŷ_d Ŷ_dᵀ over the candidates, the current map's residual kernel (docs/math.md §7).
+
+    K is the landmark-centred kernel of the candidates (docs/math.md §2, block
+    form), from their dissimilarities to the old landmarks (the first
+    n = ``old.n_landmarks`` columns) and to each other; Ŷ_d their projections
+    on the old map in its natural frame. Only ``old.place`` and
+    ``old.embedding`` are used: the map's outputs are ŷ·Q + t with Q
+    orthogonal, and the landmarks' natural coordinates are centred, so
+    t = mean(embedding) and Ŷ_d Ŷ_dᵀ = (Y − t)(Y − t)ᵀ. For a model that
+    transforms its input (geodesics, an additive constant) K is that of the
+    raw dissimilarities: an approximation. R (N, N) and β (N,) (the diagonal
+    of K), squared-distance units; diag R is the unexplained energy β − ‖ŷ‖².
+    """
+    D = np.asarray(D_candidates, dtype=np.float64)
+    n = int(old.n_landmarks)
+    y = np.asarray(old.place(D[:, :n], method="projection").y, dtype=np.float64)
+    if not np.isfinite(y).all():
+        raise InputError("residual selection needs the map's projection of every candidate (a CMDS map and valid rows)")
+    y = y - np.asarray(old.embedding, dtype=np.float64).mean(axis=0)
+    R = np.square(D)
+    abar = R[:, :n].mean(axis=1)
+    g = float(R[:n, :n].mean())
+    R -= abar[:, None]
+    R -= abar[None, :]
+    R += g
+    R *= -0.5
+    beta = np.diagonal(R).copy()
+    R -= y @ y.T
+    return R, beta
+
+
+def select_landmarks(
+    selection: str,
+    D_candidates: np.ndarray,
+    n_select: int,
+    n_old: int,
+    old: Any = None,
+    seed: int = 0,
+    **options: Any,
+) -> tuple[np.ndarray, dict]:
+    """Sorted indices of the new landmarks among the candidates, and what the strategy reports.
+
+    Args:
+        selection: one of ``core.landmarks.SELECTIONS``.
+        D_candidates: (N, N); the first ``n_old`` are the old landmarks.
+        n_select: landmarks to choose.
+        old: the current model (needed by "residual").
+        seed: randomness of "random", "kmeans++" and "residual".
+        options: passed to ``residual_pivoted_select`` (greedy, max_new, tolerance, quantile, support_k).
+    """
+    if selection not in SELECTIONS:
+        raise InputError(f"selection must be one of {SELECTIONS}, got {selection!r}")
+    rng = np.random.default_rng(seed)
+    N = D_candidates.shape[0]
+    if selection == "maxmin":
+        return np.sort(maxmin_select(n_select, D=D_candidates, first=0)), {}
+    if selection == "random":
+        return random_select(n_select, N, rng), {}
+    if selection == "kmeans++":
+        return np.sort(kmeanspp_select(n_select, D_candidates, rng, first=0)), {}
+    if old is None:
+        raise InputError("selection='residual' needs the current model")
+    R, beta = residual_kernel(old, D_candidates)
+    sel, info = residual_pivoted_select(n_select, R, D_candidates, n_old, rng, **options)
+    return sel, {"new_from_reservoir": int(info["new"].size), "dropped_old": info["dropped_old"],
+                 "off_map_share": info["off_share"], "reservoir_residual_before": info["residual_before"],
+                 "reservoir_residual_after": info["residual_after"], "off_map_level": info["landmark_cut"]}
+
+
+def _fit_model(old: Any, D_new: np.ndarray, ids: list[str], features: np.ndarray | None) -> Any:
+    """The one place a refit builds its model: the old model's parameters, version + 1, same lineage."""
+    model = fit_model(D_new, **old.fit_params, n_components=int(old.n_components), landmark_ids=ids,
+                      features=None if features is None else np.asarray(features), metric=old.metric,
+                      random_state=old.random_state, n_threads=old.n_threads)
+    return model.with_version(int(old.version) + 1, lineage=old.lineage)
+
+
 def refit(
-    old,
+    old: Any,
     D_candidates: np.ndarray,
     candidate_ids: list[str],
     n_landmarks: int | None = None,
     features: np.ndarray | None = None,
+    selection: str = DEFAULT_SELECTION,
+    seed: int = 0,
+    **selection_options: Any,
 ) -> RefitResult:
     """Refit the landmark map on old landmarks ∪ recent objects.
 
     Args:
         old: the current ``LandmarkModel`` (its outputs define the frame).
         D_candidates: (N, N) dissimilarities among the candidates; the first
-            ``old.n_landmarks_`` rows/columns must be the old landmarks, in
-            their order.
+            ``old.n_landmarks`` rows/columns must be the old landmarks, in
+            their order (``candidate_dissimilarities`` builds it).
         candidate_ids: N ids (the first n are the old landmark ids).
         n_landmarks: size of the new landmark set (default: the old size).
-            Chosen by max–min selection, which keeps the map's extremes and
-            adds the new region of the stream.
         features: (N, p) candidate features in feature mode (kept with the model).
+        selection: how the new landmarks are chosen (module docstring).
+        seed: for the randomised selections.
+        selection_options: for "residual" (``core.landmarks.residual_pivoted_select``).
     """
     if old.input_kind == "similarity":
         raise InputError("refits of input='similarity' models are not supported: the candidates carry "
                          "dissimilarities, not similarities; refit with LandmarkMDS.fit on a new kernel matrix")
     t0 = time.perf_counter()
     n_old = int(old.n_landmarks)
+    D_candidates = np.asarray(D_candidates, dtype=np.float64)
     N = D_candidates.shape[0]
     if D_candidates.shape != (N, N) or len(candidate_ids) != N:
         raise InputError(f"refit needs square candidate dissimilarities with one id each, got {D_candidates.shape} and {len(candidate_ids)} ids")
     if N < n_old or list(candidate_ids[:n_old]) != [str(x) for x in old.landmark_ids]:
         raise InputError("the first candidates must be the old landmarks, in the model's order")
-    n_new = n_old if n_landmarks is None else int(n_landmarks)
-    n_new = min(n_new, N)
-    sel = np.sort(maxmin_select(n_new, D=D_candidates, first=0))
-    D_new = D_candidates[np.ix_(sel, sel)]
+    n_new = min(n_old if n_landmarks is None else int(n_landmarks), N)
+    sel, info = select_landmarks(selection, D_candidates, n_new, n_old, old=old, seed=seed, **selection_options)
     ids = [str(candidate_ids[i]) for i in sel]
-    model = fit_model(D_new, **old.fit_params, n_components=int(old.n_components), landmark_ids=ids,
-                      features=None if features is None else np.asarray(features)[sel], metric=old.metric,
-                      random_state=old.random_state, n_threads=old.n_threads)
-    model = model.with_version(int(old.version) + 1, lineage=old.lineage)
+    model = _fit_model(old, D_candidates[np.ix_(sel, sel)], ids, None if features is None else np.asarray(features)[sel])
     # a SMACOF/Sammon map has no projection: place the old landmarks by its stress criterion
     placement = "projection" if model.landmark_map is None else "stress"
     placed = model.place(D_candidates[np.ix_(np.arange(n_old), sel)], method=placement).y
@@ -105,5 +278,5 @@ def refit(
         new_ids=ids,
         eigenvalues=model.eigenvalues.copy(),
         duration_seconds=time.perf_counter() - t0,
-        details={"n_candidates": N, "kept_old": int((sel < n_old).sum())},
+        details={"n_candidates": N, "kept_old": int((sel < n_old).sum()), "selection": selection, **info},
     )

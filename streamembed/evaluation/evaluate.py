@@ -359,6 +359,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed for the held-out sample (default 0)")
     p.add_argument("--json", metavar="PATH", help="also write the reports to this JSON file")
     p.add_argument("--list", action="store_true", help="list the datasets and exit")
+    g = p.add_argument_group("drift benchmark", "streamembed evaluate --drift: drift detectors and refit landmark "
+                             "selection on streams with a known change (evaluation.drift_bench; peers need River)")
+    g.add_argument("--drift", action="store_true", help="run the drift benchmark instead of the embedding evaluation")
+    g.add_argument("--drift-objects", type=int, metavar="T", help="objects per stationary stream (default 10,000,000)")
+    g.add_argument("--drift-replicates", type=int, metavar="R", help="streams per change scenario (default 20)")
+    g.add_argument("--drift-horizon", type=int, metavar="H", help="objects after the change (default 400,000)")
+    g.add_argument("--drift-figure", metavar="PNG", help="also draw delay vs false alarms per detector (needs matplotlib)")
+    g.add_argument("--no-peers", action="store_true", help="skip River's detectors and the MMD test")
+    g.add_argument("--drift-quick", action="store_true", help="small sizes for a smoke test (minutes -> seconds)")
     return p
 
 
@@ -376,6 +385,12 @@ def _resolve(spec: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``streamembed evaluate``; returns the exit code (0 ok, 2 bad arguments)."""
     args = build_parser().parse_args(argv)
+    if args.drift:
+        from . import drift_bench
+
+        return drift_bench.main(objects=args.drift_objects, replicates=args.drift_replicates, horizon=args.drift_horizon,
+                                json_path=args.json, figure=args.drift_figure, peers=not args.no_peers, seed=args.seed,
+                                quick=args.drift_quick)
     if args.list:
         avail = set(available_datasets())
         for name, fn in DATASETS.items():

@@ -5,11 +5,20 @@ imported only when a plot is drawn. Figures are built with
 ``matplotlib.figure.Figure`` (no pyplot global state, no GUI backend), so
 plotting is safe inside the daemon or a test.
 
-``streamembed plot`` (``main``) has three subcommands:
+``streamembed plot`` (``main``) has four subcommands:
 
     streamembed plot map -m model.npz -e embedded.parquet -o map.png [--color-by relative_unexplained]
+    streamembed plot drift OUTPUT_ROOT -o drift.png      # the daemon's drift-history.jsonl + model-history.jsonl
     streamembed plot drift records.jsonl -o drift.png [--stats trace_k0,gap_ratio]
+    streamembed plot drift-bench report.json -o bench.png  # from `streamembed evaluate --drift --json`
     streamembed plot demo -o DIR          # both plots from a synthetic drifting stream
+
+The daemon's drift history (``<output.root>/drift-history.jsonl``) has one
+JSON object per statistics update: ``time`` (ISO 8601), ``unix`` (seconds),
+``model_version``, ``objects_seen``, ``window`` (``DriftStatistics.as_dict()``)
+and ``detector`` (``kind`` "cusum" or "rule", ``statistic``, ``threshold``,
+``expected_run_objects``, ``fired``); refits come from
+``<output.root>/model-history.jsonl`` (``time``, ``status``, ``model_version``).
 """
 
 from __future__ import annotations
@@ -24,7 +33,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["MatplotlibMissing", "plot_map", "plot_drift", "main"]
+__all__ = ["MatplotlibMissing", "plot_map", "plot_drift", "plot_drift_history", "plot_drift_benchmark",
+           "read_drift_history", "main"]
 
 #: Keys of a drift record that are not statistics.
 RECORD_META_KEYS = ("time", "refit", "model_version", "event", "note")
@@ -238,6 +248,204 @@ def plot_drift(
     return out
 
 
+# --------------------------------------------------------------------------- the daemon's drift history
+
+#: Window statistics drawn under the detector panel(s), when present.
+HISTORY_STATISTICS = ("relative_unexplained_mean", "relative_unexplained_p90", "relative_k0_mean")
+
+
+def _record_time(r: Mapping[str, Any]) -> _dt.datetime:
+    if isinstance(r.get("unix"), (int, float)):
+        return _dt.datetime.fromtimestamp(float(r["unix"]), tz=_dt.timezone.utc)
+    t = _parse_time(r.get("time"))
+    if isinstance(t, _dt.datetime):
+        return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
+    raise ValueError(f"drift history record without a usable time: {dict(r)!r:.120}")
+
+
+def read_drift_history(source: str | os.PathLike, history: str | os.PathLike | None = None) -> tuple[list[dict], list[dict]]:
+    """(drift records, refit records) from an output root, or from the two files.
+
+    ``source`` is ``output.root`` (read ``drift-history.jsonl`` and
+    ``model-history.jsonl`` in it) or a drift-history file (the model history
+    is ``history``, else ``model-history.jsonl`` beside it when present).
+    """
+    src = Path(source)
+    if src.is_dir():
+        drift_path, model_path = src / "drift-history.jsonl", src / "model-history.jsonl"
+    else:
+        drift_path, model_path = src, src.parent / "model-history.jsonl"
+    if history is not None:
+        model_path = Path(history)
+    if not drift_path.exists():
+        raise ValueError(f"{drift_path} does not exist (the daemon writes it in output.root while it runs)")
+    drift = read_records(drift_path)
+    refits = read_records(model_path) if model_path.exists() else []
+    return drift, refits
+
+
+def _is_history(records: Sequence[Mapping[str, Any]]) -> bool:
+    return bool(records) and isinstance(records[0].get("window"), dict) and isinstance(records[0].get("detector"), dict)
+
+
+def history_timeline(records: Sequence[Mapping[str, Any]], refits: Sequence[Mapping[str, Any]]
+                     ) -> tuple[list[Mapping[str, Any]], list[_dt.datetime], list[tuple[_dt.datetime, str, Any]]]:
+    """(records by time, their UTC times, refit marks (time, status, model_version) within the records' span)."""
+    recs = sorted(records, key=_record_time)
+    times = [_record_time(r) for r in recs]
+    marks = []
+    for h in refits:
+        try:
+            t = _record_time(h)
+        except ValueError:
+            continue
+        if times and times[0] <= t <= times[-1]:
+            marks.append((t, str(h.get("status", "?")), h.get("model_version")))
+    return recs, times, sorted(marks, key=lambda m: m[0])
+
+
+def plot_drift_history(
+    records: Sequence[Mapping[str, Any]],
+    refits: Sequence[Mapping[str, Any]] = (),
+    path: str | os.PathLike = "drift.png",
+    *,
+    statistics: Sequence[str] = HISTORY_STATISTICS,
+    title: str = "Drift",
+) -> Path:
+    """The daemon's drift history: detector statistic and threshold, window statistics, refit marks.
+
+    One panel per detector kind present ("cusum": the CUSUM statistic S and
+    its threshold h, standardised group-mean units; "rule": the watched
+    window statistic and the trigger level), then one per window statistic of
+    ``statistics`` found in the records. Alarms (``fired``) are red dots;
+    installed refits are orange dotted lines labelled with the new model
+    version, failed/skipped/abandoned ones grey dash-dotted lines. The time
+    axis spans the drift records; refits outside it are not drawn.
+
+    Args:
+        records: drift-history objects (module docstring), any order.
+        refits: model-history objects (``time``, ``status``, ``model_version``).
+        path: output PNG.
+    """
+    Figure = _figure_class()
+    recs = [r for r in records if isinstance(r, Mapping)]
+    if not recs:
+        raise ValueError("plot_drift_history needs at least one drift record")
+    if not _is_history(recs):
+        raise ValueError("not a drift history: records need 'window' and 'detector' objects")
+    recs, times, marks = history_timeline(recs, refits)
+    t0, t1 = times[0], times[-1]
+    installed = [m for m in marks if m[1] == "installed"]
+    kinds = list(dict.fromkeys(str(r["detector"].get("kind", "?")) for r in recs))
+    stats = [k for k in statistics if any(isinstance(r["window"].get(k), (int, float)) for r in recs)]
+    n_panels = len(kinds) + len(stats)
+    fig = Figure(figsize=(9.5, 1.8 + 1.9 * n_panels), dpi=130, layout="constrained")
+    axes = fig.subplots(n_panels, 1, sharex=True, squeeze=False)[:, 0]
+
+    def series(get) -> np.ndarray:
+        out = []
+        for r in recs:
+            v = get(r)
+            out.append(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan)
+        return np.asarray(out)
+
+    for ax, kind in zip(axes, kinds):
+        mine = np.array([str(r["detector"].get("kind")) == kind for r in recs])
+        stat = np.where(mine, series(lambda r: r["detector"].get("statistic")), np.nan)
+        thr = np.where(mine, series(lambda r: r["detector"].get("threshold")), np.nan)
+        fired = mine & np.array([bool(r["detector"].get("fired")) for r in recs])
+        ert = next((r["detector"].get("expected_run_objects") for r in recs
+                    if str(r["detector"].get("kind")) == kind and r["detector"].get("expected_run_objects")), None)
+        label = "CUSUM statistic S" if kind == "cusum" else "watched window statistic"
+        ax.plot(times, stat, linewidth=1.2, color="tab:blue", label=label)
+        ax.step(times, thr, where="post", color="tab:red", linestyle="--", linewidth=1.0,
+                label="threshold h" + (f" (ERT {float(ert):.3g} objects)" if ert else "") if kind == "cusum"
+                else "trigger level")
+        if fired.any():
+            ax.scatter([t for t, f in zip(times, fired) if f], stat[fired], color="tab:red", s=18, zorder=5,
+                       label=f"alarm ({int(fired.sum())})")
+        ax.set_ylabel(f"detector: {kind}")
+        h = np.nanmax(thr) if np.isfinite(thr).any() else np.nan
+        if np.isfinite(h) and h > 0 and np.nanmax(stat) > 5 * h:  # an alarm's jump would flatten the rest
+            ax.set_yscale("symlog", linthresh=h)
+    for ax, key in zip(axes[len(kinds):], stats):
+        ax.plot(times, series(lambda r, key=key: r["window"].get(key)), linewidth=1.2, color="tab:green",
+                label=key.replace("_", " "))
+        ax.set_ylabel(key.replace("relative_", "rel. ").replace("_", " "), fontsize=8)
+    for ax in axes:
+        for i, (t, status, version) in enumerate(marks):
+            ok = status == "installed"
+            ax.axvline(t, color="tab:orange" if ok else "grey", linestyle=":" if ok else "-.", linewidth=1.4,
+                       label=None if i else "refit")
+        ax.grid(True, alpha=0.25)
+        ax.legend(loc="upper left", fontsize=7, framealpha=0.85)
+    for t, _, version in installed:
+        if version is not None:
+            axes[0].annotate(f"v{version}", xy=(t, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -10),
+                             textcoords="offset points", fontsize=7, color="tab:orange")
+    if t1 > t0:
+        axes[-1].set_xlim(t0, t1)
+    axes[-1].set_xlabel("time (UTC)")
+    fig.autofmt_xdate()
+    other = len(marks) - len(installed)
+    fig.suptitle(f"{title}: {len(recs)} update{'s' if len(recs) != 1 else ''}, {len(installed)} "
+                 f"refit{'s' if len(installed) != 1 else ''}" + (f" (+{other} not installed)" if other else ""))
+    out = Path(path)
+    fig.savefig(out, format="png")
+    return out
+
+
+def plot_drift_benchmark(report: Mapping[str, Any], path: str | os.PathLike = "drift-bench.png") -> Path:
+    """Delay vs false-alarm rate per detector, one panel per change scenario off the span.
+
+    x: false alarms per 10⁶ stationary objects (point estimate, bar to the
+    95 % upper bound; 0 is drawn at the left edge of a symmetric-log axis);
+    y: median detection delay in objects (bar to the 90th percentile; log
+    scale); a detector that missed every replicate is drawn hollow at the top.
+    ``report`` is ``streamembed evaluate --drift --json``'s content.
+    """
+    Figure = _figure_class()
+    rows = list(report.get("detectors", []))
+    if not rows:
+        raise ValueError("the report has no detector rows")
+    scen = [k for k in rows[0]["delays"] if "in span" not in k]
+    fig = Figure(figsize=(5.2 * len(scen), 5.2), dpi=130, layout="constrained")
+    axes = fig.subplots(1, len(scen), squeeze=False)[0]
+    cmap = _colormap(len(rows))
+    markers = "os^Dv<>pXh*P"
+    top = max((d["p90"] or 0) for r in rows for d in r["delays"].values() if d.get("p90") is not None) or 1.0
+    for ax, key in zip(axes, scen):
+        for i, r in enumerate(rows):
+            d = r["delays"][key]
+            x = r["fa_per_million"]
+            xerr = [[0.0], [max((r["fa_ci_high"] or 0.0) - x, 0.0)]]
+            label = f"{r['detector']} · {r['setting']}"
+            if d.get("median") is None or d["misses"] == d["replicates"]:
+                ax.scatter([x], [top * 2], marker=markers[i % len(markers)], facecolor="none",
+                           edgecolor=cmap(i), s=60, label=label + " (missed all)")
+                continue
+            yerr = [[0.0], [max(d["p90"] - d["median"], 0.0)]]
+            # shrinking markers with an edge: detectors at the same point stay visible
+            ax.errorbar([x], [d["median"]], xerr=xerr, yerr=yerr, fmt=markers[i % len(markers)], color=cmap(i),
+                        ms=max(12 - 0.6 * i, 4), mec="black", mew=0.6, alpha=0.9, elinewidth=0.8, capsize=3,
+                        label=label + (f" ({d['misses']} missed)" if d["misses"] else ""))
+        ax.set_xscale("symlog", linthresh=0.1)
+        ax.set_xlim(left=-0.02)
+        ax.set_yscale("log")
+        ax.set_title(key)
+        ax.set_xlabel("false alarms per 10⁶ stationary objects (bar: 95 % upper bound)")
+        ax.set_ylabel("detection delay, objects (median; bar to p90)")
+        ax.grid(True, which="both", alpha=0.25)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=7, framealpha=0.9)
+    s = report.get("settings", {})
+    fig.suptitle(f"Drift detectors: {s.get('stationary_objects', 0):,} objects per stationary stream, "
+                 f"{s.get('replicates', '?')} replicates per change (lower left is better)")
+    out = Path(path)
+    fig.savefig(out, format="png")
+    return out
+
+
 # --------------------------------------------------------------------------- CLI helpers
 
 
@@ -300,7 +508,7 @@ def demo(outdir: str | os.PathLike, seed: int = 0) -> tuple[Path, Path]:
     window, refit_at = 60, 12
     version = 1
     for w, start in enumerate(range(0, stream.size - window + 1, window)):
-        if w == refit_at:  # refit on old landmarks + everything seen so far (MATH.md §5)
+        if w == refit_at:  # refit on old landmarks + everything seen so far (docs/math.md §5)
             seen = np.union1d(L, stream[:start])
             L = seen[maxmin_select(80, D=D[np.ix_(seen, seen)])]
             est = LandmarkMDS(n_components=2).fit(D[np.ix_(L, L)])
@@ -324,12 +532,18 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--color-by", default="relative_unexplained", choices=("relative_unexplained", "model_version", "k0", "none"))
     m.add_argument("--title")
     dr = sub.add_parser("drift", help="drift statistics over time")
-    dr.add_argument("records", metavar="RECORDS", help="JSON array or JSON lines of {time, statistic..., refit?, model_version?}")
+    dr.add_argument("records", metavar="ROOT|RECORDS",
+                    help="the daemon's output.root (drift-history.jsonl + model-history.jsonl), a drift-history.jsonl, "
+                         "or a JSON array / JSON lines of {time, statistic..., refit?, model_version?}")
+    dr.add_argument("--history", metavar="MODEL_HISTORY", help="refit records (default: model-history.jsonl beside RECORDS)")
     dr.add_argument("-o", "--output", default="drift.png", metavar="PNG")
     dr.add_argument("--stats", help="comma-separated statistics to draw (default: all numeric, at most 6)")
     dr.add_argument("--threshold", action="append", default=[], metavar="STAT=VALUE", help="alert line (repeatable)")
     dr.add_argument("--log", default="", help="comma-separated statistics on a log scale")
     dr.add_argument("--title", default="Drift statistics")
+    db = sub.add_parser("drift-bench", help="delay vs false alarms per detector (streamembed evaluate --drift --json)")
+    db.add_argument("report", metavar="REPORT.json")
+    db.add_argument("-o", "--output", default="drift-bench.png", metavar="PNG")
     de = sub.add_parser("demo", help="both plots from a synthetic drifting stream")
     de.add_argument("-o", "--output", default=".", metavar="DIR")
     return p
@@ -356,8 +570,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                     raise ValueError(f"--threshold expects STAT=VALUE, got {item!r}")
                 thresholds[key] = float(value)
             stats = [s for s in args.stats.split(",") if s] if args.stats else None
-            out = plot_drift(read_records(args.records), args.output, statistics=stats, thresholds=thresholds,
-                             title=args.title, log_scale=[s for s in args.log.split(",") if s])
+            src = Path(args.records)
+            records = None if src.is_dir() else read_records(src)
+            if records is None or _is_history(records):
+                drift, refits = read_drift_history(src, args.history)
+                out = plot_drift_history(drift, refits, args.output, statistics=stats or HISTORY_STATISTICS,
+                                         title="Drift" if args.title == "Drift statistics" else args.title)
+            else:
+                out = plot_drift(records, args.output, statistics=stats, thresholds=thresholds,
+                                 title=args.title, log_scale=[s for s in args.log.split(",") if s])
+        elif args.what == "drift-bench":
+            out = plot_drift_benchmark(json.loads(Path(args.report).read_text()), args.output)
         else:
             outs = demo(args.output)
             print("\n".join(str(o) for o in outs))

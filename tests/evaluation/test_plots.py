@@ -78,3 +78,64 @@ def test_plot_cli_drift_and_map(tmp_path, fitted) -> None:
     assert plots.main(["map", "-m", str(model), "-e", str(tmp_path / "emb.parquet"), "-o", str(tmp_path / "m.png")]) == 0
     assert is_png(tmp_path / "m.png")
     assert plots.main(["drift", str(tmp_path / "missing.jsonl")]) == 2
+
+
+# ----------------------------------------------------------------- the daemon's drift history and the benchmark
+
+
+@pytest.fixture(scope="module")
+def history_root(tmp_path_factory):
+    from streamembed.evaluation.drift_bench import demo_history
+
+    root = tmp_path_factory.mktemp("out")
+    demo_history(root, objects=150_000, change_at=70_000)
+    return root
+
+
+def test_history_timeline_keeps_refits_within_the_records_span(history_root) -> None:
+    drift, refits = plots.read_drift_history(history_root)
+    assert drift and all({"time", "unix", "model_version", "objects_seen", "window", "detector"} <= set(r) for r in drift)
+    assert [h["status"] for h in refits] == ["installed"]
+    early = {"time": "2001-01-01T00:00:00Z", "status": "failed"}  # before the records: not drawn
+    recs, times, marks = plots.history_timeline(list(reversed(drift)), refits + [early])
+    assert times == sorted(times) and len(recs) == len(drift)
+    assert [(m[1], m[2]) for m in marks] == [("installed", 2)]
+    assert any(r["detector"]["fired"] for r in drift)
+    assert {r["detector"]["kind"] for r in drift} == {"cusum"}
+
+
+def test_plot_drift_reads_an_output_root_or_the_two_files(tmp_path, history_root) -> None:
+    assert plots.main(["drift", str(history_root), "-o", str(tmp_path / "a.png")]) == 0
+    assert is_png(tmp_path / "a.png")
+    assert plots.main(["drift", str(history_root / "drift-history.jsonl"), "--history",
+                       str(history_root / "model-history.jsonl"), "-o", str(tmp_path / "b.png")]) == 0
+    assert is_png(tmp_path / "b.png")
+    assert plots.main(["drift", str(tmp_path), "-o", str(tmp_path / "c.png")]) == 2  # no drift-history.jsonl there
+
+
+def test_plot_drift_history_draws_a_fallback_rule_panel(tmp_path) -> None:
+    recs = []
+    for i in range(30):
+        kind = "cusum" if i < 15 else "rule"
+        recs.append({"time": f"2026-11-22T12:{i:02d}:00.000000Z", "unix": 1795000000.0 + 60 * i, "model_version": 1,
+                     "objects_seen": 10_000 * i, "window": {"relative_unexplained_mean": 0.1 + 0.001 * i},
+                     "detector": {"kind": kind, "statistic": float(i % 5), "threshold": 10.0 if kind == "cusum" else 0.2,
+                                  "expected_run_objects": 1e8 if kind == "cusum" else None, "fired": False}})
+    out = plots.plot_drift_history(recs, [], tmp_path / "fb.png")
+    assert is_png(out)
+    with pytest.raises(ValueError, match="not a drift history"):
+        plots.plot_drift_history([{"time": 1, "x": 2}], [], tmp_path / "no.png")
+
+
+def test_plot_drift_benchmark_from_a_report(tmp_path) -> None:
+    delays = {"new cluster off span": {"median": 300.0, "p90": 500.0, "misses": 0, "replicates": 5, "pre_change": 0},
+              "scale x1.1": {"median": None, "p90": None, "misses": 5, "replicates": 5, "pre_change": 0},
+              "new cluster in span": {"median": None, "p90": None, "misses": 5, "replicates": 5, "pre_change": 0}}
+    rows = [{"detector": name, "setting": "s", "fa_per_million": fa, "fa_ci_low": 0.0, "fa_ci_high": fa + 0.2,
+             "delays": delays} for name, fa in (("cusum (ours)", 0.0), ("ADWIN", 1.5))]
+    report = {"settings": {"stationary_objects": 1000, "replicates": 5}, "detectors": rows}
+    assert is_png(plots.plot_drift_benchmark(report, tmp_path / "bench.png"))
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))
+    assert plots.main(["drift-bench", str(path), "-o", str(tmp_path / "cli.png")]) == 0
+    assert is_png(tmp_path / "cli.png")
