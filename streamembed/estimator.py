@@ -204,6 +204,15 @@ class LandmarkMDS:
         """Multi-point RR of a block: A (m, n), C (m, m) mutual dissimilarities -> (m, d)."""
         return self.embed(A, C).y
 
+    def transform_blocks(self, A: object, C_list: Any) -> np.ndarray:
+        """Multi-point RR of many blocks at once: A (m, n) with blocks consecutive, C_list their k_i×k_i -> (m, d)."""
+        return self.embed_blocks(A, C_list).y
+
+    def embed_blocks(self, A: object, C_list: Any, *, k0_rows: None | Literal["all"] | int = None,
+                     errors: Literal["raise", "mask"] = "raise") -> EmbeddingResult:
+        """``transform_blocks`` with residuals, flags and per-block objectives (``result.blocks``)."""
+        return self._model().place_blocks(A, C_list, k0_rows=k0_rows, errors=errors)
+
     def embed(self, A: object, C: object = None, *, method: Method | None = None,
               k0_rows: None | Literal["all"] | int = None, errors: Literal["raise", "mask"] = "raise",
               self_similarity: object = None) -> EmbeddingResult:

@@ -186,16 +186,33 @@ class DriftConfig:
                                   "objects ...", min=1)
     stats_every_seconds: float = _f(1.0, "... or this many seconds, whichever comes first; the trigger sees them at "
                                     "that granularity.", min=0.0)
-    statistic: str = _f("relative_unexplained_mean", "Statistic the refit trigger watches.",
+    detector: str = _f("cusum", "What decides a refit: cusum, a sequential detector on the per-object unexplained "
+                       "energy whose threshold is calibrated on the baseline to expected_run_objects between false "
+                       "alarms (docs/math.md §7), or rule, the window statistic against baseline x ratio below.",
+                       choices=("cusum", "rule"))
+    expected_run_objects: float = _f(1e8, "cusum: stationary objects expected between false alarms (the calibrated "
+                                     "guarantee; at 10,000 objects/s 1e8 is one false alarm per ~2.8 h).", min=1.0)
+    min_shift: float = _f(0.1, "cusum: the smallest rise of the unexplained energy's mean to detect quickly, in "
+                          "baseline standard deviations of one object's value.", min=0.0, exclusive_min=True)
+    group_objects: int = _f(256, "cusum: objects averaged per step (near-Gaussian increments; absorbs short-range "
+                            "correlation).", min=1, max=1_000_000)
+    confidence: float = _f(0.95, "cusum: probability that the real run between false alarms is at least "
+                           "expected_run_objects, over baselines.", min=0.5, max=1.0, exclusive_min=True)
+    history_seconds: float = _f(10.0, "Append the window statistics and the detector's state to "
+                                "<root>/drift-history.jsonl at most this often (streamembed plot drift reads it; "
+                                "0: at every statistics update).", min=0.0)
+    statistic: str = _f("relative_unexplained_mean", "rule: the window statistic the rule watches.",
                         choices=DRIFT_STATISTICS)
-    ratio: float = _f(1.5, "Drift = the statistic above max(baseline x ratio, baseline + margin), where the baseline "
-                      "is its value once baseline_objects objects were seen after a (re)fit ...", min=1.0)
-    margin: float = _f(0.05, "... (the margin of that rule).", min=0.0)
-    threshold: float = _f(0.0, "An absolute trigger level instead of the baseline rule (0: baseline rule).", min=0.0)
-    hysteresis: float = _f(0.5, "The count of objects above the level resets only below baseline + hysteresis x "
-                           "(level - baseline).", min=0.0, max=1.0)
-    min_objects: int = _f(20_000, "Objects above the level before a refit fires.", min=1)
-    baseline_objects: int = _f(20_000, "Objects after a (re)fit before the baseline is taken.", min=1)
+    ratio: float = _f(1.5, "rule: drift = the statistic above max(baseline x ratio, baseline + margin), where the "
+                      "baseline is its value once baseline_objects objects were seen after a (re)fit ...", min=1.0)
+    margin: float = _f(0.05, "rule: ... (the margin of that rule).", min=0.0)
+    threshold: float = _f(0.0, "rule: an absolute trigger level instead of the baseline rule (0: baseline rule).",
+                          min=0.0)
+    hysteresis: float = _f(0.5, "rule: the count of objects above the level resets only below baseline + hysteresis "
+                           "x (level - baseline).", min=0.0, max=1.0)
+    min_objects: int = _f(20_000, "rule: objects above the level before a refit fires.", min=1)
+    baseline_objects: int = _f(20_000, "Objects after a (re)fit before the baseline is taken (both detectors; the "
+                               "cusum calibrates on them).", min=1)
     cooldown_seconds: float = _f(300.0, "No automatic refit within this many seconds after one.", min=0.0)
 
 
@@ -208,6 +225,10 @@ class RefitConfig:
     retain_versions: int = _f(3, "Older model versions kept to embed inputs whose landmark_version names them.",
                               min=0, max=100)
     timeout_seconds: float = _f(600.0, "Kill a refit worker that runs longer than this many seconds.", min=1.0)
+    selection: str = _f("residual", "How a refit chooses its landmarks: residual (keep the old landmarks that still "
+                        "carry the map, add reservoir objects by their residual k0: the map moves least), maxmin, "
+                        "random or kmeans++ (redraw every landmark; see the README's landmark-selection table).",
+                        choices=("residual", "maxmin", "random", "kmeans++"))
     model_dir: str = _f("", "Versioned models model-v<N>.npz; empty: <root>/models.")
     history_path: str = _f("", "JSON lines record of every refit; empty: <root>/model-history.jsonl.")
 

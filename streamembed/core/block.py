@@ -45,6 +45,7 @@ starting at Σ_{j<i} sizes[j]², row-major.
 
 from __future__ import annotations
 
+import contextvars
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -211,7 +212,9 @@ def solve_blocks(
     shared = (c, beta, lam, b_norm2, row_off, beta_off, single, ambiguity_rtol, out)
     threads = min(2, os.cpu_count() or 1) if n_threads is None else n_threads
     if threads > 1 and len(tasks) > 1:
-        for f in [_pool().submit(_solve_task, k, blocks, *shared) for k, blocks in tasks]:
+        # each task runs in a copy of this context: the batch's time budget (core.budget) applies there too
+        for f in [_pool().submit(contextvars.copy_context().run, _solve_task, k, blocks, *shared)
+                  for k, blocks in tasks]:
             f.result()
     else:
         for k, blocks in tasks:

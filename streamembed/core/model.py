@@ -194,6 +194,14 @@ class LandmarkModel:
                               self_similarity=self_similarity)
         return self.to_frame(res)
 
+    def place_blocks(self, A: object, cross: Any, sizes: Any = None, *,
+                     k0_rows: None | Literal["all"] | int = None, errors: Literal["raise", "mask"] = "raise",
+                     max_block_rows: int | None = None) -> EmbeddingResult:
+        """Block RR of many blocks in one solver call (``core.placement.place_blocks``)."""
+        res = placement.place_blocks(self, A, cross, sizes, k0_rows=k0_rows, errors=errors,
+                                     max_block_rows=max_block_rows)
+        return self.to_frame(res)
+
     def to_frame(self, res: EmbeddingResult) -> EmbeddingResult:
         """Map a result from the model's own frame into the output frame (in place)."""
         if self.is_aligned:

@@ -30,12 +30,13 @@ All results are in the model's own frame; ``LandmarkModel.place`` aligns them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Sequence
 
 import numpy as np
 
 from . import validation
-from .block import solve_block
+from .block import solve_blocks
+from .block_input import BlockBatch, prepare_blocks
 from .bounds import WindowBounds, window_bounds
 from .centering import center_block
 from .criteria import solve_l1, solve_stress
@@ -49,7 +50,7 @@ from .validation import Problem
 if TYPE_CHECKING:
     from .model import LandmarkModel
 
-__all__ = ["place", "residuals", "arc", "core_dissimilarities", "block_residual", "K0_RTOL"]
+__all__ = ["place", "place_blocks", "residuals", "arc", "core_dissimilarities", "block_residual", "K0_RTOL"]
 
 #: k0 below -K0_RTOL·(|β| + ‖ŷ_r‖²) counts as non-Euclidean (round-off of the
 #: difference β - ‖ŷ_r‖² is far below this in float64; float32 inputs use the second).
@@ -234,48 +235,128 @@ def landmark_negative_ratio(model: "LandmarkModel") -> float:
 
 
 def _place_block(model: "LandmarkModel", A: np.ndarray, C: object, k0_rows: object, errors: str) -> EmbeddingResult:
-    m = A.shape[0]
-    d = int(model.n_components)
-    problem: Problem | None = None
-    try:
-        C64 = validation.check_cross(C, m)
-    except InputError as exc:
-        if errors == "raise":
-            raise
-        problem = Problem("bad_block", str(exc))
-    row_reasons = validation.row_problems(A, "A")
-    if problem is None:
-        bad = [(i, r) for i, r in enumerate(row_reasons) if r is not None]
-        if bad:
+    """One block (core dissimilarities A (k, n), C (k, k)): ``place_blocks`` with a single block."""
+    return _blocks(model, A, [C], np.array([A.shape[0]]), k0_rows, errors, name="C")
+
+
+def place_blocks(model: "LandmarkModel", A: object, cross: Sequence[object], sizes: Sequence[int] | None = None, *,
+                 k0_rows: None | Literal["all"] | int = None, errors: str = "raise",
+                 max_block_rows: int | None = None) -> EmbeddingResult:
+    """Block restricted reconstruction of many blocks in one solver call (docs/math.md §3), own frame.
+
+    Args:
+        A: (m, n) rows of every block, blocks consecutive (raw model input:
+           similarities for a similarity model).
+        cross: one k_i×k_i matrix of mutual dissimilarities (similarities) per block.
+        sizes: rows per block (default: each matrix's row count).
+        k0_rows: None (no k0), or anything else: exact k0 for every member
+           and ‖K0‖₂ per block (``block_norm_k0`` is their largest).
+        errors: "raise" (InputError for the first bad block) or "mask" (the
+           rows of a bad block get valid=False and a ``bad_block`` Problem, or
+           the member's own problem; the other blocks are placed).
+        max_block_rows: a larger block is refused (``bad_block``).
+    """
+    model.check_method("projection", block=True)
+    if errors not in ("raise", "mask"):
+        raise InputError(f"errors must be 'raise' or 'mask', got {errors!r}")
+    cross = list(cross)
+    sizes_arr = np.array([np.shape(c)[0] if np.ndim(c) == 2 else 0 for c in cross] if sizes is None else sizes,
+                         dtype=np.int64)
+    A_raw = validation.as_float_array(A, "A", 2)
+    if sizes_arr.size != len(cross) or int(sizes_arr.sum()) != A_raw.shape[0]:
+        raise InputError(f"{len(cross)} cross matrices with block sizes summing to {int(sizes_arr.sum())}, but A has "
+                         f"{A_raw.shape[0]} rows")
+    if model.pipeline.identity:
+        return _blocks(model, validation.check_rows(A_raw, model.n_landmarks, "A"), cross, sizes_arr, k0_rows,
+                       errors, max_block_rows)
+    # the input pipeline block by block (similarities, geodesics, constant): not the hot path
+    off = np.concatenate([[0], np.cumsum(sizes_arr)])
+    rows, mats, early = [], [], []
+    for b, C in enumerate(cross):
+        try:
+            Ab, Cb = model.pipeline.block(A_raw[off[b]:off[b + 1]], C, model.n_landmarks)
+        except InputError as exc:
             if errors == "raise":
-                raise InputError(f"row {bad[0][0]} of A is invalid: {bad[0][1]}")
-            problem = Problem("bad_block", f"member {bad[0][0]} is invalid ({bad[0][1]})", bad[0][0])
-    if problem is not None:
-        return _refused_block(m, d, [row_reasons[i] or problem for i in range(m)])
-    A64 = A.astype(np.float64)
-    spectrum = model.spectrum
-    B, Beta = center_block(np.square(A64), np.square(C64), spectrum.row_means, spectrum.grand_mean)
-    lam = model.eigenvalues
-    Cc = B @ spectrum.eigenvectors[:, :d]
-    sol = solve_block(Cc, Beta, lam, float(np.square(B).sum()), random_state=model.random_state)
-    beta = np.diagonal(Beta).copy()
-    y_proj = Cc / np.sqrt(lam)
-    flags = np.full(m, FLAG_BLOCK, dtype=np.uint32)
+                raise
+            early.append((b, Problem("bad_block", str(exc))))
+            Ab, Cb = np.zeros((int(sizes_arr[b]), model.n_landmarks)), np.full((int(sizes_arr[b]),) * 2, np.nan)
+        rows.append(Ab)
+        mats.append(Cb)
+    A_core = np.vstack(rows) if rows else np.empty((0, model.n_landmarks))
+    res = _blocks(model, A_core, mats, sizes_arr, k0_rows, errors, max_block_rows)
+    for b, why in early:
+        res.reasons[off[b]:off[b + 1]] = [why] * int(sizes_arr[b])
+    return res
+
+
+def _blocks(model: "LandmarkModel", A: np.ndarray, cross: list, sizes: np.ndarray, k0_rows: object, errors: str,
+            max_block_rows: int | None = None, name: str = "cross") -> EmbeddingResult:
+    """Blocks of core dissimilarities: check, centre and pack (``block_input``), solve (``block.solve_blocks``)."""
+    m, d = A.shape[0], int(model.n_components)
+    sp, lam = model.spectrum, model.eigenvalues
+    prep = prepare_blocks(A, cross, sizes, sp.row_means, sp.grand_mean, sp.eigenvectors[:, :d], max_block_rows,
+                          name=name)
+    off = np.concatenate([[0], np.cumsum(sizes)])
+    if errors == "raise" and not prep.valid.all():
+        b = int(np.argmin(prep.valid))
+        where = "the block" if len(cross) == 1 else f"block {b} (rows {off[b]}..{off[b + 1] - 1} of A)"
+        raise InputError(f"{where} is invalid: {prep.problems[b]}")
+    valid = np.repeat(prep.valid, sizes)
+    reasons: list[Problem | None] = [None] * m
+    own = validation.row_problems(A, "A")
+    for b in np.flatnonzero(~prep.valid):
+        block_problem = Problem("bad_block", prep.problems[b].detail)
+        for r in range(off[b], off[b + 1]):
+            reasons[r] = own[r] or block_problem
+    batch, rows = prep.batch, prep.rows
+    y = np.full((m, d), np.nan)
+    beta = np.full(m, np.nan)
+    unexpl = np.full(m, np.nan)
     k0 = np.full(m, np.nan)
+    flags = np.zeros(m, dtype=np.uint32)
+    nb_ok = int(batch.sizes.size)
+    objective = np.full(len(cross), np.nan)
+    certified = np.zeros(len(cross), dtype=bool)
     norm = None
-    rows = coords = None
-    if k0_rows is not None:
-        coords, _ = model.project_r(A64)
-        K0 = block_k0(Beta, coords)
-        k0 = np.diagonal(K0).copy()
-        norm = operator_norm(K0)
-        flags |= _non_euclidean(model, k0, beta, A.dtype)
-        rows = np.arange(m)
-    flags[beta < 0] |= FLAG_NON_EUCLIDEAN
-    return EmbeddingResult(y=sol.y, beta=beta, unexplained=beta - np.einsum("ij,ij->i", y_proj, y_proj), k0=k0,
-                           t=np.full(m, np.nan), flags=flags, valid=np.ones(m, dtype=bool), reasons=[None] * m,
-                           method="block", objective=sol.objective, block_norm_k0=norm, residual_rows=rows,
-                           residual_coords=coords)
+    coords = None
+    if nb_ok:
+        rtol = AMBIGUITY_RTOL_F32 if np.dtype(A.dtype) == np.float32 else AMBIGUITY_RTOL
+        sol = solve_blocks(batch.c, batch.beta, batch.sizes, lam, batch.b_norm2, ambiguity_rtol=rtol,
+                           n_threads=model.n_threads)
+        y[rows] = sol.y
+        flags[rows] = sol.flags | FLAG_BLOCK
+        beta[rows] = batch.beta_self
+        y_proj = batch.c / np.sqrt(lam)
+        unexpl[rows] = batch.beta_self - np.einsum("ij,ij->i", y_proj, y_proj)
+        objective[prep.valid] = sol.objective
+        certified[prep.valid] = sol.certified
+        if k0_rows is not None:
+            coords, _ = model.project_r(A[rows])
+            k0[rows] = batch.beta_self - np.einsum("ij,ij->i", coords, coords)
+            flags[rows] |= _non_euclidean(model, k0[rows], beta[rows], A.dtype)
+            norm = _largest_block_norm(batch, coords)
+        flags[rows[batch.beta_self < 0]] |= FLAG_NON_EUCLIDEAN
+    return EmbeddingResult(y=y, beta=beta, unexplained=unexpl, k0=k0, t=np.full(m, np.nan), flags=flags,
+                           valid=valid, reasons=reasons, method="block",
+                           objective=float(objective[0]) if len(cross) == 1 else None, block_norm_k0=norm,
+                           residual_rows=rows if coords is not None else None, residual_coords=coords,
+                           blocks={"sizes": sizes.copy(), "objective": objective, "certified": certified})
+
+
+def _largest_block_norm(batch: BlockBatch, coords: np.ndarray) -> float:
+    """max over blocks of ‖K0‖₂, K0 = β − Ŷ_r Ŷ_rᵀ per block (docs/math.md §4); one eigvalsh per block size."""
+    sizes = batch.sizes
+    row_off = np.concatenate([[0], np.cumsum(sizes)])
+    beta_off = np.concatenate([[0], np.cumsum(sizes * sizes)])
+    best = 0.0
+    for k in np.unique(sizes).tolist():
+        idx = np.flatnonzero(sizes == k)
+        Y = coords[row_off[idx][:, None] + np.arange(k)]  # (s, k, r)
+        Beta = batch.beta[beta_off[idx][:, None] + np.arange(k * k)].reshape(-1, k, k)
+        K0 = Beta - Y @ Y.transpose(0, 2, 1)
+        w = np.linalg.eigvalsh(0.5 * (K0 + K0.transpose(0, 2, 1)))
+        best = max(best, float(np.abs(w).max()))
+    return best
 
 
 def _place_transformed(model: "LandmarkModel", A: object, C: object, kappa: object, method: str, k0_rows: object,
@@ -286,13 +367,7 @@ def _place_transformed(model: "LandmarkModel", A: object, C: object, kappa: obje
     if C is not None:
         if kappa is not None:
             raise InputError("with a block, k(z, z) comes from the diagonal of C: do not pass self_similarity")
-        try:
-            A_core, C_core = model.pipeline.block(A_raw, C, model.n_landmarks)
-        except InputError as exc:
-            if errors == "raise":
-                raise
-            return _refused_block(m, int(model.n_components), [Problem("bad_block", str(exc))] * m)
-        return _place_block(model, A_core, C_core, k0_rows, errors)
+        return place_blocks(model, A_raw, [C], [m], k0_rows=k0_rows, errors=errors)
     rows = model.pipeline.rows(A_raw, model.n_landmarks, kappa)
     if errors == "raise" and not rows.valid.all():
         i = int(np.argmin(rows.valid))
@@ -377,13 +452,6 @@ def arc(model: "LandmarkModel", A: object, s: float) -> EmbeddingResult:
         y_proj = place(model, A, method="projection").y
         res.y = restricted_arc(y_proj * np.sqrt(model.eigenvalues), model.eigenvalues, res.t, s)
     return res
-
-
-def _refused_block(m: int, d: int, reasons: list[Problem | None]) -> EmbeddingResult:
-    nan = np.full(m, np.nan)
-    return EmbeddingResult(y=np.full((m, d), np.nan), beta=nan.copy(), unexplained=nan.copy(), k0=nan.copy(),
-                           t=nan.copy(), flags=np.zeros(m, dtype=np.uint32), valid=np.zeros(m, dtype=bool),
-                           reasons=list(reasons), method="block")
 
 
 def _blank(res: EmbeddingResult, rows: np.ndarray) -> None:

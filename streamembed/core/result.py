@@ -33,6 +33,9 @@ class EmbeddingResult:
             (None when none was), and residual_coords (s, r) their projections
             on every monitored eigenpair, in the model's own eigenbasis
             (docs/math.md §4): what drift monitoring needs, computed once.
+        blocks: for block RR, per block: "sizes" (rows), "objective" (F(Y*),
+            NaN for a refused block) and "certified" (globally optimal by the
+            duality bound, docs/math.md §3).
     """
 
     y: np.ndarray
@@ -48,6 +51,7 @@ class EmbeddingResult:
     block_norm_k0: float | None = None
     residual_rows: np.ndarray | None = None
     residual_coords: np.ndarray | None = None
+    blocks: dict | None = None
 
     def __len__(self) -> int:
         return int(self.y.shape[0])

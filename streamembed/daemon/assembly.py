@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from streamembed.core.detector import CalibrationError
 from streamembed.core.errors import ModelFileError
 from streamembed.core.model import LandmarkModel
 from streamembed.daemon.errors import EnvironmentUnavailable, StartupError
@@ -130,7 +131,12 @@ def build_drift(cfg: Config, registry: ModelRegistry,
     """The drift monitor and refit manager of the [drift] and [refit] sections (None, None if disabled)."""
     if not cfg.drift.enabled:
         return None, None
-    monitor = DriftMonitor(registry.current, cfg.drift, build_trigger(cfg.drift), metrics)
+    try:
+        trigger = build_trigger(cfg.drift)
+    except CalibrationError as exc:
+        raise StartupError(f"the drift detector cannot be calibrated with these settings: {exc} (or set "
+                           f"drift.detector = 'rule')") from None
+    monitor = DriftMonitor(registry.current, cfg.drift, trigger, metrics, history_path=cfg.drift_history_path)
     cfg.model_dir.mkdir(parents=True, exist_ok=True)
     refits = RefitManager(cfg.refit, registry, monitor, cfg.model_dir, cfg.history_path, metrics)
     return monitor, refits

@@ -128,6 +128,20 @@ class Metrics:
         self.drift_quantile = Gauge("streamembed_drift_relative_unexplained_quantile",
                                     "Quantiles of unexplained / beta over the drift window (ratio 0-1), "
                                     "by q (0.5, 0.9, 0.99).", ["q"], registry=r)
+        self.drift_detector_statistic = Gauge("streamembed_drift_detector_statistic",
+                                              "The CUSUM statistic of the drift detector (standardised units).",
+                                              registry=r)
+        self.drift_detector_threshold = Gauge("streamembed_drift_detector_threshold",
+                                              "The CUSUM's calibrated threshold (NaN while collecting its baseline).",
+                                              registry=r)
+        self.drift_detector_expected_run_objects = Gauge(
+            "streamembed_drift_detector_expected_run_objects",
+            "The calibrated expected run between false alarms, in objects (drift.expected_run_objects).", registry=r)
+        self.drift_detector_info = Gauge("streamembed_drift_detector_info",
+                                         "1 for the drift detector deciding now (cusum, or rule as configured or as "
+                                         "the fallback), 0 for the other.", ["kind"], registry=r)
+        self.drift_alarms = Counter("streamembed_drift_alarms_total", "Drift alarms raised by the detector.",
+                                    registry=r)
         self.refit_trigger_value = Gauge("streamembed_refit_trigger_value",
                                          "Current value of the statistic the refit trigger watches.", registry=r)
         self.refit_trigger_level = Gauge("streamembed_refit_trigger_level",

@@ -26,8 +26,8 @@ from streamembed.atomic import atomic_write_bytes
 
 
 def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
-    from streamembed.core.refit import refit
-    from streamembed.model_io import load_model, read_model_file, save_model
+    from streamembed.core.refit import DEFAULT_SELECTION, refit
+    from streamembed.model_io import read_model_file, save_model
 
     t0 = time.perf_counter()
     try:
@@ -36,8 +36,9 @@ def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
             ids = [str(x) for x in npz["ids"]]
             features = npz["features"] if "features" in npz.files else None
             n_landmarks = int(npz["n_landmarks"])
+            selection = str(npz["selection"]) if "selection" in npz.files else DEFAULT_SELECTION
         old, params = read_model_file(old_model)
-        res = refit(old, D, ids, n_landmarks=n_landmarks or None, features=features)
+        res = refit(old, D, ids, n_landmarks=n_landmarks or None, features=features, selection=selection)
         save_model(res.model, new_model, params=params)
         doc = {
             "model_version": int(res.model.version),
@@ -50,6 +51,8 @@ def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
             "worker_seconds": time.perf_counter() - t0,
             "n_candidates": res.details["n_candidates"],
             "kept_old_landmarks": res.details["kept_old"],
+            "selection": selection,
+            "selection_details": {k: v for k, v in res.details.items() if k not in ("n_candidates", "kept_old")},
         }
         code = 0
     except Exception as exc:  # noqa: BLE001 - reported to the daemon through the record

@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import scipy.spatial.distance
 
+from streamembed.core.errors import InputError
+from streamembed.core.refit import candidate_dissimilarities
 from streamembed.model_io import load_model, save_model
 from streamembed.settings import RefitConfig
 from streamembed.stream.models import ModelRegistry, StaleModelError
@@ -116,7 +117,7 @@ class RefitManager:
             self.monitor.pending = None
             if not self.may_auto_refit():
                 log.info("drift trigger on a replica that does not lead refits; the leader's model will follow")
-                self.monitor.trigger.refitted(time.time())
+                self._cool_down()
                 return
             trigger = "auto"
         if trigger is not None:
@@ -148,42 +149,29 @@ class RefitManager:
             self._record({"trigger": trigger, "reason": reason, "status": "skipped",
                           "detail": "refits of similarity-input models are not supported (core.refit)"})
             log.warning("refit requested but the model takes similarities; refit it offline")
-            self.monitor.trigger.refitted(time.time())  # cooldown: do not ask again at once
+            self._cool_down()
             return
         cand = self.monitor.candidates()
         if cand is None or not cand.ids:
             self._record({"trigger": trigger, "reason": reason, "status": "skipped",
                           "detail": "no landmark candidates: the stream carried no blocks and no features"})
             log.warning("refit requested but there are no landmark candidates")
-            self.monitor.trigger.refitted(time.time())  # cooldown: do not ask again at once
+            self._cool_down()
             return
-        n_old = int(est.n_landmarks)
-        old_ids = [str(x) for x in est.landmark_ids]
-        taken = set(old_ids)
-        keep = [i for i, x in enumerate(cand.ids) if x not in taken]
-        ids = old_ids + [cand.ids[i] for i in keep]
-        features = None
-        if cand.features is not None:
-            if est.features is None:
-                self._fail("feature candidates but the model has no landmark features")
-                return
-            features = np.vstack([est.features, cand.features[keep]])
-            D = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(features, metric=est.metric))
-        else:
-            if est.dissimilarities is None:
-                self._fail("the model does not store its landmark dissimilarities; refit impossible")
-                return
-            k = len(keep)
-            D = np.zeros((n_old + k, n_old + k))
-            D[:n_old, :n_old] = est.dissimilarities
-            A = cand.cross_to_landmarks[keep]
-            D[n_old:, :n_old] = A
-            D[:n_old, n_old:] = A.T
-            D[n_old:, n_old:] = cand.mutual[np.ix_(keep, keep)]
+        try:
+            cs = candidate_dissimilarities(est.landmark_ids, cand.ids, old_dissimilarities=est.dissimilarities,
+                                           cross_to_landmarks=cand.cross_to_landmarks, mutual=cand.mutual,
+                                           old_features=est.features, features=cand.features,
+                                           metric=est.metric or "euclidean")
+        except InputError as exc:
+            self._fail(str(exc))
+            return
+        ids, features, D = cs.ids, cs.features, cs.D
         workdir = Path(tempfile.mkdtemp(prefix="refit-", dir=self.model_dir))
         job = workdir / "job.npz"
         arrays = {"dissimilarities": D, "ids": np.asarray(ids, dtype=str),
-                  "n_landmarks": np.asarray(self.settings.n_landmarks or n_old)}
+                  "n_landmarks": np.asarray(self.settings.n_landmarks or cs.n_old),
+                  "selection": np.asarray(self.settings.selection)}
         if features is not None:
             arrays["features"] = features
         np.savez(job, **arrays)
@@ -257,11 +245,16 @@ class RefitManager:
         self._record({"trigger": job.get("trigger"), "reason": job.get("reason"), "status": "failed", "error": why})
         if job:
             self._cleanup(job)
-        self.monitor.trigger.refitted(time.time())  # cool down before trying again
+        self._cool_down()  # before trying again
         if self.metrics is not None:
             self.metrics.refit_failures.inc()
             self.metrics.refit_in_progress.set(0)
         log.error("refit failed: %s", why)
+
+    def _cool_down(self) -> None:
+        """No refit was installed: cool down but keep the detector's baseline (a new one would accept the drift)."""
+        trig = self.monitor.trigger
+        (trig.cooldown if hasattr(trig, "cooldown") else trig.refitted)(time.time())
 
     def _cleanup(self, job: dict[str, Any]) -> None:
         import shutil

@@ -1,25 +1,34 @@
-"""Drift monitoring in the stream: residuals -> window -> trigger (docs/math.md §4).
+"""Drift monitoring in the stream: residuals -> window -> trigger (docs/math.md §4, §7).
 
 ``DriftMonitor.observe`` sees every batch embedded with the current model.
 It adds the batch's relative unexplained energy (all objects, free) and the
 exact k0 the embedding already computed for its sample of rows
-(``model.k0_rows``; the result's ``residual_rows``) to a ``core.drift.DriftWindow``,
-feeds the window's statistics to a ``core.drift.RefitTrigger``, exports both
-as metrics, and keeps the reservoir of landmark candidates a refit needs:
-in feature mode the most recent objects' feature vectors, in dissimilarity
-mode the most recent block (its members' mutual dissimilarities are known).
+(``model.k0_rows``; the result's ``residual_rows``) to a ``core.drift.DriftWindow``;
+it feeds every object's unexplained energy to the trigger — by default the
+calibrated CUSUM of ``core.detector`` (``drift.detector = "cusum"``), else
+the baseline-ratio rule of ``core.drift`` — and the window's statistics to
+the metrics and to ``<root>/drift-history.jsonl`` (what ``streamembed plot
+drift`` draws). It keeps the reservoir of landmark candidates a refit
+needs: in feature mode the most recent objects' feature vectors, in
+dissimilarity mode the most recent block (its members' mutual
+dissimilarities are known). After an alarm it waits until the reservoir has
+refilled with post-change objects before asking for the refit.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from streamembed.core.detector import CusumDetector, SequentialTrigger, check_detector_settings
 from streamembed.core.drift import DriftStatistics, DriftWindow, RefitTrigger
 from streamembed.core.result import EmbeddingResult
 from streamembed.settings import DriftConfig
@@ -29,11 +38,18 @@ __all__ = ["DriftMonitor", "Candidates", "build_trigger"]
 log = logging.getLogger("streamembed.monitor")
 
 
-def build_trigger(drift: DriftConfig) -> RefitTrigger:
-    """The refit trigger of a [drift] section."""
-    return RefitTrigger(statistic=drift.statistic, ratio=drift.ratio, margin=drift.margin,
+def build_trigger(drift: DriftConfig) -> RefitTrigger | SequentialTrigger:
+    """The refit trigger of a [drift] section; raises ``core.detector.CalibrationError`` for settings no data can fit."""
+    rule = RefitTrigger(statistic=drift.statistic, ratio=drift.ratio, margin=drift.margin,
                         threshold=drift.threshold or None, hysteresis=drift.hysteresis, min_objects=drift.min_objects,
                         baseline_objects=drift.baseline_objects, cooldown_seconds=drift.cooldown_seconds)
+    if drift.detector == "rule":
+        return rule
+    check_detector_settings(drift.expected_run_objects, drift.baseline_objects, drift.group_objects,
+                            drift.min_shift, drift.confidence)
+    detector = CusumDetector(drift.expected_run_objects, drift.min_shift, drift.group_objects, drift.confidence)
+    return SequentialTrigger(detector, baseline_objects=drift.baseline_objects,
+                             cooldown_seconds=drift.cooldown_seconds, fallback=rule)
 
 
 @dataclass
@@ -49,12 +65,17 @@ class Candidates:
 class DriftMonitor:
     """Watches the residuals of the current model and decides when to refit."""
 
-    def __init__(self, est: Any, settings: DriftConfig, trigger: RefitTrigger, metrics: Any = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, est: Any, settings: DriftConfig, trigger: RefitTrigger | SequentialTrigger,
+                 metrics: Any = None, clock: Callable[[], float] = time.time, history_path: Path | None = None) -> None:
         self.settings = settings
         self.trigger = trigger
         self.metrics = metrics
         self.clock = clock
+        self.history_path = None if history_path is None else Path(history_path)
+        self._history_at = -math.inf
+        self._fired_since_record = False
+        self._warned: str | None = None
+        self._armed: tuple[str, DriftStatistics | None, int] | None = None
         self.pending: tuple[str, DriftStatistics | None] | None = None
         #: set by the refit manager while a refit runs: no new trigger meanwhile
         self.refit_running = False
@@ -71,7 +92,9 @@ class DriftMonitor:
         s = self.settings
         self.window = DriftWindow(est.spectrum.eigenvalues, int(est.n_components), int(est.n_landmarks),
                                   max_objects=s.window_objects, max_seconds=s.window_seconds or None)
+        self.model_version = int(est.version)
         self.pending = None
+        self._armed = None
         self.last_stats = None
         self._since_stats, self._stats_time = 0, 0.0
         self._block = None  # its dissimilarities refer to the old landmarks
@@ -101,13 +124,52 @@ class DriftMonitor:
         else:
             refreshed = False
         stats = self.last_stats
-        decision = self.trigger.observe(now, stats, m)
-        if decision.fire and self.pending is None and not self.refit_running:
-            log.info("drift: refit triggered", extra={"reason": decision.reason})
-            self.pending = (decision.reason, stats)
-            self.triggered_at = self.objects_seen
+        decision = self.trigger.observe(now, stats, m, values=res.unexplained)
+        warning = getattr(self.trigger, "warning", None)
+        if warning and warning != self._warned:
+            log.warning("%s", warning)
+        self._warned = warning
+        if decision.fire:
+            self._fired_since_record = True
+            if self.metrics is not None:
+                self.metrics.drift_alarms.inc()
+            if self._armed is None and self.pending is None and not self.refit_running:
+                log.info("drift: alarm; the refit waits for the reservoir to fill with post-change objects",
+                         extra={"reason": decision.reason})
+                self._armed = (decision.reason, stats, self.objects_seen + self.settings.reservoir_objects)
+                self.triggered_at = self.objects_seen
+        if self._armed is not None and self.objects_seen >= self._armed[2] and self.pending is None:
+            reason, at_alarm, _ = self._armed
+            log.info("drift: refit triggered", extra={"reason": reason})
+            self.pending = (reason, at_alarm)
+            self._armed = None
         if refreshed:
             self._export(stats, decision.value, decision.threshold)
+            self._record(now, stats, decision.value, decision.threshold)
+
+    def _record(self, now: float, stats: DriftStatistics | None, value: float, threshold: float) -> None:
+        """Append the window's statistics and the detector's state to the drift history (rate-limited)."""
+        if self.history_path is None or now - self._history_at < self.settings.history_seconds:
+            return
+        self._history_at = now
+        trig = self.trigger
+        doc = {
+            "time": datetime.fromtimestamp(now, timezone.utc).isoformat().replace("+00:00", "Z"),
+            "unix": now,
+            "model_version": self.model_version,
+            "objects_seen": self.objects_seen,
+            "window": None if stats is None else _finite(stats.as_dict()),
+            "detector": _finite({"kind": getattr(trig, "kind", "rule"), "statistic": value, "threshold": threshold,
+                                 "expected_run_objects": getattr(trig, "expected_run_objects", None),
+                                 "fired": self._fired_since_record}),
+        }
+        self._fired_since_record = False
+        try:
+            self.history_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.history_path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(doc) + "\n")
+        except OSError as exc:  # the stream goes on; the history has a gap
+            log.warning("cannot append to %s: %s", self.history_path, exc)
 
     def _keep_candidates(self, A: np.ndarray, ids: Any, cross: np.ndarray | None, features: np.ndarray | None) -> None:
         if features is None and cross is None:
@@ -142,6 +204,13 @@ class DriftMonitor:
         m.refit_trigger_value.set(value)
         m.refit_trigger_level.set(level)
         m.reservoir_objects.set(self.reservoir_size)
+        kind = getattr(self.trigger, "kind", "rule")
+        for k in ("cusum", "rule"):
+            m.drift_detector_info.labels(kind=k).set(1.0 if k == kind else 0.0)
+        if kind == "cusum":
+            m.drift_detector_statistic.set(self.trigger.statistic)
+            m.drift_detector_threshold.set(self.trigger.threshold)
+            m.drift_detector_expected_run_objects.set(self.trigger.expected_run_objects)
         if stats is None:
             return
         g = m.drift
@@ -155,6 +224,11 @@ class DriftMonitor:
         for q, v in (("0.5", stats.relative_unexplained_p50), ("0.9", stats.relative_unexplained_p90),
                      ("0.99", stats.relative_unexplained_p99)):
             m.drift_quantile.labels(q=q).set(v)
+
+
+def _finite(doc: dict[str, Any]) -> dict[str, Any]:
+    """NaN and ±inf as null: the history is strict JSON."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in doc.items()}
 
 
 class _Ring:

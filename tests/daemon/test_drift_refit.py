@@ -53,19 +53,41 @@ DRIFT = {
     "generator.noise_std": 0.0,
     "generator.new_cluster_after": DRIFT_AT,
     "generator.new_cluster_offset": 6.0,
-    "drift.statistic": "relative_k0_mean",
 }
+#: today's baseline-ratio rule on the window's relative k0
+RULE = {"drift.detector": "rule", "drift.statistic": "relative_k0_mean"}
+
+
+def test_the_calibrated_detector_triggers_one_refit_soon_after_the_change(tmp_path):
+    cfg = _config(tmp_path, **DRIFT, **{"run.max_records": 160_000, "drift.history_seconds": 0.0})
+    metrics = Metrics()
+    assert run_daemon(cfg, metrics=metrics) == 0
+    installed = [h for h in _history(tmp_path) if h["status"] == "installed"]
+    assert len(installed) == 1, _history(tmp_path)
+    # the CUSUM alarms within a few groups of objects of the change (the rule waits for its window and
+    # min_objects), then the refit waits for the reservoir to refill with post-change objects
+    reservoir = cfg.drift.reservoir_objects
+    assert DRIFT_AT < installed[0]["triggered_after_objects"] <= DRIFT_AT + 3 * 1024 + reservoir + 1024
+    assert _gauge(metrics, "streamembed_drift_detector_info", kind="cusum") == 1
+    assert _gauge(metrics, "streamembed_drift_alarms_total") >= 1
+    assert _gauge(metrics, "streamembed_drift_detector_expected_run_objects") == cfg.drift.expected_run_objects
+    history = [json.loads(line) for line in (tmp_path / "drift-history.jsonl").read_text().splitlines()]
+    assert history and {h["detector"]["kind"] for h in history} == {"cusum"}
+    assert any(h["detector"]["fired"] for h in history)
+    assert [h["model_version"] for h in history][-1] == 2
 
 
 def test_drift_triggers_one_refit_and_the_residuals_recover(tmp_path):
-    cfg = _config(tmp_path, **DRIFT, **{"run.max_records": 200_000})
+    cfg = _config(tmp_path, **DRIFT, **RULE, **{"run.max_records": 200_000})
     metrics = Metrics()
     assert run_daemon(cfg, metrics=metrics) == 0
     installed = [h for h in _history(tmp_path) if h["status"] == "installed"]
     assert len(installed) == 1, _history(tmp_path)
     rec = installed[0]
     assert rec["model_version"] == 2 and rec["previous_version"] == 1
-    assert np.isfinite(rec["alignment_rms"]) and rec["alignment_rms"] >= 0
+    # the old landmarks move by a fraction of the map's size: the new map is aligned to the old one
+    radius = np.sqrt(np.sum(rec["eigenvalues"]) / len(rec["new_landmarks"]))  # RMS distance to the centroid
+    assert np.isfinite(rec["alignment_rms"]) and rec["alignment_rms"] < 0.5 * radius
     assert len(rec["new_landmarks"]) == len(rec["old_landmarks"]) == 100
     at_trigger = rec["statistics"]
     assert at_trigger["relative_k0_mean"] > 0.05 and at_trigger["kernel_distance_bound"] > 0.1
@@ -90,7 +112,7 @@ def test_drift_triggers_one_refit_and_the_residuals_recover(tmp_path):
 @pytest.mark.parametrize("metric", ["euclidean", "cityblock"])
 def test_stationary_input_triggers_no_refit(tmp_path, metric):
     """200,000 stationary objects: Euclidean features, and non-Euclidean (L1) dissimilarities."""
-    cfg = _config(tmp_path, **{"run.max_records": 200_000, "generator.rate": 0.0, "model.metric": metric,
+    cfg = _config(tmp_path, **RULE, **{"run.max_records": 200_000, "generator.rate": 0.0, "model.metric": metric,
                                "generator.emit": "dissimilarities" if metric == "cityblock" else "features",
                                "drift.cooldown_seconds": 0.0})
     metrics = Metrics()
