@@ -25,6 +25,7 @@ from streamembed.daemon.errors import (EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_
                                        StartupError, is_environment_error)
 from streamembed.daemon.health import HealthState, OpsServer
 from streamembed.daemon.logs import setup_logging
+from streamembed.daemon.mapview import MapPage, MapView
 from streamembed.daemon.metrics import Metrics
 from streamembed.daemon.state import (PidLock, archive_run, check_lineage, clean_refit_dirs, describe_model,
                                       model_record)
@@ -91,6 +92,11 @@ def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Met
             log.error("cannot start now (exit %d, to be retried): %s", EXIT_UNAVAILABLE, exc)
             return _close(closers, server, EXIT_UNAVAILABLE)
         _describe_model(metrics, model, cfg)
+        if server is not None and cfg.metrics.map_points:
+            view = MapView(loop.embedder.registry, monitor=loop.embedder.monitor, history_path=cfg.history_path,
+                           points=cfg.metrics.map_points)
+            loop.on_batch = view.observe  # one cheap call per batch: keeps the newest rows
+            server.map_view = view
         health.model_loaded = True
         log.info("running", extra={"source": loop.source.name, "output": str(cfg.embeddings_dir)})
         code = EXIT_OK
@@ -198,12 +204,16 @@ def _chain(calls: list[Any]) -> Any:
 
 def _start_server(cfg: Config, metrics: Metrics, health: HealthState) -> OpsServer:
     try:
-        server = OpsServer(metrics.registry, health, cfg.metrics.host, cfg.metrics.port).start()
+        server = OpsServer(metrics.registry, health, cfg.metrics.host, cfg.metrics.port,
+                           map_page=MapPage.load() if cfg.metrics.map_points else None,
+                           max_connections=cfg.metrics.max_connections,
+                           request_timeout=cfg.metrics.request_timeout_seconds).start()
     except OSError as exc:
         raise EnvironmentUnavailable(f"cannot listen on metrics.host = {cfg.metrics.host!r}, metrics.port = "
                                      f"{cfg.metrics.port}: {exc} (another process has the port? choose another, or "
                                      f"0 for a free one)") from None
-    log.info("ops server listening on http://%s:%d (/metrics /healthz /readyz)", server.host, server.port,
+    log.info("ops server listening on http://%s:%d (/metrics /healthz /readyz%s)", server.host, server.port,
+             " /map" if cfg.metrics.map_points else "",
              extra={"host": server.host, "port": server.port})
     if cfg.metrics.port_file:
         atomic_write_bytes(cfg.metrics.port_file, f"{server.port}\n".encode())

@@ -69,7 +69,8 @@ class EmbeddingLoop:
     (``daemon.metrics.Metrics``) and ``health`` (``daemon.health.HealthState``)
     are optional. Setting ``stop`` ends the loop after the current batch, with
     a final flush and commit. ``between_batches`` runs before every poll
-    (refits, model topic).
+    (refits, model topic). ``on_batch``, when set, is called with each batch's
+    ``Processed`` after its rows went to the sinks (the live map).
     """
 
     def __init__(
@@ -87,6 +88,7 @@ class EmbeddingLoop:
         stop: threading.Event | None = None,
         between_batches: Callable[[], None] | None = None,
         crash_guard: CrashGuard | None = None,
+        on_batch: Callable[[Processed], None] | None = None,
     ) -> None:
         self.embedder = embedder
         self.source = source
@@ -100,6 +102,7 @@ class EmbeddingLoop:
         self.stop = stop or threading.Event()
         self.between_batches = between_batches
         self.guard = crash_guard or CrashGuard(None)
+        self.on_batch = on_batch
         self.stats = LoopStats()
         self._position: Any = None
         self._roll_label: str | None = None
@@ -201,6 +204,8 @@ class EmbeddingLoop:
         self._reporter.count(batch.n_records, done.n_out, dead)
         if self.metrics is not None:
             self._observe(batch, done, dead, time.perf_counter() - t0)
+        if self.on_batch is not None:
+            self.on_batch(done)
 
     # ----------------------------------------------------------------- metrics
     def _observe(self, batch: SourceBatch, done: Processed, dead: list[DeadRecord], seconds: float) -> None:

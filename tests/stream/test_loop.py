@@ -215,3 +215,19 @@ def test_generator_source_resumes_with_the_same_objects(tmp_path: Path) -> None:
     ya = pq.read_table(tmp_path / "a" / "emb").sort_by("id").column("y").to_pylist()
     yb = pq.read_table(tmp_path / "b" / "emb").sort_by("id").column("y").to_pylist()
     np.testing.assert_allclose(ya, yb)
+
+
+def test_on_batch_sees_each_batch_after_its_rows_went_to_the_sinks(tmp_path: Path) -> None:
+    _corpus(tmp_path / "in")
+    loop = _loop(tmp_path / "in", tmp_path / "out")
+    seen: list = []
+
+    def hook(done) -> None:
+        assert loop.output.pending_rows >= done.n_out  # handed to the sink already
+        seen.append(done)
+
+    loop.on_batch = hook
+    stats = loop.run()
+    hooked = [i for d in seen if d.output is not None for i in d.output.column("id").to_pylist()]
+    assert Counter(hooked) == Counter(read_ids(tmp_path / "out" / "emb", "*.parquet"))
+    assert len(hooked) == stats.embedded and sum(len(d.dead) for d in seen) == stats.dead == 2
