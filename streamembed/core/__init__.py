@@ -1,23 +1,34 @@
 """The numerical core of streamembed: no I/O, only arrays in and arrays out.
 
-| module | MATH.md | what |
+| module | docs/math.md | what |
 | --- | --- | --- |
+| ``model`` | §1–5 | ``LandmarkModel``: the fitted map, what a refit replaces |
 | ``validation`` | — | input checks, per-row reasons |
+| ``transforms`` | §2 | input pipeline: similarity, geodesic, additive constant |
 | ``cmds`` | §1 | landmark classical MDS spectrum |
 | ``centering`` | §2 | centring new objects and blocks |
-| ``projection`` | §3 | fused projection hot path (also β) |
-| ``restricted`` | §3 | single-object RR: secular equation, hard case, arc |
-| ``block`` | §3 | multi-point RR: many blocks per call, staged starts, flags |
-| ``block_newton`` | §3 | trust-region Newton (Steihaug CG) for stacks of equal-size blocks |
-| ``block_certificate`` | §3 | duality bound on a block's distance to the global minimum |
-| ``block_starts`` | §3 | starting points: projection, spectral, eigen, seeded random |
+| ``projection`` | §3.1 | fused projection hot path (also β) |
+| ``restricted`` | §3.2 | single-object RR: secular equation, hard case, arc |
+| ``block`` | §3.3 | multi-point RR: many blocks per call, staged starts, flags |
+| ``block_newton`` | §3.3 | trust-region Newton (Steihaug CG) for stacks of equal-size blocks |
+| ``block_certificate`` | §3.3 | duality bound on a block's distance to the global minimum |
+| ``block_starts`` | §3.3 | starting points: projection, spectral, eigen, seeded random |
 | ``block_input`` | §2 | per-block validation of cross matrices, centring and packing |
-| ``block_reference`` | §3 | the former multi-start L-BFGS solver, kept as a test reference |
+| ``block_reference`` | §3.3 | the former multi-start L-BFGS solver, kept as a test reference |
+| ``criteria``, ``criteria_checks``, ``criteria_line`` | §3.4 | raw-stress and squared-distance L1 placement, certified |
+| ``metric_map`` | §3.5 | SMACOF / Sammon refinement of the landmark map |
+| ``kernel_input`` | §2 | similarity (kernel) input as dissimilarities |
+| ``geodesic`` | §2 | landmark Isomap: k-NN graph geodesics, ties kept |
+| ``cailliez`` | §2 | additive constant making the kernel PSD |
+| ``placement`` | §3, §4.3–4.4 | one entry point for every method; flags, range guard |
 | ``residuals`` | §4 | k0, dropped energy, block K0 |
 | ``bounds`` | §4 | window error and eigenvalue bounds |
-| ``criteria`` | §3 (seed 003, seed 000 §4) | raw-stress and squared-distance L1 placement |
-| ``kernel_input`` | §2 (seed 000 §3) | similarity (kernel) input as dissimilarities |
-| ``geodesic`` | seed 001 §4, §6 | landmark Isomap: k-NN graph geodesics |
-| ``cailliez`` | seed 001 §4.2 | additive constant making the kernel PSD |
-| ``metric_map`` | seed 001 §2.2–3 | SMACOF / Sammon refinement of the landmark map |
+| ``calibration`` | §4.3 | the non-Euclidean flag's threshold from the landmarks |
+| ``budget`` | §4.4 | per-batch time budgets and cancellation |
+| ``drift`` | §4 | sliding-window drift statistics, the rule trigger |
+| ``detector`` | §7 | CUSUM on unexplained energy, threshold from the expected run length |
+| ``landmarks`` | §5, §7.5 | max–min and residual-pivoted landmark selection |
+| ``refit`` | §5, §7.5 | refitting the landmark map from a reservoir |
+| ``procrustes`` | §5 | alignment of a refit to the previous map |
+| ``flags``, ``result``, ``errors``, ``blas`` | — | per-row flags, result container, error types, BLAS threads |
 """

@@ -3,7 +3,7 @@
 OpenBLAS parallelises a matrix product over its own thread pool. Inside the
 projection kernel, which already splits a batch over Python threads, and in
 block RR, whose L-BFGS makes thousands of tiny products, those extra threads
-only busy-wait and steal cores (PERF.md: 0.3–1.2× of one thread on narrow
+only busy-wait and steal cores (docs/performance.md: 0.3–1.2× of one thread on narrow
 products; block RR 1.6–10× slower under load). ``single_blas_thread()``
 limits BLAS to one thread for a ``with`` block through one reused
 threadpoolctl controller (about 10 µs per use).

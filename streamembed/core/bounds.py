@@ -1,10 +1,10 @@
-"""Error and eigenvalue bounds from k0 over a window of objects (MATH.md §4, seed 004).
+"""Error and eigenvalue bounds from k0 over a window of objects (docs/math.md §4, Wang).
 
 The set X is the n landmarks plus a window Z of new objects, with counting
 measure. k0 vanishes on landmarks, so all its mass is on Z.
 
 * Average kernel-distance error of the Nyström embedding against a full
-  refit (seed 004 eq. 24 and 27, corrected as MATH.md §4 explains):
+  refit (Wang, eq. 24 and 27, corrected as docs/math.md §4 explains):
 
       Σ_{x,y∈X} d_k0²(x,y) = 2(n + |Z|)·Tr(k0) - 2·eᵀK0e
       d(Φ, Ψ̂) ≤ √(2·Tr(k0) / (n + |Z|))         (exact from K0 when known)
@@ -65,7 +65,7 @@ class WindowBounds:
 
 
 def kernel_distance_bound(trace_k0: float, n_landmarks: int, n_window: int, tolerance: float = 0.0) -> float:
-    """√(2·Tr(k0)/(n + |Z|)): the corrected Theorem 18 bound (MATH.md §4).
+    """√(2·Tr(k0)/(n + |Z|)): the corrected Theorem 18 bound (docs/math.md §4).
 
     NaN when Tr(k0) < -tolerance: k0 is then not positive semidefinite
     (non-Euclidean input) and the bound does not apply; a trace within the

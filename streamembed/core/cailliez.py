@@ -1,14 +1,14 @@
-"""Cailliez's additive constant: making non-Euclidean dissimilarities Euclidean (seed 001 §4.2 eq. 33–34).
+"""Cailliez's additive constant: making non-Euclidean dissimilarities Euclidean (Ghojogh et al. 2020, §4.2 eq. 33–34).
 
 Adding a constant c to every dissimilarity between distinct objects,
 δ_ij ↦ δ_ij + c (i ≠ j), turns the double-centred kernel into
 
-    K'(c) = K(Δ2) + 2c K(Δ) + ½ c² P,      K(M) = -½ P M P             (seed 001 eq. 33)
+    K'(c) = K(Δ2) + 2c K(Δ) + ½ c² P,      K(M) = -½ P M P             (Ghojogh et al. 2020, eq. 33)
 
 which is positive semidefinite for every c ≥ c*, the largest (real)
 eigenvalue of the 2n × 2n matrix
 
-    [[ 0, 2 K(Δ2) ], [ -I, -4 K(Δ) ]]                                   (seed 001 eq. 34)
+    [[ 0, 2 K(Δ2) ], [ -I, -4 K(Δ) ]]                                   (Ghojogh et al. 2020, eq. 34)
 
 (Cailliez 1983). At c = c*, K' has a zero eigenvalue besides the one of the
 centring vector e: the corrected landmarks are Euclidean with no slack.
@@ -21,7 +21,7 @@ arrival is an object distinct from each landmark), and a block's members on
 their mutual ones. Cost: one dense non-symmetric eigenproblem of size 2n,
 O((2n)³) at fit time (n = 1000: a few seconds), nothing per object.
 
-Effect on monitoring (MATH.md §4): the corrected landmark kernel is PSD, so
+Effect on monitoring (docs/math.md §4): the corrected landmark kernel is PSD, so
 the landmark negative-eigenvalue share becomes 0 and every positive
 eigenvalue is kept (typically n - 2 of them: the constant spreads the
 landmarks over almost all n - 1 centred dimensions). c is fitted on the
@@ -37,7 +37,7 @@ arrivals: c = 8.9, k0 < 0 for 100% of arrivals before and 0% after, mean k0
 46.6 against c²/2 = 39.4.) Compare drift statistics only between models
 with the same correction (the refit trigger's baseline rule does this by
 itself). Applied after geodesic distances (``geodesic``) this is kernel
-Isomap (Choi & Choi 2004, seed 001 §4.2).
+Isomap (Choi & Choi 2004, Ghojogh et al. 2020, §4.2).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from .cmds import double_center
 
 
 def cailliez_matrix(D: np.ndarray) -> np.ndarray:
-    """The 2n × 2n matrix of seed 001 eq. 34 for dissimilarities D (n, n)."""
+    """The 2n × 2n matrix of Ghojogh et al. 2020, eq. 34 for dissimilarities D (n, n)."""
     n = D.shape[0]
     K2, _, _ = double_center(np.square(D))
     K1, _, _ = double_center(np.asarray(D, dtype=np.float64))
@@ -61,7 +61,7 @@ def cailliez_matrix(D: np.ndarray) -> np.ndarray:
 
 
 def cailliez_constant(D: np.ndarray) -> float:
-    """c* of seed 001 eq. 34: the largest real eigenvalue of ``cailliez_matrix(D)`` (distance units).
+    """c* of Ghojogh et al. 2020, eq. 34: the largest real eigenvalue of ``cailliez_matrix(D)`` (distance units).
 
     Eigenvalues whose imaginary part exceeds 1e-8 of the spectral radius are not real.
     """

@@ -1,4 +1,4 @@
-"""Centring new objects against the landmarks (MATH.md §2).
+"""Centring new objects against the landmarks (docs/math.md §2).
 
 Centring always uses the landmarks only (Gower's τ_w with weight on the
 landmarks), so arriving objects never move the centre. These are the

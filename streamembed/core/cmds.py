@@ -1,4 +1,4 @@
-"""Classical MDS of the landmarks (MATH.md §1).
+"""Classical MDS of the landmarks (docs/math.md §1).
 
 ``fit_spectrum`` turns an (n, n) landmark dissimilarity matrix into everything
 later stages need: the positive eigenpairs of the double-centred kernel
@@ -18,7 +18,7 @@ import scipy.sparse.linalg
 from .errors import InputError
 
 #: Above this many landmarks a partial eigensolver replaces the full ``eigh``
-#: (PERF.md: full eigh of n = 2000 takes 0.58 s, eigsh of the top 10 0.11 s).
+#: (docs/performance.md: full eigh of n = 2000 takes 0.58 s, eigsh of the top 10 0.11 s).
 FULL_EIGH_MAX_N = 1500
 
 
@@ -80,7 +80,7 @@ def positive_tolerance(lambda_max: float, n: int, dtype: np.dtype) -> float:
     """Eigenvalues at or below this are numerically zero, not positive.
 
     Round-off in B's eigenvalues is about n·eps·λ_max of the input's precision;
-    keeping such an eigenvalue would divide by noise in k̂ (MATH.md §4).
+    keeping such an eigenvalue would divide by noise in k̂ (docs/math.md §4).
     """
     return 10.0 * max(n, 100) * float(np.finfo(dtype).eps) * max(lambda_max, 0.0)
 
@@ -209,7 +209,7 @@ def randomized_eigh(B: np.ndarray, k: int, oversample: int = 10, power_iteration
     ARPACK it does not stall when the requested k exceeds the numerical rank
     (Euclidean data of low dimension): the extra Ritz values simply come out
     as zeros and are discarded as non-positive. Cost O(n²·(k + oversample)) per
-    round, all in BLAS-3 (PERF.md: 0.22 s for the top 10 of n = 5000).
+    round, all in BLAS-3 (docs/performance.md: 0.22 s for the top 10 of n = 5000).
     The subspace captures the largest-magnitude eigenvalues; with strongly
     non-Euclidean input (large negative eigenvalues) the leading positive ones
     are still found but the oversampling absorbs fewer of them.

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-#: RR hard case (MATH.md §3): the component along the smallest kept
+#: RR hard case (docs/math.md §3): the component along the smallest kept
 #: eigen-direction is determined only up to sign; a deterministic sign was chosen.
 #: Stress and L1 (docs/math.md §3 "Other criteria"): another, distinct placement
 #: attains the same criterion; the first found was kept.
 FLAG_AMBIGUOUS = np.uint32(1)
 #: Evidence that the object's dissimilarities are not Euclidean against the
-#: landmarks: exact k0 < 0 beyond tolerance, or beta < 0 (MATH.md §4).
+#: landmarks: exact k0 < 0 beyond tolerance, or beta < 0 (docs/math.md §4).
 FLAG_NON_EUCLIDEAN = np.uint32(2)
 #: Embedded with a retained older model and mapped into the current frame.
 FLAG_RETAINED_MODEL = np.uint32(4)

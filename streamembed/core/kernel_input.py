@@ -1,12 +1,12 @@
-"""Similarity (kernel) input, reduced to dissimilarities (seed 000 §3; MATH.md §2).
+"""Similarity (kernel) input, reduced to dissimilarities (Trosset et al. 2025, §3; docs/math.md §2).
 
-Seed 000 §3 centres a similarity function γ against the landmarks,
+Trosset et al. 2025, §3 centres a similarity function γ against the landmarks,
 
     γ̃(μ, ν) = γ(μ, ν) - mean_j γ(μ, ξ_j) - mean_i γ(ξ_i, ν) + mean_ij γ(ξ_i, ξ_j),
 
 and embeds with B = P Γ P (eq. 23–24), keeping only its positive eigenvalues
 when Γ is not positive semidefinite (eq. 25). The same centred quantities
-come out of the dissimilarity formulas of MATH.md §2 applied to
+come out of the dissimilarity formulas of docs/math.md §2 applied to
 
     d²(x, y) = k(x, x) + k(y, y) - 2 k(x, y)                         (1)
 
@@ -16,13 +16,13 @@ equals γ̃(z, z). So similarity input is converted by (1) once, at the edge,
 and every solver (projection, RR, block RR, stress, L1, k0) runs unchanged.
 
 (1) is a squared distance whenever k is positive semidefinite, and also for
-every similarity matrix in seed 000's sense (0 ≤ γ_ij ≤ γ_ii), PSD or not;
+every similarity matrix in Trosset et al. 2025's sense (0 ≤ γ_ij ≤ γ_ii), PSD or not;
 negative values mean k(x, y) > (k(x, x) + k(y, y))/2, which no embedding in
 any inner-product space can honour, and are refused (values within round-off
 of zero are set to zero).
 
 The self-similarity k(z, z) of an arriving object enters (1); projection does
-not need it (b does not depend on it, seed 000 eq. 23–24), but β, RR, block
+not need it (b does not depend on it, Trosset et al. 2025, eq. 23–24), but β, RR, block
 RR, the stress and L1 criteria and k0 do. Without it, the conversion uses
 the smallest k(z, z) that keeps (1) non-negative: the projection is exact and
 β is reported as NaN.

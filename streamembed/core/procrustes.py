@@ -1,4 +1,4 @@
-"""Orthogonal Procrustes alignment with translation, no scaling (MATH.md §5).
+"""Orthogonal Procrustes alignment with translation, no scaling (docs/math.md §5).
 
 Two configurations of the same points, ``source`` and ``target`` (k, d), are
 brought into one frame by the rigid motion (rotation or reflection R, then
@@ -6,14 +6,14 @@ translation) that minimises the summed squared distance
 
     min_{R ᵀR = I, s}  Σ_i ‖source_i R + s - target_i‖²
 
-Solution (Schönemann 1966; seed 002 Appendix A.3 without the scale factor):
+Solution (Schönemann 1966; Roy 2021 Appendix A.3 without the scale factor):
 centre both, take the SVD  S̃ᵀ T̃ = U Σ Vᵀ  of the d×d cross-product, then
 
     R = U Vᵀ,     s = mean(target) - mean(source) R.
 
 Scaling is deliberately excluded: MDS coordinates are in the units of the
 dissimilarities, and a refit must not rescale downstream coordinates. The
-landmark refit (MATH.md §5) fits on the landmarks both models share and
+landmark refit (docs/math.md §5) fits on the landmarks both models share and
 applies (R, s) to the new model; the evaluation fits on the landmarks and
 measures the held-out objects.
 """

@@ -1,4 +1,4 @@
-"""Projection of new objects: the hot path (MATH.md §3, with §2 folded in).
+"""Projection of new objects: the hot path (docs/math.md §3, with §2 folded in).
 
 Gower's formula, Bengio's Nyström formula, landmark MDS and kernel-PCA
 out-of-sample projection are the same map ŷ = Λ^{-1/2} Uᵀ b. With b the
@@ -18,7 +18,7 @@ Two implementations compute the same numbers:
   vector accumulators while Wᵀ stays in L1, checking signs on the way. It
   reads each input byte once, which is what the read ceiling allows.
 - ``numpy``: rows in cache-sized blocks, squared into a reused buffer (no
-  per-batch allocation, PERF.md) and multiplied by BLAS while still in cache:
+  per-batch allocation, docs/performance.md) and multiplied by BLAS while still in cache:
   a squaring pass, BLAS's packing pass and a GEMM whose narrow output keeps
   it far from peak (0.30–0.47 of the read ceiling here, against 0.50–0.73
   compiled; ``benchmarks/bench_core.py``).
@@ -85,7 +85,7 @@ class ProjectionKernel:
             r for residual monitoring).
         dtype: float32 or float64, the precision of the inputs it will see;
             the whole product runs in it (numpy 2 would otherwise promote a
-            float32 batch and leave the fast BLAS path, PERF.md).
+            float32 batch and leave the fast BLAS path, docs/performance.md).
         n_threads: worker threads; each takes a contiguous share of the rows.
         backend: "compiled", "numpy" or None for the best available
             (``available_backends()``).
@@ -203,7 +203,7 @@ class ProjectionKernel:
                 self._pool = ThreadPoolExecutor(max_workers=self.n_threads, thread_name_prefix="streamembed-proj")
             # Split on block boundaries so each block's minimum has one writer.
             bounds = [min(m, (m * w // workers) // bs * bs) for w in range(workers)] + [m]
-            with single_blas_thread():  # one BLAS thread per Python worker (PERF.md)
+            with single_blas_thread():  # one BLAS thread per Python worker (docs/performance.md)
                 futures = [self._pool.submit(self._run, A, Z, blkmin, bounds[w], bounds[w + 1], w)
                            for w in range(workers)]
                 for f in futures:

@@ -1,10 +1,10 @@
-"""The Nyström residual kernel k0 = k - k̂ per object and per block (MATH.md §4).
+"""The Nyström residual kernel k0 = k - k̂ per object and per block (docs/math.md §4).
 
 With c_j the coordinates of an object's centred cross-similarities on the
 landmark eigenvectors and r the positive eigenpairs kept for monitoring
 (r ≥ d):
 
-    k̂(z,z)  = Σ_{j≤r} c_j²/λ_j = ‖ŷ_r‖²       (Nyström extension, seed 004 eq. 20)
+    k̂(z,z)  = Σ_{j≤r} c_j²/λ_j = ‖ŷ_r‖²       (Nyström extension, Wang, eq. 20)
     k0(z,z)  = β - ‖ŷ_r‖²                       (out-of-span residual)
     τ(z)     = ‖ŷ_r‖² - ‖ŷ_d‖²                  (energy in the dropped dimensions)
     β - ‖ŷ_d‖² = k0(z,z) + τ(z)                  (total unexplained, O(d))

@@ -1,4 +1,4 @@
-"""Restricted reconstruction of single objects: the secular equation (MATH.md §3).
+"""Restricted reconstruction of single objects: the secular equation (docs/math.md §3).
 
 For one object with c = U_dᵀ b (length d) and β, restricted reconstruction
 minimises F(y) = 2‖X y - b‖² + (yᵀy - β)². Its global minimiser is
@@ -321,7 +321,7 @@ def _newton_compiled(
 
 
 def restricted_arc(c: np.ndarray, lam: np.ndarray, t_star: np.ndarray, s: float) -> np.ndarray:
-    """Points on the arc from projection (s = 0) to RR (s = 1): y(s·t*) (seed 000 §5).
+    """Points on the arc from projection (s = 0) to RR (s = 1): y(s·t*) (Trosset et al. 2025, §5).
 
     y(t)_j = √λ_j c_j / (λ_j + t) is the ridge path; s moves t from 0 to t*.
     For hard-case objects the arc is continuous on [0, 1) and jumps to the

@@ -17,7 +17,7 @@ class EmbeddingResult:
         y: (m, d) float64 coordinates in the map's frame (NaN for invalid rows).
         beta: (m,) centred self-similarity β = k(z, z) (squared distance units).
         unexplained: (m,) β - ‖ŷ‖², energy the d-dim projection does not explain
-            (k0 + dropped-dimension energy, MATH.md §4).
+            (k0 + dropped-dimension energy, docs/math.md §4).
         k0: (m,) exact Nyström residual k0(z, z); NaN where not computed.
         t: (m,) RR multiplier t* (NaN for projection, stress and l1).
         flags: (m,) uint32 bitmask (see ``streamembed.core.flags``).

@@ -110,7 +110,7 @@ def check_finite_nonnegative(arr: np.ndarray, name: str) -> None:
 
 
 def check_dissimilarity_matrix(D: object, name: str = "D", rtol: float = 1e-7) -> np.ndarray:
-    """Validate a square dissimilarity matrix (MATH.md §1) and return it as float64.
+    """Validate a square dissimilarity matrix (docs/math.md §1) and return it as float64.
 
     Square, finite, non-negative, zero diagonal and symmetric, each up to
     ``rtol`` times the largest entry (float32 inputs round-trip through text

@@ -120,7 +120,7 @@ class Metrics:
         self.quarantined_batches = Counter("streamembed_quarantined_batches_total",
                                            "Batches set aside (their records dead-lettered) after crashing the daemon "
                                            "run.max_batch_attempts times.", registry=r)
-        # Drift monitoring and refits (MATH.md §4–5; values of the current window).
+        # Drift monitoring and refits (docs/math.md §4–5; values of the current window).
         self.drift = {
             name: Gauge(f"streamembed_drift_{name}", doc, registry=r)
             for name, doc in DRIFT_GAUGES.items()

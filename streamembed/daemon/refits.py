@@ -1,4 +1,4 @@
-"""Background landmark refits, versioned and swapped in between batches (MATH.md §5).
+"""Background landmark refits, versioned and swapped in between batches (docs/math.md §5).
 
 ``RefitManager.poll()`` runs between batches on the loop's thread. When the
 drift monitor has a pending trigger (or an operator asked with SIGUSR1 /

@@ -2,7 +2,7 @@
 
 Modules, one idea each:
 
-* ``metrics``: stress, trustworthiness/continuity (seed 002 §1.3), Procrustes fidelity.
+* ``metrics``: stress, trustworthiness/continuity (Roy 2021, §1.3), Procrustes fidelity.
 * ``references``: full classical-MDS refits used as references for placements.
 * ``datasets``: offline real datasets and seeded synthetic ones.
 * ``editdistance``: vectorised Levenshtein distances (for string datasets).

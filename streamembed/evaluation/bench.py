@@ -1,12 +1,12 @@
 """``streamembed bench``: throughput against the memory-read ceiling, in one run.
 
 Everything is measured in the same process, one after the other, so the
-ratios are meaningful on a shared, noisy machine (PERF.md); absolute numbers
+ratios are meaningful on a shared, noisy machine (docs/performance.md); absolute numbers
 are not. Tables:
 
 1. **Throughput** for n landmarks, map dimension d and input dtype: objects/s
    of projection, single-object RR and block RR (blocks of k objects with
-   their mutual dissimilarities, MATH.md §3), each as a ratio to the *read
+   their mutual dissimilarities, docs/math.md §3), each as a ratio to the *read
    ceiling*, the objects/s at which numpy merely reads the same (m, n) input
    (``A.sum()``). When scikit-learn is installed, also
    ``KernelPCA(kernel="precomputed").transform`` on the same input, its
@@ -14,7 +14,7 @@ are not. Tables:
    the speed ratio streamembed/sklearn.
 2. **Scaling with m**: per-call time and objects/s for growing batches.
 3. **Refit**: time of ``LandmarkMDS(n_components=d).fit(D)`` (classical MDS of
-   the landmarks, MATH.md §1) for growing n.
+   the landmarks, docs/math.md §1) for growing n.
 4. **End to end**: rows registered by other components with
    ``register_end_to_end`` (file daemon, Kafka); skipped when none is
    registered or a registered one reports itself unavailable.
@@ -26,8 +26,8 @@ work), Euclidean dissimilarities. The input array is sized to ``target_mb``
 cache-bound one.
 
 scikit-learn is given K_fit = -1/2 Δ∘Δ and K = -1/2 A∘A: its KernelCenterer
-then applies exactly the landmark centring of MATH.md §2, so its transform
-is the projection ŷ = Λ^(-1/2) Uᵀ b (seed 003 §2). Forming A∘A is not timed
+then applies exactly the landmark centring of docs/math.md §2, so its transform
+is the projection ŷ = Λ^(-1/2) Uᵀ b (docs/math.md §3.1). Forming A∘A is not timed
 for sklearn (streamembed's time includes its squaring), which favours sklearn.
 
     python -m streamembed.evaluation.bench [--quick] [--sizes SPEC] [--json PATH]

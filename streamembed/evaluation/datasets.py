@@ -17,7 +17,7 @@ Synthetic data (seeded, so every run is reproducible)
     * ``swiss_roll``: the 3-D swiss roll; a 2-D map leaves it off the span.
     * ``gaussian_clusters``: isotropic clusters in R^10.
     * ``plane``: points in a 2-D plane of R^5: with d = 2 every object lies
-      in the landmarks' span (all methods must tie, MATH.md §6).
+      in the landmarks' span (all methods must tie, docs/math.md §6).
     * ``plane_offspan``: the same plane plus noise in the 3 other directions;
       the landmarks carry that noise too, so objects are off the 2-D map but
       inside the landmarks' (5-D) span: k0 = 0, only dropped-dimension energy.
@@ -126,8 +126,8 @@ def novel_cluster(n: int = 800, dim: int = 10, offset: float = 8.0, novel_share:
     the landmark pool, so the landmarks span exactly the plane. The novel
     cluster (``novel_share`` of the objects) sits ``offset`` units off the
     plane with unit-variance noise in every direction: its objects lie off the
-    landmarks' span (k0 > 0, MATH.md §4), the situation drift monitoring and
-    restricted reconstruction are for (seed 000 §4-6).
+    landmarks' span (k0 > 0, docs/math.md §4), the situation drift monitoring and
+    restricted reconstruction are for (Trosset et al. 2025, §4-6).
     """
     rng = np.random.default_rng(seed)
     Q, _ = np.linalg.qr(rng.normal(size=(dim, dim)))

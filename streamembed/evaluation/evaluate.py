@@ -2,10 +2,10 @@
 
 For a dataset of N objects with full dissimilarities Δ:
 
-1. choose n landmarks by max–min selection (MATH.md §5; from the dataset's
+1. choose n landmarks by max–min selection (docs/math.md §5; from the dataset's
    landmark pool if it has one) and fit the landmark map (classical MDS, §1);
 2. draw m held-out objects among the others (seeded) and embed them from
-   their dissimilarities to the landmarks with every method (MATH.md §3):
+   their dissimilarities to the landmarks with every method (docs/math.md §3):
    projection, single-object restricted reconstruction (RR), and block RR in
    consecutive blocks of k objects with their mutual dissimilarities; then
    the engine's other options (``option_maps``): the stress and L1 criteria,
@@ -23,16 +23,17 @@ For a dataset of N objects with full dissimilarities Δ:
    * stress of the held-out objects' distances to the landmarks (raw
      Σ(‖y - x‖ - δ)², normalised by Σδ²) and the normalised stress of their
      mutual distances (all pairs; block RR sees only the pairs inside blocks);
-   * trustworthiness and continuity (k nearest neighbours, seed 002 §1.3) of
+   * trustworthiness and continuity (k nearest neighbours, Roy 2021, §1.3) of
      landmarks + held-out objects against Δ;
 
-   plus the held-out set's residual-kernel statistics (MATH.md §4): mean
+   plus the held-out set's residual-kernel statistics (docs/math.md §4): mean
    relative unexplained energy (β - ‖ŷ‖²)/β, mean exact k0 and k0/β, Tr(k0),
    the kernel-distance error bound √(2 Tr(k0)/(n + m)) and its exact value
    (the whole held-out set is one block, so K0 is known).
 
 The "full refit (all)" row scores the all-objects refit itself (its fidelity to
-itself is 0). Seed 003 compares out-of-sample criteria the same way.
+itself is 0). The five-criteria note (docs/math.md, References) compares
+out-of-sample criteria the same way.
 
     python -m streamembed.evaluation.evaluate [--datasets swiss_roll,digits] [--json out.json]
 """
@@ -99,7 +100,7 @@ class MethodRow:
 
 @dataclass
 class DatasetReport:
-    """All methods on one dataset, plus the held-out set's k0 statistics (MATH.md §4)."""
+    """All methods on one dataset, plus the held-out set's k0 statistics (docs/math.md §4)."""
 
     dataset: str
     description: str
@@ -154,12 +155,12 @@ def option_maps(est: LandmarkMDS, D: np.ndarray, L: np.ndarray, H: np.ndarray, s
                 maps: dict[str, np.ndarray], landmarks: dict[str, np.ndarray], timings: dict[str, float]) -> None:
     """Rows of the engine's other options (README "Methods"), added to ``maps`` in place.
 
-    * ``stress``, ``l1``: the other out-of-sample criteria on the same map (MATH.md §3, seed 003);
+    * ``stress``, ``l1``: the other out-of-sample criteria on the same map (docs/math.md §3.4);
     * ``similarity (linear kernel)``: the same data as the kernel k(x, y) = -½(δ²(x, y) - δ²(x, o)
-      - δ²(y, o)) about the first landmark o (seed 000 §3): must equal projection;
-    * ``isomap (k=10)``: landmark Isomap (seed 001 §4), projection; NaN when the graph falls apart;
-    * ``cailliez``: the additive-constant correction (seed 001 §4.2), projection;
-    * ``smacof map + stress``, ``sammon map + stress``: metric-MDS landmark maps (seed 001 §2.2–3).
+      - δ²(y, o)) about the first landmark o (Trosset et al. 2025, §3): must equal projection;
+    * ``isomap (k=10)``: landmark Isomap (Ghojogh et al. 2020, §4), projection; NaN when the graph falls apart;
+    * ``cailliez``: the additive-constant correction (Ghojogh et al. 2020, §4.2), projection;
+    * ``smacof map + stress``, ``sammon map + stress``: metric-MDS landmark maps (Ghojogh et al. 2020, §2.2–3).
 
     Rows with their own landmark map record it in ``landmarks``; ``seconds`` is the embedding time.
     """
@@ -300,7 +301,7 @@ def format_report(rep: DatasetReport) -> str:
     exact = "n/a" if rep.kernel_distance_exact is None else f"{rep.kernel_distance_exact:.4g}"
     bound = f"{rep.kernel_distance_bound:.4g} (exact {exact})"
     if rep.negative_share > 1e-9 and rep.trace_k0 < 0:
-        # k0 is PSD only for Euclidean data (MATH.md §4): the bound does not apply.
+        # k0 is PSD only for Euclidean data (docs/math.md §4): the bound does not apply.
         bound = "n/a (Tr(k0) < 0: non-Euclidean input)"
     lines = [
         f"### {rep.dataset} ({rep.kind}): {rep.description}",
@@ -308,7 +309,7 @@ def format_report(rep: DatasetReport) -> str:
         f"N={rep.n_objects}, landmarks={rep.n_landmarks} (max-min), held-out={rep.n_heldout}, d={s.n_components}, "
         f"block k={s.block_size}, kNN k={s.knn}, seed={s.seed}; landmark map RMS radius {rep.map_radius:.4g}; "
         f"negative eigenvalue share {rep.negative_share:.3f}.",
-        f"Held-out residuals (MATH.md §4): mean relative unexplained {rep.mean_relative_unexplained:.3f}, "
+        f"Held-out residuals (docs/math.md §4): mean relative unexplained {rep.mean_relative_unexplained:.3f}, "
         f"mean k0 {rep.mean_k0:.4g} (k0/beta {rep.mean_relative_k0:.3f}), Tr(k0) {rep.trace_k0:.4g}, "
         f"kernel-distance error bound {bound}, ||k0||/eigengap {rep.gap_ratio:.3g}; "
         f"landmark Procrustes residual to the all-objects refit {rep.landmark_residual_all:.3g}.",

@@ -2,9 +2,9 @@
 
 All functions are pure numpy/scipy, vectorised, with no I/O.
 
-* Stress (seed 003 criterion 2, seed 001): embedded distances against the given
+* Stress (criterion 2 of the five-criteria note, Ghojogh et al. 2020): embedded distances against the given
   dissimilarities, raw Σ (‖y - x‖ - δ)² and normalised Σ (‖y - x‖ - δ)² / Σ δ².
-* Trustworthiness and continuity (Kaski et al. 2003, as quoted in seed 002 §1.3):
+* Trustworthiness and continuity (Kaski et al. 2003, as quoted in Roy 2021, §1.3):
   with r(i, j) the rank of j among i's neighbours in the original space
   (1 = nearest), r̃(i, j) the rank in the embedding, A_k(i) / B_k(i) the k
   nearest neighbours of i in the original space / embedding, N points,
@@ -12,13 +12,13 @@ All functions are pure numpy/scipy, vectorised, with no I/O.
       T = 1 - 2/(N k (2N - 3k - 1)) Σ_i Σ_{j ∈ B_k(i) \\ A_k(i)} (r(i, j) - k)
       C = 1 - 2/(N k (2N - 3k - 1)) Σ_i Σ_{j ∈ A_k(i) \\ B_k(i)} (r̃(i, j) - k)
 
-  (seed 002 writes the ranks with subscripts that read as the wrong space; the
+  (Roy 2021 writes the ranks with subscripts that read as the wrong space; the
   definitions above are Kaski's and Venna's: trustworthiness penalises false
   embedded neighbours by their *original* rank, continuity penalises lost
   original neighbours by their *embedded* rank). Both are 1 for a perfect
   neighbourhood preservation; the normalisation needs k < (2N - 1)/3. Ties in
   distances are broken by index order (stable sort).
-* Procrustes fidelity (MATH.md §5): align a map to a reference configuration
+* Procrustes fidelity (docs/math.md §5): align a map to a reference configuration
   on the landmarks, measure the held-out objects.
 """
 

@@ -1,23 +1,23 @@
 """Full classical-MDS refits as references for out-of-sample placements.
 
-A *refit reference* is classical MDS (MATH.md §1, same d) of the landmarks
+A *refit reference* is classical MDS (docs/math.md §1, same d) of the landmarks
 together with a group of held-out objects, for every group of a partition of
 the held-out set. Three partitions answer three questions:
 
 * groups of 1 (landmarks + one object): the refit that each single new object
   would cause. For one object the top eigenvector equation of the augmented
   kernel gives y_j ≈ √λ_j c_j / (λ_j - β), i.e. the restricted-reconstruction
-  family y(t) of MATH.md §3 with t ≈ -β, on the RR side of projection (t = 0):
-  RR is the out-of-sample method built to approximate this refit (seed 000 §4).
+  family y(t) of docs/math.md §3 with t ≈ -β, on the RR side of projection (t = 0):
+  RR is the out-of-sample method built to approximate this refit (Trosset et al. 2025, §4).
 * groups of k (landmarks + one block): the refit block RR approximates with
-  the block's mutual dissimilarities (seed 000 §6).
+  the block's mutual dissimilarities (Trosset et al. 2025, §6).
 * one group of all m held-out objects: "refit everything". When m is
   comparable to n the objects themselves shape the refit's d axes, and each
   object's refit coordinates are its projection onto them, so this reference
   favours projection-type placements.
 
 Each map is compared with a reference after an orthogonal Procrustes
-alignment (translation, no scaling) fitted on the landmarks (MATH.md §5).
+alignment (translation, no scaling) fitted on the landmarks (docs/math.md §5).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Window bounds checked against a full refit computed by brute force (MATH.md §4)."""
+"""Window bounds checked against a full refit computed by brute force (docs/math.md §4)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_kernel_distance_error_and_eigenvalue_bounds(seed):
     error = _whole_set_error(K, Khat)
     assert bounds.kernel_distance_exact == pytest.approx(error, rel=1e-9)
     assert error <= bounds.kernel_distance_bound * (1 + 1e-12)
-    # Seed 004's Theorem 18 sums over Z×Z only and can undercut the whole-set error
+    # Wang's Theorem 18 sums over Z×Z only and can undercut the whole-set error
     theorem18 = np.sqrt(2 * nz) * np.sqrt(np.trace(K0)) / (n + nz)
     assert theorem18 < bounds.kernel_distance_bound
 

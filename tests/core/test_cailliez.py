@@ -1,4 +1,4 @@
-"""Cailliez's additive constant (seed 001 §4.2 eq. 33–34, ``core.cailliez``).
+"""Cailliez's additive constant (Ghojogh et al. 2020, §4.2 eq. 33–34, ``core.cailliez``).
 
 Reference property (Cailliez 1983): at c = c* the kernel of δ + c is PSD with
 one more zero eigenvalue than the centring vector's; any smaller c leaves a

@@ -1,4 +1,4 @@
-"""Sliding-window drift statistics and the refit trigger (MATH.md §4)."""
+"""Sliding-window drift statistics and the refit trigger (docs/math.md §4)."""
 
 from __future__ import annotations
 

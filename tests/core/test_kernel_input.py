@@ -1,8 +1,8 @@
-"""Similarity (kernel) input (seed 000 §3, ``core.kernel_input``).
+"""Similarity (kernel) input (Trosset et al. 2025, §3, ``core.kernel_input``).
 
 The reference: a linear kernel of coordinates about an arbitrary origin is the
 same data as their Euclidean distances, so every method must place objects
-exactly where the dissimilarity path does (seed 000 eq. 23–26: the kernel's
+exactly where the dissimilarity path does (Trosset et al. 2025, eq. 23–26: the kernel's
 double centring and the dissimilarities' give the same B, b and β).
 """
 
@@ -64,7 +64,7 @@ def test_self_similarity_as_last_column_and_projection_without_it(rng) -> None:
 
 
 def test_non_psd_similarities_keep_the_positive_eigenvalues(rng) -> None:
-    # a similarity matrix in seed 000's sense (0 <= γ_ij <= γ_ii) that is not PSD (eq. 25)
+    # a similarity matrix in Trosset et al. 2025's sense (0 <= γ_ij <= γ_ii) that is not PSD (eq. 25)
     n = 20
     G = rng.uniform(0.0, 1.0, size=(n, n))
     K = np.minimum(0.5 * (G + G.T), 0.9)

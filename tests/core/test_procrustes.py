@@ -1,4 +1,4 @@
-"""orthogonal_procrustes_align: rigid motions are recovered exactly (MATH.md §5)."""
+"""orthogonal_procrustes_align: rigid motions are recovered exactly (docs/math.md §5)."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def test_k0_vanishes_on_landmarks_and_is_nonnegative_for_euclidean_objects(cfg):
     assert np.abs(on_landmarks.k0).max() <= 1e-8 * scale
     objects = est.embed(euclidean(Z, L), k0_rows="all")
     assert objects.k0.min() >= -1e-8 * (1.0 + objects.beta.max())
-    # β - ‖ŷ‖² = k0 + τ ≥ k0 (MATH.md §4)
+    # β - ‖ŷ‖² = k0 + τ ≥ k0 (docs/math.md §4)
     assert (objects.unexplained >= objects.k0 - 1e-8 * (1.0 + objects.beta.max())).all()
 
 

@@ -1,4 +1,4 @@
-"""MATH.md §6: the exact reference cases, to 1e-6."""
+"""docs/math.md §6: the exact reference cases, to 1e-6."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def test_in_span_object_recovered_exactly_by_every_method(rng):
 
 
 def test_projection_equals_kernel_pca_out_of_sample(rng):
-    """Seed 003 §2: projection is kernel PCA's transform on the centred kernel."""
+    """docs/math.md §3.1: projection is kernel PCA's transform on the centred kernel."""
     P = rng.normal(size=(12, 4))
     z = rng.normal(size=(6, 4)) + 0.5 * rng.normal(size=(6, 4))
     D2 = ((P[:, None] - P[None]) ** 2).sum(-1)

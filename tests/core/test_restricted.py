@@ -1,4 +1,4 @@
-"""Single-object RR against brute-force global minimisation (MATH.md §3)."""
+"""Single-object RR against brute-force global minimisation (docs/math.md §3)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def test_multiplier_is_norm_minus_beta_and_sign_rule(rng, backend):
     beta = yhat2 * rng.uniform(0.2, 3.0, m)
     sol = solve_restricted(c, beta, lam, backend=backend)
     assert (np.abs(np.square(sol.y).sum(1) - beta - sol.t) <= 1e-8 * (1 + beta)).all()
-    # t* > 0 ⇔ β < ‖ŷ‖² (MATH.md §3)
+    # t* > 0 ⇔ β < ‖ŷ‖² (docs/math.md §3)
     assert ((sol.t > 0) == (beta < yhat2)).all()
     # stationarity: (Λ + t I) y = Λ^{1/2} c
     assert (np.abs((lam + sol.t[:, None]) * sol.y - np.sqrt(lam) * c) <= 1e-7 * (1 + np.abs(c))).all()

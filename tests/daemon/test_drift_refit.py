@@ -1,4 +1,4 @@
-"""Drift monitoring and automatic refits through the real daemon loop (MATH.md §4–5)."""
+"""Drift monitoring and automatic refits through the real daemon loop (docs/math.md §4–5)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """The evaluation table: RR and block RR beat projection off the landmarks' span, tie inside it.
 
-Expected from MATH.md §3 and ``evaluation.references``: for an object off the
+Expected from docs/math.md §3 and ``evaluation.references``: for an object off the
 span, the refit of landmarks + that object lies on the RR side of projection,
 so RR is closest to it; block RR is closest to the refit of landmarks + its
 block; both lower the stress of the distances to the landmarks. In the span
-every method recovers the object exactly (MATH.md §6).
+every method recovers the object exactly (docs/math.md §6).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def test_format_report_mentions_k0_statistics() -> None:
 def test_option_rows_similarity_equals_projection_and_criteria_lower_their_stress() -> None:
     rep = evaluate_dataset(novel_cluster(n=300, seed=0), SMALL)
     proj, sim = rep.row("projection"), rep.row("similarity (linear kernel)")
-    # the same data given as a kernel (seed 000 §3) is the same map
+    # the same data given as a kernel (Trosset et al. 2025, §3) is the same map
     assert sim.stress_raw == pytest.approx(proj.stress_raw, rel=1e-9)
     assert sim.fidelity_all == pytest.approx(proj.fidelity_all, rel=1e-6, abs=1e-9)
     # the stress criterion minimises exactly the table's raw stress to the landmarks

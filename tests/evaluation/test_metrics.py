@@ -1,4 +1,4 @@
-"""Quality measures on cases with known answers (seed 002 §1.3, seed 003)."""
+"""Quality measures on cases with known answers (Roy 2021, §1.3; the five-criteria note)."""
 
 from __future__ import annotations
 

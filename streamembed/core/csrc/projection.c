@@ -1,5 +1,5 @@
 /*
- * The projection hot path as one compiled pass (MATH.md §3, folded as in
+ * The projection hot path as one compiled pass (docs/math.md §3, folded as in
  * projection.py): for every row a of A, z = (a ⊙ a) · W + offset, plus a flag
  * for rows holding an entry with its sign bit set (a negative entry).
  *

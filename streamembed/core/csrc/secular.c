@@ -1,5 +1,5 @@
 /*
- * The RR secular equation, one object at a time (MATH.md §3; restricted.py's
+ * The RR secular equation, one object at a time (docs/math.md §3; restricted.py's
  * _newton_chunk is the same algorithm over numpy columns, and its docstring
  * the derivation). Per object, with a_j = λ_j c_j², w_j = gap_j + u:
  *
