@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +12,19 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 
-def test_python_dash_m_help_lists_subcommands() -> None:
+def test_every_subcommand_is_listed_and_answers_its_own_help() -> None:
+    """The command list is parsed from argparse's COMMAND block (not the epilog's examples),
+    and each listed command starts and prints its own usage line."""
     r = subprocess.run([sys.executable, "-m", "streamembed", "--help"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0
-    for sub in ("run", "fit", "embed", "config"):
-        assert sub in r.stdout
+    block = r.stdout.split("positional arguments:")[1].split("options:")[0]
+    listed = re.findall(r"^    (\w+)\s", block, flags=re.M)
+    assert {"run", "fit", "embed", "model", "refit", "bench", "evaluate", "plot", "config"} <= set(listed), listed
+    for sub in listed:
+        h = subprocess.run([sys.executable, "-m", "streamembed", sub, "--help"], capture_output=True, text=True,
+                           timeout=60)
+        assert h.returncode == 0, (sub, h.stderr)
+        assert h.stdout.startswith(f"usage: streamembed {sub}"), (sub, h.stdout[:200])
 
 
 def test_bad_config_file_exits_2_with_the_key_named(tmp_path: Path) -> None:
