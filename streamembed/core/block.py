@@ -357,7 +357,6 @@ def _gap(Y: np.ndarray, C: np.ndarray, Beta: np.ndarray, lam: np.ndarray) -> np.
 
 def _fix_signs(Y: np.ndarray, C: np.ndarray, ambiguity_rtol: float, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Apply the sign rule on axes where C_:j vanishes; returns (Y, ambiguous (s,))."""
-    s = C.shape[0]
     c2 = (C * C).sum(axis=1)  # (s, d) ‖C_:j‖²
     y2 = (Y * Y).sum(axis=1)
     total_c = c2.sum(axis=1, keepdims=True)

@@ -42,7 +42,7 @@ from .centering import center_block
 from .criteria import solve_l1, solve_stress
 from .errors import InputError
 from .flags import FLAG_AMBIGUOUS, FLAG_BLOCK, FLAG_ESCAPED, FLAG_NON_EUCLIDEAN, FLAG_NOT_CONVERGED
-from .residuals import block_k0, k0_diagonal, operator_norm
+from .residuals import block_k0, k0_diagonal
 from .restricted import AMBIGUITY_RTOL, AMBIGUITY_RTOL_F32, restricted_arc, solve_restricted
 from .result import EmbeddingResult
 from .validation import Problem

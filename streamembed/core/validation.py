@@ -97,7 +97,7 @@ def _first_index(mask: np.ndarray) -> tuple[int, ...]:
 
 def check_finite_nonnegative(arr: np.ndarray, name: str) -> None:
     """Raise if any entry is NaN, infinite or negative, naming the first one."""
-    if arr.size and np.isfinite(total := arr.sum()) and arr.min() >= 0:
+    if arr.size and np.isfinite(arr.sum()) and arr.min() >= 0:
         return  # one pass each for the common case; the slow search only on failure
     bad = ~np.isfinite(arr)
     if bad.any():

@@ -445,7 +445,6 @@ def selection_comparison(world: MixtureWorld, s: BenchSettings, scenarios: dict[
     from ..estimator import LandmarkMDS
 
     est, L = fit_map(world, s.n_landmarks, "euclidean", s.seed)
-    n = L.shape[0]
     rows: list[SelectionRow] = []
     for name, (change, refit_at) in scenarios.items():
         rng = np.random.default_rng([s.seed, 7, len(rows)])

@@ -43,7 +43,7 @@ def levenshtein_pairs(
     """Edit distances of P aligned pairs: codes_a (P, La), len_a (P,), codes_b (P, Lb), len_b (P,) -> (P,) int64."""
     P = codes_a.shape[0]
     out = np.empty(P, dtype=np.int64)
-    La, Lb = codes_a.shape[1], codes_b.shape[1]
+    Lb = codes_b.shape[1]
     j = np.arange(Lb + 1, dtype=np.int32)
     for start in range(0, P, chunk):
         sl = slice(start, min(start + chunk, P))

@@ -30,12 +30,13 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Sequence
 
 from streamembed.atomic import atomic_write_bytes
+from streamembed.stream.sinks import Sink
 
 __all__ = ["CHECKPOINT_SCHEMA_VERSION", "Checkpoint", "CheckpointError", "CheckpointStore", "Checkpointer",
-           "CrashGuard", "Durable"]
+           "CrashGuard"]
 
 CHECKPOINT_SCHEMA_VERSION = 2
 
@@ -134,20 +135,6 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-class Durable(Protocol):
-    """What the checkpointer needs from a sink: buffered rows made durable by ``flush``."""
-
-    @property
-    def pending_rows(self) -> int: ...
-
-    @property
-    def pending_age(self) -> float: ...
-
-    def flush(self, label: str) -> Path | None: ...
-
-    def close(self) -> None: ...
-
-
 class Checkpointer:
     """Owns the commit order: flush sinks -> commit source positions -> write the checkpoint file.
 
@@ -156,7 +143,7 @@ class Checkpointer:
     is written into every checkpoint.
     """
 
-    def __init__(self, sinks: Sequence[Durable], source: Any, store: CheckpointStore | None,
+    def __init__(self, sinks: Sequence[Sink], source: Any, store: CheckpointStore | None,
                  model: dict[str, Any] | None = None) -> None:
         self.sinks = list(sinks)
         self.source = source

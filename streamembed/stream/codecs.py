@@ -26,7 +26,6 @@ from streamembed.stream.records import (
     INPUT_ID,
     INPUT_LANDMARK_VERSION,
     TIMESTAMP_TYPE,
-    REASONS,
     Reason,
     dead_letter_schema,
     output_schema,

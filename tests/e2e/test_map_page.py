@@ -84,7 +84,7 @@ def test_the_page_draws_the_landmarks_and_the_newest_placements(tmp_path: Path) 
         base = _ready(d, 3000)
         with Browser(tmp_path) as b:
             b.open(base + "/map")
-            b.wait(f"document.body.dataset.state === 'ok' && +document.getElementById('map').dataset.points === 2000",
+            b.wait("document.body.dataset.state === 'ok' && +document.getElementById('map').dataset.points === 2000",
                    20, "2000 placements drawn")
             ds = b.evaluate(DATASET)
             assert ds["landmarks"] == "100" and ds["modelVersion"] == "1" and ds["switches"] == "0"
