@@ -168,25 +168,28 @@ class _SlabPool:
     def __init__(self, slab_bytes: int | None = None) -> None:
         self.slab_bytes = int(slab_bytes or SLAB_BYTES)
         self._slabs: list[np.ndarray] = []
+        self._lock = threading.Lock()
 
     def get(self, capacity: int) -> np.ndarray:
-        for i in range(len(self._slabs)):
-            if self._slabs[i].size >= capacity and sys.getrefcount(self._slabs[i]) <= 2:  # the list and the argument
-                return self._slabs[i]
-        slab = np.frombuffer(bytearray(max(int(capacity), self.slab_bytes)), dtype=np.uint8)
-        self._slabs.append(slab)
-        return slab
+        with self._lock:
+            for i in range(len(self._slabs)):
+                # referenced only by the list and getrefcount's argument: no batch holds it any more
+                if self._slabs[i].size >= capacity and sys.getrefcount(self._slabs[i]) <= 2:
+                    return self._slabs[i]
+            slab = np.frombuffer(bytearray(max(int(capacity), self.slab_bytes)), dtype=np.uint8)
+            self._slabs.append(slab)
+            return slab
 
 
-_POOL = threading.local()
+_POOL: _SlabPool | None = None
 
 
 def _pool() -> _SlabPool:
-    """This thread's slab pool (the read-ahead thread keeps reusing its own)."""
-    pool = getattr(_POOL, "pool", None)
-    if pool is None:
-        pool = _POOL.pool = _SlabPool()
-    return pool
+    """The process's slab pool (kept across files and runs, so their slabs are reused)."""
+    global _POOL
+    if _POOL is None:
+        _POOL = _SlabPool()
+    return _POOL
 
 
 class _Filling:

@@ -46,7 +46,7 @@ def test_progressive_arrow_reading_gives_the_rows_of_the_snapshot_reader(tmp_pat
     # small slabs and fills, so that messages straddle slabs and are moved between them
     monkeypatch.setattr(readers, "FILL_BYTES", 1000)
     monkeypatch.setattr(readers, "SLAB_BYTES", 3000)
-    monkeypatch.setattr(readers._POOL, "pool", readers._SlabPool(3000), raising=False)
+    monkeypatch.setattr(readers, "_POOL", readers._SlabPool(3000))
     A = dissimilarities(objects(500))
     ids = [f"x{i}" for i in range(500)]
     p = write_arrow(tmp_path / ("a.arrow" if file_format else "a.arrows"), input_table(ids, A), chunk=37,
