@@ -172,10 +172,15 @@ class _SlabPool:
 
     def get(self, capacity: int) -> np.ndarray:
         with self._lock:
-            for i in range(len(self._slabs)):
-                # referenced only by the list and getrefcount's argument: no batch holds it any more
-                if self._slabs[i].size >= capacity and sys.getrefcount(self._slabs[i]) <= 2:
+            # referenced only by the list and getrefcount's argument: no batch holds it any more
+            free = [i for i in range(len(self._slabs)) if sys.getrefcount(self._slabs[i]) <= 2]
+            for i in free:
+                if self._slabs[i].size >= capacity:
                     return self._slabs[i]
+            # free slabs too small for this one are dropped if oversized (one huge message must not
+            # keep its memory for good) or beyond a few spare ones
+            drop = {i for k, i in enumerate(free) if self._slabs[i].size > self.slab_bytes or k >= 4}
+            self._slabs = [s for i, s in enumerate(self._slabs) if i not in drop]
             slab = np.frombuffer(bytearray(max(int(capacity), self.slab_bytes)), dtype=np.uint8)
             self._slabs.append(slab)
             return slab
