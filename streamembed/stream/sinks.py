@@ -13,7 +13,8 @@ Parquet row groups are encoded and compressed on a write-behind thread
 output overlaps embedding the next batches; ``flush`` waits for it before
 publishing, and an error on that thread is raised by the next ``write`` or
 ``flush`` (never lost: nothing is committed before ``flush`` returned).
-The row groups and their bytes are the same as when written inline.
+The row groups are the same as when written inline; float columns are written
+without a dictionary (see :func:`_dictionary_columns`): same values, other bytes.
 """
 
 from __future__ import annotations
