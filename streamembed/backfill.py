@@ -53,6 +53,8 @@ __all__ = ["Task", "TaskResult", "BackfillReport", "expand_inputs", "plan", "run
 
 #: Subdirectory of the output directory for the tasks' dead letters.
 DEAD_LETTER_DIR = "dead-letter"
+#: Temporary files of task attempts start with ``.`` and this (left behind only by a killed worker).
+ATTEMPT_PREFIX = "attempt-"
 
 
 @dataclass(frozen=True)
@@ -141,8 +143,10 @@ def expand_inputs(inputs: Iterable[str | os.PathLike[str]]) -> list[Path]:
         if not found:
             raise FileNotFoundError(f"{item}: no such file, directory or matching files")
         out.extend(found)
-    seen: set[Path] = set()
-    return [p for p in out if not (p.resolve() in seen or seen.add(p.resolve()))]  # type: ignore[func-returns-value]
+    unique: dict[Path, Path] = {}  # a file named twice (a file and its directory) is read once
+    for p in out:
+        unique.setdefault(p.resolve(), p)
+    return list(unique.values())
 
 
 def plan(paths: Sequence[str | os.PathLike[str]], *, rows_per_task: int = 1 << 20) -> list[Task]:
@@ -199,61 +203,6 @@ def _model(model_bytes: bytes) -> Any:
     return model
 
 
-class _Part:
-    """One published Parquet file written row group by row group to a temporary name unique to this attempt."""
-
-    def __init__(self, final: Path, row_group_rows: int, compression: str) -> None:
-        self.final = final
-        self.tmp = final.with_name(f".{final.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
-        self.row_group_rows, self.compression = int(row_group_rows), compression
-        self._writer: pq.ParquetWriter | None = None
-        self._buffer: list[pa.RecordBatch] = []
-        self._buffered = 0
-        self.rows = 0
-
-    def write(self, data: pa.RecordBatch | pa.Table) -> None:
-        from streamembed.stream.sinks import _dictionary_columns
-
-        if data.num_rows == 0:
-            return
-        if self._writer is None:
-            self._writer = pq.ParquetWriter(self.tmp, data.schema, compression=self.compression,
-                                            use_dictionary=_dictionary_columns(data.schema))
-        self._buffer.extend(data.to_batches() if isinstance(data, pa.Table) else [data])
-        self._buffered += data.num_rows
-        self.rows += data.num_rows
-        if self._buffered >= self.row_group_rows:
-            self._write()
-
-    def _write(self) -> None:
-        if self._buffer and self._writer is not None:
-            table = pa.Table.from_batches(self._buffer)
-            self._writer.write_table(table, row_group_size=max(self.row_group_rows, table.num_rows))
-        self._buffer, self._buffered = [], 0
-
-    def publish(self) -> str | None:
-        """Publish what was written (None, and any earlier file of this name removed, when nothing was)."""
-        from streamembed.atomic import fsync_dir, publish
-
-        if self._writer is None:
-            if self.final.exists():
-                self.final.unlink()
-                fsync_dir(self.final.parent)
-            return None
-        self._write()
-        self._writer.close()
-        self._writer = None
-        return str(publish(self.tmp, self.final))
-
-    def abandon(self) -> None:
-        if self._writer is not None:
-            try:
-                self._writer.close()
-            except Exception:  # noqa: BLE001 - dropped anyway
-                pass
-        self.tmp.unlink(missing_ok=True)
-
-
 def run_task(task: Task, model_bytes: bytes, out_dir: str, *, method: str = "projection",
              k0_rows: None | str | int = None, batch_rows: int = 8192, max_block_rows: int = 4096,
              row_group_rows: int = 65536, compression: str = "zstd") -> TaskResult:
@@ -262,12 +211,17 @@ def run_task(task: Task, model_bytes: bytes, out_dir: str, *, method: str = "pro
     from streamembed.stream.embedder import BatchEmbedder
     from streamembed.stream.readers import FileChanged, iter_file
     from streamembed.stream.records import Reason
+    from streamembed.stream.sinks import ParquetSink
 
     t0 = time.perf_counter()
     model = _model(model_bytes)
     embedder = BatchEmbedder(model, method=method, k0_rows=k0_rows, max_block_rows=max_block_rows)
     out = Path(out_dir)
-    part = _Part(out / f"part-{task.stem}.parquet", row_group_rows, compression)
+    # the temporary file is named for this attempt (two attempts of one task never share it), the
+    # published file for the task (a retry replaces it)
+    part = ParquetSink(out, prefix=f"{ATTEMPT_PREFIX}{os.getpid()}-{os.urandom(4).hex()}",
+                       final_name=f"part-{task.stem}.parquet", row_group_rows=row_group_rows,
+                       compression=compression)
     dead: list[DeadRecord] = []
     res = TaskResult(task, worker_pid=os.getpid())
     end = task.end_row
@@ -294,21 +248,21 @@ def run_task(task: Task, model_bytes: bytes, out_dir: str, *, method: str = "pro
                 res.records += table.num_rows
                 done = embedder.process(table, file=task.name, rows=rows, row_base=chunk.start_row)
                 dead.extend(done.dead)
-                if done.output is not None:
-                    part.write(done.output)
+                if done.output is not None and done.output.num_rows:
+                    part.write(done.output, task.stem)
+                    res.embedded += done.output.num_rows
         except FileChanged as exc:
             dead.append(DeadRecord(Reason.UNREADABLE_FILE, f"{exc}: rows from {row} on were not read",
                                    file=task.name, row=row if row else None))
             res.records += 1
             res.unreadable = res.unreadable or row == task.start_row
-        res.embedded = part.rows
         res.dead = len(dead)
-        res.output = part.publish()
+        published = part.flush(task.stem)
+        res.output = None if published is None else str(published)
         res.dead_letters = _publish_dead(out / DEAD_LETTER_DIR / f"dead-{task.stem}.parquet", dead,
                                          embedder.model_version, compression, encode_dead_letters)
-    except BaseException:
-        part.abandon()
-        raise
+    finally:
+        part.close()  # drops the temporary file of an attempt that failed
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -333,6 +287,12 @@ def _publish_dead(final: Path, dead: list[Any], model_version: int, compression:
     finally:
         tmp.unlink(missing_ok=True)
     return str(final)
+
+
+def _remove_leftovers(out: Path) -> None:
+    """Temporary files of attempts whose worker was killed (every task has finished: none is being written)."""
+    for p in [*out.glob(f".{ATTEMPT_PREFIX}*.tmp"), *(out / DEAD_LETTER_DIR).glob(".dead-*.tmp")]:
+        p.unlink(missing_ok=True)
 
 
 # ----------------------------------------------------------------------------- the client side
@@ -401,6 +361,7 @@ def backfill(inputs: Iterable[str | os.PathLike[str]], model: str | os.PathLike[
     finally:
         if own:
             client.close()
+    _remove_leftovers(out)
     report.seconds = time.perf_counter() - t0
     report.results.sort(key=lambda r: (r.task.path, r.task.start_row))
     return report

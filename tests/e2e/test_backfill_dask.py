@@ -114,6 +114,7 @@ def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path: Path, cluster) -
     embedded, dead = _ids(out)
     assert sorted(embedded) == sorted(ids) and not dead  # every id exactly once
     assert len(list(out.glob("part-*.parquet"))) == 12
+    assert not list(out.rglob("*.tmp"))  # the killed attempt's temporary file is gone too
     assert victim in pids.values() and len(report.results) == 12
 
 
