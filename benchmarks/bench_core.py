@@ -8,7 +8,7 @@ time numpy needs merely to read the same (m, n) input array (``A.sum()``).
 The last column is the projection kernel alone on its numpy path (what runs
 where no C compiler built ``streamembed.core._native``), for comparison.
 Timings are the best of ``--repeat`` runs; compare only ratios taken in one
-run (the machine is shared and noisy, PERF.md).
+run (the machine is shared and noisy).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ floats do not compress), fits a landmark model, then times, in the same run:
   write zstd Parquet, atomic rename).
 
 The input file is in the page cache (just written), so "file" measures
-decoding and encoding, not the disk. Compare only the ratio (PERF.md).
+decoding and encoding, not the disk. Compare only the ratio (the machine is shared).
 """
 
 from __future__ import annotations

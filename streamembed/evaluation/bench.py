@@ -1,23 +1,29 @@
 """``streamembed bench``: throughput against the memory-read ceiling, in one run.
 
 Everything is measured in the same process, one after the other, so the
-ratios are meaningful on a shared, noisy machine (PERF.md); absolute numbers
+ratios are meaningful on a shared, noisy machine; absolute numbers
 are not. Tables:
 
 1. **Throughput** for n landmarks, map dimension d and input dtype: objects/s
    of projection, single-object RR and block RR (blocks of k objects with
-   their mutual dissimilarities, MATH.md §3), each as a ratio to the *read
+   their mutual dissimilarities, docs/math.md §3), each as a ratio to the *read
    ceiling*, the objects/s at which numpy merely reads the same (m, n) input
-   (``A.sum()``). When scikit-learn is installed, also
+   (``A.sum()``, one thread), and to the lower of two machine ceilings: the
+   multi-threaded read (a BLAS matrix-vector product ``A @ ones``: every
+   thread reads) and, for d >= 10, the arithmetic (peak GEMM flop/s over the
+   projection's 2·n·(d+1) flops per object). When scikit-learn is installed, also
    ``KernelPCA(kernel="precomputed").transform`` on the same input, its
    agreement with the projection (max abs difference up to column signs) and
    the speed ratio streamembed/sklearn.
 2. **Scaling with m**: per-call time and objects/s for growing batches.
 3. **Refit**: time of ``LandmarkMDS(n_components=d).fit(D)`` (classical MDS of
-   the landmarks, MATH.md §1) for growing n.
-4. **End to end**: rows registered by other components with
-   ``register_end_to_end`` (file daemon, Kafka); skipped when none is
-   registered or a registered one reports itself unavailable.
+   the landmarks, docs/math.md §1) for growing n.
+4. **End to end**: rows registered with ``register_end_to_end``; those of
+   :mod:`streamembed.evaluation.bench_e2e` (``embed`` from Arrow IPC and
+   Parquet, the directory daemon, the Kafka daemon vs raw consumption and a
+   KernelPCA peer, a Dask backfill), each against the in-memory core timed
+   in the same process; a row that cannot run here (no broker, no extra)
+   is skipped with its reason.
 
 Problems are synthetic: n landmarks and m objects drawn from N(0, I) in
 R^(2d) (so every object lies off the d-dimensional map and RR does real
@@ -26,8 +32,8 @@ work), Euclidean dissimilarities. The input array is sized to ``target_mb``
 cache-bound one.
 
 scikit-learn is given K_fit = -1/2 Δ∘Δ and K = -1/2 A∘A: its KernelCenterer
-then applies exactly the landmark centring of MATH.md §2, so its transform
-is the projection ŷ = Λ^(-1/2) Uᵀ b (seed 003 §2). Forming A∘A is not timed
+then applies exactly the landmark centring of docs/math.md §2, so its transform
+is the projection ŷ = Λ^(-1/2) Uᵀ b (docs/math.md §2). Forming A∘A is not timed
 for sklearn (streamembed's time includes its squaring), which favours sklearn.
 
     python -m streamembed.evaluation.bench [--quick] [--sizes SPEC] [--json PATH]
