@@ -227,3 +227,15 @@ def test_an_unreadable_file_is_one_dead_letter_of_its_task(tmp_path: Path) -> No
     assert r.unreadable and r.dead == 1 and r.output is None
     row = pq.read_table(r.dead_letters).to_pylist()[0]
     assert row["reason"] == "unreadable_file" and row["file"] == "bad.arrows"
+
+
+def test_an_arrow_stream_with_dictionary_columns_is_read_whole_with_the_same_rows(tmp_path: Path) -> None:
+    A = dissimilarities(objects(50))
+    t = input_table([f"x{i}" for i in range(50)], A)
+    t = t.set_column(0, "id", t.column("id").dictionary_encode())
+    p = write_arrow(tmp_path / "d.arrows", t, chunk=16)
+    chunks = list(iter_file(p, batch_rows=20, progressive=True))
+    assert [(c.start_row, c.end_row) for c in chunks] == [(0, 20), (20, 40), (40, 50)]
+    got = decode_batch(pa.concat_tables([c.table for c in chunks]), n_landmarks=N_LANDMARKS)
+    assert got.ids.to_pylist() == [f"x{i}" for i in range(50)]
+    np.testing.assert_array_equal(got.matrix, A)
