@@ -1,11 +1,15 @@
-"""``streamembed embed``: one input file through the daemon's loop into one Parquet file.
+"""``streamembed embed``: input files through the daemon's loop into one Parquet file, or on Dask.
 
-The same streaming loop as the daemon (``stream.loop``), with a file source,
-a single-file Parquet sink, a dead-letter directory and no checkpoint.
-Exit codes: 0 every record embedded; 1 done, but some records are dead
-letters (in the dead-letter directory, with their reasons); 2 refused: the
-model or an argument is unusable, the input cannot be read, or no record
-could be embedded (then no output file is written).
+The same streaming loop as the daemon (``stream.loop``), with a file source
+(the inputs in order: files, directories, globs), a single-file Parquet sink,
+a dead-letter directory and no checkpoint. With ``--dask ADDRESS`` the inputs
+are embedded on a Dask cluster instead (``streamembed.backfill``): one task
+per file or row-group range, each publishing its own part into the OUTPUT
+directory. Exit codes: 0 every record embedded; 1 done, but some records are
+dead letters (in the dead-letter directory, with their reasons) or some Dask
+tasks failed; 2 refused: the model or an argument is unusable, the input
+cannot be read, or no record could be embedded (then no output file is
+written).
 """
 
 from __future__ import annotations
@@ -48,17 +52,82 @@ class Progress:
         sys.stderr.flush()
 
 
-def _total_rows(path: Path) -> int | None:
+def _total_rows(paths: list[Path]) -> int | None:
     from streamembed.stream.readers import file_format
 
-    try:
-        if file_format(path) == "parquet":
+    total = 0
+    for path in paths:
+        try:
+            if file_format(path) != "parquet":
+                return None
             import pyarrow.parquet as pq
 
-            return int(pq.ParquetFile(path).metadata.num_rows)
-    except Exception:  # noqa: BLE001 - unknown total: no percentage
-        return None
-    return None
+            total += int(pq.ParquetFile(path).metadata.num_rows)
+        except Exception:  # noqa: BLE001 - unknown total: no percentage
+            return None
+    return total
+
+
+def _inputs(items: list[str]) -> list[Path]:
+    from streamembed.backfill import expand_inputs
+    from streamembed.stream.readers import FORMATS, file_format
+
+    try:
+        paths = expand_inputs(items)
+    except FileNotFoundError as exc:
+        raise Refused(f"input {exc}") from None
+    for src in paths:
+        if file_format(src) is None:
+            raise Refused(f"input {src}: unknown file extension {src.suffix!r} (expected one of "
+                          f"{', '.join(sorted(FORMATS))})")
+    return paths
+
+
+def _cmd_dask(args: argparse.Namespace, paths: list[Path], k0: Any) -> int:
+    try:
+        from streamembed.backfill import backfill
+    except ImportError as exc:
+        raise Refused(f"--dask: {exc}") from None
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise Refused("--dask needs the optional extra: pip install 'streamembed[dask]'") from None
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise Refused(f"-o {args.output}: with --dask the output is a directory (one part per task)")
+    scheduler: Any = args.dask
+    cluster = None
+    if args.dask.startswith("local"):
+        from distributed import LocalCluster
+
+        workers = int(args.dask.partition(":")[2] or 2)
+        cluster = scheduler = LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None)
+    done = [0]
+
+    def progress(result: Any) -> None:
+        done[0] += 1
+        if args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty()):
+            sys.stderr.write(f"\r{done[0]} tasks done")
+            sys.stderr.flush()
+
+    try:
+        report = backfill(paths, args.model, out, scheduler, method=args.method, k0_rows=k0,
+                          batch_rows=args.batch_rows, max_block_rows=args.max_block_rows,
+                          row_group_rows=args.row_group_rows, compression=args.compression, progress=progress)
+    except OSError as exc:
+        raise Refused(f"--dask {args.dask}: {exc}") from None
+    finally:
+        if cluster is not None:
+            cluster.close()
+    for task, reason in report.failed:
+        print(f"task failed: {task.name} rows {task.start_row}-{task.end_row or 'end'}: {reason}", file=sys.stderr)
+    rate = report.records / max(report.seconds, 1e-9)
+    print(f"{report.records} records in {len(report.results)} tasks: {report.embedded} embedded -> {out}/, "
+          f"{report.dead} dead letters, {len(report.failed)} failed tasks ({rate:,.0f} records/s)", file=sys.stderr)
+    if report.embedded == 0 and not report.failed:
+        raise Refused(f"no record could be embedded ({report.records} records, {report.dead} dead letters -> "
+                      f"{out}/dead-letter/)")
+    return EXIT_OK if report.complete else EXIT_FAILED
 
 
 def cmd_embed(args: argparse.Namespace) -> int:
@@ -71,16 +140,10 @@ def cmd_embed(args: argparse.Namespace) -> int:
     from streamembed.stream.embedder import BatchEmbedder
     from streamembed.stream.loop import EmbeddingLoop
     from streamembed.stream.pipeline import ReadAhead
-    from streamembed.stream.readers import FORMATS, file_format
     from streamembed.stream.sinks import DeadLetterSink, ParquetSink
     from streamembed.stream.sources import FileSource
 
-    src = Path(args.input)
-    if not src.exists():
-        raise Refused(f"input {src} does not exist")
-    if file_format(src) is None:
-        raise Refused(f"input {src}: unknown file extension {src.suffix!r} (expected one of "
-                      f"{', '.join(sorted(FORMATS))})")
+    paths = _inputs(args.input)
     try:
         model = load_model(args.model)
     except ModelFileError as exc:
@@ -93,17 +156,21 @@ def cmd_embed(args: argparse.Namespace) -> int:
         model.check_method(args.method)
     except ValueError as exc:
         raise Refused(f"--method {args.method}: {exc}") from None
+    if args.dask:
+        return _cmd_dask(args, paths, k0)
     out = Path(args.output)
     if not out.parent.is_dir():
         raise Refused(f"-o {args.output}: directory {out.parent} does not exist")
     dead_dir = Path(args.dead_letter) if args.dead_letter else out.with_name(out.stem + ".dead-letter")
-    source = FileSource([src], batch_rows=args.batch_rows, max_block_rows=args.max_block_rows, name="embed")
+    names = [str(p) for p in paths] if len(paths) > 1 else [paths[0].name]
+    source = FileSource(list(paths), batch_rows=args.batch_rows, max_block_rows=args.max_block_rows,
+                        names=names, name="embed")
     output = ParquetSink(out.parent, final_name=out.name, row_group_rows=args.row_group_rows,
                          compression=args.compression)
     dead = DeadLetterSink(dead_dir, fmt=args.dead_letter_format, source="embed")
     ahead = ReadAhead(source, depth=2)
     embedder = BatchEmbedder(model, method=args.method, k0_rows=k0, max_block_rows=args.max_block_rows)
-    progress = Progress(_total_rows(src), {"always": True, "never": False}.get(args.progress, sys.stderr.isatty()))
+    progress = Progress(_total_rows(paths), {"always": True, "never": False}.get(args.progress, sys.stderr.isatty()))
     everything = 1 << 62  # one output file: published once, at the end
     loop = EmbeddingLoop(embedder, ahead, output, dead, Checkpointer([output, dead], ahead, None),
                          run=RunConfig(progress_seconds=0), output_cfg=OutputConfig(roll_rows=everything,
@@ -117,7 +184,8 @@ def cmd_embed(args: argparse.Namespace) -> int:
         dead.close()
     progress.update(stats.records_in, final=True)
     where = f" -> {dead_dir}/" if stats.dead else ""
-    if source.unreadable:
+    src = paths[0] if len(paths) == 1 else f"{len(paths)} inputs"
+    if source.unreadable and len(source.unreadable) == len(paths):
         raise Refused(f"cannot read {src}: see the dead letter{where}")
     if stats.embedded == 0:
         out.unlink(missing_ok=True)
@@ -132,18 +200,28 @@ def cmd_embed(args: argparse.Namespace) -> int:
 def add_parser(add: Any) -> None:
     from streamembed.core.model import METHODS
 
-    e = add("embed", "embed one file (Parquet/Arrow/JSONL) into a Parquet file", cmd_embed,
-            "One-shot embedding of INPUT with MODEL into OUTPUT (Parquet, written atomically), through the\n"
-            "daemon's own loop. Rejected records go to a dead-letter directory (default:\n"
-            "<OUTPUT stem>.dead-letter). Exit codes: 0 every record embedded, 1 done with dead letters,\n"
-            "2 refused (unusable model or input, or nothing could be embedded: no output is written).")
-    e.add_argument("input", metavar="INPUT", help="input file (.parquet, .arrow/.arrows, .jsonl)")
+    e = add("embed", "embed files (Parquet/Arrow/JSONL) into a Parquet file, or on Dask", cmd_embed,
+            "One-shot embedding of INPUT files with MODEL into OUTPUT (Parquet, written atomically), through\n"
+            "the daemon's own loop. INPUT: files, directories or globs (in that order). Rejected records go\n"
+            "to a dead-letter directory (default: <OUTPUT stem>.dead-letter). With --dask the inputs are\n"
+            "embedded on a Dask cluster, one task per file or row-group range, each writing its own part\n"
+            "into the OUTPUT directory (a backfill; see docs/throughput.md). Exit codes: 0 every record\n"
+            "embedded, 1 done with dead letters (or failed Dask tasks), 2 refused (unusable model or input,\n"
+            "or nothing could be embedded: no output is written).")
+    e.add_argument("input", metavar="INPUT", nargs="+",
+                   help="input files (.parquet, .arrow/.arrows, .jsonl), directories or globs")
     e.add_argument("-m", "--model", required=True, metavar="MODEL.npz")
-    e.add_argument("-o", "--output", required=True, metavar="OUTPUT.parquet")
+    e.add_argument("-o", "--output", required=True, metavar="OUTPUT.parquet",
+                   help="output file (with --dask: output directory)")
+    e.add_argument("--dask", metavar="SCHEDULER", default="",
+                   help="embed on this Dask scheduler (tcp://host:8786; 'local:N' starts N local workers); needs "
+                        "the extra streamembed[dask]")
     e.add_argument("--method", choices=METHODS, default="projection")
     e.add_argument("--k0-rows", default="none", metavar="none|all|N", help="rows per batch with exact k0")
     e.add_argument("--batch-rows", type=int, default=8192, metavar="N", help="rows per batch (default 8192)")
-    e.add_argument("--row-group-rows", type=int, default=262144, metavar="N", help="Parquet row-group size")
+    e.add_argument("--row-group-rows", type=int, default=65536, metavar="N",
+                   help="Parquet row-group size (default 65536: each row group is encoded while the next "
+                        "batches are embedded)")
     e.add_argument("--max-block-rows", type=int, default=4096, metavar="N", help="largest block with 'cross'")
     e.add_argument("--compression", default="zstd", choices=("zstd", "snappy", "gzip", "lz4", "none"))
     e.add_argument("--dead-letter", metavar="DIR", help="dead-letter directory")

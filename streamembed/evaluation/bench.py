@@ -8,16 +8,22 @@ are not. Tables:
    of projection, single-object RR and block RR (blocks of k objects with
    their mutual dissimilarities, docs/math.md §3), each as a ratio to the *read
    ceiling*, the objects/s at which numpy merely reads the same (m, n) input
-   (``A.sum()``). When scikit-learn is installed, also
+   (``A.sum()``, one thread), and to the lower of two machine ceilings: the
+   multi-threaded read (a BLAS matrix-vector product ``A @ ones``: every
+   thread reads) and, for d >= 10, the arithmetic (peak GEMM flop/s over the
+   projection's 2·n·(d+1) flops per object). When scikit-learn is installed, also
    ``KernelPCA(kernel="precomputed").transform`` on the same input, its
    agreement with the projection (max abs difference up to column signs) and
    the speed ratio streamembed/sklearn.
 2. **Scaling with m**: per-call time and objects/s for growing batches.
 3. **Refit**: time of ``LandmarkMDS(n_components=d).fit(D)`` (classical MDS of
    the landmarks, docs/math.md §1) for growing n.
-4. **End to end**: rows registered by other components with
-   ``register_end_to_end`` (file daemon, Kafka); skipped when none is
-   registered or a registered one reports itself unavailable.
+4. **End to end**: rows registered with ``register_end_to_end``; those of
+   :mod:`streamembed.evaluation.bench_e2e` (``embed`` from Arrow IPC and
+   Parquet, the directory daemon, the Kafka daemon vs raw consumption and a
+   KernelPCA peer, a Dask backfill), each against the in-memory core timed
+   in the same process; a row that cannot run here (no broker, no extra)
+   is skipped with its reason.
 
 Problems are synthetic: n landmarks and m objects drawn from N(0, I) in
 R^(2d) (so every object lies off the d-dimensional map and RR does real
@@ -184,6 +190,7 @@ _END_TO_END: dict[str, Callable[[bool], dict]] = {}
 #: Modules imported (if they exist) before the end-to-end rows run, so that a
 #: component can register its row at import time without bench knowing it.
 END_TO_END_MODULES: tuple[str, ...] = (
+    "streamembed.evaluation.bench_e2e",
     "streamembed.daemon.bench_e2e",
     "streamembed.stream.bench_e2e",
 )
@@ -223,10 +230,12 @@ def _load_end_to_end_modules(extra: Sequence[str]) -> list[str]:
     return notes
 
 
-def run_end_to_end(quick: bool, ceilings: dict[tuple[int, str], float]) -> list[dict]:
-    """Run every registered end-to-end row; unavailable ones become skipped rows."""
+def run_end_to_end(quick: bool, ceilings: dict[tuple[int, str], float],
+                   log: Callable[[str], None] = lambda s: None) -> list[dict]:
+    """Run every registered end-to-end row (in registration order); unavailable ones become skipped rows."""
     rows = []
-    for name, fn in sorted(_END_TO_END.items()):
+    for name, fn in _END_TO_END.items():
+        log(f"end to end: {name}")
         row: dict[str, Any] = {"name": name}
         try:
             out = dict(fn(quick))
@@ -326,6 +335,8 @@ def bench_throughput(n: int, d: int, dtype: str, sizes: BenchSizes) -> dict:
     est = LandmarkMDS(n_components=d).fit(D)
     reps = sizes.repeat
     t_read = best_time(lambda: A.sum(), reps)
+    ones = np.ones(n, dtype=dt)
+    t_read2 = best_time(lambda: A @ ones, reps)  # BLAS gemv: every thread reads (the machine's read ceiling)
     t_proj = best_time(lambda: est.embed(A, method="projection"), reps)
     t_rr = best_time(lambda: est.embed(A, method="restricted"), reps)
 
@@ -345,12 +356,22 @@ def bench_throughput(n: int, d: int, dtype: str, sizes: BenchSizes) -> dict:
 
     with single_blas_thread():
         t_block = best_time(run_blocks, max(1, min(reps, 3)), min_seconds=0.0)
+    ceiling = m / t_read2
+    fma = None
+    if d >= 10:
+        # projection: about 2·n·(d+1) flops per object (one fused GEMM, docs/math.md §3)
+        fma = fma_flops(dt.name) / (2.0 * n * (d + 1))
+        ceiling = min(ceiling, fma)
     row: dict[str, Any] = {
         "n": n,
         "d": d,
         "dtype": dt.name,
         "m": m,
         "read_objects_per_s": m / t_read,
+        "read_threads_objects_per_s": m / t_read2,
+        "fma_objects_per_s": fma,
+        "ceiling_objects_per_s": ceiling,
+        "projection_over_ceiling": (m / t_proj) / ceiling,
         "projection_objects_per_s": m / t_proj,
         "restricted_objects_per_s": m / t_rr,
         "block_objects_per_s": nb * k / t_block,
@@ -380,6 +401,24 @@ def bench_throughput(n: int, d: int, dtype: str, sizes: BenchSizes) -> dict:
         )
         del K
     return row
+
+
+_FMA: dict[str, float] = {}
+
+
+def fma_flops(dtype: str, size: int = 1536) -> float:
+    """Peak multiply-add rate of this machine (flop/s, all BLAS threads): the best of a few square GEMMs.
+
+    Measured once per dtype and process. A GEMM of this size is compute-bound,
+    so its rate is the arithmetic ceiling any kernel of this dtype can reach.
+    """
+    if dtype not in _FMA:
+        rng = np.random.default_rng(0)
+        X = rng.standard_normal((size, size)).astype(dtype)
+        Y = rng.standard_normal((size, size)).astype(dtype)
+        t = best_time(lambda: X @ Y, 3, min_seconds=0.0, budget_seconds=5.0)
+        _FMA[dtype] = 2.0 * size ** 3 / t
+    return _FMA[dtype]
 
 
 def bench_block_default_threads(n: int, d: int, sizes: BenchSizes) -> dict:
@@ -498,6 +537,7 @@ def run_bench(
     e2e_modules: Sequence[str] = (),
     log: Callable[[str], None] = lambda s: None,
     block_threads: bool = True,
+    end_to_end: bool = True,
 ) -> BenchResult:
     """Run every table; ``log`` receives a progress line per measurement."""
     res = BenchResult(meta=_meta(sizes, preset))
@@ -518,9 +558,10 @@ def run_bench(
     res.scaling_m = bench_scaling_m(sizes)
     log("refit")
     res.refit = bench_refit(sizes)
-    notes = _load_end_to_end_modules(e2e_modules)
+    notes = _load_end_to_end_modules(e2e_modules) if end_to_end else []
     ceilings = {(r["n"], r["dtype"]): r["read_objects_per_s"] for r in res.throughput}
-    res.end_to_end = run_end_to_end(preset.split("+")[0] == "quick", ceilings)
+    if end_to_end:
+        res.end_to_end = run_end_to_end(preset.split("+")[0] == "quick", ceilings, log)
     res.meta["end_to_end_import_notes"] = notes
     res.meta["seconds"] = time.perf_counter() - t0
     return res
@@ -538,8 +579,9 @@ def format_tables(res: BenchResult) -> str:
     """Markdown tables of a bench run (the form used in README)."""
     out = []
     has_sk = any("sklearn_objects_per_s" in r for r in res.throughput)
-    head = "| n | d | dtype | m | read obj/s | projection obj/s | proj/read | RR obj/s | RR/read | block RR obj/s | block/read |"
-    sep = "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    head = ("| n | d | dtype | m | read obj/s | 2-thread read obj/s | FMA obj/s | projection obj/s | proj/read | "
+            "proj/ceiling | RR obj/s | RR/read | block RR obj/s | block/read |")
+    sep = "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     if has_sk:
         head += " sklearn obj/s | ours/sklearn | max abs diff (relative) |"
         sep += " ---: | ---: | ---: |"
@@ -547,7 +589,10 @@ def format_tables(res: BenchResult) -> str:
     for r in res.throughput:
         line = (
             f"| {r['n']} | {r['d']} | {r['dtype']} | {r['m']} | {_fmt_rate(r['read_objects_per_s'])} | "
+            f"{_fmt_rate(r['read_threads_objects_per_s'])} | "
+            f"{_fmt_rate(r['fma_objects_per_s']) if r.get('fma_objects_per_s') else '-'} | "
             f"{_fmt_rate(r['projection_objects_per_s'])} | {r['projection_over_read']:.3f} | "
+            f"{r['projection_over_ceiling']:.3f} | "
             f"{_fmt_rate(r['restricted_objects_per_s'])} | {r['restricted_over_read']:.3f} | "
             f"{_fmt_rate(r['block_objects_per_s'])} | {r['block_over_read']:.2e} |"
         )
@@ -559,6 +604,9 @@ def format_tables(res: BenchResult) -> str:
         out.append(line)
     k = res.throughput[0]["block_size"] if res.throughput else "k"
     out.append("")
+    out.append("read: one thread's `A.sum()`; 2-thread read: a BLAS matrix-vector product `A @ ones` over the same "
+               "array (all threads read); FMA (d >= 10): peak GEMM flop/s / (2·n·(d+1)) flops per object; "
+               "proj/ceiling: projection over the lower of the 2-thread read and FMA ceilings.")
     out.append(f"Block RR: blocks of {k} objects with their mutual dissimilarities, one BLAS thread (threadpoolctl when installed).")
     if res.block_threads:
         out += ["", "#### Block RR and BLAS threads", "", "| n | d | k | 1 BLAS thread obj/s | default threads obj/s | slowdown |", "| ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -590,12 +638,21 @@ def format_tables(res: BenchResult) -> str:
     if not res.end_to_end:
         out.append("(no end-to-end benchmark registered)")
     else:
-        out += ["| name | status | obj/s | over read | note |", "| --- | --- | ---: | ---: | --- |"]
+        out += ["| name | status | obj/s | in-memory obj/s | share of in-memory | over read | peer obj/s | "
+                "ours/peer | note |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
         for r in res.end_to_end:
             rate = _fmt_rate(r["objects_per_s"]) if "objects_per_s" in r else ""
+            mem = _fmt_rate(r["in_memory_objects_per_s"]) if r.get("in_memory_objects_per_s") else ""
+            share = f"{r['over_in_memory']:.2f}" if r.get("over_in_memory") is not None else ""
             over = f"{r['over_read']:.3f}" if "over_read" in r else ""
+            peer = _fmt_rate(r["peer_objects_per_s"]) if r.get("peer_objects_per_s") else ""
+            vs = f"{r['over_peer']:.1f}" if r.get("over_peer") else ""
             note = r.get("reason") or r.get("note") or ""
-            out.append(f"| {r['name']} | {r['status']} | {rate} | {over} | {note} |")
+            out.append(f"| {r['name']} | {r['status']} | {rate} | {mem} | {share} | {over} | {peer} | {vs} | {note} |")
+        out.append("")
+        out.append("share of in-memory: end-to-end objects/s over the core's in-memory `est.embed` (projection) on "
+                   "the same objects, measured just before in the same process (for Kafka: over raw kafka-python "
+                   "consume of the same messages, named in the note).")
     out.append("")
     out.append(f"total {res.meta.get('seconds', float('nan')):.1f} s; numpy {res.meta['numpy']}, scipy {res.meta['scipy']}, "
                f"scikit-learn {res.meta['sklearn']}, {res.meta['cpus']} CPUs")
@@ -630,6 +687,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--e2e-module", action="append", default=[], metavar="MODULE",
                    help="import MODULE first so it can register_end_to_end() a row (repeatable)")
     p.add_argument("--no-block-threads", action="store_true", help="skip the BLAS-threads comparison for block RR")
+    p.add_argument("--no-e2e", action="store_true", help="skip the end-to-end rows (files, daemon, Kafka, Dask)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     return p
 
@@ -647,7 +705,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         preset += "+sizes"
     log = (lambda s: None) if args.quiet else (lambda s: print(f"[bench] {s}", file=sys.stderr, flush=True))
-    res = run_bench(sizes, preset, args.e2e_module, log, block_threads=not args.no_block_threads)
+    res = run_bench(sizes, preset, args.e2e_module, log, block_threads=not args.no_block_threads,
+                    end_to_end=not args.no_e2e)
     print(format_tables(res))
     if args.json and args.json != "-":
         with open(args.json, "w") as fh:

@@ -5,15 +5,19 @@ the core's projection kernel, so reading batch i+1 while batch i is embedded
 turns "read + embed" into roughly their maximum. The queue is bounded
 (``depth`` batches), so memory stays bounded; every call into the wrapped
 source (poll, commit, close) is serialised by a lock, so sources need not be
-thread-safe (a Kafka consumer is not).
+thread-safe (a Kafka consumer is not). A source with a ``preempt`` attribute
+(Kafka) is given an Event that is set while the loop's thread waits for that
+lock, so that a poll blocked waiting for messages ends early and a commit is
+not held back by it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
-from typing import Any
+from typing import Any, Iterator
 
 from streamembed.stream.sources import SourceBatch
 
@@ -49,10 +53,14 @@ class ReadAhead:
         self._idle = False
         self._caught_up = False
         self._exhausted = False
+        # a source that blocks in poll (Kafka) ends that wait early while the caller waits for the lock
+        self._want = threading.Event()
+        if hasattr(inner, "preempt"):
+            inner.preempt = self._want
 
     # ------------------------------------------------------------------ the Source interface
     def restore(self, state: Any) -> None:
-        with self._lock:
+        with self._locked():
             self.inner.restore(state)
 
     def poll(self) -> SourceBatch | None:
@@ -73,8 +81,19 @@ class ReadAhead:
         return item  # type: ignore[return-value]
 
     def commit(self, position: Any) -> None:
-        with self._lock:
+        with self._locked():
             self.inner.commit(position)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The source's lock, taken from the caller's thread: a blocking poll on the reader thread is cut short."""
+        self._want.set()
+        try:
+            with self._lock:
+                self._want.clear()
+                yield
+        finally:
+            self._want.clear()
 
     def wait_hint(self) -> float:
         return 0.0
@@ -100,7 +119,7 @@ class ReadAhead:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
-        with self._lock:
+        with self._locked():
             self.inner.close()
 
     # ------------------------------------------------------------------ the reader thread

