@@ -6,7 +6,7 @@ are not. Tables:
 
 1. **Throughput** for n landmarks, map dimension d and input dtype: objects/s
    of projection, single-object RR and block RR (blocks of k objects with
-   their mutual dissimilarities, docs/math.md §3), each as a ratio to the *read
+   their mutual dissimilarities, all in one call, docs/math.md §3.3), each as a ratio to the *read
    ceiling*, the objects/s at which numpy merely reads the same (m, n) input
    (``A.sum()``, one thread), and to the lower of two machine ceilings: the
    multi-threaded read (a BLAS matrix-vector product ``A @ ones``: every
@@ -15,10 +15,14 @@ are not. Tables:
    ``KernelPCA(kernel="precomputed").transform`` on the same input, its
    agreement with the projection (max abs difference up to column signs) and
    the speed ratio streamembed/sklearn.
-2. **Scaling with m**: per-call time and objects/s for growing batches.
-3. **Refit**: time of ``LandmarkMDS(n_components=d).fit(D)`` (classical MDS of
+2. **Block RR** (``bench_block``): blocks of k ∈ {2, 8, 64} placed by the
+   batched solver (docs/math.md §3.3), objects/s and their share of
+   single-object RR measured in the same run, against the former per-block
+   solver, with the share of certified blocks, starts and iterations.
+3. **Scaling with m**: per-call time and objects/s for growing batches.
+4. **Refit**: time of ``LandmarkMDS(n_components=d).fit(D)`` (classical MDS of
    the landmarks, docs/math.md §1) for growing n.
-4. **End to end**: rows registered with ``register_end_to_end``; those of
+5. **End to end**: rows registered with ``register_end_to_end``; those of
    :mod:`streamembed.evaluation.bench_e2e` (``embed`` from Arrow IPC and
    Parquet, the directory daemon, the Kafka daemon vs raw consumption and a
    KernelPCA peer, a Dask backfill), each against the in-memory core timed
@@ -42,7 +46,6 @@ for sklearn (streamembed's time includes its squaring), which favours sklearn.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import importlib
 import json
@@ -59,6 +62,7 @@ import scipy
 
 from ..estimator import LandmarkMDS
 from ..core.blas import single_blas_thread
+from .timing import best_time, euclidean, landmark_matrix, make_points
 
 __all__ = [
     "BenchSizes",
@@ -252,61 +256,6 @@ def run_end_to_end(quick: bool, ceilings: dict[tuple[int, str], float],
     return rows
 
 
-# --------------------------------------------------------------------------- timing helpers
-
-
-def best_time(fn: Callable[[], object], repeat: int, min_seconds: float = 0.02, budget_seconds: float = 10.0) -> float:
-    """Seconds per call of ``fn``: best of up to ``repeat`` runs of enough calls to last ``min_seconds``.
-
-    Repeats stop early once ``budget_seconds`` have been spent (a loaded machine
-    must not stretch a run without bound).
-    """
-    start = time.perf_counter()
-    fn()  # warm-up (thread pools, kernels, caches)
-    number = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        elapsed = time.perf_counter() - t0
-        if elapsed >= min_seconds or number >= 1 << 16:
-            break
-        number = min(number * max(2, int(min_seconds / max(elapsed, 1e-6))), 1 << 16)
-    best = elapsed / number
-    for _ in range(repeat - 1):
-        if time.perf_counter() - start > budget_seconds:
-            break
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / number)
-    return best
-
-
-# --------------------------------------------------------------------------- problems
-
-
-def make_points(n: int, m: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Landmarks (n, 2d) and objects (m, 2d) from N(0, I) in R^(2d): objects lie off the d-dim map."""
-    rng = np.random.default_rng(seed)
-    p = max(2 * d, 2)
-    return rng.standard_normal((n, p)), rng.standard_normal((m, p))
-
-
-def euclidean(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
-    """(a, b) Euclidean distances between rows of P (a, p) and Q (b, p), float64."""
-    sq = (P * P).sum(1)[:, None] + (Q * Q).sum(1)[None, :] - 2.0 * (P @ Q.T)
-    return np.sqrt(np.maximum(sq, 0.0))
-
-
-def landmark_matrix(Lm: np.ndarray) -> np.ndarray:
-    """(n, n) exactly symmetric Euclidean distances with a zero diagonal."""
-    D = euclidean(Lm, Lm)
-    D = 0.5 * (D + D.T)
-    np.fill_diagonal(D, 0.0)
-    return D
-
-
 # --------------------------------------------------------------------------- measurements
 
 
@@ -342,20 +291,10 @@ def bench_throughput(n: int, d: int, dtype: str, sizes: BenchSizes) -> dict:
 
     k = sizes.block_size
     nb = max(1, sizes.block_objects // k)
-    blocks = []
-    for b in range(nb):
-        rows = slice(b * k, (b + 1) * k)
-        C = euclidean(Z[rows], Z[rows])
-        C = 0.5 * (C + C.T)
-        np.fill_diagonal(C, 0.0)
-        blocks.append((A[rows], C.astype(dt)))
-
-    def run_blocks() -> None:
-        for Ab, Cb in blocks:
-            est.embed(Ab, Cb)
-
+    rows_b = nb * k
+    cross = [_mutual(Z[b * k:(b + 1) * k]).astype(dt) for b in range(nb)]
     with single_blas_thread():
-        t_block = best_time(run_blocks, max(1, min(reps, 3)), min_seconds=0.0)
+        t_block = best_time(lambda: est.embed_blocks(A[:rows_b], cross), max(1, min(reps, 3)), min_seconds=0.0)
     ceiling = m / t_read2
     fma = None
     if d >= 10:
@@ -421,22 +360,15 @@ def fma_flops(dtype: str, size: int = 1536) -> float:
     return _FMA[dtype]
 
 
-def bench_block_default_threads(n: int, d: int, sizes: BenchSizes) -> dict:
-    """Block RR with the process's default BLAS threading (what a caller gets without threadpoolctl)."""
-    Lm, Z = make_points(n, sizes.block_objects, d)
-    est = LandmarkMDS(n_components=d).fit(landmark_matrix(Lm))
-    A = euclidean(Z, Lm)
-    k = sizes.block_size
-    nb = max(1, sizes.block_objects // k)
+def bench_blocks(sizes: BenchSizes, quick: bool) -> list[dict]:
+    """Table 2: block RR for k in {2, 8, 64} against single-object RR in the same run (``bench_block``)."""
+    from .bench_block import run
 
-    def run(limit: bool) -> float:
-        ctx = single_blas_thread() if limit else contextlib.nullcontext()
-        with ctx:
-            return best_time(lambda: [est.embed(A[b * k : (b + 1) * k], _mutual(Z[b * k : (b + 1) * k])) for b in range(nb)], 2, 0.0)
-
-    t1, tdef = run(True), run(False)
-    return {"n": n, "d": d, "block_size": k, "one_thread_objects_per_s": nb * k / t1, "default_threads_objects_per_s": nb * k / tdef,
-            "slowdown_default_threads": tdef / t1}
+    n = sizes.n_scaling if sizes.n_scaling in sizes.n else sizes.n[0]
+    d = sizes.d_scaling if sizes.d_scaling < n - 1 else sizes.d[0]
+    if quick:
+        return run(n, d, (2, 8, 64), ("float32",), m_block=4096, m_single=50_000, repeat=1, reference_objects=32)
+    return run(n, d, (2, 8, 64), ("float32", "float64"), repeat=2)
 
 
 def _mutual(Zb: np.ndarray) -> np.ndarray:
@@ -447,7 +379,7 @@ def _mutual(Zb: np.ndarray) -> np.ndarray:
 
 
 def bench_scaling_m(sizes: BenchSizes) -> list[dict]:
-    """Table 2: per-call cost over batch sizes m (float32, n_scaling, d_scaling)."""
+    """Table 3: per-call cost over batch sizes m (float32, n_scaling, d_scaling)."""
     n, d = sizes.n_scaling, sizes.d_scaling
     m_max = max(sizes.m_scaling)
     Lm, Z = make_points(n, m_max, d, seed=1)
@@ -477,14 +409,14 @@ def bench_scaling_m(sizes: BenchSizes) -> list[dict]:
 
 
 def bench_refit(sizes: BenchSizes) -> list[dict]:
-    """Table 3: seconds of ``LandmarkMDS(n_components=refit_d).fit(D)`` per n."""
+    """Table 4: seconds of ``LandmarkMDS(n_components=refit_d).fit(D)`` per n."""
     rows = []
     for n in sizes.refit_n:
         Lm, _ = make_points(n, 1, sizes.refit_d, seed=2)
         D = landmark_matrix(Lm)
         reps = 1 if n > 3000 else max(1, min(sizes.repeat, 3))
         est = LandmarkMDS(n_components=sizes.refit_d)
-        t = best_time(lambda: est.fit(D), reps, min_seconds=0.0)
+        t = best_time(lambda D=D: est.fit(D), reps, min_seconds=0.0)
         rows.append(
             {
                 "n": n,
@@ -505,7 +437,7 @@ def bench_refit(sizes: BenchSizes) -> list[dict]:
 class BenchResult:
     meta: dict
     throughput: list[dict] = field(default_factory=list)
-    block_threads: list[dict] = field(default_factory=list)
+    blocks: list[dict] = field(default_factory=list)
     scaling_m: list[dict] = field(default_factory=list)
     refit: list[dict] = field(default_factory=list)
     end_to_end: list[dict] = field(default_factory=list)
@@ -536,7 +468,7 @@ def run_bench(
     preset: str = "custom",
     e2e_modules: Sequence[str] = (),
     log: Callable[[str], None] = lambda s: None,
-    block_threads: bool = True,
+    blocks: bool = True,
     end_to_end: bool = True,
 ) -> BenchResult:
     """Run every table; ``log`` receives a progress line per measurement."""
@@ -549,11 +481,9 @@ def run_bench(
             for dt in sizes.dtypes:
                 log(f"throughput n={n} d={d} {dt}")
                 res.throughput.append(bench_throughput(n, d, dt, sizes))
-    if block_threads and preset.split("+")[0] != "quick":
-        n0 = sizes.n_scaling if sizes.n_scaling in sizes.n else sizes.n[0]
-        d0 = sizes.d_scaling if sizes.d_scaling < n0 - 1 else sizes.d[0]
-        log(f"block RR BLAS threads n={n0} d={d0}")
-        res.block_threads.append(bench_block_default_threads(n0, d0, sizes))
+    if blocks:
+        log("block RR, k = 2, 8, 64")
+        res.blocks = bench_blocks(sizes, preset.split("+")[0] == "quick")
     log("scaling with m")
     res.scaling_m = bench_scaling_m(sizes)
     log("refit")
@@ -607,14 +537,22 @@ def format_tables(res: BenchResult) -> str:
     out.append("read: one thread's `A.sum()`; 2-thread read: a BLAS matrix-vector product `A @ ones` over the same "
                "array (all threads read); FMA (d >= 10): peak GEMM flop/s / (2·n·(d+1)) flops per object; "
                "proj/ceiling: projection over the lower of the 2-thread read and FMA ceilings.")
-    out.append(f"Block RR: blocks of {k} objects with their mutual dissimilarities, one BLAS thread (threadpoolctl when installed).")
-    if res.block_threads:
-        out += ["", "#### Block RR and BLAS threads", "", "| n | d | k | 1 BLAS thread obj/s | default threads obj/s | slowdown |", "| ---: | ---: | ---: | ---: | ---: | ---: |"]
-        for r in res.block_threads:
-            out.append(
-                f"| {r['n']} | {r['d']} | {r['block_size']} | {_fmt_rate(r['one_thread_objects_per_s'])} | "
-                f"{_fmt_rate(r['default_threads_objects_per_s'])} | {r['slowdown_default_threads']:.1f}x |"
-            )
+    out.append(f"block RR: blocks of {k} objects with their mutual dissimilarities, all blocks in one call, one BLAS "
+               f"thread.")
+    if res.blocks:
+        r0 = res.blocks[0]
+        out += ["", f"#### Block RR against single-object RR (n={r0['n']}, d={r0['d']}, same run)", "",
+                "| dtype | k | single RR obj/s | block RR obj/s | block/single | former solver obj/s | speed-up | "
+                "certified | starts | iterations |",
+                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for r in res.blocks:
+            out.append(f"| {r['dtype']} | {r['k']} | {_fmt_rate(r['single_rr_objects_per_s'])} | "
+                       f"{_fmt_rate(r['block_objects_per_s'])} | {r['block_over_single_rr']:.4f} | "
+                       f"{_fmt_rate(r['reference_objects_per_s'])} | {r['speedup_over_reference']:.0f}x | "
+                       f"{r['certified_share']:.3f} | {r['mean_starts']:.2f} | {r['mean_iterations']:.1f} |")
+        out.append("")
+        out.append("certified: share of blocks with the duality certificate of global optimality; starts and "
+                   "iterations per block (docs/math.md §3.3). Former solver: per-block multi-start L-BFGS.")
     if res.scaling_m:
         r0 = res.scaling_m[0]
         out += [
@@ -686,7 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH", default="streamembed-bench.json", help="JSON output (default streamembed-bench.json; '-' for none)")
     p.add_argument("--e2e-module", action="append", default=[], metavar="MODULE",
                    help="import MODULE first so it can register_end_to_end() a row (repeatable)")
-    p.add_argument("--no-block-threads", action="store_true", help="skip the BLAS-threads comparison for block RR")
+    p.add_argument("--no-block", action="store_true", help="skip the block RR table (k = 2, 8, 64)")
     p.add_argument("--no-e2e", action="store_true", help="skip the end-to-end rows (files, daemon, Kafka, Dask)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     return p
@@ -705,7 +643,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         preset += "+sizes"
     log = (lambda s: None) if args.quiet else (lambda s: print(f"[bench] {s}", file=sys.stderr, flush=True))
-    res = run_bench(sizes, preset, args.e2e_module, log, block_threads=not args.no_block_threads,
+    res = run_bench(sizes, preset, args.e2e_module, log, blocks=not args.no_block,
                     end_to_end=not args.no_e2e)
     print(format_tables(res))
     if args.json and args.json != "-":

@@ -38,7 +38,7 @@ from streamembed.core.block_input import prepare_blocks
 from streamembed.core.block_reference import solve_block_reference
 from streamembed.core.centering import center_block
 
-from .bench import best_time, euclidean, landmark_matrix, make_points
+from .timing import best_time, euclidean, landmark_matrix, make_points
 
 
 def _blocks(Z: np.ndarray, k: int) -> list[np.ndarray]:

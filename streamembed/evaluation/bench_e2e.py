@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -192,7 +191,7 @@ def _daemon_directory(quick: bool) -> dict:
         rates.append(files.m / seconds)
     rate = max(rates)
     return {"objects_per_s": rate, "in_memory_objects_per_s": mem, "over_in_memory": rate / mem, "n": N,
-            "dtype": "float32", "note": f"same Arrow file, batch mode, drift monitor on, start-up excluded"}
+            "dtype": "float32", "note": "same Arrow file, batch mode, drift monitor on, start-up excluded"}
 
 
 # ----------------------------------------------------------------------------- Kafka

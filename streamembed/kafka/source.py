@@ -13,8 +13,10 @@ is particular to Kafka:
   messages, ``fetch_max_bytes``) is decoded at once and cut into batches per
   partition: consecutive row messages of the same schema are concatenated up
   to ``batch_rows`` rows (a message is never split; a message of more rows
-  is a zero-copy batch of its own); a block message (``cross``) is a batch of
-  its own. The consumer is polled again only when those batches are handed
+  is a zero-copy batch of its own); consecutive block messages (``cross``,
+  one block each) share a batch the same way, each marked with a ``block``
+  column (its offset), so a poll's blocks go to the block solver together.
+  The consumer is polled again only when those batches are handed
   out, so a poll's work takes (messages x per-message time), far below
   ``max_poll_interval_ms``; the gap is logged if it ever gets close. Each
   poll that returned records is followed by a non-blocking one, so that the
@@ -58,10 +60,11 @@ import pyarrow as pa
 from streamembed.kafka.client import is_transient, retry
 from streamembed.kafka.codec import decode_message
 from streamembed.stream.codecs import DeadRecord
+from streamembed.stream.records import INPUT_BLOCK, INPUT_CROSS
 from streamembed.stream.sinks import safe_label
 from streamembed.stream.sources import SourceBatch
 
-__all__ = ["KafkaSource", "KafkaDeadRecord", "Coordinates"]
+__all__ = ["KafkaSource", "KafkaDeadRecord", "Coordinates", "cut_batches"]
 
 log = logging.getLogger("streamembed.kafka.source")
 
@@ -131,6 +134,75 @@ class _Listener:
 
     def on_partitions_assigned(self, assigned: Any) -> None:
         self.source._assigned(set(assigned))
+
+
+def _as_marked_block(table: pa.Table, offset: int) -> pa.Table | None:
+    """A one-block message's table with a ``block`` column (its offset) and ``cross`` as a variable-length
+    list, so that blocks of different sizes share one schema (and one batch); None if it cannot be."""
+    if table.schema.names.count(INPUT_CROSS) != 1:
+        return None
+    i = table.schema.get_field_index(INPUT_CROSS)
+    ctype = table.schema.field(i).type
+    try:
+        if pa.types.is_fixed_size_list(ctype):
+            table = table.set_column(i, INPUT_CROSS, table.column(i).cast(pa.list_(ctype.value_type)))
+        return table.append_column(INPUT_BLOCK, pa.array(np.full(table.num_rows, offset, np.int64)))
+    except (pa.ArrowException, ValueError, TypeError):
+        return None
+
+
+def cut_batches(partition: int, recs: list[Any], batch_rows: int,
+                make_dead: Callable[[DeadRecord, int, Any, str], "KafkaDeadRecord"]) -> list[_Queued]:
+    """Decode one partition's messages (consumer records, in offset order) into batches.
+
+    Consecutive messages of one schema share a batch up to ``batch_rows``
+    rows: row messages as they are, block messages (one block each) with a
+    ``block`` column naming the message's offset, so that the batch's blocks
+    are placed in one solver call. A message that carries its own ``block``
+    column (several blocks) is a batch of its own. Messages that decode to
+    no rows contribute their dead letters (``make_dead``) and offsets.
+    """
+    out: list[_Queued] = []
+    cur: _Queued | None = None
+
+    def close() -> None:
+        nonlocal cur
+        if cur is not None:
+            out.append(cur)
+            cur = None
+
+    for rec in recs:
+        msg = decode_message(rec.value, rec.headers)
+        if msg.whole or msg.n_rows == 0:
+            if cur is None:
+                cur = _Queued(partition, rec.offset, rec.offset)
+            cur.last_offset = rec.offset
+            cur.dead.extend(make_dead(d, partition, rec, msg.content_type) for d in msg.dead)
+            continue
+        table = msg.table
+        assert table is not None
+        own_blocks = INPUT_BLOCK in table.schema.names
+        if msg.block and not own_blocks:
+            marked = _as_marked_block(table, rec.offset)
+            own_blocks = marked is None  # a strange block message stands alone; decoding says what is wrong
+            table = marked if marked is not None else table
+        fits = (cur is not None and cur.block == msg.block and not own_blocks
+                and (not cur.tables or (cur.n_rows + table.num_rows <= batch_rows
+                                        and cur.tables[0].schema.equals(table.schema))))
+        if not fits:
+            close()
+            cur = _Queued(partition, rec.offset, rec.offset, block=msg.block)
+        assert cur is not None
+        cur.tables.append(table)
+        cur.offsets.append(rec.offset)
+        cur.msg_rows.append(msg.rows)
+        cur.n_rows += table.num_rows
+        cur.last_offset = rec.offset
+        cur.dead.extend(make_dead(d, partition, rec, msg.content_type) for d in msg.dead)
+        if own_blocks:
+            close()
+    close()
+    return out
 
 
 def _listener(source: "KafkaSource") -> Any:
@@ -342,50 +414,11 @@ class KafkaSource:
                 continue  # revoked inside this very poll
             n_msgs += len(recs)
             n_bytes += sum(len(r.value) for r in recs if r.value is not None)
-            self._cut(tp.partition, recs)
+            self._queue.extend(cut_batches(tp.partition, recs, self.batch_rows, self._dead))
         if self.metrics is not None and n_msgs:
             self.metrics.kafka_messages_in.inc(n_msgs)
             self.metrics.kafka_bytes_in.inc(n_bytes)
         return n_msgs
-
-    def _cut(self, partition: int, recs: list[Any]) -> None:
-        """Decode one partition's messages and queue them as batches."""
-        cur: _Queued | None = None
-
-        def close() -> None:
-            nonlocal cur
-            if cur is not None:
-                self._queue.append(cur)
-                cur = None
-
-        for rec in recs:
-            msg = decode_message(rec.value, rec.headers)
-            if msg.whole or msg.n_rows == 0:
-                if cur is None:
-                    cur = _Queued(partition, rec.offset, rec.offset)
-                cur.last_offset = rec.offset
-                for d in msg.dead:
-                    cur.dead.append(self._dead(d, partition, rec, msg.content_type))
-                continue
-            table = msg.table
-            assert table is not None
-            fits = (cur is not None and not cur.block and not msg.block
-                    and (not cur.tables or (cur.n_rows + table.num_rows <= self.batch_rows
-                                            and cur.tables[0].schema.equals(table.schema))))
-            if not fits:
-                close()
-                cur = _Queued(partition, rec.offset, rec.offset, block=msg.block)
-            assert cur is not None
-            cur.tables.append(table)
-            cur.offsets.append(rec.offset)
-            cur.msg_rows.append(msg.rows)
-            cur.n_rows += table.num_rows
-            cur.last_offset = rec.offset
-            for d in msg.dead:
-                cur.dead.append(self._dead(d, partition, rec, msg.content_type))
-            if msg.block:
-                close()
-        close()
 
     def _dead(self, d: DeadRecord, partition: int, rec: Any, content_type: str) -> KafkaDeadRecord:
         return KafkaDeadRecord(reason=d.reason, detail=d.detail, id=d.id, file=None, row=d.row, record=d.record,

@@ -22,7 +22,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamembed.stream.blocks import Blocks, find_blocks
+from streamembed.stream.columns import (column, is_list, list_lengths, null_mask, numeric_values_type, single_array,
+                                        to_matrix)
 from streamembed.stream.records import (
+    INPUT_BLOCK,
     INPUT_CROSS,
     INPUT_DISSIMILARITIES,
     INPUT_EVENT_TIME,
@@ -88,7 +92,8 @@ class DecodedBatch:
 
     ``matrix`` is (m, w) for the m accepted rows: dissimilarities (w = n
     landmarks) when ``kind == "dissimilarities"``, feature vectors (w = p)
-    when ``kind == "features"``. ``cross`` is the (m, m) block matrix or None.
+    when ``kind == "features"``. ``blocks`` says which accepted rows form blocks
+    (``stream.blocks.Blocks``), None when the batch has none.
     ``ids``/``event_time`` are Arrow arrays aligned with ``matrix``;
     ``index`` (m,) gives each accepted row's index in the input batch.
     """
@@ -96,7 +101,7 @@ class DecodedBatch:
     ids: pa.Array
     matrix: np.ndarray
     kind: str
-    cross: np.ndarray | None
+    blocks: Blocks | None
     event_time: pa.Array
     index: np.ndarray
     dead: list[DeadRecord] = field(default_factory=list)
@@ -117,24 +122,8 @@ def row_as_json(table: pa.Table | pa.RecordBatch, i: int) -> str:
         return json.dumps({"unprintable_row": f"{type(exc).__name__}: {exc}"})
 
 
-def _single_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(col, pa.ChunkedArray):
-        if col.num_chunks == 1:
-            return col.chunk(0)
-        if col.num_chunks == 0:
-            return pa.array([], type=col.type)
-        return col.combine_chunks()
-    return col
-
-
-def _column(table: pa.Table | pa.RecordBatch, name: str) -> pa.Array | None:
-    """The column ``name`` (None if absent; callers check duplicates first with :func:`_duplicated`)."""
-    if name not in table.schema.names:
-        return None
-    return _single_array(table.column(table.schema.get_field_index(name)))
-
-
-_KNOWN = (INPUT_ID, INPUT_DISSIMILARITIES, INPUT_FEATURES, INPUT_LANDMARK_VERSION, INPUT_EVENT_TIME, INPUT_CROSS)
+_KNOWN = (INPUT_ID, INPUT_DISSIMILARITIES, INPUT_FEATURES, INPUT_LANDMARK_VERSION, INPUT_EVENT_TIME, INPUT_CROSS,
+          INPUT_BLOCK)
 
 
 def _duplicated(table: pa.Table | pa.RecordBatch) -> str | None:
@@ -157,7 +146,7 @@ def _valid_utf8(table: pa.Table | pa.RecordBatch) -> tuple[pa.Table | pa.RecordB
         if table.schema.names.count(name) != 1:
             continue
         k = table.schema.get_field_index(name)
-        col = _single_array(table.column(k))
+        col = single_array(table.column(k))
         if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
             continue
         try:
@@ -178,46 +167,6 @@ def _valid_utf8(table: pa.Table | pa.RecordBatch) -> tuple[pa.Table | pa.RecordB
                                        schema=table.schema)
         bad |= here
     return table, bad
-
-
-def _null_mask(arr: pa.Array) -> np.ndarray:
-    if arr.null_count == 0:
-        return np.zeros(len(arr), dtype=bool)
-    return arr.is_null().to_numpy(zero_copy_only=False)
-
-
-def _is_list(t: pa.DataType) -> bool:
-    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-
-
-def _numeric_values_type(t: pa.DataType) -> bool:
-    v = t.value_type
-    return pa.types.is_floating(v) or pa.types.is_integer(v) or pa.types.is_null(v)
-
-
-def _list_lengths(col: pa.Array) -> np.ndarray:
-    """Length of every list slot (-1 for a null slot), int64, vectorised."""
-    if pa.types.is_fixed_size_list(col.type):
-        out = np.full(len(col), col.type.list_size, dtype=np.int64)
-    else:
-        out = pc.list_value_length(col).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    if col.null_count:
-        out[_null_mask(col)] = -1
-    return out
-
-
-def _to_matrix(col: pa.Array, width: int) -> np.ndarray:
-    """(m, width) view of a list column with no null slots and equal lengths.
-
-    Zero-copy for float32/float64 values without null elements; integer or
-    float16 values are converted to float64; null elements become NaN.
-    """
-    values = col.flatten()
-    vt = values.type
-    if pa.types.is_integer(vt) or pa.types.is_float16(vt) or pa.types.is_null(vt):
-        values = values.cast(pa.float64())
-    arr = values.to_numpy(zero_copy_only=False)
-    return arr.reshape(len(col), width)
 
 
 #: Field metadata key naming the element type of a fixed_size_binary vector column (the fast layout).
@@ -269,13 +218,13 @@ def list_column_to_matrix(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
     Raises ValueError otherwise (for whole-file inputs such as ``streamembed fit``).
     """
-    arr = _single_array(col)
-    if not _is_list(arr.type) or not _numeric_values_type(arr.type):
+    arr = single_array(col)
+    if not is_list(arr.type) or not numeric_values_type(arr.type):
         raise ValueError(f"expected a list of numbers, got {arr.type}")
-    lengths = _list_lengths(arr)
+    lengths = list_lengths(arr)
     if len(arr) == 0 or arr.null_count or (lengths != lengths[0]).any():
         raise ValueError("every row must be a non-null list of the same length")
-    return _to_matrix(arr, int(lengths[0]))
+    return to_matrix(arr, int(lengths[0]))
 
 
 _ZONED = r"(Z|z|[+-]\d\d:?\d\d)$"
@@ -290,7 +239,7 @@ def _parse_times(col: pa.Array) -> pa.Array:
 def _event_times(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np.ndarray, dict[int, str]]:
     """(event times, rows whose event_time is unusable, their details); row-level: one bad value costs one row."""
     none = np.zeros(m, dtype=bool)
-    col = _column(table, INPUT_EVENT_TIME)
+    col = column(table, INPUT_EVENT_TIME)
     if col is None or pa.types.is_null(col.type):
         return pa.nulls(m, type=TIMESTAMP_TYPE), none, {}
     t = col.type
@@ -325,7 +274,7 @@ def _event_times(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np
 
 def _ids(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np.ndarray, str | None]:
     """(ids as string array, bad mask, column-level problem: a non-string id column)."""
-    col = _column(table, INPUT_ID)
+    col = column(table, INPUT_ID)
     if col is None:
         return pa.nulls(m, type=pa.string()), np.ones(m, dtype=bool), None
     t = col.type
@@ -336,7 +285,7 @@ def _ids(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np.ndarray
         col = col.cast(pa.string())
     elif not pa.types.is_string(t):
         return pa.nulls(m, type=pa.string()), np.ones(m, dtype=bool), f"id has type {t}, expected a string"
-    bad = _null_mask(col)
+    bad = null_mask(col)
     if m:
         bad |= pc.equal(pc.binary_length(col), 0).fill_null(True).to_numpy(zero_copy_only=False)
     return col, bad, None
@@ -372,7 +321,7 @@ def decode_batch(
     accepted_versions : landmark versions accepted (default: ``model_version`` only).
     file, rows, row_base : provenance for dead letters; row i of the batch is
         row ``rows[i]`` (or ``row_base + i``) of ``file``.
-    max_block_rows : largest block (batch with ``cross``) accepted.
+    max_block_rows : largest block accepted (rows).
     """
     m = table.num_rows
     accepted = set(accepted_versions) if accepted_versions is not None else {model_version}
@@ -402,22 +351,22 @@ def decode_batch(
         empty = np.empty((0, n_landmarks), dtype=np.float64)
         dead = _dead_records(table, code, column_detail, row_detail, np.full(m, -1), n_landmarks,
                              INPUT_DISSIMILARITIES, None, pa.nulls(m, pa.string()), file, rows, row_base)
-        return DecodedBatch(ids=pa.array([], pa.string()), matrix=empty, kind=INPUT_DISSIMILARITIES, cross=None,
+        return DecodedBatch(ids=pa.array([], pa.string()), matrix=empty, kind=INPUT_DISSIMILARITIES, blocks=None,
                             event_time=pa.array([], TIMESTAMP_TYPE), index=np.empty(0, np.int64), dead=dead)
 
     ids, bad_id, id_problem = _ids(table, m)
     if id_problem is not None:
         mark(bad_id, Reason.BAD_ID, id_problem)
-    mark(bad_id, Reason.MISSING_ID, "no id column" if _column(table, INPUT_ID) is None else None)
+    mark(bad_id, Reason.MISSING_ID, "no id column" if column(table, INPUT_ID) is None else None)
 
     # which vector column, and its required width
     kind = INPUT_DISSIMILARITIES
     width = n_landmarks
-    col = _column(table, INPUT_DISSIMILARITIES)
+    col = column(table, INPUT_DISSIMILARITIES)
     if col is not None and pa.types.is_null(col.type):
         col = None  # an all-null column from JSON lines that did not use it
     if col is None:
-        fcol = _column(table, INPUT_FEATURES)
+        fcol = column(table, INPUT_FEATURES)
         if fcol is not None and not pa.types.is_null(fcol.type):
             if n_features is None:
                 mark(all_rows, Reason.UNDECODABLE,
@@ -438,25 +387,25 @@ def decode_batch(
             bw = col.type.byte_width
             lengths = np.full(m, bw // packed.itemsize if bw % packed.itemsize == 0 else -2, dtype=np.int64)
             if col.null_count:
-                lengths[_null_mask(col)] = -1
+                lengths[null_mask(col)] = -1
             mark(lengths == -1, Reason.MISSING_VECTOR, f"'{kind}' is null" + _near_miss(table, kind))
             if bw != width * packed.itemsize:
                 mark(lengths != -1, Reason.WRONG_LENGTH,
                      f"'{kind}' is fixed_size_binary({bw}): {bw / packed.itemsize:g} {packed.name} values per row, "
                      f"expected {width} ({width * packed.itemsize} bytes)")
-    elif not _is_list(col.type):
+    elif not is_list(col.type):
         mark(all_rows, Reason.UNDECODABLE, f"'{kind}' has type {col.type}, expected a list of floats")
         col = None
-    elif not _numeric_values_type(col.type):
+    elif not numeric_values_type(col.type):
         mark(all_rows, Reason.NON_NUMERIC, f"'{kind}' holds {col.type.value_type}, expected float32/float64")
         col = None
     else:
-        lengths = _list_lengths(col)
+        lengths = list_lengths(col)
         mark(lengths < 0, Reason.MISSING_VECTOR, f"'{kind}' is null" + _near_miss(table, kind))
         mark(lengths != width, Reason.WRONG_LENGTH)
 
     # landmark version
-    lv = _column(table, INPUT_LANDMARK_VERSION)
+    lv = column(table, INPUT_LANDMARK_VERSION)
     versions: np.ndarray | None = None
     if lv is not None and not pa.types.is_null(lv.type):
         if not pa.types.is_integer(lv.type):
@@ -468,31 +417,19 @@ def decode_batch(
     event_time, bad_time, time_details = _event_times(table, m)
     mark(bad_time, Reason.UNDECODABLE, time_details.get(-1), time_details)
 
-    # a block: the batch carries its k x k mutual dissimilarities
-    cross: np.ndarray | None = None
-    ccol = _column(table, INPUT_CROSS)
-    if ccol is not None and not pa.types.is_null(ccol.type) and m:
-        has = ~_null_mask(ccol)
-        if not has[0] and has.any():
-            # stray rows with `cross` in a batch of single objects: each is refused on its own
-            mark(has, Reason.BAD_BLOCK, "this row carries 'cross' but its batch is not a block (a block is a file "
-                                        "or message of its own whose every row carries 'cross')")
-        elif has[0]:
-            cross, block_problem = _decode_cross(ccol, m, max_block_rows)
-            if block_problem is None and (code != 0).any():
-                first = int(np.flatnonzero(code != 0)[0])
-                block_problem = (f"block member at row {_row_no(rows, row_base, first)} failed "
-                                 f"({_CODES[code[first]]})")
-            if block_problem is not None:
-                cross = None
-                mark(all_rows, Reason.BAD_BLOCK, block_problem)
+    # blocks: rows placed jointly from their mutual dissimilarities (stream.blocks)
+    row_no = rows if rows is not None else row_base + np.arange(m)
+    found = find_blocks(column(table, INPUT_CROSS), column(table, INPUT_BLOCK), code, _CODES, row_no,
+                        max_block_rows)
+    if found is not None:
+        mark(found.bad, Reason.BAD_BLOCK, None, found.details)
 
     # vectors of the rows still ok: zero-copy when every row is ok
     ok = code == 0
     matrix: np.ndarray | None = None
     if col is not None and ok.any():
         sub = col if ok.all() else col.filter(pa.array(ok))
-        matrix = _packed_matrix(sub, width, packed) if packed is not None else _to_matrix(sub, width)
+        matrix = _packed_matrix(sub, width, packed) if packed is not None else to_matrix(sub, width)
         # NaN/inf/negative values are left to the core (errors="mask"): its
         # fused kernel finds them in the same pass that embeds the batch
     dead = _dead_records(table, code, column_detail, row_detail, lengths, width, kind, versions, ids, file, rows,
@@ -508,27 +445,18 @@ def decode_batch(
     row_versions = None
     if versions is not None and ok.any() and (versions[ok] != model_version).any():
         row_versions = versions[ok]
-    return DecodedBatch(ids=out_ids, matrix=matrix, kind=kind, cross=cross,
-                        event_time=out_et, index=np.flatnonzero(ok), dead=dead, versions=row_versions)
+    index = np.flatnonzero(ok)
+    blocks = None
+    if found is not None and found.sizes.size and ok.any():
+        first = np.concatenate([[0], np.cumsum(found.sizes)[:-1]])
+        members = np.arange(int(found.sizes.sum())) + np.repeat(found.starts - first, found.sizes)
+        blocks = Blocks(rows=np.searchsorted(index, members), sizes=found.sizes, cross=found.cross)
+    return DecodedBatch(ids=out_ids, matrix=matrix, kind=kind, blocks=blocks,
+                        event_time=out_et, index=index, dead=dead, versions=row_versions)
 
 
 def _row_no(rows: np.ndarray | None, row_base: int, i: int) -> int:
     return int(rows[i]) if rows is not None else row_base + i
-
-
-def _decode_cross(ccol: pa.Array, k: int, max_block_rows: int) -> tuple[np.ndarray | None, str | None]:
-    """(C, None) for a valid k x k block matrix, else (None, problem)."""
-    if k > max_block_rows:
-        return None, f"block of {k} rows exceeds max_block_rows = {max_block_rows}"
-    if not _is_list(ccol.type) or not _numeric_values_type(ccol.type):
-        return None, f"cross has type {ccol.type}, expected a list of floats"
-    if ccol.null_count:
-        return None, "cross is null for some rows of the block"
-    lengths = _list_lengths(ccol)
-    if (lengths != k).any():
-        return None, f"cross rows must have length k = {k} (rows in the block)"
-    # finiteness, symmetry and the zero diagonal are checked by the core
-    return _to_matrix(ccol, k), None
 
 
 def _dead_records(

@@ -7,7 +7,7 @@ strange schema, a ``MemoryError`` from a bounded allocation, a bug) is
 contained to the records that cause it: the batch is split in halves and each
 half retried, down to single records, so one poison record costs only itself
 and becomes an ``embed_failed`` dead letter with the exception and the record.
-Blocks (rows sharing ``cross``) cannot be split and fail together.
+A block (rows placed jointly, ``stream.blocks``) is never split: it fails whole.
 
 Shared by the daemon and the one-shot ``streamembed embed`` (one loop).
 Whole-batch operations only; per-row Python runs for rejected rows alone.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from streamembed.core.flags import FLAG_RETAINED_MODEL, flag_names
 from streamembed.core.model import LandmarkModel
 from streamembed.core.result import EmbeddingResult
 from streamembed.core.validation import Problem
+from streamembed.stream.blocks import Blocks, block_units
 from streamembed.stream.codecs import DeadRecord, DecodedBatch, decode_batch, encode_result, row_as_json, split_valid
 from streamembed.stream.models import ModelRegistry
 from streamembed.stream.records import INPUT_FEATURES, REASONS, Reason
@@ -69,8 +70,9 @@ class Processed:
 class BatchEmbedder:
     """Embeds input batches with the models of a :class:`ModelRegistry`.
 
-    ``method`` is used for single objects; a batch that carries ``cross`` is
-    one block (block restricted reconstruction). ``k0_rows`` is passed to
+    ``method`` is used for single objects; the blocks of a batch
+    (``stream.blocks``) are placed by block restricted reconstruction, all of
+    them in one solver call. ``k0_rows`` is passed to
     ``LandmarkModel.place`` (None, "all" or a count). Rows whose
     ``landmark_version`` names a retained older model are embedded with it and
     flagged ``retained_model``; ``monitor`` (a ``stream.monitor.DriftMonitor``),
@@ -112,15 +114,15 @@ class BatchEmbedder:
                 return self._process(table, file=file, rows=rows, row_base=row_base)
         except Exception as exc:  # noqa: BLE001 - the rule: contained to the records that cause it
             m = table.num_rows
-            is_block = "cross" in table.schema.names and m > 1
-            if m == 1 or is_block:
-                log.error("embedding failed on %s %d record(s); they go to the dead letters", "a block of" if is_block
-                          else "", m, exc_info=True)
+            units = block_units(table)  # where a piece that cannot be split (a block, or one row) begins
+            if units.size <= 1:
+                log.error("embedding failed on %s %d record(s); they go to the dead letters",
+                          "a block of" if m > 1 else "", m, exc_info=True)
                 detail = f"{type(exc).__name__}: {exc}"[:1000]
                 idx = np.arange(m)
                 return Processed(dead=_dead_rows(table, idx, _ids_or_none(table, m), [detail] * m, file, rows,
                                                  row_base, Reason.EMBED_FAILED))
-            half = m // 2
+            half = int(units[units.size // 2])
             out = Processed()
             for lo, hi in ((0, half), (half, m)):
                 sub_rows = None if rows is None else rows[lo:hi]
@@ -142,30 +144,67 @@ class BatchEmbedder:
             groups: list[tuple[int, np.ndarray | None]] = [(current, None)]
         else:
             groups = [(int(v), np.flatnonzero(dec.versions == v)) for v in np.unique(dec.versions)]
-            if dec.cross is not None and len(groups) > 1:
-                detail = "block members follow different landmark versions"
-                out.dead.extend(_dead_rows(table, dec.index, dec.ids, [detail] * len(dec.index), file, rows,
-                                           row_base, Reason.BAD_BLOCK))
-                return out
+            if dec.blocks is not None:
+                dec = self._refuse_mixed_blocks(table, dec, out, file, rows, row_base)
+                groups = [(int(v), np.flatnonzero(dec.versions == v)) for v in np.unique(dec.versions)]
         for version, sel in groups:
             out.extend(self._embed_group(table, dec, version, sel, file, rows, row_base))
         return out
 
+    def _refuse_mixed_blocks(self, table: pa.Table | pa.RecordBatch, dec: DecodedBatch, out: Processed,
+                             file: str | None, rows: np.ndarray | None, row_base: int) -> DecodedBatch:
+        """Dead-letter the blocks whose members follow different landmark versions; the rest of ``dec``."""
+        assert dec.blocks is not None and dec.versions is not None
+        b = dec.blocks
+        v = dec.versions[b.rows]
+        first = np.concatenate([[0], np.cumsum(b.sizes)[:-1]]).astype(np.int64)
+        lo, hi = np.minimum.reduceat(v, first), np.maximum.reduceat(v, first)
+        mixed = np.repeat(lo != hi, b.sizes)
+        if not mixed.any():
+            return dec
+        bad = b.rows[mixed]
+        out.dead.extend(_dead_rows(table, dec.index[bad], dec.ids.take(pa.array(bad)),
+                                   ["block members follow different landmark versions"] * bad.size, file, rows,
+                                   row_base, Reason.BAD_BLOCK))
+        keep = np.ones(dec.matrix.shape[0], dtype=bool)
+        keep[bad] = False
+        pos = np.flatnonzero(keep)
+        blocks = b.within(pos) if (lo == hi).any() else None
+        take = pa.array(pos)
+        return replace(dec, ids=dec.ids.take(take), matrix=dec.matrix[pos], event_time=dec.event_time.take(take),
+                       index=dec.index[pos], versions=dec.versions[pos], blocks=blocks)
+
     def _embed_group(self, table: pa.Table | pa.RecordBatch, dec: DecodedBatch, version: int,
                      sel: np.ndarray | None, file: str | None, rows: np.ndarray | None, row_base: int) -> Processed:
-        """Embed the decoded rows ``sel`` (None: all) with model ``version``."""
+        """Embed the decoded rows ``sel`` (None: all) with model ``version``: single objects by the configured
+        method, the blocks among them by block RR, all blocks in one solver call."""
         model = self.registry.get(version)
         assert model is not None
+        pos = np.arange(dec.matrix.shape[0]) if sel is None else sel
+        blocks = None if dec.blocks is None else dec.blocks.within(pos)
+        out = Processed()
+        if blocks is None or blocks.rows.size < pos.size:
+            singles = pos if blocks is None else pos[~blocks.member_mask(pos.size)]
+            out.extend(self._place(model, version, table, dec, singles, None, file, rows, row_base))
+        if blocks is not None and blocks.sizes.size:
+            out.extend(self._place(model, version, table, dec, pos[blocks.rows], blocks, file, rows, row_base))
+        return out
+
+    def _place(self, model: LandmarkModel, version: int, table: pa.Table | pa.RecordBatch, dec: DecodedBatch,
+               sel: np.ndarray, blocks: Blocks | None, file: str | None, rows: np.ndarray | None,
+               row_base: int) -> Processed:
+        """Place the accepted rows ``sel`` (blocks: the members of ``blocks``, in block order)."""
         retained = version != self.registry.current_version
-        A, ids, event_time, index = dec.matrix, dec.ids, dec.event_time, dec.index
-        if sel is not None:
-            take = pa.array(sel)
-            A, ids, event_time, index = A[sel], ids.take(take), event_time.take(take), index[sel]
+        take = pa.array(sel)
+        A, ids, event_time, index = dec.matrix[sel], dec.ids.take(take), dec.event_time.take(take), dec.index[sel]
         features = A if dec.kind == INPUT_FEATURES else None
         if features is not None:
             A = model.dissimilarities_to_landmarks(features)
-        method = "projection" if dec.cross is not None else self.method  # a block: block RR whatever the method
-        res = model.place(A, dec.cross, method=method, k0_rows=self.k0_rows, errors="mask")
+        if blocks is None:
+            res = model.place(A, None, method=self.method, k0_rows=self.k0_rows, errors="mask")
+        else:
+            res = model.place_blocks(A, blocks.cross, blocks.sizes, k0_rows=self.k0_rows, errors="mask",
+                                     max_block_rows=self.max_block_rows)
         out = Processed()
         valid = np.asarray(res.valid, dtype=bool)
         if not valid.all():
@@ -183,11 +222,27 @@ class BatchEmbedder:
         if retained:
             res.flags = res.flags | FLAG_RETAINED_MODEL
         elif self.monitor is not None:
-            self.monitor.observe(A, res, ids=ids, cross=dec.cross if valid.all() else None, features=features)
+            self.monitor.observe(A, res, ids=ids, features=features,
+                                 block=None if blocks is None else _last_whole_block(blocks, valid, A, ids))
         out.output = encode_result(ids, res, model_version=version, event_time=event_time,
                                    processed_at_us=time.time_ns() // 1000, bit_names=self.bit_names)
         out.results.append(res)
         return out
+
+
+def _last_whole_block(blocks: Blocks, valid: np.ndarray, A_valid: np.ndarray,
+                      ids_valid: pa.Array) -> tuple[np.ndarray, pa.Array, np.ndarray] | None:
+    """(A rows, ids, cross) of the last block placed whole: the drift monitor's refit candidates."""
+    ends = np.cumsum(blocks.sizes)
+    ok_block = np.logical_and.reduceat(valid, ends - blocks.sizes) if valid.size else np.zeros(0, bool)
+    whole = np.flatnonzero(ok_block)
+    if whole.size == 0:
+        return None
+    b = int(whole[-1])
+    k = int(blocks.sizes[b])
+    # rows of valid blocks before b, in the valid-only arrays
+    before = int(valid[:ends[b] - k].sum())
+    return A_valid[before:before + k], ids_valid.slice(before, k), blocks.cross[b]
 
 
 def _ids_or_none(table: pa.Table | pa.RecordBatch, m: int) -> pa.Array:

@@ -102,9 +102,14 @@ class DriftMonitor:
             self.trigger.refitted(self.clock())
 
     # ----------------------------------------------------------------- observe
-    def observe(self, A: np.ndarray, res: EmbeddingResult, *, ids: Any = None, cross: np.ndarray | None = None,
-                features: np.ndarray | None = None) -> None:
-        """Account for one batch: A (m, n) input rows, ``res`` their (valid) EmbeddingResult."""
+    def observe(self, A: np.ndarray, res: EmbeddingResult, *, ids: Any = None, features: np.ndarray | None = None,
+                block: tuple[np.ndarray, Any, np.ndarray] | None = None) -> None:
+        """Account for one batch: A (m, n) input rows, ``res`` their (valid) EmbeddingResult.
+
+        ``features`` (m, p) feed the refit reservoir of a feature-mode model;
+        ``block`` = (A_b (k, n), ids (k,), cross (k, k)), a block placed whole,
+        becomes the refit candidates of a dissimilarity model.
+        """
         now = self.clock()
         m = A.shape[0]
         if m == 0:
@@ -115,7 +120,7 @@ class DriftMonitor:
             rows = res.residual_rows
             k0, y_r, beta = res.k0[rows], res.residual_coords, res.beta[rows]
         self.window.add(now, res.relative_unexplained, k0, y_r, beta, res.block_norm_k0)
-        self._keep_candidates(A, ids, cross, features)
+        self._keep_candidates(A, ids, features, block)
         self._since_stats += m
         if (self.last_stats is None or self._since_stats >= self.settings.stats_every_objects
                 or now - self._stats_time >= self.settings.stats_every_seconds):
@@ -171,16 +176,18 @@ class DriftMonitor:
         except OSError as exc:  # the stream goes on; the history has a gap
             log.warning("cannot append to %s: %s", self.history_path, exc)
 
-    def _keep_candidates(self, A: np.ndarray, ids: Any, cross: np.ndarray | None, features: np.ndarray | None) -> None:
-        if features is None and cross is None:
-            return
-        m = A.shape[0]
-        id_arr = (np.asarray(ids.to_numpy(zero_copy_only=False), dtype=object) if ids is not None
-                  else np.array([f"obj-{i}" for i in range(m)], dtype=object))
+    def _keep_candidates(self, A: np.ndarray, ids: Any, features: np.ndarray | None,
+                         block: tuple[np.ndarray, Any, np.ndarray] | None) -> None:
         if features is not None:
+            m = A.shape[0]
+            id_arr = (np.asarray(ids.to_numpy(zero_copy_only=False), dtype=object) if ids is not None
+                      else np.array([f"obj-{i}" for i in range(m)], dtype=object))
             self._features.add(id_arr, np.asarray(features, dtype=np.float64))
-        else:
-            self._block = Candidates(ids=[str(x) for x in id_arr], cross_to_landmarks=np.asarray(A, dtype=np.float64).copy(),
+        elif block is not None:
+            A_b, ids_b, cross = block
+            k = A_b.shape[0]
+            names = ([str(x) for x in ids_b.to_pylist()] if ids_b is not None else [f"obj-{i}" for i in range(k)])
+            self._block = Candidates(ids=names, cross_to_landmarks=np.asarray(A_b, dtype=np.float64).copy(),
                                      mutual=np.asarray(cross, dtype=np.float64).copy())
 
     def candidates(self) -> Candidates | None:

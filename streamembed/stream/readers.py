@@ -3,8 +3,11 @@
 Every reader yields :class:`ReadChunk` objects of exactly ``batch_rows`` rows
 (the last one shorter) starting at ``start_row``, so a file resumed from a
 checkpoint is cut at the same boundaries as the first time. A file whose
-rows carry ``cross`` is one block and is read as one chunk (up to
-``max_block_rows``).
+rows carry ``cross`` (and no ``block`` column) is one block and is read as
+one chunk (up to ``max_block_rows``). A file with a ``block`` column is cut
+at block boundaries only (:func:`_whole_blocks`): each chunk is the longest
+run of whole blocks of at most ``batch_rows`` rows from its first row (one
+longer block alone), so resumed files are still cut the same way.
 
 Files are never memory-mapped: a file that shrinks under a mapping kills the
 process with SIGBUS. A file up to ``SNAPSHOT_BYTES`` is read into memory in
@@ -55,8 +58,10 @@ import pyarrow.ipc as ipc
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
+from streamembed.stream.blocks import block_units
 from streamembed.stream.codecs import DeadRecord
 from streamembed.stream.records import (
+    INPUT_BLOCK,
     INPUT_CROSS,
     INPUT_DISSIMILARITIES,
     INPUT_EVENT_TIME,
@@ -388,7 +393,8 @@ def iter_file(
             return
     reader = {"parquet": _iter_parquet, "arrow": _iter_arrow, "jsonl": _iter_jsonl}[fmt]
     try:
-        for chunk in reader(opened, batch_rows, start_row, max_block_rows, name, final):
+        chunks = reader(opened, batch_rows, start_row, max_block_rows, name, final)
+        for chunk in _whole_blocks(chunks, batch_rows, max_block_rows):
             opened.check()
             yield chunk
         if opened.filling is not None:
@@ -409,13 +415,66 @@ def _truncated(name: str, row: int, detail: str, final: bool) -> ReadChunk:
 
 
 def _chunk_rows(schema: pa.Schema, batch_rows: int, total: int | None, max_block_rows: int) -> int:
-    if INPUT_CROSS in schema.names:
+    if INPUT_CROSS in schema.names and INPUT_BLOCK not in schema.names:
         # one block per file; a too-large block is read as max_block_rows + 1 rows
         # so that decoding rejects it with a clear reason
         if total is not None and total <= max_block_rows:
             return max(total, 1)
         return max_block_rows + 1
     return batch_rows
+
+
+def _whole_blocks(chunks: Iterable[ReadChunk], batch_rows: int, max_block_rows: int) -> Iterator[ReadChunk]:
+    """Re-cut chunks of a file with a ``block`` column so that no block straddles two chunks.
+
+    Each chunk is the longest run of whole units (a block, or a row outside
+    blocks) from its first row with at most ``batch_rows`` rows; a longer
+    block is a chunk of its own, cut at ``max(batch_rows, max_block_rows) + 1``
+    rows if it is longer still (decoding then refuses it as too large). The
+    cut depends only on the rows from the chunk's first row on, so a file
+    resumed at a chunk boundary is cut as the first time. Chunks of other
+    files, and chunks with rejected lines or an unfinished tail, pass through
+    unchanged (after whatever was buffered).
+    """
+    limit = max(batch_rows, max_block_rows) + 1
+    buf: pa.Table | None = None
+    start = 0
+
+    def cut(final: bool) -> Iterator[ReadChunk]:
+        nonlocal buf, start
+        while buf is not None and buf.num_rows:
+            n = buf.num_rows
+            if not final and n <= max(batch_rows, limit):
+                return  # more rows may decide where this chunk ends
+            units = block_units(buf)
+            bounds = np.append(units[units > 0], n if final else n + 1)  # a boundary at n only at the end
+            inside = bounds[bounds <= batch_rows]
+            at = int(inside[-1]) if inside.size else int(min(bounds[0], limit, n))
+            if at > n:
+                return
+            yield ReadChunk(buf.slice(0, at), start, start + at)
+            start += at
+            buf = buf.slice(at) if at < n else None
+
+    for chunk in chunks:
+        table = chunk.table
+        plain = (table is None or INPUT_BLOCK not in table.schema.names or chunk.rows is not None
+                 or chunk.dead or chunk.tail is not None)
+        if plain:
+            yield from cut(True)
+            buf = None
+            yield chunk
+            continue
+        if buf is not None:
+            try:
+                buf = pa.concat_tables([buf, table])
+            except (pa.ArrowException, ValueError):  # chunks of one file that disagree (JSON lines inferred apart)
+                yield from cut(True)
+                buf = None
+        if buf is None:
+            buf, start = table, chunk.start_row
+        yield from cut(False)
+    yield from cut(True)
 
 
 def _rebatch(batches: Iterable[pa.RecordBatch], schema: pa.Schema, rows: int, skip: int, start_row: int, name: str,
@@ -687,7 +746,7 @@ def _iter_jsonl(src: _Input, batch_rows: int, start_row: int, max_block_rows: in
     with f:
         first = f.readline()
         f.seek(0)
-        rows = max_block_rows + 1 if b'"cross"' in first else batch_rows
+        rows = max_block_rows + 1 if b'"cross"' in first and b'"block"' not in first else batch_rows
         collections.deque(itertools.islice(f, start_row), maxlen=0)  # skip, C-level
         pos = start_row
         while True:

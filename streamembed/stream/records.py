@@ -9,9 +9,12 @@ Input rows (one per object)
     ``landmark_version``  int64, optional; the model version whose landmark order the
                           row follows; null/absent means "the current model"
     ``event_time``        timestamp, optional (JSON lines: ISO 8601 string)
-    ``cross``             optional; when present the whole batch is ONE block of k
-                          rows and row p holds the k dissimilarities of object p to
-                          the block's objects (k x k, zero diagonal)
+    ``block``             optional, string or integer: rows sharing a value form one block
+                          (they must be consecutive); null for a single object
+    ``cross``             a block member's k dissimilarities to the block's k rows, in
+                          row order (the k x k matrix is symmetric, zero diagonal);
+                          without a ``block`` column, a batch whose rows carry
+                          ``cross`` is ONE block (a file or message of its own)
 
 Output rows (one per embedded object): see :func:`output_schema`.
 Dead letters (one per rejected record): see :func:`dead_letter_schema`.
@@ -36,6 +39,7 @@ __all__ = [
     "INPUT_LANDMARK_VERSION",
     "INPUT_EVENT_TIME",
     "INPUT_CROSS",
+    "INPUT_BLOCK",
     "TIMESTAMP_TYPE",
     "output_schema",
     "dead_letter_schema",
@@ -54,6 +58,7 @@ INPUT_FEATURES: Final[str] = "features"
 INPUT_LANDMARK_VERSION: Final[str] = "landmark_version"
 INPUT_EVENT_TIME: Final[str] = "event_time"
 INPUT_CROSS: Final[str] = "cross"
+INPUT_BLOCK: Final[str] = "block"
 
 #: All timestamps written by the engine: microseconds, UTC.
 TIMESTAMP_TYPE: Final[pa.DataType] = pa.timestamp("us", tz="UTC")
@@ -160,5 +165,6 @@ def jsonl_input_schema() -> pa.Schema:
             pa.field(INPUT_LANDMARK_VERSION, pa.int64()),
             pa.field(INPUT_EVENT_TIME, TIMESTAMP_TYPE),
             pa.field(INPUT_CROSS, pa.list_(pa.float64())),
+            pa.field(INPUT_BLOCK, pa.string()),
         ]
     )

@@ -181,6 +181,8 @@ class DirectorySource:
         self._idle = False
         self.problem: str | None = None
         self._warned: set[str] = set()
+        self._ready: list[tuple[str, int, Signature]] = []  # files found ready by the last scan, in order
+        self._ready_at = 0.0
 
     # -- state -------------------------------------------------------------
     def _position(self) -> dict[str, Any]:
@@ -188,7 +190,9 @@ class DirectorySource:
         if self._reading is not None:
             r = self._reading
             cur = {"file": r.rel, "row": r.row, "sig": r.sig.as_json()}
-        return {"done": {k: dict(v) for k, v in sorted(self._done.items())}, "current": cur}
+        # entries of _done are replaced, never changed in place: a shallow copy is a snapshot
+        # (the checkpoint sorts the names when it writes them)
+        return {"done": dict(self._done), "current": cur}
 
     def restore(self, state: Any) -> None:
         """Resume from a position; raises ValueError naming what is wrong with it."""
@@ -245,8 +249,23 @@ class DirectorySource:
         return found
 
     def _next_ready(self) -> tuple[str, int, Signature] | None:
-        """The next file to read (rel, first row, signature), or None."""
+        """The next file to read (rel, first row, signature), or None.
+
+        One scan finds every file that is ready; they are read in order
+        without listing the directory again (a listing stats every file, so
+        listing per file made a directory of many small files quadratic),
+        until the list is used up or ``poll_seconds`` have passed. Each file
+        is checked again when it is opened.
+        """
         now = time.monotonic()
+        if self._ready and now - self._ready_at < max(self.poll_seconds, 1.0):
+            return self._ready.pop(0)
+        ready = self._scan_ready(now)
+        self._ready, self._ready_at = ready[1:], now
+        return ready[0] if ready else None
+
+    def _scan_ready(self, now: float) -> list[tuple[str, int, Signature]]:
+        """Every file ready to be read now, in reading order (resumed first, then by modification time)."""
         wall_ns = time.time_ns()
         ready: list[tuple[int, int, str, int, Signature]] = []
         present = set()
@@ -272,11 +291,8 @@ class DirectorySource:
             del self._waiting[gone]
         for gone in [k for k in self._done if k not in present]:
             del self._done[gone]  # deleted after it was read: nothing left to remember
-        if not ready:
-            return None
         ready.sort()
-        _, _, rel, start, sig = ready[0]
-        return rel, start, sig
+        return [(rel, start, sig) for _, _, rel, start, sig in ready]
 
     def _appendable(self, rel: str) -> bool:
         """JSON lines and Arrow streams grow by whole rows; Parquet and Arrow files are rewritten."""
@@ -319,8 +335,14 @@ class DirectorySource:
             opened = open_input(self.directory / rel)
         except FileChanged:
             return False  # still changing: the next scan sees its new signature
+        except FileNotFoundError:
+            return False  # deleted since it was listed
         except OSError as exc:
             self._retry_later(rel, sig, exc)
+            return False
+        if opened.signature != sig:
+            opened.close()  # changed since it was judged settled: the next scan looks at it again
+            self._ready.clear()
             return False
         self._warned.discard(rel)
         self._resume.pop(rel, None)
@@ -352,9 +374,9 @@ class DirectorySource:
 
     # -- polling -----------------------------------------------------------
     def poll(self) -> SourceBatch | None:
-        if self._reading is None:
+        while self._reading is None:
             nxt = self._next_ready()
-            if nxt is None or not self._open(*nxt):
+            if nxt is None or (not self._open(*nxt) and not self._ready):
                 self._idle = True
                 return None
         self._idle = False

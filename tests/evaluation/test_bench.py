@@ -41,6 +41,9 @@ def test_quick_bench_with_tiny_sizes_writes_tables_and_json(tmp_path, capsys, cl
     for key in ("projection_over_read", "restricted_over_read", "block_over_read", "block_objects_per_s",
                 "read_threads_objects_per_s", "projection_over_ceiling"):
         assert row[key] > 0
+    assert [r["k"] for r in data["blocks"]] == [2, 8, 64]
+    assert all(r["block_over_single_rr"] > 0 and 0 <= r["certified_share"] <= 1 for r in data["blocks"])
+    assert "Block RR against single-object RR" in text
     assert [r["m"] for r in data["scaling_m"]] == [50, 200]
     assert data["refit"][0]["n"] == 80
     e2e = {r["name"]: r for r in data["end_to_end"]}

@@ -322,3 +322,63 @@ def test_replicas_share_partitions_survive_kill_9_and_share_the_model(broker, to
         if b is not None:
             b.close()
     assert "the model topic has a newer model than model.path" in b.log()
+
+
+def test_block_messages_of_a_poll_are_placed_together_and_a_bad_block_alone_is_dead(
+        broker, topic_factory, tmp_path: Path) -> None:
+    """40 block messages (20 Arrow, then 20 JSON, k = 2..8) and one asymmetric block between them: every good block is
+    placed by block RR, exactly as on its own; the bad block's rows are dead letters with their coordinates;
+    the blocks went to the solver in far fewer batches than messages."""
+    import numpy as np
+
+    from streamembed import LandmarkMDS
+
+    topic, out = topic_factory(prefix="blk"), topic_factory(prefix="blkout")
+    dlq = f"{topic}.dlq"
+    broker.create_topic(dlq)
+    model = _model(tmp_path / "model.npz", version=1)
+    est = LandmarkMDS.load(model)
+    want: dict[str, np.ndarray] = {}
+    p = Producer(broker.bootstrap)
+    try:
+        for b in range(41):
+            k = 2 + b % 7
+            Z = objects(k, seed=300 + b)
+            A, C = dissimilarities(Z), cdist(Z, Z)
+            ids = [f"k{b}-{i}" for i in range(k)]
+            if b == 20:
+                C[0, 1] += 3.0  # not symmetric: this block alone is refused
+                bad_at = p.send(topic, *arrow_message(input_table(ids, A, cross=C)))
+                continue
+            if b < 20:  # consecutive messages of one schema share a batch: Arrow first, then JSON
+                p.send(topic, *arrow_message(input_table(ids, A, cross=C)))
+            else:
+                p.send(topic, *json_message({"objects": [{"id": x, "dissimilarities": a.astype(float).tolist()}
+                                                         for x, a in zip(ids, A)], "cross": C.tolist()}))
+            want.update(zip(ids, est.transform_block(A.astype(np.float64), C)))
+    finally:
+        p.close()
+    d = Daemon(tmp_path, _env(broker, tmp_path / "out", model, f"g-{topic}", topic, out,
+                              STREAMEMBED_SOURCE__BATCH_ROWS="64"))
+    try:
+        d.wait_port()
+        recs = read_topic(broker.bootstrap, out, _count_rows(len(want)), timeout=45)
+        got: dict[str, np.ndarray] = {}
+        methods = set()
+        for r in recs:
+            t = pa.ipc.open_stream(r.value).read_all()
+            got.update(zip(t.column("id").to_pylist(), np.asarray(t.column("y").to_pylist())))
+            methods |= set(t.column("method").to_pylist())
+        assert set(got) == set(want) and methods == {"block"}
+        for x, y in want.items():
+            np.testing.assert_allclose(got[x], y, rtol=1e-6, atol=1e-6)
+        dead = read_topic(broker.bootstrap, dlq, lambda rs: len(rs) >= 8, timeout=20)
+        heads = [{k: v.decode() for k, v in r.headers} for r in dead]
+        assert sorted(h["streamembed-id"] for h in heads) == [f"k20-{i}" for i in range(8)]  # k = 2 + 20 % 7
+        assert {h["streamembed-error-reason"] for h in heads} == {"bad_block"}
+        assert {int(h["streamembed-source-offset"]) for h in heads} == {bad_at[1]}
+        batches = d.metric("streamembed_batch_processing_seconds_count")
+        assert 0 < batches < 41 / 3, batches  # several block messages per solver call
+        assert d.terminate() == 0
+    finally:
+        d.close()

@@ -105,26 +105,33 @@ def _arrow(prefix: str, m: int, seed: int = 1) -> bytes:
     return arrow_message(input_table([f"{prefix}{i}" for i in range(m)], dissimilarities(objects(m, seed=seed))))[0]
 
 
-def test_messages_are_cut_into_batches_per_partition_and_blocks_stand_alone() -> None:
+def test_messages_are_cut_into_batches_per_partition_and_blocks_apart_from_rows() -> None:
+    """Row messages share batches up to batch_rows; consecutive block messages share a batch of their own,
+    each block marked by its offset; an undecodable message is a dead letter of the batch it falls in."""
     c = FakeConsumer()
     for i in range(4):
         c.add(0, _arrow(f"a{i}-", 100))
     from scipy.spatial.distance import cdist
 
-    Z = objects(3, seed=5)
-    c.add(0, arrow_message(input_table(["b0", "b1", "b2"], dissimilarities(Z), cross=cdist(Z, Z)))[0])
+    for j, k in enumerate((3, 2)):
+        Z = objects(k, seed=5 + j)
+        c.add(0, arrow_message(input_table([f"b{j}-{i}" for i in range(k)], dissimilarities(Z), cross=cdist(Z, Z)))[0])
     c.add(0, b"garbage", [("content-type", b"application/vnd.apache.arrow.stream")])
     c.add(0, _arrow("z", 100))
     src = _source(c, batch_rows=250)
     batches = _drain(src)
-    assert [b.table.num_rows if b.table is not None else 0 for b in batches] == [200, 200, 3, 100]
-    assert [b.position["offsets"][0] for b in batches] == [2, 4, 5, 7]
-    dead = batches[-1].dead
+    assert [b.table.num_rows if b.table is not None else 0 for b in batches] == [200, 200, 5, 100]
+    assert [b.position["offsets"][0] for b in batches] == [2, 4, 7, 8]
+    assert "block" not in batches[0].table.schema.names
+    assert batches[2].table.column("block").to_pylist() == [4, 4, 4, 5, 5]
+    dead = batches[2].dead
     assert len(dead) == 1 and isinstance(dead[0], KafkaDeadRecord)
-    assert (dead[0].reason, dead[0].partition, dead[0].offset, dead[0].raw) == (Reason.UNDECODABLE, 0, 5, b"garbage")
+    assert (dead[0].reason, dead[0].partition, dead[0].offset, dead[0].raw) == (Reason.UNDECODABLE, 0, 6, b"garbage")
     # rows refused later are located by batch label and row index
     where = src.locate(batches[1].label, 150)
     assert (where.partition, where.offset, where.row) == (0, 3, 50)
+    where = src.locate(batches[2].label, 4)
+    assert (where.partition, where.offset, where.row) == (0, 5, 1)
     assert src.poll() is None and src.caught_up
 
 

@@ -126,3 +126,39 @@ def drain(src: Any, limit: int = 100) -> list[Any]:
             break
         out.append(b)
     return out
+
+
+def blocks_table(sizes: Sequence[int], *, seed: int = 3, singles_between: int = 0, keys: Sequence[Any] | None = None,
+                 key_type: pa.DataType = pa.string()) -> tuple[pa.Table, np.ndarray, list[np.ndarray]]:
+    """A batch of blocks of the given sizes (``block`` column, variable-length ``cross``), with
+    ``singles_between`` single objects (null ``block``) after each block.
+
+    Returns (table, A (m, N_LANDMARKS) float64 of every row, the blocks' k×k cross matrices).
+    """
+    rng = np.random.default_rng(seed)
+    ids: list[str] = []
+    block: list[Any] = []
+    rows_A: list[np.ndarray] = []
+    cross_rows: list[list[float] | None] = []
+    mats: list[np.ndarray] = []
+    keys = list(keys) if keys is not None else [f"blk{b}" if pa.types.is_string(key_type) else b
+                                                for b in range(len(sizes))]
+    for b, k in enumerate(sizes):
+        Z = rng.standard_normal((k, P)) * 3.0
+        C = cdist(Z, Z)
+        mats.append(C)
+        rows_A.append(dissimilarities(Z, dtype=np.float64))
+        for i in range(k):
+            ids.append(f"b{b}-{i}")
+            block.append(keys[b])
+            cross_rows.append(C[i].tolist())
+        for s in range(singles_between):
+            Zs = rng.standard_normal((1, P)) * 3.0
+            rows_A.append(dissimilarities(Zs, dtype=np.float64))
+            ids.append(f"s{b}-{s}")
+            block.append(None)
+            cross_rows.append(None)
+    A = np.vstack(rows_A)
+    table = pa.table({"id": pa.array(ids, pa.string()), "dissimilarities": list_column(A, fixed=False),
+                      "cross": pa.array(cross_rows, pa.list_(pa.float64())), "block": pa.array(block, key_type)})
+    return table, A, mats

@@ -129,14 +129,15 @@ def test_block_cross_is_decoded() -> None:
     A = _A(3)
     C = np.array([[0, 1, 2], [1, 0, 3], [2, 3, 0]], dtype=np.float32)
     dec = decode_batch(input_table(["a", "b", "c"], A, cross=C), n_landmarks=N)
-    np.testing.assert_array_equal(dec.cross, C)
+    assert dec.blocks is not None and dec.blocks.sizes.tolist() == [3] and dec.blocks.rows.tolist() == [0, 1, 2]
+    np.testing.assert_array_equal(dec.blocks.cross[0], C)
 
 
 def test_block_with_a_bad_member_is_dead_lettered_whole() -> None:
     A = _A(3)
     C = np.array([[0, 1, 2], [1, 0, 3], [2, 3, 0]], dtype=np.float32)
     dec = decode_batch(input_table(["a", None, "c"], A, cross=C), n_landmarks=N)
-    assert dec.matrix.shape[0] == 0 and dec.cross is None
+    assert dec.matrix.shape[0] == 0 and dec.blocks is None
     assert [d.reason for d in dec.dead] == [Reason.BAD_BLOCK, Reason.MISSING_ID, Reason.BAD_BLOCK]
 
 
