@@ -45,10 +45,17 @@ def worker_environment() -> dict[str, str]:
 
     On a small machine a multithreaded eigensolver would take every core from
     the loop (and from the Kafka client's heartbeats) for the refit's duration.
+    The directory this ``streamembed`` package was imported from comes first on
+    PYTHONPATH, so the worker runs the daemon's own code, not another install.
     """
     import os
 
+    import streamembed
+
     env = dict(os.environ)
+    home = str(Path(streamembed.__file__).resolve().parents[1])
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != home]
+    env["PYTHONPATH"] = os.pathsep.join([home, *rest])
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = "1"
     env["STREAMEMBED_REFIT_PARENT"] = str(os.getpid())  # the worker dies with this process (refit_worker)
