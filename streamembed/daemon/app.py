@@ -160,7 +160,8 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
     closers += [output.close, dead.close]
     source = ReadAhead(inner, depth=2)
     closers.append(source.close)
-    checkpointer = Checkpointer([output, dead], source, store, model_record(model, source_name))
+    # the checkpoint records the model in use when it is written: after a refit, the refitted version
+    checkpointer = Checkpointer([output, dead], source, store, lambda: model_record(registry.current, source_name))
     if checkpointer.restore(ckpt):
         log.info("resuming from checkpoint", extra={"source": inner.name})
     model_sync = None if model_topic is None else ModelSync(model_topic, registry, monitor=monitor, metrics=metrics,
