@@ -61,6 +61,33 @@ def _total_rows(path: Path) -> int | None:
     return None
 
 
+class _DeadTally:
+    """The dead-letter sink, counting the reasons and keeping the first example of each (for the final message)."""
+
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink
+        self.reasons: dict[str, int] = {}
+        self.examples: dict[str, Any] = {}
+
+    def write(self, dead: list[Any], *args: Any, **kwargs: Any) -> Any:
+        for r in dead:
+            self.reasons[r.reason] = self.reasons.get(r.reason, 0) + 1
+            self.examples.setdefault(r.reason, r)
+        return self.sink.write(dead, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sink, name)
+
+    def summary(self) -> str:
+        """e.g. "wrong_length 120, bad_id 2; e.g. row 0: 'dissimilarities' has 30 values, expected 40"."""
+        if not self.reasons:
+            return ""
+        top = sorted(self.reasons.items(), key=lambda kv: -kv[1])
+        ex = self.examples[top[0][0]]
+        where = f"row {ex.row}" + (f" (id {ex.id!r})" if ex.id is not None else "") if ex.row is not None else "the file"
+        return (", ".join(f"{k} {v:,}" for k, v in top) + f"; e.g. {where}: {ex.reason}: {ex.detail}")
+
+
 def cmd_embed(args: argparse.Namespace) -> int:
     from streamembed.core.errors import ModelFileError
     from streamembed.daemon.assembly import k0_rows_value
@@ -100,7 +127,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     source = FileSource([src], batch_rows=args.batch_rows, max_block_rows=args.max_block_rows, name="embed")
     output = ParquetSink(out.parent, final_name=out.name, row_group_rows=args.row_group_rows,
                          compression=args.compression)
-    dead = DeadLetterSink(dead_dir, fmt=args.dead_letter_format, source="embed")
+    dead = _DeadTally(DeadLetterSink(dead_dir, fmt=args.dead_letter_format, source="embed"))
     ahead = ReadAhead(source, depth=2)
     embedder = BatchEmbedder(model, method=args.method, k0_rows=k0, max_block_rows=args.max_block_rows)
     progress = Progress(_total_rows(src), {"always": True, "never": False}.get(args.progress, sys.stderr.isatty()))
@@ -118,14 +145,20 @@ def cmd_embed(args: argparse.Namespace) -> int:
     progress.update(stats.records_in, final=True)
     where = f" -> {dead_dir}/" if stats.dead else ""
     if source.unreadable:
-        raise Refused(f"cannot read {src}: see the dead letter{where}")
+        out.unlink(missing_ok=True)
+        ex = dead.examples.get("unreadable_file") or next(iter(dead.examples.values()), None)
+        why = f"{ex.detail}" if ex is not None else "see the dead letter"
+        raise Refused(f"cannot read {src}: {why} (dead letter{where})")
     if stats.embedded == 0:
         out.unlink(missing_ok=True)
-        raise Refused(f"no record of {src} could be embedded ({stats.records_in} records, {stats.dead} dead "
-                      f"letters{where}); the dead letters say why, e.g. rows of the wrong length mean another "
-                      f"model's input")
-    print(f"{stats.records_in} records: {stats.embedded} embedded -> {out}, {stats.dead} dead letters{where}",
-          file=sys.stderr)
+        hint = ""
+        if "wrong_length" in dead.reasons:
+            hint = (f"; rows of the wrong length are input for another model: {args.model} has "
+                    f"{model.n_landmarks} landmarks (`streamembed model info {args.model}` lists them in order)")
+        raise Refused(f"no record of {src} could be embedded: {stats.records_in:,} records, {stats.dead:,} dead "
+                      f"letters{where} ({dead.summary()}){hint}")
+    print(f"{stats.records_in:,} records: {stats.embedded:,} embedded -> {out}, {stats.dead:,} dead letters{where}"
+          + (f" ({dead.summary()})" if stats.dead else ""), file=sys.stderr)
     return EXIT_FAILED if stats.dead else EXIT_OK
 
 
