@@ -135,7 +135,8 @@ def cmd_embed(args: argparse.Namespace) -> int:
     loop = EmbeddingLoop(embedder, ahead, output, dead, Checkpointer([output, dead], ahead, None),
                          run=RunConfig(progress_seconds=0), output_cfg=OutputConfig(roll_rows=everything,
                                                                                    roll_seconds=float(everything)),
-                         between_batches=lambda: progress.update(loop.stats.records_in))
+                         between_batches=lambda: progress.update(loop.stats.records_in),
+                         warn_dead_letters=False)  # the final message counts them
     try:
         stats = loop.run()
     finally:
