@@ -270,7 +270,9 @@ class RefitManager:
         self._job = None
 
     def _record(self, doc: dict[str, Any]) -> None:
-        doc = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **doc}
+        ms = round(time.time() * 1000)  # to the millisecond: plot drift marks the refit between the updates around it
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+        doc = {"time": stamp, "unix": ms / 1000, **doc}
         self.history_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.history_path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(doc, default=float) + "\n")
