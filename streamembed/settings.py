@@ -165,7 +165,8 @@ class RunConfig:
     max_batches: int = _f(0, "Stop after this many batches (0: unbounded).", min=0)
     max_records: int = _f(0, "Stop after this many input records (0: unbounded).", min=0)
     fresh: bool = _f(False, "Start over: move the previous run's state in output.root (checkpoint, refitted "
-                     "models, histories) aside to <root>/previous-<time>/ instead of resuming from it.")
+                     "models, histories, and the output and dead letters under the root) aside to "
+                     "<root>/previous-<time>/ instead of resuming from it.")
     progress_seconds: float = _f(60.0, "Log a progress line (records in/out/dead per second, lag, model version) "
                                  "this often; 0: never.", min=0.0)
     max_batch_attempts: int = _f(3, "A batch whose processing crashed the daemon this many times in a row is "

@@ -130,6 +130,33 @@ def _cmd_dask(args: argparse.Namespace, paths: list[Path], k0: Any) -> int:
     return EXIT_OK if report.complete else EXIT_FAILED
 
 
+class _DeadTally:
+    """The dead-letter sink, counting the reasons and keeping the first example of each (for the final message)."""
+
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink
+        self.reasons: dict[str, int] = {}
+        self.examples: dict[str, Any] = {}
+
+    def write(self, dead: list[Any], *args: Any, **kwargs: Any) -> Any:
+        for r in dead:
+            self.reasons[r.reason] = self.reasons.get(r.reason, 0) + 1
+            self.examples.setdefault(r.reason, r)
+        return self.sink.write(dead, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sink, name)
+
+    def summary(self) -> str:
+        """e.g. "wrong_length 120, bad_id 2; e.g. row 0: 'dissimilarities' has 30 values, expected 40"."""
+        if not self.reasons:
+            return ""
+        top = sorted(self.reasons.items(), key=lambda kv: -kv[1])
+        ex = self.examples[top[0][0]]
+        where = f"row {ex.row}" + (f" (id {ex.id!r})" if ex.id is not None else "") if ex.row is not None else "the file"
+        return (", ".join(f"{k} {v:,}" for k, v in top) + f"; e.g. {where}: {ex.reason}: {ex.detail}")
+
+
 def cmd_embed(args: argparse.Namespace) -> int:
     from streamembed.core.errors import ModelFileError
     from streamembed.daemon.assembly import k0_rows_value
@@ -167,7 +194,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
                         names=names, name="embed")
     output = ParquetSink(out.parent, final_name=out.name, row_group_rows=args.row_group_rows,
                          compression=args.compression)
-    dead = DeadLetterSink(dead_dir, fmt=args.dead_letter_format, source="embed")
+    dead = _DeadTally(DeadLetterSink(dead_dir, fmt=args.dead_letter_format, source="embed"))
     ahead = ReadAhead(source, depth=2)
     embedder = BatchEmbedder(model, method=args.method, k0_rows=k0, max_block_rows=args.max_block_rows)
     progress = Progress(_total_rows(paths), {"always": True, "never": False}.get(args.progress, sys.stderr.isatty()))
@@ -175,7 +202,8 @@ def cmd_embed(args: argparse.Namespace) -> int:
     loop = EmbeddingLoop(embedder, ahead, output, dead, Checkpointer([output, dead], ahead, None),
                          run=RunConfig(progress_seconds=0), output_cfg=OutputConfig(roll_rows=everything,
                                                                                    roll_seconds=float(everything)),
-                         between_batches=lambda: progress.update(loop.stats.records_in))
+                         between_batches=lambda: progress.update(loop.stats.records_in),
+                         warn_dead_letters=False)  # the final message counts them
     try:
         stats = loop.run()
     finally:
@@ -186,14 +214,20 @@ def cmd_embed(args: argparse.Namespace) -> int:
     where = f" -> {dead_dir}/" if stats.dead else ""
     src = paths[0] if len(paths) == 1 else f"{len(paths)} inputs"
     if source.unreadable and len(source.unreadable) == len(paths):
-        raise Refused(f"cannot read {src}: see the dead letter{where}")
+        out.unlink(missing_ok=True)
+        ex = dead.examples.get("unreadable_file") or next(iter(dead.examples.values()), None)
+        why = f"{ex.detail}" if ex is not None else "see the dead letter"
+        raise Refused(f"cannot read {src}: {why} (dead letter{where})")
     if stats.embedded == 0:
         out.unlink(missing_ok=True)
-        raise Refused(f"no record of {src} could be embedded ({stats.records_in} records, {stats.dead} dead "
-                      f"letters{where}); the dead letters say why, e.g. rows of the wrong length mean another "
-                      f"model's input")
-    print(f"{stats.records_in} records: {stats.embedded} embedded -> {out}, {stats.dead} dead letters{where}",
-          file=sys.stderr)
+        hint = ""
+        if "wrong_length" in dead.reasons:
+            hint = (f"; rows of the wrong length are input for another model: {args.model} has "
+                    f"{model.n_landmarks} landmarks (`streamembed model info {args.model}` lists them in order)")
+        raise Refused(f"no record of {src} could be embedded: {stats.records_in:,} records, {stats.dead:,} dead "
+                      f"letters{where} ({dead.summary()}){hint}")
+    print(f"{stats.records_in:,} records: {stats.embedded:,} embedded -> {out}, {stats.dead:,} dead letters{where}"
+          + (f" ({dead.summary()})" if stats.dead else ""), file=sys.stderr)
     return EXIT_FAILED if stats.dead else EXIT_OK
 
 

@@ -125,14 +125,17 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
     model_topic = open_model_topic(cfg, kafka_io, metrics=metrics, stop=stop)
     model = startup_model(cfg, model_topic, load_or_fit_model)
     source_name = model_source(cfg)
-    if cfg.run.fresh:
-        archive_run(cfg)
     store = CheckpointStore(cfg.checkpoint_path)
+    pid = PidLock(cfg.pid_path)
+    if cfg.run.fresh:  # the lock first: --fresh must not move a running daemon's state from under it
+        pid.acquire()
+        closers.append(pid.release)
+        archive_run(cfg)
     ckpt = store.load()
     check_lineage(ckpt, model, source_name, cfg)
-    pid = PidLock(cfg.pid_path)
-    pid.acquire()
-    closers.append(pid.release)
+    if not cfg.run.fresh:  # after the checks: a refusal leaves nothing behind
+        pid.acquire()
+        closers.append(pid.release)
     clean_refit_dirs(cfg.model_dir)
     registry = build_registry(cfg, model)
     current = registry.current
@@ -160,7 +163,8 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
     closers += [output.close, dead.close]
     source = ReadAhead(inner, depth=2)
     closers.append(source.close)
-    checkpointer = Checkpointer([output, dead], source, store, model_record(model, source_name))
+    # the checkpoint records the model in use when it is written: after a refit, the refitted version
+    checkpointer = Checkpointer([output, dead], source, store, lambda: model_record(registry.current, source_name))
     if checkpointer.restore(ckpt):
         log.info("resuming from checkpoint", extra={"source": inner.name})
     model_sync = None if model_topic is None else ModelSync(model_topic, registry, monitor=monitor, metrics=metrics,

@@ -45,10 +45,17 @@ def worker_environment() -> dict[str, str]:
 
     On a small machine a multithreaded eigensolver would take every core from
     the loop (and from the Kafka client's heartbeats) for the refit's duration.
+    The directory this ``streamembed`` package was imported from comes first on
+    PYTHONPATH, so the worker runs the daemon's own code, not another install.
     """
     import os
 
+    import streamembed
+
     env = dict(os.environ)
+    home = str(Path(streamembed.__file__).resolve().parents[1])
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != home]
+    env["PYTHONPATH"] = os.pathsep.join([home, *rest])
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = "1"
     env["STREAMEMBED_REFIT_PARENT"] = str(os.getpid())  # the worker dies with this process (refit_worker)
@@ -263,7 +270,9 @@ class RefitManager:
         self._job = None
 
     def _record(self, doc: dict[str, Any]) -> None:
-        doc = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **doc}
+        ms = round(time.time() * 1000)  # to the millisecond: plot drift marks the refit between the updates around it
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+        doc = {"time": stamp, "unix": ms / 1000, **doc}
         self.history_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.history_path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(doc, default=float) + "\n")

@@ -63,13 +63,35 @@ def check_lineage(ckpt: Checkpoint | None, model: LandmarkModel, source: str, cf
         f"--fresh` (moves the old run aside to {cfg.root}/previous-<time>/ ; nothing is deleted)")
 
 
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
+
+
 def archive_run(cfg: Config) -> Path | None:
-    """``--fresh``: move the previous run's state in output.root to ``previous-<time>/``; returns where, or None."""
+    """``--fresh``: move the previous run aside to ``<root>/previous-<time>/``; returns where, or None.
+
+    Moved: its state (checkpoint, crash guard, refitted models, histories) and, when they lie inside
+    output.root, its output and dead-letter directories, so that the new run's output holds one map's
+    rows only. Output directories configured outside output.root stay where they are (a WARNING names
+    them: they still hold the old run's rows).
+    """
     root = cfg.root
     present = [root / name for name in _RUN_FILES if (root / name).exists()]
     for extra in (cfg.checkpoint_path, cfg.model_dir, cfg.history_path):
         if extra.exists() and extra not in present:
             present.append(extra)
+    for outdir in (cfg.embeddings_dir, cfg.dead_letter_dir):
+        if not outdir.is_dir() or outdir in present or not any(outdir.iterdir()):
+            continue
+        if _inside(outdir, root) and outdir.resolve() != root.resolve():
+            present.append(outdir)
+        else:
+            log.warning("--fresh: %s is outside output.root and keeps the previous run's files; the new run "
+                        "writes beside them", outdir)
     if not present:
         return None
     dest = root / f"previous-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
@@ -79,7 +101,10 @@ def archive_run(cfg: Config) -> Path | None:
         k += 1
     dest.mkdir(parents=True)
     for p in present:
-        shutil.move(str(p), str(dest / p.name))
+        target = dest / p.name
+        if target.exists():  # two moved paths with one name (e.g. a checkpoint_path outside the root)
+            target = dest / f"{p.parent.name}-{p.name}"
+        shutil.move(str(p), str(target))
     log.warning("--fresh: moved the previous run's state aside", extra={"to": str(dest),
                                                                         "moved": [p.name for p in present]})
     return dest

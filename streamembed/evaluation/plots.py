@@ -8,6 +8,7 @@ plotting is safe inside the daemon or a test.
 ``streamembed plot`` (``main``) has four subcommands:
 
     streamembed plot map -m model.npz -e embedded.parquet -o map.png [--color-by relative_unexplained]
+                         [--max-points N] [--label-ids N | --label ID ...]
     streamembed plot drift OUTPUT_ROOT -o drift.png      # the daemon's drift-history.jsonl + model-history.jsonl
     streamembed plot drift records.jsonl -o drift.png [--stats trace_k0,gap_ratio]
     streamembed plot drift-bench report.json -o bench.png  # from `streamembed evaluate --drift --json`
@@ -18,7 +19,9 @@ JSON object per statistics update: ``time`` (ISO 8601), ``unix`` (seconds),
 ``model_version``, ``objects_seen``, ``window`` (``DriftStatistics.as_dict()``)
 and ``detector`` (``kind`` "cusum" or "rule", ``statistic``, ``threshold``,
 ``expected_run_objects``, ``fired``); refits come from
-``<output.root>/model-history.jsonl`` (``time``, ``status``, ``model_version``).
+``<output.root>/model-history.jsonl`` (``time``, ``unix``, ``status``, ``model_version``).
+Each PNG carries its figure title as PNG ``Title`` metadata, and ``main``
+prints it beside the path (e.g. "50,000 of 950,950 objects").
 """
 
 from __future__ import annotations
@@ -76,6 +79,8 @@ def plot_map(
     title: str | None = None,
     dims: tuple[int, int] = (0, 1),
     max_points: int = 50_000,
+    ids: Sequence[Any] | None = None,
+    label: int | Sequence[str] | None = None,
 ) -> Path:
     """Draw the landmark map with embedded objects to a PNG.
 
@@ -90,9 +95,15 @@ def plot_map(
         color_kind: "auto" (few distinct integers are categorical), "continuous" or "categorical".
         title: figure title (default names the model version and counts).
         dims: which two map axes to draw (a 1-D map is drawn against zero).
-        max_points: draw at most this many objects (an evenly spaced subset).
+        max_points: draw at most this many objects (an evenly spaced subset; the
+            title then says "<drawn> of <total> objects").
+        ids: (m,) object ids, needed by ``label``.
+        label: write ids beside objects: an int N labels N of the drawn objects
+            (evenly spaced), a sequence labels those ids (each must be in ``ids``;
+            they are drawn even when sampling left them out).
     Returns:
-        The written path.
+        The written path (PNG metadata: ``Title`` the figure title,
+        ``Description`` the labelled ids).
     """
     Figure = _figure_class()
     X = np.asarray(est.embedding_, dtype=np.float64)
@@ -102,10 +113,16 @@ def plot_map(
     values = None if color_by is None else np.asarray(color_by)
     if values is not None and values.shape[0] != Y.shape[0]:
         raise ValueError(f"color_by has {values.shape[0]} values for {Y.shape[0]} objects")
-    if Y.shape[0] > max_points:
-        keep = np.linspace(0, Y.shape[0] - 1, max_points).round().astype(int)
-        Y = Y[keep]
-        values = None if values is None else values[keep]
+    if ids is not None and len(ids) != Y.shape[0]:
+        raise ValueError(f"ids has {len(ids)} entries for {Y.shape[0]} objects")
+    total = Y.shape[0]
+    keep = np.unique(np.linspace(0, total - 1, max_points).round().astype(int)) if total > max_points \
+        else np.arange(total)
+    labelled = _label_rows(ids, label, keep)
+    keep = np.union1d(keep, labelled)
+    Y = Y[keep]
+    values = None if values is None else values[keep]
+    at = np.searchsorted(keep, labelled)  # the labelled objects' rows among those drawn
     d = X.shape[1]
     i, j = dims if d > 1 else (0, None)
 
@@ -117,8 +134,9 @@ def plot_map(
     yx, yy = coords(Y)
     size = float(np.clip(2000.0 / max(np.sqrt(Y.shape[0]), 1.0), 4.0, 40.0))
     label = color_label or "value"
+    drawn = f"{Y.shape[0]:,}" if Y.shape[0] == total else f"{Y.shape[0]:,} of {total:,}"
     if values is None:
-        ax.scatter(yx, yy, s=size, c="tab:blue", alpha=0.6, linewidths=0, label=f"embedded objects ({Y.shape[0]})")
+        ax.scatter(yx, yy, s=size, c="tab:blue", alpha=0.6, linewidths=0, label=f"embedded objects ({drawn})")
     elif _is_categorical(values, color_kind):
         cats = np.unique(values)
         cmap = _colormap(len(cats))
@@ -131,24 +149,56 @@ def plot_map(
         lo, hi = (np.percentile(v[finite], [1, 99]) if finite.any() else (0.0, 1.0))
         order = np.argsort(np.where(finite, v, -np.inf), kind="stable")  # high values drawn on top
         sc = ax.scatter(yx[order], yy[order], s=size, c=v[order], cmap="viridis", vmin=lo, vmax=hi if hi > lo else lo + 1,
-                        alpha=0.8, linewidths=0, label=f"embedded objects ({Y.shape[0]})")
+                        alpha=0.8, linewidths=0, label=f"embedded objects ({drawn})")
         cb = fig.colorbar(sc, ax=ax, shrink=0.85)
         cb.set_label(label)
         if (~finite).any():
             ax.scatter(yx[~finite], yy[~finite], s=size, c="lightgrey", linewidths=0, label=f"{label} not available")
     lx, ly = coords(X)
     ax.scatter(lx, ly, s=42, marker="^", facecolor="white", edgecolor="black", linewidths=1.1, label=f"landmarks ({X.shape[0]})", zorder=5)
+    if at.size:
+        assert ids is not None
+        ax.scatter(yx[at], yy[at], s=max(size, 12.0), facecolor="none", edgecolor="black", linewidths=0.8, zorder=6,
+                   label=f"labelled ({at.size})")
+        for r, row in zip(at, labelled):
+            ax.annotate(str(ids[row]), (yx[r], yy[r]), xytext=(3, 3), textcoords="offset points", fontsize=7,
+                        zorder=7, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.7})
     version = getattr(est, "model_version_", None)
-    ax.set_title(title or f"Landmark map{f' (model version {version})' if version is not None else ''}: "
-                 f"{X.shape[0]} landmarks, {Y.shape[0]} objects")
+    sampled = "" if Y.shape[0] == total else " (evenly spaced sample)"
+    title = title or (f"Landmark map{f' (model version {version})' if version is not None else ''}: "
+                      f"{X.shape[0]:,} landmarks, {drawn} objects{sampled}")
+    ax.set_title(title if len(title) <= 64 else title.replace(": ", ":\n", 1), fontsize=11)
     ax.set_xlabel(f"map axis {i + 1}")
     ax.set_ylabel(f"map axis {j + 1}" if j is not None else "(1-D map)")
     ax.set_aspect("equal", adjustable="datalim")
     ax.grid(True, alpha=0.25)
     ax.legend(loc="best", fontsize=8, framealpha=0.85, markerscale=1.5)
     out = Path(path)
-    fig.savefig(out, format="png")
+    names = [str(ids[i]) for i in labelled] if ids is not None else []
+    fig.savefig(out, format="png", metadata={
+        "Title": title,
+        "Description": "labelled: " + ", ".join(names[:50]) + (f", ... ({len(names) - 50} more)" if len(names) > 50
+                                                               else "")})
     return out
+
+
+def _label_rows(ids: Sequence[Any] | None, label: int | Sequence[str] | None, drawn: np.ndarray) -> np.ndarray:
+    """Rows (sorted) of the objects to label: N evenly spaced among the ``drawn`` rows, or those with the given ids."""
+    if label is None or (isinstance(label, (int, np.integer)) and int(label) <= 0):
+        return np.empty(0, dtype=int)
+    if ids is None:
+        raise ValueError("labelling objects by id needs their ids")
+    total = len(ids)
+    if isinstance(label, (int, np.integer)):
+        pick = np.linspace(0, drawn.size - 1, min(int(label), drawn.size)).round().astype(int)
+        return np.unique(drawn[pick])
+    where: dict[str, int] = {}
+    for i, x in enumerate(ids):
+        where.setdefault(str(x), i)
+    missing = [x for x in label if str(x) not in where]
+    if missing:
+        raise ValueError(f"no object with id {', '.join(map(repr, missing[:5]))} among the {total:,} objects")
+    return np.unique([where[str(x)] for x in label])
 
 
 def _colormap(n: int):
@@ -242,9 +292,10 @@ def plot_drift(
     axes[-1].set_xlabel(time_label or ("time (UTC)" if is_time else "time"))
     if is_time:
         fig.autofmt_xdate()
-    fig.suptitle(f"{title} ({len(recs)} windows, {len(refits)} refit{'s' if len(refits) != 1 else ''})")
+    suptitle = f"{title} ({len(recs)} windows, {len(refits)} refit{'s' if len(refits) != 1 else ''})"
+    fig.suptitle(suptitle)
     out = Path(path)
-    fig.savefig(out, format="png")
+    fig.savefig(out, format="png", metadata={"Title": suptitle})
     return out
 
 
@@ -282,6 +333,12 @@ def read_drift_history(source: str | os.PathLike, history: str | os.PathLike | N
     drift = read_records(drift_path)
     refits = read_records(model_path) if model_path.exists() else []
     return drift, refits
+
+
+def _is_refit_history(records: Sequence[Mapping[str, Any]]) -> bool:
+    """Records of ``model-history.jsonl`` (refits: status, trigger), not drift statistics."""
+    return all(isinstance(r, Mapping) and "status" in r and ("trigger" in r or "model_version" in r)
+               and "window" not in r for r in records)
 
 
 def _is_history(records: Sequence[Mapping[str, Any]]) -> bool:
@@ -349,11 +406,15 @@ def plot_drift_history(
             out.append(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan)
         return np.asarray(out)
 
+    n_alarms = 0
     for ax, kind in zip(axes, kinds):
         mine = np.array([str(r["detector"].get("kind")) == kind for r in recs])
         stat = np.where(mine, series(lambda r: r["detector"].get("statistic")), np.nan)
         thr = np.where(mine, series(lambda r: r["detector"].get("threshold")), np.nan)
         fired = mine & np.array([bool(r["detector"].get("fired")) for r in recs])
+        # an alarm stays raised over many updates until its refit: count the alarms, not the updates
+        onsets = fired & ~np.concatenate([[False], fired[:-1]])
+        n_alarms += int(onsets.sum())
         ert = next((r["detector"].get("expected_run_objects") for r in recs
                     if str(r["detector"].get("kind")) == kind and r["detector"].get("expected_run_objects")), None)
         label = "CUSUM statistic S" if kind == "cusum" else "watched window statistic"
@@ -362,8 +423,10 @@ def plot_drift_history(
                 label="threshold h" + (f" (ERT {float(ert):.3g} objects)" if ert else "") if kind == "cusum"
                 else "trigger level")
         if fired.any():
-            ax.scatter([t for t, f in zip(times, fired) if f], stat[fired], color="tab:red", s=18, zorder=5,
-                       label=f"alarm ({int(fired.sum())})")
+            ax.scatter([t for t, f in zip(times, fired) if f], stat[fired], color="tab:red", s=8, zorder=5,
+                       label=f"in alarm ({int(fired.sum())} updates)")
+            ax.scatter([t for t, f in zip(times, onsets) if f], stat[onsets], marker="v", color="tab:red", s=60,
+                       zorder=6, label=f"alarm raised ({int(onsets.sum())})")
         ax.set_ylabel(f"detector: {kind}")
         h = np.nanmax(thr) if np.isfinite(thr).any() else np.nan
         if np.isfinite(h) and h > 0 and np.nanmax(stat) > 5 * h:  # an alarm's jump would flatten the rest
@@ -383,16 +446,35 @@ def plot_drift_history(
         if version is not None:
             axes[0].annotate(f"v{version}", xy=(t, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -10),
                              textcoords="offset points", fontsize=7, color="tab:orange")
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+
+    locator = AutoDateLocator(tz=_dt.timezone.utc)
+    axes[-1].xaxis.set_major_locator(locator)
+    axes[-1].xaxis.set_major_formatter(ConciseDateFormatter(locator, tz=_dt.timezone.utc))
     if t1 > t0:
         axes[-1].set_xlim(t0, t1)
     axes[-1].set_xlabel("time (UTC)")
-    fig.autofmt_xdate()
     other = len(marks) - len(installed)
-    fig.suptitle(f"{title}: {len(recs)} update{'s' if len(recs) != 1 else ''}, {len(installed)} "
-                 f"refit{'s' if len(installed) != 1 else ''}" + (f" (+{other} not installed)" if other else ""))
+    seen = [r.get("objects_seen") for r in recs if isinstance(r.get("objects_seen"), int)]
+    suptitle = (f"{title}: {len(recs):,} update{'s' if len(recs) != 1 else ''} over {_span((t1 - t0).total_seconds())}"
+                + (f" ({seen[-1]:,} objects)" if seen else "")
+                + f", {n_alarms} alarm{'s' if n_alarms != 1 else ''}, {len(installed)} refit"
+                + ("s" if len(installed) != 1 else "") + (f" (+{other} not installed)" if other else ""))
+    fig.suptitle(suptitle)
     out = Path(path)
-    fig.savefig(out, format="png")
+    fig.savefig(out, format="png", metadata={"Title": suptitle})
     return out
+
+
+def _span(seconds: float) -> str:
+    """A duration for a title: 3.2 s, 4.5 min, 2.0 h, 3.1 days."""
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 def plot_drift_benchmark(report: Mapping[str, Any], path: str | os.PathLike = "drift-bench.png") -> Path:
@@ -468,6 +550,8 @@ def _read_embedded(path: str) -> dict[str, np.ndarray]:
     col = table.column("y").combine_chunks()
     Y = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float64).reshape(len(table), -1)
     out = {"y": Y}
+    if "id" in names:
+        out["id"] = np.asarray(table.column("id").to_pylist(), dtype=object)
     for name in ("beta", "unexplained", "k0", "model_version"):
         if name in names:
             out[name] = np.asarray(table.column(name).to_numpy(zero_copy_only=False))
@@ -531,6 +615,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("-o", "--output", default="map.png", metavar="PNG")
     m.add_argument("--color-by", default="relative_unexplained", choices=("relative_unexplained", "model_version", "k0", "none"))
     m.add_argument("--title")
+    m.add_argument("--max-points", type=int, default=50_000, metavar="N",
+                   help="draw at most N objects, an evenly spaced sample (default 50,000); the title says so")
+    m.add_argument("--label-ids", type=int, default=0, metavar="N", help="write the ids of N objects (evenly spaced)")
+    m.add_argument("--label", action="append", default=[], metavar="ID",
+                   help="write this object's id beside it (repeatable; drawn even when not sampled)")
     dr = sub.add_parser("drift", help="drift statistics over time")
     dr.add_argument("records", metavar="ROOT|RECORDS",
                     help="the daemon's output.root (drift-history.jsonl + model-history.jsonl), a drift-history.jsonl, "
@@ -561,7 +650,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             color = None if args.color_by == "none" else emb.get(args.color_by)
             if args.color_by != "none" and color is None:
                 raise ValueError(f"{args.embedded} has no column for --color-by {args.color_by}")
-            out = plot_map(est, emb["y"], color, args.output, color_label=args.color_by.replace("_", " "), title=args.title)
+            if args.max_points < 1:
+                raise ValueError(f"--max-points {args.max_points} must be at least 1")
+            if args.label and args.label_ids:
+                raise ValueError("give either --label-ids N or --label ID, not both")
+            label: int | list[str] | None = args.label or args.label_ids or None
+            if label is not None and "id" not in emb:
+                raise ValueError(f"{args.embedded} has no 'id' column to label objects with")
+            out = plot_map(est, emb["y"], color, args.output, color_label=args.color_by.replace("_", " "),
+                           title=args.title, max_points=args.max_points, ids=emb.get("id"), label=label)
         elif args.what == "drift":
             thresholds = {}
             for item in args.threshold:
@@ -572,6 +669,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             stats = [s for s in args.stats.split(",") if s] if args.stats else None
             src = Path(args.records)
             records = None if src.is_dir() else read_records(src)
+            if records and _is_refit_history(records):
+                raise ValueError(f"{src} is the refit history (model-history.jsonl), not drift statistics: give "
+                                 f"the output root ({src.parent}) or its drift-history.jsonl; the refits are drawn "
+                                 f"from this file as marks")
             if records is None or _is_history(records):
                 drift, refits = read_drift_history(src, args.history)
                 out = plot_drift_history(drift, refits, args.output, statistics=stats or HISTORY_STATISTICS,
@@ -592,7 +693,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"streamembed plot: {exc}", file=sys.stderr)
         return 2
     print(out)
+    title = _png_title(out)
+    if title:
+        print(f"{out}: {title}", file=sys.stderr)
     return 0
+
+
+def _png_title(path: Path) -> str | None:
+    """The ``Title`` text chunk of a PNG this module wrote (None if it has none)."""
+    try:
+        from PIL import Image
+
+        with Image.open(path) as im:
+            return im.info.get("Title")
+    except Exception:  # noqa: BLE001 - a summary line only
+        return None
 
 
 if __name__ == "__main__":

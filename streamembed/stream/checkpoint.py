@@ -30,7 +30,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from streamembed.atomic import atomic_write_bytes
 from streamembed.stream.sinks import Sink
@@ -140,11 +140,12 @@ class Checkpointer:
 
     ``store`` None: nothing is checkpointed (the one-shot ``embed``: its input is
     re-read from the start anyway). ``model`` (the map's lineage and version)
-    is written into every checkpoint.
+    is written into every checkpoint: a dict, or a callable returning the
+    record of the model in use at commit time (after a refit: its version).
     """
 
     def __init__(self, sinks: Sequence[Sink], source: Any, store: CheckpointStore | None,
-                 model: dict[str, Any] | None = None) -> None:
+                 model: dict[str, Any] | Callable[[], dict[str, Any]] | None = None) -> None:
         self.sinks = list(sinks)
         self.source = source
         self.store = store
@@ -185,7 +186,8 @@ class Checkpointer:
         self.source.commit(position)
         if self.store is not None:
             self.sources_state[self.source.name] = position
-            self.store.save(Checkpoint(sources=self.sources_state, model=self.model))
+            model = self.model() if callable(self.model) else self.model
+            self.store.save(Checkpoint(sources=self.sources_state, model=model))
         self.commits += 1
         return paths
 

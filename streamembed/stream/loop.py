@@ -21,6 +21,7 @@ times in a row is quarantined (``checkpoint.CrashGuard``).
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import Counter
@@ -46,7 +47,8 @@ log = logging.getLogger("streamembed.loop")
 
 #: Longest sleep while the source has nothing (the loop still beats and polls between batches this often).
 MAX_IDLE_SLEEP = 0.5
-#: At most one dead-letter WARNING this often (seconds); the counts in between are summed into it.
+#: At most one dead-letter WARNING this often (seconds): the first dead letters are reported at once, the
+#: counts after them are summed into the next WARNING (or into a last one when the loop stops).
 DEAD_LETTER_WARNING_SECONDS = 10.0
 
 
@@ -71,6 +73,7 @@ class EmbeddingLoop:
     a final flush and commit. ``between_batches`` runs before every poll
     (refits, model topic). ``on_batch``, when set, is called with each batch's
     ``Processed`` after its rows went to the sinks (the live map).
+    ``warn_dead_letters`` False: no dead-letter WARNINGs (the caller reports them itself).
     """
 
     def __init__(
@@ -89,6 +92,7 @@ class EmbeddingLoop:
         between_batches: Callable[[], None] | None = None,
         crash_guard: CrashGuard | None = None,
         on_batch: Callable[[Processed], None] | None = None,
+        warn_dead_letters: bool = True,
     ) -> None:
         self.embedder = embedder
         self.source = source
@@ -107,7 +111,7 @@ class EmbeddingLoop:
         self._position: Any = None
         self._roll_label: str | None = None
         self._uncommitted = False
-        self._reporter = _Reporter(self.run_cfg.progress_seconds)
+        self._reporter = _Reporter(self.run_cfg.progress_seconds, warn_dead_letters)
 
     @property
     def model_version(self) -> int:
@@ -150,6 +154,7 @@ class EmbeddingLoop:
             if self._uncommitted:
                 self.commit()
             self.guard.close()
+            self._reporter.flush()
         finally:
             self._set_state("stopped")
         return self.stats
@@ -257,12 +262,20 @@ def _quarantined(batch: SourceBatch, attempts: int) -> list[DeadRecord]:
 
 
 class _Reporter:
-    """The loop's log lines: a progress line every ``every`` seconds, and rate-limited dead-letter WARNINGs."""
+    """The loop's log lines: a progress line every ``every`` seconds, and rate-limited dead-letter WARNINGs.
 
-    def __init__(self, every: float) -> None:
+    The first dead letters are reported at once; later ones at most once per
+    ``DEAD_LETTER_WARNING_SECONDS`` (summed), and whatever is left when the
+    loop stops in one last WARNING, so no dead letter goes unmentioned.
+    """
+
+    def __init__(self, every: float, warn: bool = True) -> None:
         self.every = float(every)
+        self.warn = warn
         now = time.monotonic()
-        self._last_progress = self._last_warning = now
+        self._last_progress = now
+        self._last_warning = -math.inf
+        self._since = now
         self._in = self._out = self._dead = 0
         self._reasons: Counter[str] = Counter()
         self._example: DeadRecord | None = None
@@ -271,23 +284,33 @@ class _Reporter:
         self._in += n_in
         self._out += n_out
         self._dead += len(dead)
-        if dead:
+        if dead and self.warn:
+            if not self._reasons:
+                self._since = time.monotonic()
             self._reasons.update(r.reason for r in dead)
             self._example = self._example or dead[0]
+
+    def _warn(self, now: float) -> None:
+        ex = self._example
+        assert ex is not None
+        where = f"{ex.file or ''}" + (f" row {ex.row}" if ex.row is not None else "")
+        log.warning("%d dead letters in the last %.0f s (%s); e.g. %s: %s%s", sum(self._reasons.values()),
+                    max(now - self._since, 0.0), ", ".join(f"{k} {v}" for k, v in self._reasons.most_common()),
+                    ex.reason, ex.detail, f" ({where})" if where.strip() else "",
+                    extra={"reasons": dict(self._reasons)})
+        self._reasons.clear()
+        self._example = None
+        self._last_warning = now
+
+    def flush(self) -> None:
+        """At stop: the dead letters not yet reported."""
+        if self._reasons:
+            self._warn(time.monotonic())
 
     def maybe_log(self, model_version: int, backlog: int | None) -> None:
         now = time.monotonic()
         if self._reasons and now - self._last_warning >= DEAD_LETTER_WARNING_SECONDS:
-            ex = self._example
-            assert ex is not None
-            where = f"{ex.file or ''}" + (f" row {ex.row}" if ex.row is not None else "")
-            log.warning("%d dead letters in the last %.0f s (%s); e.g. %s: %s%s", sum(self._reasons.values()),
-                        now - self._last_warning, ", ".join(f"{k} {v}" for k, v in self._reasons.most_common()),
-                        ex.reason, ex.detail, f" ({where})" if where.strip() else "",
-                        extra={"reasons": dict(self._reasons)})
-            self._reasons.clear()
-            self._example = None
-            self._last_warning = now
+            self._warn(now)
         if self.every > 0 and now - self._last_progress >= self.every:
             dt = now - self._last_progress
             log.info("progress: %.0f records/s in, %.0f embedded/s, %.1f dead letters/s, backlog %s, model version %d",

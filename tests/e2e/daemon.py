@@ -15,6 +15,8 @@ from typing import Callable
 
 import pytest
 
+from .cli import checkout_path
+
 
 class Daemon:
     """``python -m streamembed run`` with STREAMEMBED_* variables; stderr goes to a file."""
@@ -25,6 +27,7 @@ class Daemon:
         full = {k: v for k, v in os.environ.items() if not k.startswith("STREAMEMBED_")}
         full.update({"STREAMEMBED_METRICS__PORT": "0", "STREAMEMBED_METRICS__PORT_FILE": str(self.port_file),
                      "OPENBLAS_NUM_THREADS": "1"})
+        checkout_path(full)  # the code under test, wherever the package is installed from
         full.update(env)
         self.log_path = workdir / f"daemon-{time.monotonic_ns()}.log"
         self._log = open(self.log_path, "wb")
