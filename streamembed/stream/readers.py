@@ -860,21 +860,43 @@ def _parse_lines_slowly(lines: list[bytes], start: int, name: str) -> ReadChunk:
 
 
 def _rows_to_table(good: list[dict[str, Any]]) -> tuple[pa.Table | None, list[tuple[int, Exception]]]:
-    """Decoded JSON objects -> (table of the convertible ones, [(index, error)] of the others)."""
+    """Decoded JSON objects -> (table of the convertible ones, [(index, error)] of the others).
+
+    Keys outside the known fields become columns too, as the fast path keeps
+    them (inferred): ``block`` keys, and misspelt keys that decoding names.
+    """
     known = [{k: obj[k] for k in _JSON_SCHEMA.names if k in obj} for obj in good]
-    try:
-        return pa.Table.from_pylist(known, schema=_JSON_SCHEMA), []
-    except (pa.ArrowException, TypeError, ValueError, OverflowError, RecursionError):
-        pass
-    keep: list[dict[str, Any]] = []
     bad: list[tuple[int, Exception]] = []
-    for j, obj in enumerate(known):
+    try:
+        table = pa.Table.from_pylist(known, schema=_JSON_SCHEMA)
+        kept = list(range(len(good)))
+    except (pa.ArrowException, TypeError, ValueError, OverflowError, RecursionError):
+        kept = []
+        for j, obj in enumerate(known):
+            try:
+                pa.Table.from_pylist([obj], schema=_JSON_SCHEMA)
+                kept.append(j)
+            except (pa.ArrowException, TypeError, ValueError, OverflowError, RecursionError) as exc:
+                bad.append((j, exc))
+        if not kept:
+            return None, bad
+        table = pa.Table.from_pylist([known[j] for j in kept], schema=_JSON_SCHEMA)
+    extra = list(dict.fromkeys(k for j in kept for k in good[j] if k not in _JSON_SCHEMA.names))
+    for key in extra:
+        values = [good[j].get(key) for j in kept]
         try:
-            pa.Table.from_pylist([obj], schema=_JSON_SCHEMA)
-            keep.append(obj)
-        except (pa.ArrowException, TypeError, ValueError, OverflowError, RecursionError) as exc:
-            bad.append((j, exc))
-    return (pa.Table.from_pylist(keep, schema=_JSON_SCHEMA) if keep else None), bad
+            col = pa.array(values)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError, RecursionError):
+            col = pa.array([None if v is None else _as_text(v) for v in values], pa.string())
+        table = table.append_column(key, col)
+    return table, bad
+
+
+def _as_text(v: Any) -> str:
+    try:
+        return json.dumps(v)
+    except (ValueError, TypeError, RecursionError):
+        return "<unprintable>"
 
 
 def _all_numbers(v: Any) -> bool:

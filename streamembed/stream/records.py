@@ -43,7 +43,6 @@ __all__ = [
     "TIMESTAMP_TYPE",
     "output_schema",
     "dead_letter_schema",
-    "jsonl_input_schema",
 ]
 
 #: Version of the output and dead-letter record formats. Bump on any change a
@@ -151,20 +150,5 @@ def dead_letter_schema() -> pa.Schema:
             pa.field("raw", pa.binary()),
             pa.field("model_version", pa.int64()),
             pa.field("failed_at", TIMESTAMP_TYPE, nullable=False),
-        ]
-    )
-
-
-def jsonl_input_schema() -> pa.Schema:
-    """The explicit schema JSON-lines input is parsed with (extra keys ignored)."""
-    return pa.schema(
-        [
-            pa.field(INPUT_ID, pa.string()),
-            pa.field(INPUT_DISSIMILARITIES, pa.list_(pa.float64())),
-            pa.field(INPUT_FEATURES, pa.list_(pa.float64())),
-            pa.field(INPUT_LANDMARK_VERSION, pa.int64()),
-            pa.field(INPUT_EVENT_TIME, TIMESTAMP_TYPE),
-            pa.field(INPUT_CROSS, pa.list_(pa.float64())),
-            pa.field(INPUT_BLOCK, pa.string()),
         ]
     )

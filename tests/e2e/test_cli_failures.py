@@ -105,9 +105,6 @@ def test_embed_with_some_bad_rows_exits_1_and_keeps_the_good_ones(work: Path) ->
     assert dead["reason"] == "bad_id" and dead["row"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="stream/readers.py _rows_to_table keeps only the known JSON keys, so a "
-                                       "misspelt key loses its did-you-mean when another line forces the "
-                                       "line-by-line parse (reported; readers.py is outside this change)")
 def test_a_misspelt_key_is_named_even_beside_a_bad_line(work: Path) -> None:
     A = dissimilarities(objects(2, seed=4), dtype=np.float64)
     lines = [{"id": 7, "dissimilarities": A[0].tolist()}, {"id": "typo", "dissimilarity": A[1].tolist()}]

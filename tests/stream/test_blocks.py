@@ -178,3 +178,15 @@ def test_a_file_block_longer_than_max_block_rows_is_refused_not_half_placed(tmp_
         dead.update({d.id: d.reason for d in out.dead})
     assert placed == {"b0-0", "b0-1", "b2-0", "b2-1"}
     assert set(dead) == {f"b1-{i}" for i in range(12)} and set(dead.values()) == {Reason.BAD_BLOCK}
+
+
+def test_a_jsonl_block_file_with_a_bad_line_keeps_its_blocks(tmp_path: Path) -> None:
+    """A line that forces the line-by-line parse must not lose the 'block' key of the others."""
+    model = fitted()
+    table, _, _ = blocks_table([3, 2])
+    path = write_jsonl(tmp_path / "b.jsonl", table.to_pylist(), raw_lines=[b"{not json"])
+    chunks = list(iter_file(path, batch_rows=100, max_block_rows=8))
+    assert [d.reason for c in chunks for d in c.dead] == [Reason.UNDECODABLE]
+    out = BatchEmbedder(model).process(chunks[0].table, rows=chunks[0].rows)
+    assert out.dead == [] and set(_placed(out)) == {"b0-0", "b0-1", "b0-2", "b1-0", "b1-1"}
+    assert set(pa.Table.from_batches([out.output]).column("method").to_pylist()) == {"block"}
