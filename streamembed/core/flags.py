@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-#: RR hard case (docs/math.md §3): the component along the smallest kept
+#: RR hard case (docs/math.md §3.2): the component along the smallest kept
 #: eigen-direction is determined only up to sign; a deterministic sign was chosen.
-#: Stress and L1 (docs/math.md §3 "Other criteria"): another, distinct placement
+#: Stress and L1 (docs/math.md §3.4): another, distinct placement
 #: attains the same criterion; the first found was kept.
 FLAG_AMBIGUOUS = np.uint32(1)
 #: Evidence that the object's dissimilarities are not Euclidean against the
-#: landmarks: exact k0 < 0 beyond tolerance, or beta < 0 (docs/math.md §4).
+#: landmarks: its negative k0 (or beta < 0) beyond what the landmarks' own negative
+#: spectrum explains (docs/math.md §4.3).
 FLAG_NON_EUCLIDEAN = np.uint32(2)
 #: Embedded with a retained older model and mapped into the current frame.
 FLAG_RETAINED_MODEL = np.uint32(4)
@@ -22,15 +23,15 @@ FLAG_RETAINED_MODEL = np.uint32(4)
 FLAG_BLOCK = np.uint32(8)
 #: The secular-equation solver stopped at its iteration limit (never expected);
 #: stress and L1: the placement could not be certified as a minimum, or the batch's time
-#: budget ended its iterations (docs/math.md §3); for a block, the trust-region solver's
+#: budget ended its iterations (docs/math.md §3.4, §4.4); for a block, the trust-region solver's
 #: best start did not meet its stopping test.
 FLAG_NOT_CONVERGED = np.uint32(16)
 #: Stress and L1: the descent from the start stopped at a point that is not a
 #: minimum (a saddle or maximum, e.g. a zero-gradient start); the placement is
-#: the lowest minimum reached after leaving it (docs/math.md §3).
+#: the lowest minimum reached after leaving it (docs/math.md §3.4).
 FLAG_ESCAPED = np.uint32(32)
 #: Block RR without a certificate of global optimality: the duality bound of
-#: docs/math.md §3 does not close (the block lies far outside the kept axes), so the
+#: docs/math.md §3.3 does not close (the block lies far outside the kept axes), so the
 #: best of several starts is returned and it may be a local minimum.
 FLAG_UNCERTIFIED = np.uint32(64)
 

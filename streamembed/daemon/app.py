@@ -227,6 +227,7 @@ def _start_server(cfg: Config, metrics: Metrics, health: HealthState) -> OpsServ
 def _describe_model(metrics: Metrics, model: LandmarkModel, cfg: Config) -> None:
     metrics.model_version.set(int(model.version))
     metrics.model_info.info({
+        "lineage": str(model.lineage),
         "landmarks": str(model.n_landmarks),
         "dims": str(model.n_components),
         "method": cfg.model.method,

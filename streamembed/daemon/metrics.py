@@ -205,3 +205,44 @@ DRIFT_GAUGES: dict[str, str] = {
     "gap_ratio": "||k0||_2 / eigengap: at 1 or above a refit may reorder or replace the kept axes.",
     "negative_k0_ratio": "Share of sampled objects with k0 < 0 (non-Euclidean input), 0-1.",
 }
+
+
+#: Label values shown in the reference table: (metric, label) -> the closed set, or what the values are.
+LABEL_VALUES: dict[tuple[str, str], str] = {
+    ("streamembed_records_failed_total", "reason"): ", ".join(REASONS),
+    ("streamembed_records_embedded_total", "method"): "projection, restricted, stress, l1, block",
+    ("streamembed_read_retries_total", "reason"): "errno name: EACCES, EIO, ...",
+    ("streamembed_refits_total", "trigger"): "auto, manual, remote",
+    ("streamembed_output_files_total", "kind"): "output, dead_letter",
+    ("streamembed_drift_detector_info", "kind"): "cusum, rule",
+    ("streamembed_drift_relative_unexplained_quantile", "q"): "0.5, 0.9, 0.99",
+    ("streamembed_model_info", "*"): "`lineage`, `landmarks`, `dims`, `method`, `metric`, `source`",
+}
+
+
+def reference_table() -> str:
+    """Markdown table of every streamembed_* metric (name, type, labels, help), from a fresh registry.
+
+    README's metrics list is this table (a test keeps them equal).
+    """
+    from streamembed.core.flags import FLAG_NAMES
+
+    values = dict(LABEL_VALUES)
+    values[("streamembed_flags_total", "flag")] = ", ".join(FLAG_NAMES[b] for b in sorted(FLAG_NAMES))
+    m = Metrics(CollectorRegistry())
+    rows = ["| name | type | labels | meaning |", "| --- | --- | --- | --- |"]
+    for collector in list(m.registry._collector_to_names):  # noqa: SLF001 - the only way to list collectors
+        labels = list(getattr(collector, "_labelnames", ()))
+        for fam in collector.describe() if hasattr(collector, "describe") else collector.collect():
+            if not fam.name.startswith("streamembed_"):
+                continue
+            name = fam.name + {"counter": "_total", "info": "_info"}.get(fam.type, "")
+            if (name, "*") in values:
+                shown = values[(name, "*")]
+            else:
+                shown = ", ".join(f"`{lb}`" + (f" ({values[(name, lb)]})" if (name, lb) in values else "")
+                                  for lb in labels)
+            typ = "gauge (info, 1)" if fam.type == "info" else fam.type
+            doc = fam.documentation.replace("|", "\\|")
+            rows.append(f"| `{name}` | {typ} | {shown} | {doc} |")
+    return "\n".join(rows) + "\n"
