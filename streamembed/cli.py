@@ -106,15 +106,13 @@ def _cmd_refit(args: argparse.Namespace) -> int:
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
-    from streamembed.daemon.config import default_toml_text, reference_rows, to_json, to_toml
+    from streamembed.daemon.config import default_toml_text, reference_markdown, to_json, to_toml
 
     if args.defaults:
         print(default_toml_text(), end="")
         return EXIT_OK
     if args.reference:
-        print("| key | default | meaning |\n| --- | --- | --- |")
-        for key, default, doc in reference_rows():
-            print(f"| `{key}` | `{default}` | {doc} |")
+        print(reference_markdown(), end="")
         return EXIT_OK
     cfg = _load(args)
     print(to_json(cfg) if args.format == "json" else to_toml(cfg, comments=not args.no_comments))

@@ -23,7 +23,7 @@ from streamembed.core.model import CORRECTIONS, INPUTS, METHODS
 
 __all__ = ["Config", "ModelConfig", "SourceConfig", "DirectoryConfig", "GeneratorConfig", "OutputConfig",
            "RunConfig", "DriftConfig", "RefitConfig", "KafkaConfig", "MetricsConfig", "LoggingConfig",
-           "DRIFT_STATISTICS", "K0_STATISTICS"]
+           "DRIFT_STATISTICS", "K0_STATISTICS", "k0_rows_value"]
 
 #: Statistics the refit trigger may watch (``core.drift.STATISTICS``).
 DRIFT_STATISTICS = ("relative_unexplained_mean", "relative_unexplained_p90", "relative_k0_mean",
@@ -375,3 +375,10 @@ class Config:
     @property
     def pid_path(self) -> Path:
         return self.root / "streamembed.pid"
+
+
+def k0_rows_value(value: str | int) -> None | str | int:
+    """Config ``model.k0_rows`` -> the core's ``k0_rows`` argument (None, "all" or a count)."""
+    if isinstance(value, str):
+        return None if value == "none" else "all"
+    return int(value)

@@ -159,10 +159,9 @@ class _DeadTally:
 
 def cmd_embed(args: argparse.Namespace) -> int:
     from streamembed.core.errors import ModelFileError
-    from streamembed.daemon.assembly import k0_rows_value
     from streamembed.daemon.config import ConfigError, parse_value
     from streamembed.model_io import load_model
-    from streamembed.settings import OutputConfig, RunConfig
+    from streamembed.settings import OutputConfig, RunConfig, k0_rows_value
     from streamembed.stream.checkpoint import Checkpointer
     from streamembed.stream.embedder import BatchEmbedder
     from streamembed.stream.loop import EmbeddingLoop

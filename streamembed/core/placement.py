@@ -103,10 +103,12 @@ def _place_rows(model: "LandmarkModel", A_arr: np.ndarray, valid: np.ndarray | N
                 raise InputError(f"row {i} of A is invalid: {why}")
             valid[i], reasons[i] = False, why
     with np.errstate(invalid="ignore", over="ignore"):
-        energy = Z[:, d].astype(np.float64) + 0.5 * model.spectrum.grand_mean  # mean squared dissimilarity
+        # Z[:, d] = β = (mean squared dissimilarity) - g/2: compared in place, no copy of the column
+        half_g = 0.5 * model.spectrum.grand_mean
         limit = energy_limit(model, A_arr.dtype)
-        for i in np.flatnonzero(valid & ~(energy <= limit)):
-            why = Problem("out_of_range", f"the mean squared dissimilarity {energy[i]:.3g} exceeds {limit:.3g}, the "
+        for i in np.flatnonzero(valid & ~(Z[:, d] <= limit - half_g)):
+            energy = float(Z[i, d]) + half_g
+            why = Problem("out_of_range", f"the mean squared dissimilarity {energy:.3g} exceeds {limit:.3g}, the "
                           f"largest this model can place in {np.dtype(A_arr.dtype).name} (its landmarks' is "
                           f"{model.spectrum.grand_mean:.3g})")
             if errors == "raise":
@@ -172,7 +174,7 @@ def _finish(model: "LandmarkModel", A_arr: np.ndarray, Z: np.ndarray, valid: np.
         k0[sample] = k0_diagonal(beta_r, coords)
         flags[sample] |= _non_euclidean(model, k0[sample], beta[sample], A_arr.dtype)
     flags[(beta < 0) & valid] |= FLAG_NON_EUCLIDEAN
-    lost = valid & ~(np.isfinite(y).all(axis=1) & np.isfinite(unexpl))
+    lost = valid & ~np.isfinite(unexpl)  # a non-finite coordinate makes β - ‖y‖² non-finite too
     for i in np.flatnonzero(lost):  # never expected past the range guard: never an output with inf
         valid[i], reasons[i] = False, Problem("out_of_range", "the placement overflowed (non-finite result)")
     res = EmbeddingResult(y=y, beta=beta, unexplained=unexpl, k0=k0, t=t, flags=flags, valid=valid, reasons=reasons,

@@ -19,7 +19,7 @@ from typing import Any
 from streamembed.atomic import atomic_write_bytes
 from streamembed.core.model import LandmarkModel
 from streamembed.daemon.assembly import (KafkaIO, ModelSync, build_drift, build_file_sinks, build_io,
-                                         build_kafka_source, build_registry, build_source, k0_rows_value,
+                                         build_kafka_source, build_registry, build_source,
                                          load_or_fit_model, model_source, open_model_topic, startup_model)
 from streamembed.daemon.errors import (EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, EnvironmentUnavailable,
                                        StartupError, is_environment_error)
@@ -29,7 +29,7 @@ from streamembed.daemon.mapview import MapPage, MapView
 from streamembed.daemon.metrics import Metrics
 from streamembed.daemon.state import (PidLock, archive_run, check_lineage, clean_refit_dirs, describe_model,
                                       model_record)
-from streamembed.settings import Config
+from streamembed.settings import Config, k0_rows_value
 from streamembed.stream.checkpoint import CheckpointError, Checkpointer, CheckpointStore, CrashGuard
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.loop import EmbeddingLoop

@@ -44,18 +44,11 @@ from streamembed.stream.monitor import DriftMonitor, build_trigger
 from streamembed.stream.sinks import DeadLetterSink, ParquetSink
 from streamembed.stream.sources import DirectorySource
 
-__all__ = ["load_or_fit_model", "build_registry", "build_drift", "build_source", "k0_rows_value", "KafkaIO",
+__all__ = ["load_or_fit_model", "build_registry", "build_drift", "build_source", "KafkaIO",
            "ModelSync", "build_kafka_source", "build_io", "open_model_topic", "startup_model", "dead_letter_topic",
            "model_source"]
 
 log = logging.getLogger("streamembed.daemon")
-
-
-def k0_rows_value(value: str | int) -> None | str | int:
-    """Config ``model.k0_rows`` -> the core's ``k0_rows`` argument."""
-    if isinstance(value, str):
-        return None if value == "none" else "all"
-    return int(value)
 
 
 def model_source(cfg: Config) -> str:

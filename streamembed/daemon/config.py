@@ -41,6 +41,7 @@ __all__ = [
     "load_config",
     "default_toml_text",
     "reference_rows",
+    "reference_markdown",
     "to_dict",
     "to_toml",
     "to_json",
@@ -407,6 +408,15 @@ def to_toml(cfg: Config, *, comments: bool = True) -> str:
             lines.extend(f"{json.dumps(str(k))} = {_toml_value(v)}" for k, v in value.items())
         lines.append("")
     return "\n".join(lines)
+
+
+def reference_markdown() -> str:
+    """The key reference as a Markdown table (``streamembed config --reference``, README)."""
+    lines = ["| key | default | meaning |", "| --- | --- | --- |"]
+    for key, default, doc in reference_rows():
+        cell = doc.replace("|", "\\|")
+        lines.append(f"| `{key}` | `{default}` | {cell} |")
+    return "\n".join(lines) + "\n"
 
 
 def reference_rows() -> list[tuple[str, str, str]]:

@@ -519,9 +519,14 @@ def flags_to_lists(flags: np.ndarray, bit_names: Sequence[str]) -> pa.ListArray:
 
 
 def _nullable(x: np.ndarray) -> pa.Array:
-    x = np.asarray(x, dtype=np.float64)
+    """float64 Arrow array with NaN as null (validity bitmap built by numpy: ``pa.array(mask=)`` is 40x slower)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
     nan = np.isnan(x)
-    return pa.array(x, mask=nan) if nan.any() else pa.array(x)
+    n_null = int(nan.sum())
+    if n_null == 0:
+        return pa.array(x)
+    valid = np.packbits(~nan, bitorder="little")
+    return pa.Array.from_buffers(pa.float64(), x.size, [pa.py_buffer(valid), pa.py_buffer(x)], null_count=n_null)
 
 
 def encode_result(

@@ -180,23 +180,27 @@ class BatchEmbedder:
         method, the blocks among them by block RR, all blocks in one solver call."""
         model = self.registry.get(version)
         assert model is not None
+        if dec.blocks is None:  # the common case: every row a single object, no copies
+            return self._place(model, version, table, dec, sel, None, file, rows, row_base)
         pos = np.arange(dec.matrix.shape[0]) if sel is None else sel
-        blocks = None if dec.blocks is None else dec.blocks.within(pos)
+        blocks = dec.blocks.within(pos)
         out = Processed()
-        if blocks is None or blocks.rows.size < pos.size:
-            singles = pos if blocks is None else pos[~blocks.member_mask(pos.size)]
+        if blocks.rows.size < pos.size:
+            singles = pos[~blocks.member_mask(pos.size)]
             out.extend(self._place(model, version, table, dec, singles, None, file, rows, row_base))
-        if blocks is not None and blocks.sizes.size:
+        if blocks.sizes.size:
             out.extend(self._place(model, version, table, dec, pos[blocks.rows], blocks, file, rows, row_base))
         return out
 
     def _place(self, model: LandmarkModel, version: int, table: pa.Table | pa.RecordBatch, dec: DecodedBatch,
-               sel: np.ndarray, blocks: Blocks | None, file: str | None, rows: np.ndarray | None,
+               sel: np.ndarray | None, blocks: Blocks | None, file: str | None, rows: np.ndarray | None,
                row_base: int) -> Processed:
-        """Place the accepted rows ``sel`` (blocks: the members of ``blocks``, in block order)."""
+        """Place the accepted rows ``sel`` (None: all; blocks: the members of ``blocks``, in block order)."""
         retained = version != self.registry.current_version
-        take = pa.array(sel)
-        A, ids, event_time, index = dec.matrix[sel], dec.ids.take(take), dec.event_time.take(take), dec.index[sel]
+        A, ids, event_time, index = dec.matrix, dec.ids, dec.event_time, dec.index
+        if sel is not None:
+            take = pa.array(sel)
+            A, ids, event_time, index = A[sel], ids.take(take), event_time.take(take), index[sel]
         features = A if dec.kind == INPUT_FEATURES else None
         if features is not None:
             A = model.dissimilarities_to_landmarks(features)

@@ -45,6 +45,7 @@ import collections
 import io
 import itertools
 import json
+import mmap
 import os
 import sys
 import threading
@@ -187,7 +188,10 @@ class _SlabPool:
             # keep its memory for good) or beyond a few spare ones
             drop = {i for k, i in enumerate(free) if self._slabs[i].size > self.slab_bytes or k >= 4}
             self._slabs = [s for i, s in enumerate(self._slabs) if i not in drop]
-            slab = np.frombuffer(bytearray(max(int(capacity), self.slab_bytes)), dtype=np.uint8)
+            # anonymous memory: pages are zeroed by the kernel as the read first touches them (a
+            # bytearray zero-fills them all first, a second pass; np.empty asks for huge pages,
+            # whose compaction stalled a 600 MB allocation for over a second here)
+            slab = np.frombuffer(mmap.mmap(-1, max(int(capacity), self.slab_bytes)), dtype=np.uint8)
             self._slabs.append(slab)
             return slab
 

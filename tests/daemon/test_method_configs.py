@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: config file -> (method written on every output row, what the fitted model must show)
 CONFIGS = {
+    "restricted": ("restricted", lambda m: m.pipeline.identity and m.landmark_map is None),
     "similarity": ("restricted", lambda m: m.input_kind == "similarity" and m.input_width == m.n_landmarks + 1),
     "stress": ("stress", lambda m: m.landmark_map is None and m.pipeline.identity),
     "l1": ("l1", lambda m: m.landmark_map is None and m.pipeline.identity),
@@ -35,6 +36,11 @@ def _config(name: str, root: Path, **extra: object):
     overrides = {"output.root": str(root), "metrics.enabled": False, "run.max_batches": 2,
                  "source.batch_rows": 256, "generator.rate": 0.0, "model.n_landmarks": 60, **extra}
     return load_config(ROOT / "config" / f"{name}.toml", environ={}, overrides=overrides)
+
+
+def test_every_example_config_is_tested() -> None:
+    examples = {p.stem for p in (ROOT / "config").glob("*.toml")} - {"default"}
+    assert examples == set(CONFIGS)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
