@@ -79,8 +79,6 @@ def test_manual_refit_then_old_new_and_unknown_landmark_versions(tmp_path: Path)
 
 
 def d_env(env: dict[str, str]) -> dict[str, str]:
-    import os
+    from .daemon import child_env
 
-    full = {k: v for k, v in os.environ.items() if not k.startswith("STREAMEMBED_")}
-    full.update(env)
-    return full
+    return child_env(env)
