@@ -682,3 +682,45 @@ def test_exit_codes_match_the_shipped_systemd_unit() -> None:
     assert "not restart" in table[0] and "not restart" in table[2]
     assert table[1].strip().startswith("restart") and table[3].strip().startswith("restart")
     assert signal.SIGTERM.name in unit and "TimeoutStopSec" in unit
+
+
+# ----------------------------------------------------------------------------- a file that changes after it was read
+
+
+@pytest.mark.parametrize("rewrite", ["new_rows", "garbage"])
+@pytest.mark.xfail(strict=True, reason="D10: output files are named after the first batch of their roll "
+                   "(files-<name>-<hash>-r<row>); a file that changed after it was read is read again from row 0 "
+                   "under the same label, so the new roll's part-/dead- file replaces (ParquetSink.flush -> publish) "
+                   "or, when that roll has nothing for the sink, deletes (_remove_stale) the earlier, committed file "
+                   "- and with it the rows of every other file of that roll")
+def test_a_file_rewritten_after_it_was_read_loses_nothing_else(rewrite: str, tmp_path: Path) -> None:
+    """Two files read in one roll (one output file); the first is rewritten: the second's rows must survive."""
+    model = _model(tmp_path)
+    indir, out = tmp_path / "in", tmp_path / "out"
+    indir.mkdir()
+    write_parquet(indir / "a.parquet", input_table([f"a{i}" for i in range(20)], dissimilarities(objects(20, 13))))
+    write_parquet(indir / "b.parquet", input_table([f"b{i}" for i in range(20)], dissimilarities(objects(20, 14))))
+    old = time.time() - 60
+    os.utime(indir / "a.parquet", (old, old))
+    os.utime(indir / "b.parquet", (old + 1, old + 1))
+    d = Daemon(tmp_path, directory_env(indir, out, model, STREAMEMBED_OUTPUT__ROLL_SECONDS="60",
+                                       STREAMEMBED_OUTPUT__DEAD_LETTER_FORMAT="jsonl"))
+    try:
+        d.wait_port()
+        wait_for(lambda: len(read_ids(out / "embeddings", "*.parquet")) == 40, 20, "both files", d)
+        parts = sorted(p.name for p in (out / "embeddings").glob("part-*.parquet"))
+        assert len(parts) == 1 and parts[0].startswith("part-files-a.parquet"), parts  # one roll, named after a
+        if rewrite == "new_rows":
+            write_parquet(indir / "a.parquet", input_table([f"a2-{i}" for i in range(5)],
+                                                           dissimilarities(objects(5, 15))))
+        else:
+            (indir / "a.parquet").write_bytes(b"no longer parquet")
+        wait_for(lambda: d.metric("streamembed_files_reread_total") == 1 and d.metric(
+            "streamembed_checkpoints_total") >= 2 and d.metric("streamembed_records_in_total") >= 41, 20,
+            "the re-read", d)
+        time.sleep(1.0)
+        assert d.terminate() == 0
+    finally:
+        d.close()
+    ids = set(read_ids(out / "embeddings", "*.parquet"))
+    assert {f"b{i}" for i in range(20)} <= ids, sorted(ids)[:5]
