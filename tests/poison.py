@@ -647,15 +647,18 @@ def block_kinds() -> list[Kind]:
     add("block_too_large", f"a block of {MAX_BLOCK_ROWS + 1} rows (source.max_block_rows = {MAX_BLOCK_ROWS})",
         MAX_BLOCK_ROWS + 1, lambda ids, A, C: None, "bad_block")
     # Kafka-only JSON block messages that are not k x k at all
-    k = Kind("block_json_malformed", "JSON block messages: cross 3 x 2, cross not a list, objects not a list",
+    k = Kind("block_json_malformed", "JSON block messages: cross 3 x 2, cross not a list, objects not a list, "
+             "objects that are not objects",
              messages=[], kafka_outcomes=[])
     assert k.messages is not None
     objs = [{"id": f"block_json_malformed.{i}", "dissimilarities": good_rows(1, 230 + i)[0].tolist()} for i in range(3)]
     k.messages.append((json.dumps({"objects": objs, "cross": [[0, 1], [1, 0], [2, 2]]}).encode(), JSON_HEADERS))
     k.messages.append((json.dumps({"objects": objs, "cross": "none"}).encode(), JSON_HEADERS))
     k.messages.append((json.dumps({"objects": 5, "cross": []}).encode(), JSON_HEADERS))
+    k.messages.append((json.dumps({"objects": [1, "two", None], "cross": [[0, 1, 1], [1, 0, 1], [1, 1, 0]]}).encode(),
+                       JSON_HEADERS))
     k.kafka_outcomes = [Outcome(0, i, "bad_block", f"block_json_malformed.{i}") for i in range(3)]
-    k.kafka_outcomes += [Outcome(1, None, "bad_block"), Outcome(2, None, "undecodable")]
+    k.kafka_outcomes += [Outcome(1, None, "bad_block"), Outcome(2, None, "undecodable"), Outcome(3, None, "bad_block")]
     out.append(k)
     return out
 

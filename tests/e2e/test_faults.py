@@ -524,6 +524,33 @@ def test_a_full_disk_exits_3_at_start_and_mid_run_and_resumes_without_loss(tmp_p
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
 
 
+def test_a_port_taken_or_brokers_unreachable_exit_3(tmp_path: Path) -> None:
+    """Issue item 5: the other 'world is temporarily wrong' cases are exit 3 too (a supervisor restarts)."""
+    import socket
+
+    model = _model(tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        env = directory_env(tmp_path / "in", tmp_path / "out", model)
+        r = subprocess.run([sys.executable, "-m", "streamembed", "run"], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=60, env=child_env({**env, "STREAMEMBED_METRICS__PORT": str(port)}))
+    assert r.returncode == 3, r.stderr
+    assert "another process has the port" in r.stderr
+    with socket.socket() as s:  # a port where nothing listens
+        s.bind(("127.0.0.1", 0))
+        dead_port = s.getsockname()[1]
+    env = {"STREAMEMBED_SOURCE__KIND": "kafka", "STREAMEMBED_MODEL__PATH": str(model),
+           "STREAMEMBED_KAFKA__BOOTSTRAP_SERVERS": f"127.0.0.1:{dead_port}", "STREAMEMBED_KAFKA__INPUT_TOPIC": "t",
+           "STREAMEMBED_KAFKA__STARTUP_TIMEOUT_SECONDS": "3", "STREAMEMBED_OUTPUT__ROOT": str(tmp_path / "out2"),
+           # kafka-python's own bootstrap wait (30 s) outlasts startup_timeout_seconds (defect D11): shorten it
+           "STREAMEMBED_KAFKA__CLIENT": '{"bootstrap_timeout_ms": 2000}'}
+    code, log = _refuse(tmp_path, env)
+    assert code == 3, log
+    assert "to be retried" in log
+
+
 # ----------------------------------------------------------------------------- refits and the pid file
 
 

@@ -28,3 +28,28 @@ def test_directory_soak_random_kill_9_with_good_and_poison_files(tmp_path: Path)
     assert res.details["kills"] >= 5, report
     assert res.details["poison_kinds"] == len(_soak_kinds("file")) - len(TAIL_ONLY_KINDS), report
     assert res.details["checkpoint_samples"] >= 20, report
+
+
+def test_the_soak_ledger_counts_lost_duplicated_and_quarantined() -> None:
+    """The accounting itself (no daemon): a test of the soak that could not fail would prove nothing."""
+    from collections import Counter
+
+    from ..soak import Ledger, _account
+
+    ledger = Ledger()
+    ledger.good("good", ["a", "b", "c", "d"])
+    ledger.dead[("k", 0, 1, "negative")] = "poison"
+    ledger.dead[("k", 0, 2, "bad_id")] = "poison"
+    ledger.dead[("k", 0, 3, "wrong_length")] = "poison"
+    ledger.records["poison"] += 3
+    out = Counter({"a": 2, "b": 1})  # a twice, c quarantined, d lost
+    dead = Counter({("k", 0, 1, "negative"): 1, ("k", 0, 2, "quarantined"): 1, ("q:f", -1, 0, "quarantined"): 1,
+                    ("k", 0, 9, "negative"): 1})  # row 3 lost; row 9 was never input
+    rows, problems, details = _account(ledger, out, dead, {"c"}, 3, 0, "t")
+    by = {r["fault"]: r for r in rows}
+    assert by["t: good files, renamed into place"] == {"fault": "t: good files, renamed into place", "runs": 3,
+                                                       "records in": 4, "lost": 1, "duplicated": 1, "crashes": 0,
+                                                       "quarantined": 1}
+    assert (by["t: poison corpus"]["lost"], by["t: poison corpus"]["quarantined"]) == (1, 1)
+    assert any("unexpected dead letters" in p and "('k', 0, 9, 'negative')" in p for p in problems)
+    assert any(p.startswith("2 records lost") for p in problems)
