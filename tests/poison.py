@@ -63,6 +63,11 @@ KNOWN_DEFECTS: dict[str, tuple[tuple[str, ...], str]] = {
     "json_bom_next_to_poison": (("file",), "D4: a line's fate depends on its neighbours: a line with a byte-order "
                                 "mark is embedded when its chunk parses (pyarrow skips the BOM) and dead-lettered "
                                 "when another line of the chunk is bad (readers._parse_lines_slowly decodes 'utf-8')"),
+    "json_vector_fill_value": (("file", "kafka"), "D12: rows far beyond the landmarks' scale but under the overflow "
+                               "limit (here the netCDF fill value 9.96921e36; any scale from ~1e10 on) are embedded "
+                               "from round-off: |y| ~ 3e57 although every dissimilarity is 1e37 (impossible by the "
+                               "triangle inequality), unexplained ~ -1e115, no flag (core/placement.energy_limit "
+                               "guards overflow, not precision)"),
     "block_huge": (("file", "kafka"), "D5: a block whose cross holds huge finite values (1e200) makes the block "
                    "solver raise LinAlgError (core/block_certificate._margin_lower_bound): embed_failed with an "
                    "ERROR traceback, not a validation reason (bad_block / out_of_range)"),
@@ -304,6 +309,9 @@ def json_kinds() -> list[Kind]:
         with_id("json_vector_huge", dissimilarities=[1e100] * N_LANDMARKS), "out_of_range")
     one("json_vector_huge_one", "one value of 1e200", with_id("json_vector_huge_one",
         dissimilarities=[1e200] + A[1:]), "out_of_range")
+    # 9.96921e36: the netCDF fill value for a missing float, a real producer's "missing"
+    one("json_vector_fill_value", "the netCDF fill value 9.96921e36 everywhere (finite, squares finite, meaningless)",
+        with_id("json_vector_fill_value", dissimilarities=[9.96921e36] * N_LANDMARKS), "out_of_range")
     one("json_version_unknown", "landmark_version 7 (not served)", with_id("json_version_unknown",
         dissimilarities=A, landmark_version=7), "unknown_landmark_version")
     one("json_version_negative", "landmark_version -1", with_id("json_version_negative", dissimilarities=A,

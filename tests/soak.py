@@ -221,7 +221,7 @@ class DirectoryFeeder:
                 elif pick < 0.7 and not self.around_d10:
                     self._rewritten()
                 else:
-                    for _ in range(min(4, len(self.kinds))):  # the whole corpus within the soak
+                    for _ in range(min(8, len(self.kinds))):  # the whole corpus early in the soak
                         self._poison(self.kinds.pop(0))
                 self.stop.wait(self.rng.uniform(0.02, 0.25))
         except BaseException as exc:  # noqa: BLE001 - reported by the soak
