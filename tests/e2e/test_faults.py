@@ -81,6 +81,7 @@ def _in_flight(root: Path, since_ns: int = 0) -> str | None:
         return None
 
 
+@pytest.mark.slow
 def test_huge_rows_with_l1_then_sigterm_mid_batch_then_the_batch_is_read_again(tmp_path: Path) -> None:
     """Issue item 2: rows of 1e100 with method l1 are out_of_range dead letters (no inf, no endless loop); a
     SIGTERM in the middle of a long l1 batch stops the daemon at once (exit 0, the batch not written), and
@@ -138,6 +139,7 @@ def test_huge_rows_with_l1_then_sigterm_mid_batch_then_the_batch_is_read_again(t
     assert flags["not_converged"] > 0  # the budget stopped rows that were still iterating
 
 
+@pytest.mark.slow
 def test_a_batch_that_keeps_killing_the_daemon_is_quarantined(tmp_path: Path) -> None:
     """CrashGuard, for real: the daemon is killed (-9) three times while one batch is in flight; the fourth start
     sets that batch aside as `quarantined` dead letters and the stream goes on."""
@@ -177,6 +179,7 @@ def test_a_batch_that_keeps_killing_the_daemon_is_quarantined(tmp_path: Path) ->
 # ----------------------------------------------------------------------------- files written in place
 
 
+@pytest.mark.slow
 def test_jsonl_written_in_place_with_a_pause_loses_nothing(tmp_path: Path) -> None:
     """Issue item 6: 100 lines, half a line, a pause longer than settle_seconds, then the rest: all 200 embedded once."""
     indir, out = tmp_path / "in", tmp_path / "out"
@@ -204,6 +207,7 @@ def test_jsonl_written_in_place_with_a_pause_loses_nothing(tmp_path: Path) -> No
         d.close()
 
 
+@pytest.mark.slow
 def test_parquet_written_in_place_slowly_is_read_once_complete(tmp_path: Path) -> None:
     """Issue item 6: a Parquet file written in five pieces with pauses is read once, complete, and never dead-lettered."""
     indir, out = tmp_path / "in", tmp_path / "out"
@@ -247,6 +251,7 @@ def _nobody_env(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
     return work, indir, out, model
 
 
+@pytest.mark.slow
 def test_a_mode_000_file_is_retried_not_dead_lettered_as_nobody(tmp_path: Path) -> None:
     """Issue item 6: a file nobody may not read is retried with backoff (read_retries), never dead-lettered,
     while later files are read; once readable it is read."""
@@ -524,6 +529,7 @@ def test_a_full_disk_exits_3_at_start_and_mid_run_and_resumes_without_loss(tmp_p
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
 
 
+@pytest.mark.slow
 def test_a_port_taken_or_brokers_unreachable_exit_3(tmp_path: Path) -> None:
     """Issue item 5: the other 'world is temporarily wrong' cases are exit 3 too (a supervisor restarts)."""
     import socket

@@ -47,6 +47,7 @@ def _dead_keys(dead: list[dict[str, Any]], where: dict[object, tuple[str, int]])
     return Counter((*where.get(r["file"], ("?" + str(r["file"]), -9)), r["row"], r["reason"]) for r in dead)
 
 
+@pytest.mark.slow
 def test_poison_corpus_in_directory_mode_then_a_restart(tmp_path: Path) -> None:
     kinds = [k for k in build_corpus() if k.files is not None]
     assert len(kinds) >= 70
@@ -128,6 +129,22 @@ def test_poison_corpus_in_directory_mode_then_a_restart(tmp_path: Path) -> None:
         d2.close()
     assert Counter(read_ids(out / "embeddings", "*.parquet")) == out_ids + Counter(["after-restart"])
     assert sorted(p.name for p in (out / "dead-letter").iterdir()) == dead_files
+
+    # every poison case processed a second time, from scratch (a new output root): the same outcome
+    out2 = tmp_path / "out2"
+    (indir / "zzz-after-restart.jsonl").unlink()
+    d3 = Daemon(tmp_path, directory_env(indir, out2, model, **CORPUS_ENV))
+    try:
+        d3.wait_port()
+        settle(lambda: d3.dead() or (_dead_keys(read_dead(out2 / "dead-letter"), laid.where) == got_dead
+                                     and Counter(read_ids(out2 / "embeddings", "*.parquet")) == out_ids), 60)
+        assert not d3.dead(), d3.log()
+        assert d3.get("/healthz")[0] == 200
+        assert d3.terminate() == 0
+    finally:
+        d3.close()
+    assert _dead_keys(read_dead(out2 / "dead-letter"), laid.where) == got_dead
+    assert Counter(read_ids(out2 / "embeddings", "*.parquet")) == out_ids
 
 
 def _ids_of(names: Any) -> set[str]:

@@ -25,7 +25,7 @@ from ..poison import CRASHERS, KNOWN_DEFECTS, build_corpus, corpus_messages, exp
 from ..stream.helpers import fitted_model
 from .test_daemon_e2e import _env, output_rows, read_topic
 
-pytestmark = [pytest.mark.broker, pytest.mark.e2e]
+pytestmark = [pytest.mark.broker, pytest.mark.e2e, pytest.mark.slow]
 
 
 def _parquet_ids(root: Path) -> Counter[str]:
