@@ -115,9 +115,12 @@ def _int_header(h: Mapping[str, bytes], name: str) -> tuple[int | None, str | No
     if raw is None:
         return None, None
     try:
-        return int(raw.decode("ascii").strip()), None
+        value = int(raw.decode("ascii").strip())
     except (UnicodeDecodeError, ValueError):
         return None, f"header {name} = {raw[:40]!r} is not an integer"
+    if not -(1 << 63) <= value < (1 << 63):
+        return None, f"header {name} = {raw[:40]!r} is out of range (a 64-bit integer)"
+    return value, None
 
 
 def _content_type(h: Mapping[str, bytes], value: bytes) -> str:
@@ -187,8 +190,9 @@ def _decode_json(value: bytes) -> DecodedMessage:
         return _refuse(value, JSON_CONTENT_TYPE, Reason.UNDECODABLE, f"not UTF-8: {exc}")
     try:
         doc = json.loads(text)
-    except ValueError as exc:
-        return _refuse(value, JSON_CONTENT_TYPE, Reason.UNDECODABLE, f"not JSON: {exc}")
+    except (ValueError, RecursionError) as exc:
+        what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return _refuse(value, JSON_CONTENT_TYPE, Reason.UNDECODABLE, f"not JSON: {what}")
     if isinstance(doc, dict) and "objects" in doc:
         objects = doc["objects"]
         if not isinstance(objects, list):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -15,23 +14,38 @@ from typing import Callable
 
 import pytest
 
-from .cli import checkout_path
+from .cli import CHECKOUT, clean_env
+
+
+#: The checkout the tests import (a worktree, or CI's clone): its code is what the children must run.
+SOURCE_ROOT = CHECKOUT
+
+
+def child_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a streamembed child process (``cli.clean_env``: no STREAMEMBED_* variables of
+    this process, one BLAS thread, this checkout first on PYTHONPATH), plus ``env``."""
+    return clean_env(env)
 
 
 class Daemon:
-    """``python -m streamembed run`` with STREAMEMBED_* variables; stderr goes to a file."""
+    """``python -m streamembed run`` with STREAMEMBED_* variables; stderr goes to a file.
 
-    def __init__(self, workdir: Path, env: dict[str, str], args: tuple[str, ...] = ()) -> None:
+    ``wrap`` turns the command line into another (e.g. ``unprivileged.as_nobody``: the same
+    command as user nobody); the process started is still the daemon itself (the wrapper execs).
+    """
+
+    def __init__(self, workdir: Path, env: dict[str, str], args: tuple[str, ...] = (),
+                 wrap: Callable[[list[str]], list[str]] | None = None) -> None:
         self.workdir = workdir
         self.port_file = workdir / f"port-{time.monotonic_ns()}"
-        full = {k: v for k, v in os.environ.items() if not k.startswith("STREAMEMBED_")}
-        full.update({"STREAMEMBED_METRICS__PORT": "0", "STREAMEMBED_METRICS__PORT_FILE": str(self.port_file),
-                     "OPENBLAS_NUM_THREADS": "1"})
-        checkout_path(full)  # the code under test, wherever the package is installed from
+        full = child_env({"STREAMEMBED_METRICS__PORT": "0", "STREAMEMBED_METRICS__PORT_FILE": str(self.port_file),
+                          "OPENBLAS_NUM_THREADS": "1"})
         full.update(env)
+        self.env = full
         self.log_path = workdir / f"daemon-{time.monotonic_ns()}.log"
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "streamembed", "run", *args], cwd=workdir, env=full,
+        argv = [sys.executable, "-m", "streamembed", "run", *args]
+        self.proc = subprocess.Popen(wrap(argv) if wrap is not None else argv, cwd=workdir, env=full,
                                      stdout=self._log, stderr=subprocess.STDOUT)
         self.port: int | None = None
 

@@ -1,0 +1,27 @@
+"""The crash soak in Kafka mode (tests/soak.py), bounded: random kill -9s of a group member while good and
+poison messages arrive on two partitions; nothing lost, duplicates counted, committed offsets never move back."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from ..soak import _soak_kinds, kafka_soak, table
+
+pytestmark = [pytest.mark.broker, pytest.mark.e2e, pytest.mark.slow]
+
+
+def test_kafka_soak_random_kill_9_with_good_and_poison_messages(broker, topic_factory, tmp_path: Path) -> None:
+    topic, out = topic_factory(partitions=2, prefix="soak"), topic_factory(prefix="soak-out")
+    broker.create_topic(f"{topic}.dlq")
+    seed = random.randrange(1 << 30)
+    res = kafka_soak(tmp_path / "soak", broker.bootstrap, topic, out, seconds=25.0, seed=seed)
+    report = f"seed {seed} (python -m tests.soak --mode kafka --seed {seed})\n{table(res.rows)}\n{res.details}"
+    print(report)
+    assert res.problems == [], report
+    assert sum(r["lost"] for r in res.rows) == 0, report
+    assert res.details["kills"] >= 3, report
+    assert res.details["poison_kinds"] == len(_soak_kinds("kafka")), report
+    assert res.details["checkpoint_samples"] >= 20, report
