@@ -55,34 +55,11 @@ ARROW_HEADERS = [("content-type", ARROW_CONTENT_TYPE.encode())]
 #: Kinds whose outcome is wrong today (their expectations below are what is right). The end-to-end corpus
 #: tests check only that they are contained (every record accounted for, the good record after them
 #: embedded); ``tests/e2e/test_poison.py::test_known_defect`` pins each with a strict xfail.
-KNOWN_DEFECTS: dict[str, tuple[tuple[str, ...], str]] = {
-    "json_vector_bools": (("file", "kafka"), "D2: JSON booleans in dissimilarities are embedded as 1.0/0.0 "
-                          "(readers._rows_to_table: pa.Table.from_pylist converts True to 1.0)"),
-    "json_version_fraction": (("file", "kafka"), "D3: landmark_version 1.5 is truncated to 1 and the row embedded "
-                              "(readers._rows_to_table: pa.Table.from_pylist truncates floats into int64)"),
-    "json_bom_next_to_poison": (("file",), "D4: a line's fate depends on its neighbours: a line with a byte-order "
-                                "mark is embedded when its chunk parses (pyarrow skips the BOM) and dead-lettered "
-                                "when another line of the chunk is bad (readers._parse_lines_slowly decodes 'utf-8')"),
-    "json_vector_fill_value": (("file", "kafka"), "D12: rows far beyond the landmarks' scale but under the overflow "
-                               "limit (here the netCDF fill value 9.96921e36; any scale from ~1e10 on) are embedded "
-                               "from round-off: |y| ~ 3e57 although every dissimilarity is 1e37 (impossible by the "
-                               "triangle inequality), unexplained ~ -1e115, no flag (core/placement.energy_limit "
-                               "guards overflow, not precision)"),
-    "block_huge": (("file", "kafka"), "D5: a block whose cross holds huge finite values (1e200) makes the block "
-                   "solver raise LinAlgError (core/block_certificate._margin_lower_bound): embed_failed with an "
-                   "ERROR traceback, not a validation reason (bad_block / out_of_range)"),
-}
+KNOWN_DEFECTS: dict[str, tuple[tuple[str, ...], str]] = {}
 
 #: Kinds that crash the daemon today (exit 1 on every restart): left out of the corpus runs, which they would
 #: stop; ``test_poison.py::test_crasher`` (and its Kafka twin) pin each with a strict xfail.
-CRASHERS: dict[str, tuple[tuple[str, ...], str]] = {
-    "json_id_lone_surrogate": (("file", "kafka"), "D7: a JSON id holding a lone surrogate escape (\\ud800, valid "
-                               "JSON) becomes a dead letter whose id cannot be encoded as UTF-8: "
-                               "codecs.encode_dead_letters (files) and KafkaDeadLetterSink.write (key = "
-                               "d.id.encode('utf-8')) raise UnicodeEncodeError in the loop, exit 1 on every restart; "
-                               "the crash guard never quarantines it (the record is refused by the reader, outside "
-                               "guard.enter/finished)"),
-}
+CRASHERS: dict[str, tuple[tuple[str, ...], str]] = {}
 
 
 @dataclass(frozen=True)

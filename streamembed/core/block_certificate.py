@@ -86,7 +86,9 @@ def _margin_lower_bound(R: np.ndarray, lam_min: float) -> np.ndarray:
     else:  # pragma: no cover
         ok = np.linalg.eigvalsh(shifted)[:, 0] > 0
     margin[ok] = CHOLESKY_SHARE * lam_min
-    rest = np.flatnonzero(~ok)
+    finite = np.isfinite(R).all(axis=(1, 2))
+    margin[~ok & ~finite] = -np.inf  # no bound from a block whose numbers overflowed: not certified
+    rest = np.flatnonzero(~ok & finite)
     if rest.size:
         margin[rest] = lam_min + np.linalg.eigvalsh(R[rest])[:, 0]
     return margin

@@ -15,9 +15,11 @@ formula lives in its own module (``projection``, ``restricted``, ``block``,
 Two guards keep every number meaningful (docs/math.md §2, §4):
 
 - **range**: a row whose mean squared dissimilarity exceeds what this model
-  can place without overflow in the row's dtype (``energy_limit``: its
-  coordinates, β and ‖ŷ‖² must stay finite) is refused as ``out_of_range``
-  before any iterative method sees it — never an output with inf;
+  can place in the row's dtype (``range_limit``: its coordinates, β and ‖ŷ‖²
+  must stay finite, and keep three significant digits through the
+  centring's cancellation) is refused as ``out_of_range`` before any
+  iterative method sees it — never an output with inf, or one made of
+  round-off;
 - **non-Euclidean flag**: a row is flagged ``non_euclidean`` when β < 0, or
   when −k0/β exceeds the model's ``negative_ratio`` (beyond round-off): the
   most negative −k0/β any landmark had when placed as an arrival against
@@ -36,7 +38,7 @@ import numpy as np
 
 from . import validation
 from .block import solve_blocks
-from .block_input import BlockBatch, prepare_blocks
+from .block_input import BlockBatch, BlockProblem, prepare_blocks
 from .bounds import WindowBounds, window_bounds
 from .centering import center_block
 from .criteria import solve_l1, solve_stress
@@ -105,12 +107,10 @@ def _place_rows(model: "LandmarkModel", A_arr: np.ndarray, valid: np.ndarray | N
     with np.errstate(invalid="ignore", over="ignore"):
         # Z[:, d] = β = (mean squared dissimilarity) - g/2: compared in place, no copy of the column
         half_g = 0.5 * model.spectrum.grand_mean
-        limit = energy_limit(model, A_arr.dtype)
+        limit, why_limit = range_limit(model, A_arr.dtype)
         for i in np.flatnonzero(valid & ~(Z[:, d] <= limit - half_g)):
-            energy = float(Z[i, d]) + half_g
-            why = Problem("out_of_range", f"the mean squared dissimilarity {energy:.3g} exceeds {limit:.3g}, the "
-                          f"largest this model can place in {np.dtype(A_arr.dtype).name} (its landmarks' is "
-                          f"{model.spectrum.grand_mean:.3g})")
+            why = Problem("out_of_range", _range_detail(model, float(Z[i, d]) + half_g, limit, why_limit,
+                                                          A_arr.dtype))
             if errors == "raise":
                 raise InputError(f"row {i} of A is invalid: {why}")
             valid[i], reasons[i] = False, why
@@ -133,6 +133,38 @@ def energy_limit(model: "LandmarkModel", dtype: np.dtype) -> float:
         return big / bound
 
     return model.cached(("energy_limit", np.dtype(dtype).str), compute)
+
+
+#: Relative precision a placement keeps at the edge of the placeable range (docs/math.md §4.4).
+PLACEMENT_RTOL = 1e-3
+
+
+def precision_limit(model: "LandmarkModel", dtype: np.dtype) -> float:
+    """The largest mean squared dissimilarity E whose placement keeps ``PLACEMENT_RTOL`` relative precision.
+
+    Centring cancels the part of a row common to all landmarks: values of
+    size E leave a rounding error of about eps·E, while the coordinates of
+    an object that far out are of size √(E·g) (g the landmarks' mean
+    squared dissimilarity). Their relative error eps·√(E/g) stays below
+    ``PLACEMENT_RTOL`` for E ≤ g·(PLACEMENT_RTOL/eps)²: about 7·10⁷·g in
+    float32, 2·10²⁵·g in float64. Beyond it a placement is round-off.
+    """
+    g = max(float(model.spectrum.grand_mean), float(np.finfo(np.float64).tiny))
+    return g * (PLACEMENT_RTOL / float(np.finfo(dtype).eps)) ** 2
+
+
+def range_limit(model: "LandmarkModel", dtype: np.dtype) -> tuple[float, str]:
+    """(the largest placeable mean squared dissimilarity in ``dtype``, what sets it: "precision" or "overflow")."""
+    over, prec = energy_limit(model, dtype), precision_limit(model, dtype)
+    return (prec, "precision") if prec <= over else (over, "overflow")
+
+
+def _range_detail(model: "LandmarkModel", energy: float, limit: float, why: str, dtype: np.dtype) -> str:
+    name = np.dtype(dtype).name
+    what = (f"beyond it a {name} placement keeps fewer than three significant digits" if why == "precision"
+            else f"beyond it a {name} placement would overflow")
+    return (f"the mean squared dissimilarity {energy:.3g} exceeds {limit:.3g}, the largest this model can place "
+            f"({what}; its landmarks' is {model.spectrum.grand_mean:.3g})")
 
 
 def _finish(model: "LandmarkModel", A_arr: np.ndarray, Z: np.ndarray, valid: np.ndarray,
@@ -296,9 +328,15 @@ def _blocks(model: "LandmarkModel", A: np.ndarray, cross: list, sizes: np.ndarra
     """Blocks of core dissimilarities: check, centre and pack (``block_input``), solve (``block.solve_blocks``)."""
     m, d = A.shape[0], int(model.n_components)
     sp, lam = model.spectrum, model.eigenvalues
+    off = np.concatenate([[0], np.cumsum(sizes)])
+    cross = list(cross)
+    far = _blocks_out_of_range(model, A, cross, off)
+    for b in far:  # never reaches the solver: refused below with the range's words
+        cross[b] = np.full(np.shape(cross[b]) if np.ndim(cross[b]) == 2 else (0, 0), np.nan)
     prep = prepare_blocks(A, cross, sizes, sp.row_means, sp.grand_mean, sp.eigenvectors[:, :d], max_block_rows,
                           name=name)
-    off = np.concatenate([[0], np.cumsum(sizes)])
+    for b, detail in far.items():
+        prep.problems[b] = BlockProblem("bad_block", detail)
     if errors == "raise" and not prep.valid.all():
         b = int(np.argmin(prep.valid))
         where = "the block" if len(cross) == 1 else f"block {b} (rows {off[b]}..{off[b + 1] - 1} of A)"
@@ -343,6 +381,29 @@ def _blocks(model: "LandmarkModel", A: np.ndarray, cross: list, sizes: np.ndarra
                            objective=float(objective[0]) if len(cross) == 1 else None, block_norm_k0=norm,
                            residual_rows=rows if coords is not None else None, residual_coords=coords,
                            blocks={"sizes": sizes.copy(), "objective": objective, "certified": certified})
+
+
+def _blocks_out_of_range(model: "LandmarkModel", A: np.ndarray, cross: list, off: np.ndarray) -> dict[int, str]:
+    """Blocks with a member row, or a mutual dissimilarity, beyond the placeable range: {block: detail}."""
+    limit, why = range_limit(model, A.dtype)
+    out: dict[int, str] = {}
+    if A.shape[0] == 0:
+        return out
+    with np.errstate(over="ignore", invalid="ignore"):
+        energy = np.einsum("ij,ij->i", A, A, dtype=np.float64) / max(A.shape[1], 1)
+        row_max = np.maximum.reduceat(energy, off[:-1]) if off.size > 1 else np.empty(0)
+        for b, C in enumerate(cross):
+            try:
+                Cf = np.asarray(C, dtype=np.float64)
+            except (TypeError, ValueError):
+                continue  # not a matrix of numbers: block_input says what is wrong with it
+            # squares of finite entries (an overflow to inf counts); NaN and inf entries are block_input's
+            big = float(np.max(np.where(np.isfinite(Cf), np.square(Cf), 0.0))) if Cf.size else 0.0
+            worst = max(float(row_max[b]) if off[b + 1] > off[b] else 0.0, big)
+            if worst > limit:
+                out[b] = "out of range: " + _range_detail(model, worst, limit, why, A.dtype).replace(
+                    "the mean squared dissimilarity", "a squared dissimilarity of the block (or a member's mean)")
+    return out
 
 
 def _largest_block_norm(batch: BlockBatch, coords: np.ndarray) -> float:

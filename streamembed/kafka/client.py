@@ -169,6 +169,14 @@ def _common(k: Any, role: str) -> dict[str, Any]:
     return {"bootstrap_servers": servers, "client_id": f"{k.client_id}-{role}", **security_settings(k)}
 
 
+def _bootstrap_timeout(k: Any, defaults: Iterable[str]) -> dict[str, Any]:
+    """kafka-python 3's client blocks its constructor up to ``bootstrap_timeout_ms`` (30 s) for the first
+    broker: never longer than ``kafka.startup_timeout_seconds``, so that an unreachable cluster exits 3 in time."""
+    if "bootstrap_timeout_ms" not in set(defaults):
+        return {}
+    return {"bootstrap_timeout_ms": int(max(1.0, min(30.0, float(k.startup_timeout_seconds))) * 1000)}
+
+
 def _extra(k: Any, allowed: Iterable[str]) -> dict[str, Any]:
     allowed = set(allowed)
     return {key: value for key, value in dict(k.client).items() if key in allowed}
@@ -191,6 +199,7 @@ def consumer_settings(k: Any, *, group: bool = True) -> dict[str, Any]:
     )
     if group:
         out["group_id"] = k.group_id
+    out.update(_bootstrap_timeout(k, KafkaConsumer.DEFAULT_CONFIG))
     out.update(_extra(k, KafkaConsumer.DEFAULT_CONFIG))
     return out
 
@@ -206,6 +215,7 @@ def producer_settings(k: Any) -> dict[str, Any]:
         linger_ms=k.linger_ms,
         max_request_size=k.max_request_size,
     )
+    out.update(_bootstrap_timeout(k, KafkaProducer.DEFAULT_CONFIG))
     out.update(_extra(k, KafkaProducer.DEFAULT_CONFIG))
     return out
 

@@ -51,6 +51,7 @@ __all__ = [
     "packed_column",
     "PACKED_DTYPE_KEY",
     "split_valid",
+    "writable_text",
 ]
 
 #: Reason codes as small integers while a batch is validated (0 = row ok).
@@ -84,6 +85,23 @@ class DeadRecord:
     row: int | None = None
     record: str | None = None
     raw: bytes | None = None
+
+    def __post_init__(self) -> None:
+        # a dead letter must be writable whatever it holds: a lone surrogate (valid JSON "\ud800") cannot
+        # be encoded as UTF-8, so text fields keep it as an escape
+        self.detail, self.id, self.file, self.record = (
+            writable_text(self.detail), writable_text(self.id), writable_text(self.file), writable_text(self.record))
+
+
+def writable_text(s: str | None) -> str | None:
+    """``s`` itself when it encodes as UTF-8, else with the characters that do not as backslash escapes."""
+    if s is None or not isinstance(s, str):
+        return s
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 @dataclass

@@ -60,7 +60,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from streamembed.stream.blocks import block_units
-from streamembed.stream.codecs import DeadRecord
+from streamembed.stream.codecs import DeadRecord, writable_text
 from streamembed.stream.records import (
     INPUT_BLOCK,
     INPUT_CROSS,
@@ -823,7 +823,7 @@ def _parse_lines_slowly(lines: list[bytes], start: int, name: str) -> ReadChunk:
         if not stripped:
             continue
         try:
-            text = stripped.decode("utf-8")
+            text = stripped.decode("utf-8").removeprefix("\ufeff")  # a byte-order mark, as the fast path skips it
         except UnicodeDecodeError as exc:
             dead.append(DeadRecord(Reason.UNDECODABLE, f"not UTF-8: {exc}", file=name, row=row, raw=line))
             continue
@@ -841,6 +841,12 @@ def _parse_lines_slowly(lines: list[bytes], start: int, name: str) -> ReadChunk:
         if rid is not None and not isinstance(rid, str):
             dead.append(DeadRecord(Reason.BAD_ID, f"id must be a string, got {type(rid).__name__} {rid!r:.40}",
                                    file=name, row=row, record=text))
+            continue
+        problem = _object_problem(obj)
+        if problem is not None:
+            reason, detail = problem
+            dead.append(DeadRecord(reason, detail, id=rid if isinstance(rid, str) else None, file=name, row=row,
+                                   record=text))
             continue
         good.append(obj)
         good_rows.append(row)
@@ -894,6 +900,25 @@ def _rows_to_table(good: list[dict[str, Any]]) -> tuple[pa.Table | None, list[tu
             col = pa.array([None if v is None else _as_text(v) for v in values], pa.string())
         table = table.append_column(key, col)
     return table, bad
+
+
+def _object_problem(obj: dict[str, Any]) -> tuple[str, str] | None:
+    """What Arrow's conversion would silently change in a decoded JSON object: (reason, detail), or None.
+
+    ``pa.Table.from_pylist`` turns true/false in a number list into 1.0/0.0 and truncates 1.5 into an
+    int64; a lone surrogate ("\ud800", valid JSON) is not text.
+    """
+    for key in _VECTOR_FIELDS:
+        if not _all_numbers(obj.get(key)):
+            return Reason.NON_NUMERIC, f"'{key}' must be a list of numbers, got {_as_text(obj.get(key))[:80]}"
+    version = obj.get(INPUT_LANDMARK_VERSION)
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+        return Reason.UNDECODABLE, f"landmark_version must be an integer, got {version!r:.40}"
+    for key in (INPUT_ID, INPUT_EVENT_TIME):
+        value = obj.get(key)
+        if isinstance(value, str) and writable_text(value) != value:
+            return Reason.UNDECODABLE, f"'{key}' is not valid Unicode text (a lone surrogate escape)"
+    return None
 
 
 def _as_text(v: Any) -> str:

@@ -108,6 +108,23 @@ def display_name(rel: str) -> str:
     return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
+def _is_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _entry_problem(v: dict[str, Any]) -> str | None:
+    """What is wrong with one ``done`` entry of a checkpoint (None: nothing)."""
+    if v.get("sig") is not None and Signature.from_json(v.get("sig")) is None:
+        return "'sig' must be [size, mtime_ns, inode] (integers)"
+    if v.get("rows") is not None and not _is_count(v.get("rows")):
+        return "'rows' must be a row count"
+    if v.get("tail") is not None and not isinstance(v.get("tail"), str):
+        return "'tail' must be text"
+    if v.get("gen") is not None and not _is_count(v.get("gen")):
+        return "'gen' must be a count"
+    return None
+
+
 def _short_hash(rel: str) -> str:
     return hashlib.blake2s(os.fsencode(rel), digest_size=4).hexdigest()
 
@@ -138,6 +155,10 @@ class _Reading:
     row: int
     sig: Signature
     chunks: Iterator[ReadChunk]
+    #: how many times the file has been opened for reading, this one included: part of every batch label,
+    #: so a file read again (changed after it was read, or first found unfinished) never reuses the output
+    #: names of an earlier, committed read; a read resumed after a crash keeps its number (and names)
+    gen: int = 1
 
 
 class DirectorySource:
@@ -146,8 +167,8 @@ class DirectorySource:
     New files are picked up as they appear, oldest modification time first
     (ties by name). Hidden files (``.x``, ``_x``) and names ending in
     ``.tmp``/``.part`` are ignored. Large files are read ``batch_rows`` rows at
-    a time. Position: ``{"done": {rel: {"sig": [size, mtime_ns, inode], "rows": n}},
-    "current": {"file": rel, "row": r, "sig": [...]} | None}``.
+    a time. Position: ``{"done": {rel: {"sig": [size, mtime_ns, inode], "rows": n, "tail": str | None,
+    "gen": g}}, "current": {"file": rel, "row": r, "sig": [...], "gen": g} | None}``.
     """
 
     def __init__(
@@ -177,9 +198,10 @@ class DirectorySource:
         self._done: dict[str, dict[str, Any]] = {}
         self._waiting: dict[str, _Waiting] = {}
         self._reading: _Reading | None = None
-        self._resume: dict[str, tuple[int, Signature | None]] = {}
+        self._resume: dict[str, tuple[int, Signature | None, int]] = {}
         self._idle = False
-        self.problem: str | None = None
+        self._listing_problem: str | None = None
+        self._file_problems: dict[str, str] = {}  # rel -> why it could not be read (retried with backoff)
         self._warned: set[str] = set()
         self._ready: list[tuple[str, int, Signature]] = []  # files found ready by the last scan, in order
         self._ready_at = 0.0
@@ -189,7 +211,7 @@ class DirectorySource:
         cur = None
         if self._reading is not None:
             r = self._reading
-            cur = {"file": r.rel, "row": r.row, "sig": r.sig.as_json()}
+            cur = {"file": r.rel, "row": r.row, "sig": r.sig.as_json(), "gen": r.gen}
         # entries of _done are replaced, never changed in place: a shallow copy is a snapshot
         # (the checkpoint sorts the names when it writes them)
         return {"done": dict(self._done), "current": cur}
@@ -207,14 +229,21 @@ class DirectorySource:
             done = {x: {"sig": None, "rows": None} for x in done}
         if not isinstance(done, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in done.items()):
             raise ValueError(f"'{self.name}.done' must map file names to {{sig, rows}}")
+        for k, v in done.items():
+            problem = _entry_problem(v)
+            if problem is not None:
+                raise ValueError(f"'{self.name}.done' entry {k!r:.120}: {problem}, got {v!r:.200}")
         cur = state.get("current")
         if cur is not None:
-            if not (isinstance(cur, dict) and isinstance(cur.get("file"), str) and isinstance(cur.get("row"), int)
-                    and not isinstance(cur.get("row"), bool) and cur["row"] >= 0):
-                raise ValueError(f"'{self.name}.current' must be null or {{\"file\": name, \"row\": n >= 0}}, "
-                                 f"got {cur!r:.200}")
-            self._resume = {cur["file"]: (int(cur["row"]), Signature.from_json(cur.get("sig")))}
-        self._done = {k: {"sig": v.get("sig"), "rows": v.get("rows"), "tail": v.get("tail")} for k, v in done.items()}
+            if not (isinstance(cur, dict) and isinstance(cur.get("file"), str) and _is_count(cur.get("row"))
+                    and (cur.get("sig") is None or Signature.from_json(cur.get("sig")) is not None)
+                    and (cur.get("gen") is None or _is_count(cur.get("gen")))):
+                raise ValueError(f"'{self.name}.current' must be null or {{\"file\": name, \"row\": n >= 0, "
+                                 f"\"sig\": [size, mtime_ns, inode], \"gen\": n}}, got {cur!r:.200}")
+            self._resume = {cur["file"]: (int(cur["row"]), Signature.from_json(cur.get("sig")),
+                                          int(cur.get("gen") or 1))}
+        self._done = {k: {"sig": v.get("sig"), "rows": v.get("rows"), "tail": v.get("tail"), "gen": v.get("gen", 0)}
+                      for k, v in done.items()}
 
     def commit(self, position: Any) -> None:
         """Positions are kept by the checkpoint file."""
@@ -223,7 +252,7 @@ class DirectorySource:
     def _scan(self) -> list[tuple[int, str, Signature]]:
         """(mtime_ns, rel, signature) of every candidate file; sets ``problem`` when the directory is unusable."""
         if not self.directory.is_dir():
-            self.problem = f"input directory {self.directory} does not exist (yet)"
+            self._listing_problem = f"input directory {self.directory} does not exist (yet)"
             return []
         deep = "**" in self.pattern or "/" in self.pattern
         found: list[tuple[int, str, Signature]] = []
@@ -232,7 +261,7 @@ class DirectorySource:
         except OSError as exc:
             self._environment_problem(f"cannot list input directory {self.directory}: {exc}", "listing", exc)
             return []
-        self.problem = None
+        self._listing_problem = None
         for p in entries:
             rel = p.relative_to(self.directory).as_posix()
             base = p.name
@@ -289,6 +318,8 @@ class DirectorySource:
             ready.append((0 if rel in self._resume else 1, mtime_ns, rel, start, sig))
         for gone in set(self._waiting) - present:
             del self._waiting[gone]
+        for gone in set(self._file_problems) - present:
+            del self._file_problems[gone]
         for gone in [k for k in self._done if k not in present]:
             del self._done[gone]  # deleted after it was read: nothing left to remember
         ready.sort()
@@ -307,7 +338,7 @@ class DirectorySource:
     def _start_row(self, rel: str, sig: Signature) -> int | None:
         """Where to start reading ``rel`` now (None: nothing new in it)."""
         if rel in self._resume:
-            row, old = self._resume[rel]
+            row, old, _ = self._resume[rel]
             return row if old is None or old == sig or (self._appendable(rel) and sig.size > old.size) else 0
         done = self._done.get(rel)
         if done is None:
@@ -345,11 +376,13 @@ class DirectorySource:
             self._ready.clear()
             return False
         self._warned.discard(rel)
-        self._resume.pop(rel, None)
+        self._file_problems.pop(rel, None)
+        resumed = self._resume.pop(rel, None)
         self._waiting.pop(rel, None)
+        gen = resumed[2] if resumed is not None else int(self._done.get(rel, {}).get("gen") or 0) + 1
         chunks = iter_file(self.directory / rel, batch_rows=self.batch_rows, start_row=start,
                            max_block_rows=self.max_block_rows, name=display_name(rel), final=final, opened=opened)
-        self._reading = _Reading(rel, start, opened.signature, chunks)
+        self._reading = _Reading(rel, start, opened.signature, chunks, gen)
         log.info("reading %s from row %d", display_name(rel), start)
         return True
 
@@ -363,6 +396,17 @@ class DirectorySource:
         self._environment_problem(f"cannot read {display_name(rel)}: {exc} (retrying in {w.backoff:.0f} s)",
                                   rel, exc)
 
+    @property
+    def problem(self) -> str | None:
+        """Why the source cannot do its job now (the directory, or files it may not read), for /readyz."""
+        if self._listing_problem is not None:
+            return self._listing_problem
+        if not self._file_problems:
+            return None
+        first = next(iter(self._file_problems.values()))
+        more = len(self._file_problems) - 1
+        return first + (f"; and {more} more file(s)" if more else "")
+
     def _environment_problem(self, text: str, key: str, exc: OSError) -> None:
         if self.metrics is not None:
             self.metrics.read_retries.labels(reason=errno.errorcode.get(exc.errno or 0, "other")).inc()
@@ -370,7 +414,9 @@ class DirectorySource:
             log.warning("%s", text)
             self._warned.add(key)
         if key == "listing":
-            self.problem = text
+            self._listing_problem = text
+        else:
+            self._file_problems[key] = text
 
     # -- polling -----------------------------------------------------------
     def poll(self) -> SourceBatch | None:
@@ -382,35 +428,35 @@ class DirectorySource:
         self._idle = False
         r = self._reading
         assert r is not None
-        label = f"{self.name}-{safe_label(r.rel, 64)}-{_short_hash(r.rel)}-r{r.row:012d}"
+        label = f"{self.name}-{safe_label(r.rel, 64)}-{_short_hash(r.rel)}-g{r.gen}-r{r.row:012d}"
         name = display_name(r.rel)
         try:
             chunk = next(r.chunks, None)
         except FileChanged:
             log.warning("%s changed while it was read; it will be read again once it is complete", name)
-            self._done[r.rel] = {"sig": _NEVER.as_json(), "rows": r.row, "tail": None}
+            self._done[r.rel] = {"sig": _NEVER.as_json(), "rows": r.row, "tail": None, "gen": r.gen}
             self._reading = None
             return SourceBatch(None, self._position(), label, file=name, row_base=r.row)
         except OSError as exc:
             self._retry_later(r.rel, r.sig, exc)
-            self._done[r.rel] = {"sig": _NEVER.as_json(), "rows": r.row, "tail": None}
+            self._done[r.rel] = {"sig": _NEVER.as_json(), "rows": r.row, "tail": None, "gen": r.gen}
             self._reading = None
             return None
         if chunk is None or (chunk.table is None and not chunk.dead and chunk.tail is None):
             # end of file: an empty batch that marks the file done
-            self._done[r.rel] = {"sig": r.sig.as_json(), "rows": r.row, "tail": None}
+            self._done[r.rel] = {"sig": r.sig.as_json(), "rows": r.row, "tail": None, "gen": r.gen}
             self._reading = None
             return SourceBatch(None, self._position(), label, file=name, row_base=r.row)
         r.row = chunk.end_row
         if chunk.tail is not None:
             # the rest is unfinished: wait for the file to grow (or for incomplete_seconds)
-            self._done[r.rel] = {"sig": r.sig.as_json(), "rows": r.row, "tail": chunk.tail}
+            self._done[r.rel] = {"sig": r.sig.as_json(), "rows": r.row, "tail": chunk.tail, "gen": r.gen}
             self._waiting[r.rel] = _Waiting(r.sig, time.monotonic())
             self._reading = None
             log.info("%s: %s; waiting for the rest", name, chunk.tail)
         elif chunk.dead and chunk.table is None and chunk.end_row == chunk.start_row:
             # unreadable file or unreadable rest: the file is finished
-            self._done[r.rel] = {"sig": r.sig.as_json(), "rows": r.row, "tail": None}
+            self._done[r.rel] = {"sig": r.sig.as_json(), "rows": r.row, "tail": None, "gen": r.gen}
             self._reading = None
         return SourceBatch(chunk.table, self._position(), label, dead=chunk.dead, file=name,
                            row_base=chunk.start_row, rows=chunk.rows)

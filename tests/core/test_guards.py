@@ -10,7 +10,7 @@ import pytest
 from streamembed import LandmarkMDS
 from streamembed.core import budget
 from streamembed.core.flags import FLAG_NOT_CONVERGED
-from streamembed.core.placement import energy_limit
+from streamembed.core.placement import PLACEMENT_RTOL, energy_limit, range_limit
 
 from .conftest import euclidean, landmark_problem
 
@@ -41,9 +41,46 @@ def test_rows_just_inside_the_range_are_placed_with_finite_numbers() -> None:
     rng = np.random.default_rng(2)
     D, A, _ = landmark_problem(rng, 25, 3, 3)
     est = LandmarkMDS(2).fit(D)
-    scale = np.sqrt(energy_limit(est.model_, np.dtype(np.float64)) / np.mean(np.square(A[0]))) / 2
+    scale = np.sqrt(range_limit(est.model_, np.dtype(np.float64))[0] / np.mean(np.square(A[0]))) / 2
     res = est.embed(A * scale, method="restricted", k0_rows="all")
     assert res.valid.all() and np.isfinite(res.y).all() and np.isfinite(res.unexplained).all()
+
+
+def test_far_rows_keep_three_digits_or_are_refused_not_round_off() -> None:
+    """An object far outside the landmarks is placed while float32 keeps PLACEMENT_RTOL of its coordinates
+    (checked against float64), and refused as out_of_range beyond: never coordinates made of round-off
+    (the netCDF fill value 9.97e36 everywhere used to land at |y| ~ 1e57)."""
+    rng = np.random.default_rng(4)
+    L = rng.normal(size=(40, 4))
+    est = LandmarkMDS(2).fit(euclidean(L, L))
+    limit, why = range_limit(est.model_, np.dtype(np.float32))
+    assert why == "precision"
+    direction = np.array([[1.0, 0.5, 0.0, 0.0]])
+    for share, placed in ((0.3, True), (3.0, False)):
+        # |z|^2 ~ E for a far object: put E at `share` of the limit
+        z = direction / np.linalg.norm(direction) * np.sqrt(share * limit)
+        A = euclidean(z, L)
+        res32 = est.embed(A.astype(np.float32), errors="mask")
+        assert res32.valid[0] == placed, res32.reasons[0]
+        if placed:
+            y64 = est.embed(A).y
+            assert np.abs(res32.y - y64).max() <= PLACEMENT_RTOL * np.abs(y64).max()
+        else:
+            assert res32.reasons[0].code == "out_of_range" and "significant digits" in res32.reasons[0].detail
+    fill = np.full((1, 40), 9.96921e36)
+    res = est.embed(fill, errors="mask")
+    assert not res.valid[0] and res.reasons[0].code == "out_of_range"
+
+
+def test_a_block_beyond_the_range_is_refused_alone() -> None:
+    rng = np.random.default_rng(5)
+    D, A, _ = landmark_problem(rng, 25, 3, 8)
+    est = LandmarkMDS(2).fit(D)
+    C = [euclidean(A[:4], A[:4]) * 0 + np.ones((4, 4)) - np.eye(4), np.ones((4, 4)) - np.eye(4)]
+    C[1][0, 2] = C[1][2, 0] = 1e200
+    res = est.embed_blocks(A, C, errors="mask")
+    assert res.valid.tolist() == [True] * 4 + [False] * 4
+    assert {r.code for r in res.reasons[4:]} == {"bad_block"} and "out of range" in res.reasons[4].detail
 
 
 def test_a_time_budget_ends_iterations_with_the_best_placement_flagged() -> None:

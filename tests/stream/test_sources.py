@@ -31,7 +31,8 @@ def test_new_files_are_picked_up_once_and_hidden_or_temp_files_ignored(tmp_path:
     pos = batches[-1].position
     assert pos["current"] is None and list(pos["done"]) == ["a.parquet"]
     st = (tmp_path / "a.parquet").stat()
-    assert pos["done"]["a.parquet"] == {"sig": [st.st_size, st.st_mtime_ns, st.st_ino], "rows": 3, "tail": None}
+    assert pos["done"]["a.parquet"] == {"sig": [st.st_size, st.st_mtime_ns, st.st_ino], "rows": 3, "tail": None,
+                                        "gen": 1}
     assert src.caught_up
     _file(tmp_path / "c.parquet", ["c0"])
     more = _drain(src)
