@@ -71,7 +71,7 @@ def run(n: int, d: int, m: int, repeat: int) -> list[dict]:
                 "restricted_over_read": t_read / t_rr,
                 "restricted_over_projection": t_proj / t_rr,
                 "numpy_projection_kernel_over_read": t_read / t_numpy,
-                "backend": est._kernel(d, A.dtype).backend,
+                "backend": est.model_.kernel(d, A.dtype).backend,
                 "isa": projection._native.isa() if projection._native is not None else None,
             }
         )

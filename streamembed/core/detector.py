@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import logsumexp
+from scipy.special import chdtri, logsumexp
 
 from .drift import DriftStatistics, RefitTrigger, TriggerDecision
 
@@ -472,9 +472,9 @@ class CusumDetector:
 
 
 def _chi2_lower(dof: int, confidence: float) -> float:
-    from scipy.stats import chi2
-
-    return float(chi2.ppf(1.0 - confidence, dof))
+    """The (1 − confidence) quantile of χ²_dof (scipy.special's inverse survival function: scipy.stats costs 0.5 s
+    to import, in the middle of the stream)."""
+    return float(chdtri(dof, confidence))
 
 
 # --------------------------------------------------------------------------- the daemon's trigger

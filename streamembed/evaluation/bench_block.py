@@ -96,7 +96,7 @@ def run(n: int = 500, d: int = 10, ks: Sequence[int] = (2, 8, 64), dtypes: Seque
             sizes = np.full(m // k, k)
             t_block = best_time(lambda: _embed_blocks(model, A, cross, sizes), repeat, budget_seconds=60.0)
             sol = _embed_blocks(model, A, cross, sizes)
-            n_ref = max(1, reference_objects // k)
+            n_ref = max(1, min(reference_objects // k, len(cross)))
             ref_rate = _reference_rate(model, A, cross, k, n_ref)
             rows.append({
                 "n": n, "d": d, "dtype": dtype, "k": k, "m_block": m, "m_single": m_single,

@@ -1,0 +1,36 @@
+"""The benchmark scripts still run: each cheap one on a tiny problem, its exit status and its table checked.
+
+Speed is not asserted here (benchmarks measure it, docs/performance.md); this keeps the scripts from rotting
+as the package changes under them. The Kafka, two-checkout and browser benchmarks are exercised by the
+end-to-end paths they share with ``streamembed bench``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.cli import clean_env
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCRIPTS = {
+    "bench_core.py": (["--n", "50", "--d", "2", "--m", "2000", "--repeat", "1"], "proj/read"),
+    "bench_block.py": (["--n", "50", "--d", "2", "--ks", "2", "--m-block", "64", "--m-single", "256",
+                        "--repeat", "1"], "float64"),
+    "bench_embed_file.py": (["--objects", "2000", "--landmarks", "50", "--dims", "2"], "objects/s"),
+    "bench_refit.py": (["--candidates", "300", "--landmarks", "50", "--d", "2"], "p99_ratio"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_benchmark_script_runs_on_a_tiny_problem(script: str, tmp_path: Path) -> None:
+    args, expected = SCRIPTS[script]
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=tmp_path, env=clean_env(),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert expected in r.stdout, r.stdout[-2000:]
