@@ -180,7 +180,7 @@ def test_a_write_error_on_the_writer_thread_is_raised_by_flush(tmp_path: Path) -
 def test_backfill_plan_splits_parquet_into_row_group_ranges(tmp_path: Path) -> None:
     A = dissimilarities(objects(1000))
     ids = [f"x{i}" for i in range(1000)]
-    p = write_parquet(tmp_path / "big.parquet", input_table(ids, A), row_group_size=100)
+    write_parquet(tmp_path / "big.parquet", input_table(ids, A), row_group_size=100)
     a = write_arrow(tmp_path / "small.arrows", input_table(ids[:10], A[:10]))
     tasks = plan(expand_inputs([tmp_path]), rows_per_task=250)
     assert [(t.name, t.start_row, t.end_row) for t in tasks] == [
