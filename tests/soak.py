@@ -176,23 +176,16 @@ def _bytes(table: pa.Table, fmt: str) -> bytes:
                     + b"\n" for r in rows)
 
 
-#: Poison kinds whose first read leaves only an unfinished tail (an empty batch labelled with row 0, read again
-#: from row 0 later): with D10 the second read's output file can replace the first's (see ``around_d10``).
-TAIL_ONLY_KINDS = ("file_empty_parquet", "file_empty_arrow", "file_truncated_parquet", "file_parquet_bad_footer_length")
-
-
 class DirectoryFeeder:
     """Writes input files into ``indir`` until stopped, recording each record in the ledger.
 
-    ``around_d10``: leave out what makes one file position be read twice without a crash (rewritten files,
-    tail-only poison files, appended pieces without a newline), which loses output today (defect D10,
-    pinned by tests/e2e/test_faults.py::test_a_file_rewritten_after_it_was_read_loses_nothing_else).
+    Good files renamed into place, JSON lines appended in pieces (cut anywhere, so a read can find only an
+    unfinished line), files rewritten after they were read, and the file poison corpus.
     """
 
-    def __init__(self, indir: Path, ledger: Ledger, rng: random.Random, around_d10: bool = False) -> None:
+    def __init__(self, indir: Path, ledger: Ledger, rng: random.Random) -> None:
         self.indir, self.ledger, self.rng = indir, ledger, rng
-        self.around_d10 = around_d10
-        self.kinds = [k for k in _soak_kinds("file") if not (around_d10 and k.name in TAIL_ONLY_KINDS)]
+        self.kinds = list(_soak_kinds("file"))
         self.where: dict[str, tuple[str, int]] = {}
         self.stop = threading.Event()
         self.n = 0
@@ -209,7 +202,7 @@ class DirectoryFeeder:
                     self._good()
                 elif pick < 0.6:
                     self._appended()
-                elif pick < 0.7 and not self.around_d10:
+                elif pick < 0.7:
                     self._rewritten()
                 else:
                     for _ in range(min(8, len(self.kinds))):  # the whole corpus early in the soak
@@ -229,12 +222,7 @@ class DirectoryFeeder:
         ids = [f"a{self.n}-{i}" for i in range(self.rng.randint(30, 200))]
         data = _bytes(_good_table(ids, self.n), "jsonl")
         self.ledger.good("appended", ids)
-        if self.around_d10:  # every piece holds a newline: no read finds only an unfinished line
-            ends = [i + 1 for i, b in enumerate(data) if b == 0x0A]
-            j = sorted(self.rng.sample(range(1, len(ends) - 1), 2)) if len(ends) > 3 else [1, 2]
-            cuts = [ends[j[0] - 1] + self.rng.randint(1, 30), ends[j[1] - 1] + self.rng.randint(1, 30)]
-        else:
-            cuts = sorted(self.rng.sample(range(1, len(data)), 2))
+        cuts = sorted(self.rng.sample(range(1, len(data)), 2))
         with open(self.indir / f"a{self.n:05d}.jsonl", "wb") as f:
             for lo, hi in zip([0, *cuts], [*cuts, len(data)]):
                 f.write(data[lo:hi])
@@ -431,7 +419,7 @@ def _account(ledger: Ledger, out_ids: Counter[str], dead_keys: Counter[tuple[Any
 
 
 def directory_soak(workdir: Path, seconds: float = 40.0, seed: int = 0, drain_seconds: float = 90.0,
-                   log: Callable[[str], None] = lambda s: None, around_d10: bool = False) -> SoakResult:
+                   log: Callable[[str], None] = lambda s: None) -> SoakResult:
     rng = random.Random(seed)
     workdir.mkdir(parents=True, exist_ok=True)
     model = workdir / "model.npz"
@@ -448,7 +436,7 @@ def directory_soak(workdir: Path, seconds: float = 40.0, seed: int = 0, drain_se
         "STREAMEMBED_DRIFT__ENABLED": "false",
     }
     ledger = Ledger()
-    feeder = DirectoryFeeder(indir, ledger, rng, around_d10)
+    feeder = DirectoryFeeder(indir, ledger, rng)
     t_start = time.monotonic()
     watch = CheckpointWatch(_checkpoint_file(out / "checkpoint.json"), exempt=lambda key: key in feeder.rewritten)
     runs = Runs(workdir, env)
@@ -706,15 +694,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=40.0, help="how long input arrives and kills happen (per mode)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, outputs)")
-    ap.add_argument("--around-d10", action="store_true", help="leave out the inputs that defect D10 loses (as CI does)")
     args = ap.parse_args(argv)
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
     work = Path(tempfile.mkdtemp(prefix="streamembed-soak-"))
     try:
         if args.mode in ("directory", "both"):
-            res = directory_soak(work / "directory", args.seconds, args.seed, log=lambda s: print(s, file=sys.stderr),
-                                 around_d10=args.around_d10)
+            res = directory_soak(work / "directory", args.seconds, args.seed, log=lambda s: print(s, file=sys.stderr))
             rows += res.rows
             problems += res.problems
         if args.mode in ("kafka", "both"):
