@@ -15,21 +15,18 @@ from typing import BinaryIO, Iterator
 __all__ = ["atomic_write_bytes", "atomic_file", "publish", "fsync_dir", "fsync_file"]
 
 
+def fsync_file(path: str | os.PathLike[str]) -> None:
+    """fsync the file at ``path`` (by name: for files another library wrote and closed)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(path: str | os.PathLike[str]) -> None:
     """fsync a directory so a rename inside it survives a power loss."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_file(path: str | os.PathLike[str]) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_file(path)
 
 
 def publish(tmp: str | os.PathLike[str], final: str | os.PathLike[str]) -> Path:
