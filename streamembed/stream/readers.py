@@ -27,9 +27,11 @@ on the read-ahead thread), so the first batches are embedded while the rest
 is still being read, still decoded zero-copy from that buffer. Parquet and
 JSON lines are read whole as above: plain reads of Parquet column chunks
 measured 1.6-2x slower here than a snapshot, because every chunk lands in
-freshly zeroed huge pages of Arrow's allocator. A file that is truncated or changes meanwhile raises :class:`FileChanged`
-between chunks (a short read or a changed size, modification time or inode):
-the rows before it were handed out, the rest is the caller's to report.
+freshly zeroed huge pages of Arrow's allocator. An Arrow file that is
+truncated or changes while it is read progressively raises
+:class:`FileChanged` between chunks (a short read or a changed size,
+modification time or inode): the rows before it were handed out, the rest
+is the caller's to report.
 
 Failures never raise otherwise: an unreadable file or the unreadable rest of a
 file becomes a :class:`~streamembed.stream.codecs.DeadRecord`. A file that
