@@ -40,7 +40,7 @@ from streamembed.kafka.codec import ARROW_CONTENT_TYPE, JSON_CONTENT_TYPE, encod
 
 from .stream.helpers import N_LANDMARKS, dissimilarities, landmark_points, objects
 
-__all__ = ["EMBEDDED", "MAX_BLOCK_ROWS", "KNOWN_DEFECTS", "Outcome", "Entry", "Kind", "build_corpus", "write_corpus",
+__all__ = ["EMBEDDED", "MAX_BLOCK_ROWS", "Outcome", "Entry", "Kind", "build_corpus", "write_corpus",
            "corpus_messages", "expected", "good_rows", "jsonl_line"]
 
 #: The outcome of a record that must come out embedded.
@@ -51,16 +51,6 @@ MAX_BLOCK_ROWS = 16
 DEEP = 5000
 JSON_HEADERS = [("content-type", JSON_CONTENT_TYPE.encode())]
 ARROW_HEADERS = [("content-type", ARROW_CONTENT_TYPE.encode())]
-
-#: Kinds whose outcome is wrong today (their expectations below are what is right). The end-to-end corpus
-#: tests check only that they are contained (every record accounted for, the good record after them
-#: embedded); ``tests/e2e/test_poison.py::test_known_defect`` pins each with a strict xfail.
-KNOWN_DEFECTS: dict[str, tuple[tuple[str, ...], str]] = {}
-
-#: Kinds that crash the daemon today (exit 1 on every restart): left out of the corpus runs, which they would
-#: stop; ``test_poison.py::test_crasher`` (and its Kafka twin) pin each with a strict xfail.
-CRASHERS: dict[str, tuple[tuple[str, ...], str]] = {}
-
 
 @dataclass(frozen=True)
 class Outcome:
@@ -793,13 +783,12 @@ def message_kinds() -> list[Kind]:
     return out
 
 
-def build_corpus(crashers: bool = False) -> list[Kind]:
-    """Every kind, JSON lines first, then tables, blocks, files and messages (those in CRASHERS only if asked)."""
+def build_corpus() -> list[Kind]:
+    """Every kind, JSON lines first, then tables, blocks, files and messages."""
     kinds = json_kinds() + table_kinds() + block_kinds() + file_kinds() + message_kinds()
     names = [k.name for k in kinds]
     assert len(set(names)) == len(names), "kind names must be unique"
-    assert set(KNOWN_DEFECTS) | set(CRASHERS) <= set(names)
-    return kinds if crashers else [k for k in kinds if k.name not in CRASHERS]
+    return kinds
 
 
 # ----------------------------------------------------------------------------- laying it out
@@ -897,7 +886,7 @@ if __name__ == "__main__":
         print(f"  {k.name:40s} {modes:11s} {k.about}")
 
 
-# ----------------------------------------------------------------------------- in process (the xfail pins)
+# ----------------------------------------------------------------------------- in process (tests/stream/test_poison_in_process.py)
 
 
 def outcomes_in_process(kind: Kind, mode: str, model: object, workdir: Path) -> set[tuple[int, int | None, str, str | None]]:

@@ -17,8 +17,8 @@ from typing import Any, Callable
 import pytest
 
 from .. import poison
-from ..poison import CRASHERS, KNOWN_DEFECTS, MAX_BLOCK_ROWS, build_corpus, expected, write_corpus
-from ..stream.helpers import fitted, fitted_model, read_dead, read_ids
+from ..poison import MAX_BLOCK_ROWS, build_corpus, expected, write_corpus
+from ..stream.helpers import fitted_model, read_dead, read_ids
 from .daemon import Daemon, directory_env, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -56,7 +56,7 @@ def test_poison_corpus_in_directory_mode_then_a_restart(tmp_path: Path) -> None:
     indir, out = tmp_path / "in", tmp_path / "out"
     laid = write_corpus(kinds, indir)
     want_ids, want_dead = expected(kinds, "file")
-    exact = {k.name for k in kinds} - set(KNOWN_DEFECTS)
+    exact = {k.name for k in kinds}
     want_exact_dead = {x for x in want_dead if x[0] in exact}
     env = directory_env(indir, out, model, **CORPUS_ENV)
     health: list[int] = []
@@ -83,15 +83,7 @@ def test_poison_corpus_in_directory_mode_then_a_restart(tmp_path: Path) -> None:
         assert {x for x in got_dead if x[0] in exact or x[0].startswith("?")} == want_exact_dead
         assert [x for x, c in got_dead.items() if c > 1] == []
         assert [i for i, c in out_ids.items() if c > 1] == []
-        defective = _ids_of(KNOWN_DEFECTS)
-        assert set(out_ids) - defective == want_ids - defective
-        # the known defects are contained: their records come out one way or the other, the stream goes on
-        for name in KNOWN_DEFECTS:
-            kind = next(k for k in kinds if k.name == name)
-            n_records = len(kind.file_outcomes)
-            n_got = sum(c for x, c in got_dead.items() if x[0] == name) + sum(
-                1 for i in out_ids if i.startswith(name + ".") and not i.endswith(".after"))
-            assert n_got == n_records, name
+        assert set(out_ids) == want_ids
         assert all(r["detail"] for r in dead)
         by_key = {(*laid.where[r["file"]], r["row"]): r for r in dead}
         assert "nested too deeply" in by_key[("json_deep_vector", 0, 1)]["detail"]
@@ -145,50 +137,3 @@ def test_poison_corpus_in_directory_mode_then_a_restart(tmp_path: Path) -> None:
         d3.close()
     assert _dead_keys(read_dead(out2 / "dead-letter"), laid.where) == got_dead
     assert Counter(read_ids(out2 / "embeddings", "*.parquet")) == out_ids
-
-
-def _ids_of(names: Any) -> set[str]:
-    """Every id of the kinds ``names`` (their embedded and expected-embedded records, not the good one after)."""
-    out: set[str] = set()
-    for k in build_corpus():
-        if k.name in names:
-            out |= {o.id for o in k.file_outcomes + k.kafka_outcomes if o.id}
-    return out
-
-
-# ----------------------------------------------------------------------------- the known defects, pinned
-
-
-@pytest.mark.parametrize("name,mode", [
-    pytest.param(name, mode, marks=pytest.mark.xfail(strict=True, reason=text), id=f"{name}-{mode}")
-    for name, (modes, text) in sorted(KNOWN_DEFECTS.items()) for mode in modes])
-def test_known_defect(name: str, mode: str, tmp_path: Path) -> None:
-    """Each known defect's right outcome, through the daemon's own reader/decoder and embedder.
-
-    When one is fixed this XPASSes (strict: a failure): remove it from KNOWN_DEFECTS, and the corpus
-    tests check it exactly again.
-    """
-    kind = next(k for k in build_corpus() if k.name == name)
-    got = poison.outcomes_in_process(kind, mode, fitted(), tmp_path / "in")
-    assert got == poison.expected_in_process(kind, mode)
-
-
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=text))
-                                  for name, (modes, text) in sorted(CRASHERS.items()) if "file" in modes])
-def test_crasher(name: str, tmp_path: Path) -> None:
-    """A kind that crashes the daemon today, alone: it must end as dead letters, then a restart must stay up."""
-    kind = next(k for k in build_corpus(crashers=True) if k.name == name)
-    model = tmp_path / "model.npz"
-    fitted_model().save(model)
-    indir, out = tmp_path / "in", tmp_path / "out"
-    laid = write_corpus([kind], indir)
-    want = {(name, o.unit, o.row, o.reason) for o in kind.file_outcomes if o.reason != poison.EMBEDDED}
-    for run in range(2):
-        d = Daemon(tmp_path, directory_env(indir, out, model, **CORPUS_ENV))
-        try:
-            settle(lambda: d.dead() or laid.after[name] in read_ids(out / "embeddings", "*.parquet"), 30)
-            assert not d.dead(), f"run {run}: exit {d.proc.returncode}\n{d.log()[-3000:]}"
-            assert set(_dead_keys(read_dead(out / "dead-letter"), laid.where)) == want
-            assert d.terminate() == 0
-        finally:
-            d.close()
