@@ -56,6 +56,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Mapping
 
+from .process import stop_process
+
 __all__ = ["TansuBroker", "TansuNotFoundError", "TansuStartError", "find_tansu"]
 
 #: Environment variable that overrides where the tansu binary is looked up.
@@ -282,15 +284,7 @@ class TansuBroker:
         """Terminate the broker (SIGTERM, then SIGKILL after ``timeout`` s) and reap it."""
         proc, self._proc = self._proc, None
         if proc is not None:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=timeout)
-            else:
-                proc.wait()
+            stop_process(proc, timeout)
         if self._log is not None:
             self._log.close()
             self._log = None

@@ -22,6 +22,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from streamembed.testing.process import stop_process
+
 from ..e2e.daemon import Daemon
 from .helpers import ALERTS, PROMETHEUS_YML, RECORDING, require_module, require_tool
 
@@ -67,13 +69,7 @@ class Prometheus:
         return doc["data"]["result"]
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop_process(self.proc)
         self._log.close()
 
 

@@ -30,6 +30,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from streamembed.testing.process import stop_process
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
@@ -228,13 +230,7 @@ class Browser:
         ws = getattr(self, "ws", None)
         if ws is not None:
             ws.close()
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop_process(self.proc)
         self._log.close()
         shutil.rmtree(self.profile, ignore_errors=True)
 
