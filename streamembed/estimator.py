@@ -23,6 +23,7 @@ import scipy.spatial.distance
 from .core import kernel_input, validation
 from .core.bounds import WindowBounds
 from .core.errors import InputError, NotFittedError
+from .core.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS, select_landmarks
 from .core.metric_map import LANDMARK_MAPS
 from .core.model import CORRECTIONS, INPUTS, METHODS, LandmarkModel, Method, fit_model
 from .core.result import EmbeddingResult
@@ -67,11 +68,18 @@ class LandmarkMDS:
         landmark_map: "cmds" (classical MDS), or "smacof" / "sammon": the CMDS
             configuration refined by metric MDS (``core.metric_map``); a refined
             map needs method "stress" or "l1".
+        n_landmarks: None (every object ``fit`` sees is a landmark), or n: ``fit``
+            takes all N objects, (N, N), and keeps n of them as landmarks, chosen by
+            ``landmark_selection``; ``transform`` then takes rows of dissimilarities to
+            all N (their landmark columns are used) or to the n landmarks.
+        landmark_selection: how ``n_landmarks`` are chosen (``core.landmarks.select_landmarks``;
+            default "max-variance", measured in docs/landmarks.md), seeded by ``random_state``.
 
     Fitted attributes (read from ``model_``):
         model_ (LandmarkModel), embedding_ (n, d), eigenvalues_ (d,), spectrum_,
         negative_share_, n_landmarks_, landmark_ids_ (n,) str, model_version_,
-        lineage_, input_width_, dissimilarities_ (n, n) or None,
+        lineage_, input_width_, landmark_indices_ (rows of the fit data kept as landmarks, or
+        None), dissimilarities_ (n, n) or None,
         landmark_features_ (n, p) or None, metric_, alignment_rotation_ (d, d)
         and alignment_shift_ (d,) (outputs are y·R + shift), and the input
         pipeline's state: landmark_self_similarity_, geodesic_distances_,
@@ -90,6 +98,8 @@ class LandmarkMDS:
         geodesic_neighbors: int | None = None,
         correction: str = "none",
         landmark_map: str = "cmds",
+        n_landmarks: int | None = None,
+        landmark_selection: str = DEFAULT_LANDMARK_SELECTION,
     ):
         self.n_components = n_components
         self.method = method
@@ -101,16 +111,28 @@ class LandmarkMDS:
         self.geodesic_neighbors = geodesic_neighbors
         self.correction = correction
         self.landmark_map = landmark_map
+        self.n_landmarks = n_landmarks
+        self.landmark_selection = landmark_selection
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X: object, y: object = None, *, landmark_ids: object = None) -> "LandmarkMDS":
         """Fit the landmark map from X (n, n) dissimilarities (not squared); ``y`` is ignored.
 
         With ``input="similarity"``, X is an (n, n) symmetric similarity matrix.
-        ``landmark_ids`` (n,) names the landmarks (default "L0", "L1", ...).
+        ``landmark_ids`` (n,) names the landmarks (default "L0", "L1", ...). With
+        ``n_landmarks`` set, X holds all N objects and ``landmark_ids`` (N,) names
+        them (default: their row numbers "0", "1", ...); the chosen ones are kept.
         """
         self._check_params()
-        self.model_ = fit_model(validation.check_array(X, "D"), **self._fit_kwargs(), landmark_ids=landmark_ids)
+        M = validation.check_array(X, "D")
+        n_objects = M.shape[0]
+        idx = _kept_landmarks(self, M=M)
+        if idx is not None:
+            ids = [str(i) for i in idx] if landmark_ids is None else [str(x) for x in _named(landmark_ids, M)[idx]]
+            M, landmark_ids = M[np.ix_(idx, idx)], ids
+        self.model_ = fit_model(M, **self._fit_kwargs(), landmark_ids=landmark_ids)
+        self.landmark_indices_ = idx
+        self._n_fit_objects = n_objects if idx is not None else None
         self._warn_unconverged()
         return self
 
@@ -142,7 +164,13 @@ class LandmarkMDS:
                 M = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(X64, metric=metric))
             except ValueError as exc:
                 raise InputError(f"metric {metric!r} failed on X of shape {X64.shape}: {exc}") from exc
+        idx = _kept_landmarks(self, F=X64, metric=metric if self.input != "similarity" else "euclidean")
+        if idx is not None:
+            ids = [str(i) for i in idx] if landmark_ids is None else [str(x) for x in _named(landmark_ids, M)[idx]]
+            M, X64, landmark_ids = M[np.ix_(idx, idx)], X64[idx], ids
         self.model_ = fit_model(M, **self._fit_kwargs(), landmark_ids=landmark_ids, features=X64, metric=metric)
+        self.landmark_indices_ = idx
+        self._n_fit_objects = None  # feature-mode rows hold dissimilarities to the landmarks only
         self._warn_unconverged()
         return self
 
@@ -172,6 +200,11 @@ class LandmarkMDS:
             raise InputError(f"correction must be one of {CORRECTIONS}, got {self.correction!r}")
         if self.landmark_map not in LANDMARK_MAPS:
             raise InputError(f"landmark_map must be one of {LANDMARK_MAPS}, got {self.landmark_map!r}")
+        n = self.n_landmarks
+        if n is not None and (not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 2):
+            raise InputError(f"n_landmarks must be None or an integer ≥ 2, got {n!r}")
+        if self.landmark_selection not in LANDMARK_SELECTIONS:
+            raise InputError(f"landmark_selection must be one of {LANDMARK_SELECTIONS}, got {self.landmark_selection!r}")
         if self.landmark_map != "cmds" and self.method not in ("stress", "l1"):
             raise InputError(f"method={self.method!r} needs the classical-MDS map; landmark_map="
                              f"{self.landmark_map!r} places objects with method 'stress' or 'l1'")
@@ -194,6 +227,9 @@ class LandmarkMDS:
         """X checked as a whole (``validation.check_array``) and against the landmarks, as scikit-learn expects."""
         A = validation.check_array(X, "X")
         model = self._model()
+        idx = self.__dict__.get("landmark_indices_")
+        if self.__dict__.get("_n_fit_objects") is not None and A.shape[1] == self.n_features_in_:
+            A = np.ascontiguousarray(A[:, idx])  # rows to every object fit saw: keep the landmarks' columns
         if A.shape[1] not in (model.n_landmarks, model.input_width):
             raise InputError(f"X has {A.shape[1]} features, but LandmarkMDS is expecting {model.n_landmarks} features "
                              f"as input: one column per landmark, in the model's landmark order"
@@ -259,7 +295,12 @@ class LandmarkMDS:
 
     # ------------------------------------------------------------------ fitted attributes
     embedding_ = _fitted("embedding", "(n, d) landmark configuration in the output frame")
-    n_features_in_ = _fitted("n_landmarks", "columns of X seen by fit: the n landmarks (pairwise input)")
+    @property
+    def n_features_in_(self) -> int:
+        """Columns of X seen by fit: the n landmarks, or all N objects when ``n_landmarks`` chose among them."""
+        n_objects = self.__dict__.get("_n_fit_objects")
+        return self._model().n_landmarks if n_objects is None else int(n_objects)
+
     eigenvalues_ = _fitted("eigenvalues", "(d,) kept eigenvalues")
     spectrum_ = _fitted("spectrum", "the landmark spectrum (core.cmds.LandmarkSpectrum)")
     negative_share_ = _fitted("negative_share", "Σ|λ_neg| / Σ|λ| of the landmark kernel")
@@ -352,4 +393,30 @@ class LandmarkMDS:
 
 
 _PARAMS = ("n_components", "method", "n_residual_components", "eigensolver", "n_threads", "random_state", "input",
-           "geodesic_neighbors", "correction", "landmark_map")
+           "geodesic_neighbors", "correction", "landmark_map", "n_landmarks", "landmark_selection")
+
+
+def _named(landmark_ids: object, M: np.ndarray) -> np.ndarray:
+    """(N,) the fit data's object ids as an object array, checked against M's N rows."""
+    ids = np.asarray(landmark_ids, dtype=object).ravel()
+    if ids.size != M.shape[0]:
+        raise InputError(f"landmark_ids has {ids.size} entries for {M.shape[0]} objects")
+    return ids
+
+
+def _kept_landmarks(est: LandmarkMDS, M: np.ndarray | None = None, F: np.ndarray | None = None,
+                    metric: str = "euclidean") -> np.ndarray | None:
+    """Indices of the ``n_landmarks`` kept among the fit data's N objects, or None (all are landmarks)."""
+    if est.n_landmarks is None:
+        return None
+    N = (M if M is not None else F).shape[0]  # type: ignore[union-attr]
+    if M is not None and M.shape != (N, N):
+        raise InputError(f"with n_landmarks, fit takes the (N, N) dissimilarities among all objects; got {M.shape}")
+    if est.n_landmarks >= N:
+        return None
+    if est.input == "similarity" and M is not None:
+        from .core.kernel_input import landmark_dissimilarities
+
+        M = landmark_dissimilarities(M)  # landmarks are chosen on the equivalent dissimilarities (docs/math.md §2)
+    return select_landmarks(est.landmark_selection, int(est.n_landmarks), D=M, X=F, metric=metric,
+                            seed=est.random_state, n_components=int(est.n_components))

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streamembed.core.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS
 from streamembed.core.metric_map import LANDMARK_MAPS
+from streamembed.core.refit import DEFAULT_SELECTION, REFIT_SELECTIONS
 from streamembed.core.model import CORRECTIONS, INPUTS, METHODS
 
 __all__ = ["Config", "ModelConfig", "SourceConfig", "DirectoryConfig", "GeneratorConfig", "OutputConfig",
@@ -61,8 +63,10 @@ class ModelConfig:
     n_landmarks: int = _f(100, "Number of landmarks n of a generator-fitted model (this and the keys below apply "
                           "only when model.path is empty).", min=2, max=100_000)
     n_components: int = _f(2, "Map dimensions d of a generator-fitted model.", min=1, max=1000)
-    landmark_selection: str = _f("maxmin", "Landmark choice among the generator sample: maxmin (farthest point) or "
-                                 "random.", choices=("maxmin", "random"))
+    landmark_selection: str = _f(DEFAULT_LANDMARK_SELECTION, "Landmark choice among the generator sample "
+                                 "(docs/landmarks.md): max-variance (the best of 8 random sets by the population "
+                                 "variance their map captures), random, rpcholesky, kmeans++, kmedoids or maxmin.",
+                                 choices=LANDMARK_SELECTIONS)
     fit_sample: int = _f(2000, "Generator objects drawn to choose the landmarks from.", min=2, max=10_000_000)
     metric: str = _f("euclidean", "Metric between generator feature vectors (any scipy.spatial.distance.cdist name).")
     save_path: str = _f("", "Save the generator-fitted model here (.npz); empty: do not save.")
@@ -226,10 +230,17 @@ class RefitConfig:
     retain_versions: int = _f(3, "Older model versions kept to embed inputs whose landmark_version names them.",
                               min=0, max=100)
     timeout_seconds: float = _f(600.0, "Kill a refit worker that runs longer than this many seconds.", min=1.0)
-    selection: str = _f("residual", "How a refit chooses its landmarks: residual (keep the old landmarks that still "
-                        "carry the map, add reservoir objects by their residual k0: the map moves least), maxmin, "
-                        "random or kmeans++ (redraw every landmark; see the README's landmark-selection table).",
-                        choices=("residual", "maxmin", "random", "kmeans++"))
+    selection: str = _f(DEFAULT_SELECTION, "How a refit chooses its landmarks (docs/refits.md): adaptive (keep the "
+                        "map, repair it or redraw it, whichever places the recent objects best for the least movement "
+                        "of the old map; a refit that gains too little keeps the map), residual (keep the old "
+                        "landmarks the stream still visits, add what the map does not explain), or a redraw of every "
+                        "landmark by a landmark selection (max-variance, random, rpcholesky, kmeans++, kmedoids, "
+                        "maxmin).", choices=REFIT_SELECTIONS)
+    min_gain: float = _f(0.05, "selection = adaptive: install a refit only if its map holds at least this share more "
+                         "of the recent objects' variance than the current map, net of the old landmarks' movement "
+                         "(squared, in map radii; docs/refits.md).", min=0.0, max=10.0)
+    drain_seconds: float = _f(600.0, "Batch mode (directory.exit_when_idle): when the input ends with a refit pending "
+                              "or running, wait this long for it before exiting (0: do not wait).", min=0.0)
     model_dir: str = _f("", "Versioned models model-v<N>.npz; empty: <root>/models.")
     history_path: str = _f("", "JSON lines record of every refit; empty: <root>/model-history.jsonl.")
 

@@ -83,19 +83,15 @@ def _read_csv(p: Path) -> Any:
 
 
 def _select(args: argparse.Namespace, M: np.ndarray, M_select: np.ndarray, features: bool, n: int) -> np.ndarray:
-    from streamembed.core.landmarks import maxmin_select
+    from streamembed.core.landmarks import select_landmarks
 
     N = M.shape[0]
-    rng = np.random.default_rng(args.seed)
     if n == N:
         return np.arange(N)
-    if args.selection == "maxmin":
-        first = int(rng.integers(N))
-        return maxmin_select(n, X=M, metric=args.metric, first=first) if features else \
-            maxmin_select(n, D=M_select, first=first)
-    if args.selection == "random":
-        return np.sort(rng.choice(N, size=n, replace=False))
-    return np.arange(n)
+    if args.selection == "first":
+        return np.arange(n)
+    return select_landmarks(args.selection, n, D=None if features else M_select, X=M if features else None,
+                            metric=args.metric, seed=args.seed, n_components=args.n_components)
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -126,6 +122,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if not 2 <= n <= N:
         raise Refused(f"--landmarks {n} must be between 2 and the {N} objects in {path}")
     idx = _select(args, M, M_select, features, n)
+    if idx.size < n:
+        n = int(idx.size)  # fewer distinct objects than asked: the selection warned with the count
     # the input's ids, or its row numbers: what a user needs to build rows in the model's landmark order
     lm_ids = [ids[i] for i in idx] if ids is not None else [str(int(i)) for i in idx]
     est = LandmarkMDS(n_components=args.n_components, method=args.method,
@@ -160,7 +158,7 @@ def add_parser(add: Any) -> None:
             "Fit a landmark model. Input: --dissimilarities (N x N, not squared), --similarities (N x N kernel)\n"
             "or --features (N x p) from .npy, .csv (numeric columns; an 'id' column names objects), or\n"
             "Parquet/Arrow/JSONL (a 'dissimilarities' / 'features' list column, or numeric columns; optional\n"
-            "'id'). With --landmarks n < N, n landmarks are chosen by --selection (maxmin: farthest point).\n"
+            "'id'). With --landmarks n < N, n landmarks are chosen by --selection (docs/landmarks.md).\n"
             "The landmarks keep the input's ids, or their row numbers in the input when it has none; input\n"
             "rows must follow the model's landmark order, which fit prints (and --landmarks-out writes).")
     src = f.add_mutually_exclusive_group(required=True)
@@ -171,8 +169,11 @@ def add_parser(add: Any) -> None:
                           "(docs/math.md §2)")
     f.add_argument("--metric", default="euclidean", help="scipy cdist metric for --features (default: euclidean)")
     f.add_argument("--landmarks", type=int, metavar="N", help="number of landmarks (default: all objects)")
-    f.add_argument("--selection", choices=("maxmin", "random", "first"), default="maxmin",
-                   help="how to choose the landmarks (default: maxmin)")
+    from streamembed.core.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS
+
+    f.add_argument("--selection", choices=(*LANDMARK_SELECTIONS, "first"), default=DEFAULT_LANDMARK_SELECTION,
+                   help=f"how to choose the landmarks (default: {DEFAULT_LANDMARK_SELECTION}; docs/landmarks.md "
+                        "compares them; first: the first N rows)")
     f.add_argument("--n-components", type=int, default=2, metavar="D", help="map dimensions (default: 2)")
     from streamembed.core.model import METHODS
 
@@ -184,6 +185,6 @@ def add_parser(add: Any) -> None:
                    help="non-Euclidean correction: cailliez adds the constant making the kernel PSD")
     f.add_argument("--landmark-map", choices=("cmds", "smacof", "sammon"), default="cmds",
                    help="refine the landmark map by SMACOF or Sammon (needs --method stress or l1)")
-    f.add_argument("--seed", type=int, default=0, help="seed for the first max-min / random landmarks")
+    f.add_argument("--seed", type=int, default=0, help="seed of the landmark selection (default 0)")
     f.add_argument("-o", "--output", required=True, metavar="MODEL.npz", help="where to write the model")
     f.add_argument("--landmarks-out", metavar="FILE", help="also write the landmark ids in model order, one per line")

@@ -9,11 +9,14 @@ are part of the candidate set, so their dissimilarities to the new
 landmarks are known and the new model can place them; their old positions
 are the targets. The RMS distance left after alignment is recorded.
 
-The landmark set is chosen by ``selection`` (``core.landmarks``):
-"residual" (default: keep the old landmarks the stream still visits, add
-what the map does not explain by randomly pivoted Cholesky on its residual
-kernel, docs/math.md §7),
-"maxmin" (re-select every landmark by max–min), "random" or "kmeans++".
+The landmark set is chosen by ``selection``: "adaptive" (default,
+``core.refit_policy``: keep the map, repair it or redraw it, whichever
+places the recent objects best for the least movement of the old map; a
+refit that gains too little is *kept*, not installed), "residual" (keep the
+old landmarks the stream still visits and add what the map does not explain
+by randomly pivoted Cholesky on its residual kernel, docs/math.md §7.5), or a
+redraw of every landmark by a ``core.landmarks`` strategy. A refit that would
+change nothing returns outcome "kept" with its reason instead of a new version.
 
 ``candidate_dissimilarities`` assembles the candidates' (N, N)
 dissimilarities from the old model's landmark data and the reservoir's
@@ -31,15 +34,18 @@ import numpy as np
 import scipy.spatial.distance
 
 from .errors import InputError
-from .landmarks import SELECTIONS, kmeanspp_select, maxmin_select, random_select, residual_pivoted_select
+from .landmarks import LANDMARK_SELECTIONS, residual_pivoted_select, select_landmarks
 from .model import fit_model
 from .procrustes import orthogonal_procrustes_align
+from .refit_policy import assess, plan_refit
 
-__all__ = ["RefitResult", "CandidateSet", "candidate_dissimilarities", "residual_kernel", "select_landmarks",
-           "refit", "DEFAULT_SELECTION"]
+__all__ = ["RefitResult", "CandidateSet", "candidate_dissimilarities", "residual_kernel", "choose_landmarks",
+           "refit", "DEFAULT_SELECTION", "REFIT_SELECTIONS"]
 
-#: ``refit.selection`` when none is given (chosen by ``streamembed evaluate --drift``; see docs/math.md §7).
-DEFAULT_SELECTION = "residual"
+#: Names accepted by ``refit(selection=...)`` (config ``refit.selection``).
+REFIT_SELECTIONS = ("adaptive", "residual", *LANDMARK_SELECTIONS)
+#: ``refit.selection`` when none is given (measured by benchmarks/refit_policies.py; docs/refits.md).
+DEFAULT_SELECTION = "adaptive"
 
 
 @dataclass
@@ -47,7 +53,9 @@ class RefitResult:
     """A refitted, aligned model and what an operator needs to know about it.
 
     Attributes:
-        model: the new ``LandmarkModel`` (version = old + 1, same lineage), aligned.
+        model: the new ``LandmarkModel`` (version = old + 1, same lineage), aligned; None when kept.
+        outcome: "installed" or "kept" (nothing changes: ``reason`` says why).
+        reason: one sentence for the log.
         rotation: (d, d) orthogonal R of the alignment y ↦ y·R + shift.
         shift: (d,) translation.
         alignment_rms: RMS distance between old landmarks placed by the new
@@ -67,6 +75,8 @@ class RefitResult:
     eigenvalues: np.ndarray
     duration_seconds: float
     details: dict = field(default_factory=dict)
+    outcome: str = "installed"
+    reason: str = ""
 
 
 @dataclass
@@ -179,7 +189,7 @@ def residual_kernel(old: Any, D_candidates: np.ndarray) -> tuple[np.ndarray, np.
     return R, beta
 
 
-def select_landmarks(
+def choose_landmarks(
     selection: str,
     D_candidates: np.ndarray,
     n_select: int,
@@ -187,34 +197,35 @@ def select_landmarks(
     old: Any = None,
     seed: int = 0,
     **options: Any,
-) -> tuple[np.ndarray, dict]:
-    """Sorted indices of the new landmarks among the candidates, and what the strategy reports.
+) -> tuple[np.ndarray | None, dict]:
+    """Sorted indices of the new landmarks among the candidates (None: keep the map), and what the strategy reports.
 
     Args:
-        selection: one of ``core.landmarks.SELECTIONS``.
+        selection: one of ``REFIT_SELECTIONS``: "adaptive" (``core.refit_policy``: keep,
+            repair or redraw, measured on the recent objects), "residual" (``residual_pivoted_select``),
+            or a redraw by a strategy of ``core.landmarks.select_landmarks`` over every candidate.
         D_candidates: (N, N); the first ``n_old`` are the old landmarks.
         n_select: landmarks to choose.
-        old: the current model (needed by "residual").
-        seed: randomness of "random", "kmeans++" and "residual".
-        options: passed to ``residual_pivoted_select`` (greedy, max_new, tolerance, quantile, support_k).
+        old: the current model (needed by "adaptive" and "residual").
+        seed: randomness of the choices.
+        options: "adaptive": ``min_gain``; "residual": passed to ``residual_pivoted_select``.
     """
-    if selection not in SELECTIONS:
-        raise InputError(f"selection must be one of {SELECTIONS}, got {selection!r}")
-    rng = np.random.default_rng(seed)
-    N = D_candidates.shape[0]
-    if selection == "maxmin":
-        return np.sort(maxmin_select(n_select, D=D_candidates, first=0)), {}
-    if selection == "random":
-        return random_select(n_select, N, rng), {}
-    if selection == "kmeans++":
-        return np.sort(kmeanspp_select(n_select, D_candidates, rng, first=0)), {}
-    if old is None:
-        raise InputError("selection='residual' needs the current model")
-    R, beta = residual_kernel(old, D_candidates)
-    sel, info = residual_pivoted_select(n_select, R, D_candidates, n_old, rng, **options)
-    return sel, {"new_from_reservoir": int(info["new"].size), "dropped_old": info["dropped_old"],
-                 "off_map_share": info["off_share"], "reservoir_residual_before": info["residual_before"],
-                 "reservoir_residual_after": info["residual_after"], "off_map_level": info["landmark_cut"]}
+    if selection not in REFIT_SELECTIONS:
+        raise InputError(f"selection must be one of {REFIT_SELECTIONS}, got {selection!r}")
+    if selection in ("adaptive", "residual") and old is None:
+        raise InputError(f"selection={selection!r} needs the current model")
+    if selection == "adaptive":
+        plan = plan_refit(D_candidates, n_old, n_select, old.embedding, int(old.n_components), seed=seed, **options)
+        return plan.landmarks, {"plan": plan.action, "reason": plan.reason, "candidate": plan.candidate, **plan.details}
+    if selection == "residual":
+        R, _ = residual_kernel(old, D_candidates)
+        sel, info = residual_pivoted_select(n_select, R, D_candidates, n_old, np.random.default_rng(seed), **options)
+        return sel, {"new_from_reservoir": int(info["new"].size), "dropped_old": info["dropped_old"],
+                     "off_map_share": info["off_share"], "reservoir_residual_before": info["residual_before"],
+                     "reservoir_residual_after": info["residual_after"], "off_map_level": info["landmark_cut"]}
+    d = 2 if old is None else int(old.n_components)
+    return select_landmarks(selection, n_select, D=D_candidates, seed=seed, n_components=d,
+                            population=np.arange(n_old, D_candidates.shape[0]) if n_old < D_candidates.shape[0] else None), {}
 
 
 def _fit_model(old: Any, D_new: np.ndarray, ids: list[str], features: np.ndarray | None) -> Any:
@@ -235,7 +246,7 @@ def refit(
     seed: int = 0,
     **selection_options: Any,
 ) -> RefitResult:
-    """Refit the landmark map on old landmarks ∪ recent objects.
+    """Refit the landmark map on old landmarks ∪ recent objects, or say why the map is kept.
 
     Args:
         old: the current ``LandmarkModel`` (its outputs define the frame).
@@ -245,9 +256,14 @@ def refit(
         candidate_ids: N ids (the first n are the old landmark ids).
         n_landmarks: size of the new landmark set (default: the old size).
         features: (N, p) candidate features in feature mode (kept with the model).
-        selection: how the new landmarks are chosen (module docstring).
+        selection: how the new landmarks are chosen (``choose_landmarks``).
         seed: for the randomised selections.
-        selection_options: for "residual" (``core.landmarks.residual_pivoted_select``).
+        selection_options: for "adaptive" or "residual" (``choose_landmarks``).
+    Returns:
+        a ``RefitResult`` whose ``outcome`` is "installed" (a new, aligned model) or "kept"
+        (``model`` None, ``reason`` says why: the policy found no better map, or the selection
+        chose the old landmarks again). Either way ``details`` carries the figures measured
+        on the recent objects (``core.refit_policy``).
     """
     if old.input_kind == "similarity":
         raise InputError("refits of input='similarity' models are not supported: the candidates carry "
@@ -260,8 +276,20 @@ def refit(
         raise InputError(f"refit needs square candidate dissimilarities with one id each, got {D_candidates.shape} and {len(candidate_ids)} ids")
     if N < n_old or list(candidate_ids[:n_old]) != [str(x) for x in old.landmark_ids]:
         raise InputError("the first candidates must be the old landmarks, in the model's order")
+    if not np.isfinite(D_candidates).all():
+        raise InputError("the candidates' dissimilarities are not all finite")
     n_new = min(n_old if n_landmarks is None else int(n_landmarks), N)
-    sel, info = select_landmarks(selection, D_candidates, n_new, n_old, old=old, seed=seed, **selection_options)
+    sel, info = choose_landmarks(selection, D_candidates, n_new, n_old, old=old, seed=seed, **selection_options)
+    old_ids = [str(x) for x in old.landmark_ids]
+    base = {"n_candidates": N, "selection": selection, **info}
+    if sel is None or (sel.size == n_old and np.array_equal(sel, np.arange(n_old))):
+        reason = info.get("reason") if sel is None else "the selection chose the same landmarks: the map would not change"
+        return RefitResult(model=None, rotation=np.eye(int(old.n_components)), shift=np.zeros(int(old.n_components)),
+                           alignment_rms=0.0, old_ids=old_ids, new_ids=old_ids, eigenvalues=old.eigenvalues.copy(),
+                           duration_seconds=time.perf_counter() - t0, details={**base, "kept_old": n_old},
+                           outcome="kept", reason=str(reason))
+    if "captured_before" not in info:  # the same figures for every selection, on the same recent objects
+        base.update(assess(D_candidates, n_old, sel, old.embedding, int(old.n_components), seed=seed))
     ids = [str(candidate_ids[i]) for i in sel]
     model = _fit_model(old, D_candidates[np.ix_(sel, sel)], ids, None if features is None else np.asarray(features)[sel])
     # a SMACOF/Sammon map has no projection: place the old landmarks by its stress criterion
@@ -274,9 +302,11 @@ def refit(
         rotation=R,
         shift=shift,
         alignment_rms=rms,
-        old_ids=[str(x) for x in old.landmark_ids],
+        old_ids=old_ids,
         new_ids=ids,
         eigenvalues=model.eigenvalues.copy(),
         duration_seconds=time.perf_counter() - t0,
-        details={"n_candidates": N, "kept_old": int((sel < n_old).sum()), "selection": selection, **info},
+        details={**base, "kept_old": int((sel < n_old).sum())},
+        outcome="installed",
+        reason=str(info.get("reason") or f"{selection}: {int((sel >= n_old).sum())} new landmarks"),
     )

@@ -27,6 +27,7 @@ from streamembed.daemon.health import HealthState, OpsServer
 from streamembed.daemon.logs import setup_logging
 from streamembed.daemon.mapview import MapPage, MapView
 from streamembed.daemon.metrics import Metrics
+from streamembed.daemon.refits import RefitManager
 from streamembed.daemon.state import (PidLock, archive_run, check_lineage, clean_refit_dirs, describe_model,
                                       model_record)
 from streamembed.settings import Config, k0_rows_value
@@ -81,7 +82,7 @@ def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Met
         try:
             if cfg.metrics.enabled:
                 server = _start_server(cfg, metrics, health)
-            loop, model = _assemble(cfg, metrics, health, stop, kafka_io, signals, closers)
+            loop, model, refits = _assemble(cfg, metrics, health, stop, kafka_io, signals, closers)
         except (StartupError, CheckpointError) as exc:
             log.error("refusing to start: %s", exc)
             return _close(closers, server, EXIT_REFUSED)
@@ -102,6 +103,8 @@ def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Met
         code = EXIT_OK
         try:
             stats = loop.run()
+            if refits is not None and not stop.is_set():  # the input ended (batch mode): finish a pending refit
+                log.info("input exhausted: %s", refits.drain(cfg.refit.drain_seconds))
             log.info("stopped", extra={"batches": stats.batches, "records_in": stats.records_in,
                                        "embedded": stats.embedded, "dead_letters": stats.dead,
                                        "commits": stats.commits})
@@ -117,7 +120,7 @@ def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Met
 
 
 def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threading.Event, kafka_io: KafkaIO,
-              signals: _Signals, closers: list[Any]) -> tuple[EmbeddingLoop, LandmarkModel]:
+              signals: _Signals, closers: list[Any]) -> tuple[EmbeddingLoop, LandmarkModel, RefitManager | None]:
     """Everything the loop needs, in the order that makes refusals cheap (nothing written before the checks).
 
     Whatever needs closing is appended to ``closers`` as it is made (closed in reverse).
@@ -178,7 +181,7 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
     loop = EmbeddingLoop(embedder, source, output, dead, checkpointer, run=cfg.run, output_cfg=cfg.output,
                          metrics=metrics, health=health, stop=stop, between_batches=_chain(between),
                          crash_guard=guard)
-    return loop, current
+    return loop, current, refits
 
 
 def _close(closers: list[Any], server: OpsServer | None, code: int) -> int:

@@ -62,7 +62,7 @@ def model_source(cfg: Config) -> str:
 def load_or_fit_model(cfg: Config) -> LandmarkModel:
     """The configured model: loaded from ``model.path``, else fitted from generator samples."""
     from streamembed import LandmarkMDS
-    from streamembed.core.landmarks import maxmin_select
+    from streamembed.core.landmarks import select_landmarks
 
     m = cfg.model
     if m.path:
@@ -81,11 +81,8 @@ def load_or_fit_model(cfg: Config) -> LandmarkModel:
         return model
     stream = GaussianMixtureStream(cfg.generator)
     X = stream.fit_sample(m.fit_sample)
-    rng = np.random.default_rng([cfg.generator.seed, 7])
-    if m.landmark_selection == "maxmin":
-        idx = maxmin_select(m.n_landmarks, X=X, metric=m.metric, first=int(rng.integers(len(X))))
-    else:
-        idx = np.sort(rng.choice(len(X), size=m.n_landmarks, replace=False))
+    idx = select_landmarks(m.landmark_selection, m.n_landmarks, X=X, metric=m.metric, seed=cfg.generator.seed,
+                           n_components=m.n_components)
     try:
         fitted = LandmarkMDS(n_components=m.n_components, method=m.method, input=m.input,
                              geodesic_neighbors=m.geodesic_neighbors or None, correction=m.correction,

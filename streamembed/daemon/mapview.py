@@ -62,7 +62,8 @@ MAX_ID_CHARS = 200
 HISTORY_TAIL_BYTES = 4 << 20
 #: Keys of a refit history record that the page shows (the rest, e.g. the landmark id lists, stay in the file).
 HISTORY_KEYS = ("time", "status", "trigger", "reason", "model_version", "previous_version", "alignment_rms",
-                "duration_seconds", "n_candidates", "kept_old_landmarks", "error", "detail")
+                "duration_seconds", "n_candidates", "kept_old_landmarks", "error", "detail", "candidate",
+                "unexplained_before", "unexplained_after", "unexplained_best", "movement", "detector")
 #: Significant digits of the numbers in the document (the page draws pixels and shows four digits).
 DIGITS = 5
 

@@ -151,6 +151,10 @@ class Metrics:
                               ["trigger"], registry=r)
         for trigger in ("auto", "manual", "remote"):
             self.refits.labels(trigger=trigger)
+        self.refits_kept = Counter("streamembed_refits_kept_total", "Refits that found no better map and kept the "
+                                   "current one (nothing installed), by trigger.", ["trigger"], registry=r)
+        for trigger in ("auto", "manual"):
+            self.refits_kept.labels(trigger=trigger)
         self.refit_failures = Counter("streamembed_refit_failures_total", "Landmark refits that failed or were "
                                       "rejected by validation.", registry=r)
         self.refit_seconds = Histogram("streamembed_refit_duration_seconds",
@@ -213,6 +217,7 @@ LABEL_VALUES: dict[tuple[str, str], str] = {
     ("streamembed_records_embedded_total", "method"): "projection, restricted, stress, l1, block",
     ("streamembed_read_retries_total", "reason"): "errno name: EACCES, EIO, ...",
     ("streamembed_refits_total", "trigger"): "auto, manual, remote",
+    ("streamembed_refits_kept_total", "trigger"): "auto, manual",
     ("streamembed_output_files_total", "kind"): "output, dead_letter",
     ("streamembed_drift_detector_info", "kind"): "cusum, rule",
     ("streamembed_drift_relative_unexplained_quantile", "q"): "0.5, 0.9, 0.99",

@@ -6,8 +6,10 @@ JOB.npz (``allow_pickle=False``) holds the candidates: ``dissimilarities``
 (N, N) whose first rows are the old landmarks, ``ids`` (N,), optionally
 ``features`` (N, p), and ``n_landmarks``. The worker loads the old model,
 runs ``core.refit.refit`` (selection, classical MDS, Procrustes alignment),
-writes the new model atomically and a JSON record of what it did; it exits
-0 on success and 1 with ``{"error": ...}`` in the record otherwise. Nothing
+writes the new model atomically and a JSON record of what it did
+(``"outcome": "installed"``, or ``"kept"`` with no model when the refit would
+not improve the map); it exits 0 on success and 1 with ``{"error": ...}`` in
+the record otherwise. Nothing
 crosses the process boundary but these files: no pickle, and the daemon's
 process keeps streaming (and heartbeating) while the eigendecomposition runs.
 """
@@ -24,6 +26,10 @@ import numpy as np
 
 from streamembed.atomic import atomic_write_bytes
 
+#: Figures of ``core.refit_policy`` copied to the top level of the record (the map page and ``plot drift`` read them).
+RECORDED = ("captured_before", "captured_after", "captured_best", "unexplained_before", "unexplained_after",
+            "unexplained_best", "movement", "candidate", "gain")
+
 
 def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
     from streamembed.core.refit import DEFAULT_SELECTION, refit
@@ -37,11 +43,16 @@ def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
             features = npz["features"] if "features" in npz.files else None
             n_landmarks = int(npz["n_landmarks"])
             selection = str(npz["selection"]) if "selection" in npz.files else DEFAULT_SELECTION
+            min_gain = float(npz["min_gain"]) if "min_gain" in npz.files else None
         old, params = read_model_file(old_model)
-        res = refit(old, D, ids, n_landmarks=n_landmarks or None, features=features, selection=selection)
-        save_model(res.model, new_model, params=params)
+        res = refit(old, D, ids, n_landmarks=n_landmarks or None, features=features, selection=selection,
+                    **({"min_gain": min_gain} if selection == "adaptive" and min_gain is not None else {}))
+        if res.model is not None:
+            save_model(res.model, new_model, params=params)
         doc = {
-            "model_version": int(res.model.version),
+            "outcome": res.outcome,
+            "detail": res.reason,
+            "model_version": int(old.version if res.model is None else res.model.version),
             "previous_version": int(old.version),
             "old_landmarks": res.old_ids,
             "new_landmarks": res.new_ids,
@@ -53,6 +64,7 @@ def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
             "kept_old_landmarks": res.details["kept_old"],
             "selection": selection,
             "selection_details": {k: v for k, v in res.details.items() if k not in ("n_candidates", "kept_old")},
+            **{k: res.details[k] for k in RECORDED if k in res.details},
         }
         code = 0
     except Exception as exc:  # noqa: BLE001 - reported to the daemon through the record

@@ -40,6 +40,16 @@ log = logging.getLogger("streamembed.refit")
 _MODEL_FILE = re.compile(r"^model-v(\d+)\.npz$")
 
 
+def _expectation(rec: dict[str, Any]) -> str:
+    """What an operator should expect of the gauges after an installed refit, from the refit's own measurements."""
+    try:
+        before, after, best = (float(rec[k]) for k in ("unexplained_before", "unexplained_after", "unexplained_best"))
+    except (KeyError, TypeError, ValueError):
+        return ""
+    return (f"; on the recent objects the mean unexplained energy goes {before:.4g} → {after:.4g} (the best any "
+            f"map of this dimension reaches is {best:.4g}): expect the gauges to fall toward that level, not below it")
+
+
 def worker_environment() -> dict[str, str]:
     """The refit worker's environment: one BLAS thread, so the stream keeps a core.
 
@@ -92,6 +102,7 @@ class RefitManager:
         self._proc: subprocess.Popen[bytes] | None = None
         self._job: dict[str, Any] | None = None
         self.completed = 0
+        self.kept = 0
         self.failed = 0
 
     # ------------------------------------------------------------------ asking
@@ -145,6 +156,8 @@ class RefitManager:
             self._proc.wait()
             self._record({"trigger": self._job["trigger"], "reason": self._job["reason"], "status": "abandoned",
                           "detail": "the daemon stopped while the refit ran"})
+            log.warning("a running refit was abandoned because the daemon stopped; the map stays at version %d",
+                        self.registry.current.version)
             self._cleanup(self._job)
         self._proc = None
         self.monitor.refit_running = False
@@ -178,7 +191,8 @@ class RefitManager:
         job = workdir / "job.npz"
         arrays = {"dissimilarities": D, "ids": np.asarray(ids, dtype=str),
                   "n_landmarks": np.asarray(self.settings.n_landmarks or cs.n_old),
-                  "selection": np.asarray(self.settings.selection)}
+                  "selection": np.asarray(self.settings.selection),
+                  "min_gain": np.asarray(float(self.settings.min_gain))}
         if features is not None:
             arrays["features"] = features
         np.savez(job, **arrays)
@@ -211,6 +225,9 @@ class RefitManager:
         if proc.returncode != 0 or "error" in rec:
             self._fail(rec.get("error", f"worker exit code {proc.returncode}"))
             return
+        if rec.get("outcome") == "kept":
+            self._kept(job, rec)
+            return
         try:
             new = load_model(job["new"])
             current = self.registry.current
@@ -241,8 +258,57 @@ class RefitManager:
             m.last_refit.set(time.time())
             m.refit_in_progress.set(0)
             m.model_version.set(int(new.version))
-        log.info("refit installed", extra={"model_version": int(new.version),
-                                           "alignment_rms": rec["alignment_rms"], "seconds": round(duration, 3)})
+        log.info("refit installed: %s%s", rec.get("detail", ""), _expectation(rec),
+                 extra={"model_version": int(new.version), "alignment_rms": rec["alignment_rms"],
+                        "seconds": round(duration, 3)})
+
+    def _kept(self, job: dict[str, Any], rec: dict[str, Any]) -> None:
+        """The refit found no better map: nothing is installed, and the detector is told so (docs/refits.md).
+
+        When the recent objects were measured (the usual case), the current map
+        is as good as a refit can make it for them, so the drift is *accepted*:
+        the detector takes a new baseline at the new level, and says so. When
+        they could not be measured (too few), the detector keeps its baseline
+        and cools down, to ask again later.
+        """
+        measured = "captured_before" in rec
+        self._record({**rec, "trigger": job["trigger"], "reason": job["reason"], "status": "kept",
+                      "statistics": job["stats"], "triggered_after_objects": job["objects_seen"],
+                      "duration_seconds": time.monotonic() - job["started"],
+                      "detector": "new baseline (drift accepted)" if measured else "cooldown, same baseline"})
+        self._cleanup(job)
+        self.kept += 1
+        if measured:
+            self.monitor.accept()
+        else:
+            self._cool_down()
+        if self.metrics is not None:
+            self.metrics.refits_kept.labels(trigger=job["trigger"]).inc()
+            self.metrics.refit_in_progress.set(0)
+        log.warning("refit kept the map (model version %d stays): %s; %s", int(rec.get("model_version", 0)),
+                    rec.get("detail", ""), "the drift detector takes a new baseline at the current level"
+                    if measured else "the detector keeps its baseline and will ask again after its cooldown")
+
+    def drain(self, timeout: float) -> str:
+        """Input exhausted (batch mode): start the refit an alarm is waiting for, and finish it within ``timeout``.
+
+        Returns one line saying what happened, for the exit log.
+        """
+        if self._proc is None and self.monitor.pending is None:
+            self.monitor.arm_now()
+        if self._proc is None and self.monitor.pending is None and not self._manual.is_set():
+            return "no refit pending"
+        self.poll()  # starts it
+        deadline = time.monotonic() + timeout
+        while self._proc is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            self.poll()
+        if self._proc is not None:
+            self.close()
+            return (f"a refit was still running after refit.drain_seconds = {timeout:g} s and was stopped; the map "
+                    f"stays at version {self.registry.current.version}")
+        return (f"the refit finished before exit: {self.completed} installed, {self.kept} kept the map, "
+                f"{self.failed} failed; model version {self.registry.current.version}")
 
     def _fail(self, why: str) -> None:
         job = self._job or {}

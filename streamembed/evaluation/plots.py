@@ -357,8 +357,19 @@ def history_timeline(records: Sequence[Mapping[str, Any]], refits: Sequence[Mapp
         except ValueError:
             continue
         if times and times[0] <= t <= times[-1]:
-            marks.append((t, str(h.get("status", "?")), h.get("model_version")))
+            marks.append((t, str(h.get("status", "?")), h.get("model_version"), _refit_note(h)))
     return recs, times, sorted(marks, key=lambda m: m[0])
+
+
+def _refit_note(h: Mapping[str, Any]) -> str:
+    """u before → after (best) of a refit record, as measured on the recent objects (empty when absent)."""
+    try:
+        before, best = float(h["unexplained_before"]), float(h["unexplained_best"])
+    except (KeyError, TypeError, ValueError):
+        return ""
+    after = h.get("unexplained_after")
+    return (f"u {before:.3g}→{float(after):.3g} (best {best:.3g})" if isinstance(after, (int, float))
+            else f"kept: u {before:.3g} (best {best:.3g})")
 
 
 def plot_drift_history(
@@ -376,7 +387,9 @@ def plot_drift_history(
     window statistic and the trigger level), then one per window statistic of
     ``statistics`` found in the records. Alarms (``fired``) are red dots;
     installed refits are orange dotted lines labelled with the new model
-    version, failed/skipped/abandoned ones grey dash-dotted lines. The time
+    version and the recent objects' mean unexplained energy before → after
+    (and the best any map of the dimension reaches), refits that kept the map
+    purple dashed lines, failed/skipped/abandoned ones grey dash-dotted lines. The time
     axis spans the drift records; refits outside it are not drawn.
 
     Args:
@@ -393,6 +406,7 @@ def plot_drift_history(
     recs, times, marks = history_timeline(recs, refits)
     t0, t1 = times[0], times[-1]
     installed = [m for m in marks if m[1] == "installed"]
+    kept = [m for m in marks if m[1] == "kept"]
     kinds = list(dict.fromkeys(str(r["detector"].get("kind", "?")) for r in recs))
     stats = [k for k in statistics if any(isinstance(r["window"].get(k), (int, float)) for r in recs)]
     n_panels = len(kinds) + len(stats)
@@ -436,16 +450,20 @@ def plot_drift_history(
                 label=key.replace("_", " "))
         ax.set_ylabel(key.replace("relative_", "rel. ").replace("_", " "), fontsize=8)
     for ax in axes:
-        for i, (t, status, version) in enumerate(marks):
-            ok = status == "installed"
-            ax.axvline(t, color="tab:orange" if ok else "grey", linestyle=":" if ok else "-.", linewidth=1.4,
-                       label=None if i else "refit")
+        for label, style, group in (("refit installed", ("tab:orange", ":"), installed),
+                                    ("refit kept the map", ("tab:purple", "--"), kept),
+                                    ("refit not installed", ("grey", "-."), [m for m in marks if m[1] not in
+                                                                            ("installed", "kept")])):
+            for i, (t, *_rest) in enumerate(group):
+                ax.axvline(t, color=style[0], linestyle=style[1], linewidth=1.4, label=None if i else label)
         ax.grid(True, alpha=0.25)
         ax.legend(loc="upper left", fontsize=7, framealpha=0.85)
-    for t, _, version in installed:
-        if version is not None:
-            axes[0].annotate(f"v{version}", xy=(t, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -10),
-                             textcoords="offset points", fontsize=7, color="tab:orange")
+    for t, status, version, note in installed + kept:
+        text = (f"v{version} " if status == "installed" and version is not None else "") + note
+        if text:
+            axes[0].annotate(text, xy=(t, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -10),
+                             textcoords="offset points", fontsize=7,
+                             color="tab:orange" if status == "installed" else "tab:purple")
     from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 
     locator = AutoDateLocator(tz=_dt.timezone.utc)
@@ -454,12 +472,13 @@ def plot_drift_history(
     if t1 > t0:
         axes[-1].set_xlim(t0, t1)
     axes[-1].set_xlabel("time (UTC)")
-    other = len(marks) - len(installed)
+    other = len(marks) - len(installed) - len(kept)
     seen = [r.get("objects_seen") for r in recs if isinstance(r.get("objects_seen"), int)]
     suptitle = (f"{title}: {len(recs):,} update{'s' if len(recs) != 1 else ''} over {_span((t1 - t0).total_seconds())}"
                 + (f" ({seen[-1]:,} objects)" if seen else "")
                 + f", {n_alarms} alarm{'s' if n_alarms != 1 else ''}, {len(installed)} refit"
-                + ("s" if len(installed) != 1 else "") + (f" (+{other} not installed)" if other else ""))
+                + ("s" if len(installed) != 1 else "") + (f", {len(kept)} kept the map" if kept else "")
+                + (f" (+{other} not installed)" if other else ""))
     fig.suptitle(suptitle)
     out = Path(path)
     fig.savefig(out, format="png", metadata={"Title": suptitle})

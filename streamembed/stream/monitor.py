@@ -101,6 +101,20 @@ class DriftMonitor:
         if refitted:
             self.trigger.refitted(self.clock())
 
+    def accept(self) -> None:
+        """A refit measured that no map places the recent objects better: new baseline at the current level."""
+        self.pending = None
+        self._armed = None
+        self.trigger.refitted(self.clock())
+
+    def arm_now(self) -> None:
+        """The input ended (batch mode): an alarm waiting for its reservoir asks for its refit with what there is."""
+        if self._armed is not None and self.pending is None:
+            reason, at_alarm, _ = self._armed
+            log.info("drift: the input ended before the reservoir refilled; refit now", extra={"reason": reason})
+            self.pending = (reason, at_alarm)
+            self._armed = None
+
     # ----------------------------------------------------------------- observe
     def observe(self, A: np.ndarray, res: EmbeddingResult, *, ids: Any = None, features: np.ndarray | None = None,
                 block: tuple[np.ndarray, Any, np.ndarray] | None = None) -> None:

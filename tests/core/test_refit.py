@@ -52,7 +52,7 @@ def test_aligned_model_round_trips(rng, tmp_path):
 
 from streamembed.core.errors import InputError  # noqa: E402
 from streamembed.core.landmarks import SELECTIONS  # noqa: E402
-from streamembed.core.refit import DEFAULT_SELECTION, candidate_dissimilarities, residual_kernel  # noqa: E402
+from streamembed.core.refit import candidate_dissimilarities, residual_kernel  # noqa: E402
 
 
 def test_candidates_from_features_stack_old_landmarks_first_and_drop_repeated_ids(rng):
@@ -114,11 +114,11 @@ def test_residual_selection_repairs_the_map_where_maxmin_does_not(rng):
     out = {}
     for selection in SELECTIONS:
         res = refit(old, D, ids, selection=selection, seed=1)
+        assert res.outcome == "installed", res.reason
         sel = [ids.index(i) for i in res.new_ids]
         out[selection] = (res, res.model.place(D[np.ix_(window, sel)]).relative_unexplained.mean())
         assert len(res.new_ids) == 40 and res.details["selection"] == selection
     res, after = out["residual"]
-    assert DEFAULT_SELECTION == "residual"
     # half of the reservoir's energy is off the plane: about half of the landmarks are replaced, all from off it
     assert 10 <= res.details["new_from_reservoir"] <= 20 and res.details["kept_old"] == 40 - res.details["new_from_reservoir"]
     assert all(i.startswith("L") or int(i[1:]) >= 100 for i in res.new_ids)
@@ -135,7 +135,8 @@ def test_residual_selection_leaves_the_map_alone_when_the_stream_stays_on_it(rng
     ids = [str(x) for x in old.landmark_ids] + [f"z{i}" for i in range(300)]
     D = euclidean(cand, cand)
     res = refit(old, D, ids, selection="residual")
-    assert res.new_ids == res.old_ids and res.alignment_rms < 1e-9  # nothing to repair: the same map
+    assert res.new_ids == res.old_ids and res.alignment_rms == 0.0  # nothing to repair: the same map ...
+    assert res.outcome == "kept" and res.model is None and "same landmarks" in res.reason  # ... and no new version
     moved = refit(old, D, ids, selection="maxmin")
     assert moved.alignment_rms > 100 * max(res.alignment_rms, 1e-12)  # re-selection redraws it anyway
 
