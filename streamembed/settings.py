@@ -238,7 +238,8 @@ class RefitConfig:
                         "maxmin).", choices=REFIT_SELECTIONS)
     min_gain: float = _f(0.05, "selection = adaptive: install a refit only if its map holds at least this share more "
                          "of the recent objects' variance than the current map, net of the old landmarks' movement "
-                         "(squared, in map radii; docs/refits.md).", min=0.0, max=10.0)
+                         "(squared, in map radii; docs/refits.md). Manual refits install the best candidate whatever it gains.",
+                         min=0.0, max=10.0)
     drain_seconds: float = _f(600.0, "Batch mode (directory.exit_when_idle): when the input ends with a refit pending "
                               "or running, wait this long for it before exiting (0: do not wait).", min=0.0)
     model_dir: str = _f("", "Versioned models model-v<N>.npz; empty: <root>/models.")

@@ -187,12 +187,14 @@ class RefitManager:
             self._fail(str(exc))
             return
         ids, features, D = cs.ids, cs.features, cs.D
+        self.model_dir.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="refit-", dir=self.model_dir))
         job = workdir / "job.npz"
         arrays = {"dissimilarities": D, "ids": np.asarray(ids, dtype=str),
                   "n_landmarks": np.asarray(self.settings.n_landmarks or cs.n_old),
                   "selection": np.asarray(self.settings.selection),
-                  "min_gain": np.asarray(float(self.settings.min_gain))}
+                  # an operator who asks for a refit gets the best candidate, whatever it gains (the record says what)
+                  "min_gain": np.asarray(-np.inf if trigger == "manual" else float(self.settings.min_gain))}
         if features is not None:
             arrays["features"] = features
         np.savez(job, **arrays)

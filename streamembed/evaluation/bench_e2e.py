@@ -181,7 +181,7 @@ def _daemon_directory(quick: bool) -> dict:
         stop = threading.Event()
         closers: list[Any] = []
         with app._Signals(stop) as signals:
-            loop, _ = app._assemble(cfg, Metrics(), HealthState(60.0), stop, KafkaIO(), signals, closers)
+            loop, _, _ = app._assemble(cfg, Metrics(), HealthState(60.0), stop, KafkaIO(), signals, closers)
             t0 = time.perf_counter()
             stats = loop.run()
             seconds = time.perf_counter() - t0

@@ -12,6 +12,9 @@ Real data
       and classes of a fixed list of Python standard-library modules, compared
       with the normalised edit distance. Needs nothing beyond Python; its exact
       content follows the running Python version.
+    * ``words``: 1,200 English words from stdlib docstrings, Levenshtein
+      distance; ``breast_cancer_cityblock``: breast_cancer with the city-block
+      metric (both non-Euclidean).
 
 Synthetic data (seeded, so every run is reproducible)
     * ``swiss_roll``: the 3-D swiss roll; a 2-D map leaves it off the span.
@@ -274,6 +277,51 @@ def stdlib_docstrings(n: int = 400, min_len: int = 20, max_len: int = 72) -> Dat
     )
 
 
+#: Modules whose docstrings supply the English words of ``words`` (the corpus follows the running Python).
+WORD_MODULES = STDLIB_MODULES + (
+    "email", "http", "urllib", "xml", "csv", "sqlite3", "typing", "dataclasses", "enum", "contextlib", "asyncio",
+    "socket", "ssl", "tarfile", "zipfile", "calendar", "locale", "gettext", "pdb", "doctest", "pydoc",
+)  # fmt: skip
+
+
+def words(n: int = 1200, min_len: int = 4, max_len: int = 12) -> Dataset:
+    """n distinct English words from stdlib docstrings, Levenshtein distance (non-Euclidean).
+
+    Every lower-cased alphabetic word of ``min_len``–``max_len`` letters in the
+    triple-quoted strings of ``WORD_MODULES``' sources, sorted; n of them evenly
+    spaced. Labels are word lengths (for plots and nearest-neighbour checks).
+    """
+    import re
+
+    found: set[str] = set()
+    for modname in WORD_MODULES:
+        try:
+            src = inspect.getsource(importlib.import_module(modname))
+        except (ImportError, OSError, TypeError):  # pragma: no cover - a stripped-down Python
+            continue
+        for doc in re.findall(r'"""(.*?)"""', src, flags=re.S):
+            found.update(w.lower() for w in re.findall(rf"\b[A-Za-z]{{{min_len},{max_len}}}\b", doc))
+    if len(found) < 10:
+        raise DatasetUnavailable("words found fewer than 10 words in the stdlib sources")
+    ordered = sorted(found)
+    keep = np.unique(np.linspace(0, len(ordered) - 1, min(n, len(ordered))).round().astype(int))
+    chosen = [ordered[i] for i in keep]
+    return Dataset(
+        "words",
+        D=levenshtein_matrix(chosen).astype(np.float64),
+        labels=np.array([len(w) for w in chosen]),
+        description=f"{len(chosen)} English words of stdlib docstrings, Levenshtein distance",
+        kind="real",
+    )
+
+
+def breast_cancer_cityblock() -> Dataset:
+    """scikit-learn's 569 breast-cancer samples, 30 standardised features, city-block distance (non-Euclidean)."""
+    ds = breast_cancer()
+    return Dataset("breast_cancer_cityblock", X=ds.X, metric="cityblock", labels=ds.labels, kind="real",
+                   description=ds.description.replace("Euclidean", "city-block (L1)"))
+
+
 # --------------------------------------------------------------------------- registry
 
 DATASETS: dict[str, Callable[[], Dataset]] = {
@@ -282,6 +330,8 @@ DATASETS: dict[str, Callable[[], Dataset]] = {
     "wine": wine,
     "breast_cancer": breast_cancer,
     "stdlib_docstrings": stdlib_docstrings,
+    "words": words,
+    "breast_cancer_cityblock": breast_cancer_cityblock,
     "swiss_roll": swiss_roll,
     "gaussian_clusters": gaussian_clusters,
     "plane": plane,
@@ -289,7 +339,7 @@ DATASETS: dict[str, Callable[[], Dataset]] = {
     "novel_cluster": novel_cluster,
     "random_strings": random_strings,
 }
-REAL = ("digits", "iris", "wine", "breast_cancer", "stdlib_docstrings")
+REAL = ("digits", "iris", "wine", "breast_cancer", "stdlib_docstrings", "words", "breast_cancer_cityblock")
 SYNTHETIC = ("swiss_roll", "gaussian_clusters", "plane", "plane_offspan", "novel_cluster", "random_strings")
 
 
@@ -307,5 +357,5 @@ def available_datasets() -> list[str]:
         has_sklearn = True
     except ImportError:
         has_sklearn = False
-    sk = {"digits", "iris", "wine", "breast_cancer"}
+    sk = {"digits", "iris", "wine", "breast_cancer", "breast_cancer_cityblock"}
     return [name for name in DATASETS if has_sklearn or name not in sk]

@@ -459,15 +459,16 @@ def selection_comparison(world: MixtureWorld, s: BenchSettings, scenarios: dict[
         radius = float(np.sqrt(((ref - ref.mean(0)) ** 2).sum(1).mean()))
         res0 = est.place(_distances(window, L, "euclidean"))
         before, energy0 = float(np.nanmean(res0.relative_unexplained)), float(np.mean(res0.unexplained))
-        for selection in SELECTIONS:
+        for selection in ("adaptive", *SELECTIONS):
             acc = []
             reps = 1 if selection == "maxmin" else s.selection_replicates
             for r in range(reps):
                 res = refit(est, cs.D, cs.ids, features=cs.features, selection=selection, seed=r)
-                sel_feats = res.model.features
-                res1 = res.model.place(_distances(window, sel_feats, "euclidean"))
+                model = est if res.model is None else res.model  # kept: the map in service stays
+                sel_feats = model.features
+                res1 = model.place(_distances(window, sel_feats, "euclidean"))
                 after, energy = float(np.nanmean(res1.relative_unexplained)), float(np.mean(res1.unexplained))
-                placed = res.model.place(_distances(both, sel_feats, "euclidean"), method="projection").y
+                placed = model.place(_distances(both, sel_feats, "euclidean"), method="projection").y
                 _, _, rms = orthogonal_procrustes_align(placed, ref)
                 acc.append((after, energy, rms / radius, res.alignment_rms, res.duration_seconds,
                             res.details["kept_old"]))

@@ -83,7 +83,7 @@ def test_evaluate_drift_smoke(tmp_path, capsys):
     for r in report["detectors"]:
         assert r["stationary_objects"] == 3 * (db.QUICK["stationary_objects"] - 20_000)
         assert set(r["delays"]) == set(db.change_scenarios(db.BenchSettings()))
-    assert {r["selection"] for r in report["selection"]} == {"residual", "maxmin", "random", "kmeans++"}
+    assert {r["selection"] for r in report["selection"]} == {"adaptive", "residual", "maxmin", "random", "kmeans++"}
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 

@@ -1,4 +1,4 @@
-"""Quality measures of an embedding: stress, neighbourhood preservation, fidelity.
+"""Quality measures of an embedding: stress, neighbourhood preservation, fidelity, agreement with a full MDS.
 
 All functions are pure numpy/scipy, vectorised, with no I/O.
 
@@ -19,7 +19,14 @@ All functions are pure numpy/scipy, vectorised, with no I/O.
   neighbourhood preservation; the normalisation needs k < (2N - 1)/3. Ties in
   distances are broken by index order (stable sort).
 * Procrustes fidelity (docs/math.md §5): align a map to a reference configuration
-  on the landmarks, measure the held-out objects.
+  on the landmarks, measure the held-out objects; ``procrustes_share``: align a
+  whole map to a reference map of the same objects (rotation or reflection
+  plus translation), the RMS distance left as a share of the reference's RMS
+  radius (0 = the same map).
+* ``classical_mds``: the classical MDS of all objects (docs/math.md §1), the
+  reference a landmark map approximates; ``spearman_agreement``: Spearman's
+  rank correlation of map distances with the input dissimilarities over a
+  seeded sample of pairs.
 """
 
 from __future__ import annotations
@@ -27,10 +34,11 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+import scipy.linalg
 import scipy.spatial.distance
 
-from ..core.errors import InputError
-from ..core.procrustes import apply_alignment, orthogonal_procrustes_align
+from .core.errors import InputError
+from .core.procrustes import apply_alignment, orthogonal_procrustes_align
 
 __all__ = [
     "Stress",
@@ -40,6 +48,9 @@ __all__ = [
     "trustworthiness_continuity",
     "Fidelity",
     "procrustes_fidelity",
+    "procrustes_share",
+    "classical_mds",
+    "spearman_agreement",
 ]
 
 
@@ -163,3 +174,51 @@ def procrustes_fidelity(
     ref = np.vstack([landmarks_ref, objects_ref]).astype(np.float64)
     radius = float(np.sqrt(((ref - ref.mean(axis=0)) ** 2).sum(axis=1).mean()))
     return Fidelity(rmse=rmse, relative=rmse / radius if radius > 0 else float("nan"), landmark_residual=fit.residual)
+
+
+def procrustes_share(Y: np.ndarray, Y_ref: np.ndarray) -> float:
+    """RMS distance between Y (N, d) aligned to Y_ref (N, d) and Y_ref, over Y_ref's RMS radius (unitless)."""
+    _, _, rms = orthogonal_procrustes_align(np.asarray(Y, dtype=np.float64), np.asarray(Y_ref, dtype=np.float64))
+    ref = np.asarray(Y_ref, dtype=np.float64)
+    radius = float(np.sqrt(np.square(ref - ref.mean(axis=0)).sum(axis=1).mean()))
+    return rms / radius if radius > 0 else float("nan")
+
+
+def classical_mds(D: np.ndarray, n_components: int) -> np.ndarray:
+    """(N, d) classical MDS configuration of all N objects from their (N, N) dissimilarities (docs/math.md §1).
+
+    Only positive eigenvalues are kept (fewer columns are zero); cost O(N²) memory, the top d eigenpairs.
+    """
+    D2 = np.square(np.asarray(D, dtype=np.float64))
+    N = D2.shape[0]
+    if D2.shape != (N, N):
+        raise InputError(f"classical_mds needs a square matrix, got {D2.shape}")
+    r = D2.mean(axis=1)
+    K = -0.5 * (D2 - r[:, None] - r[None, :] + r.mean())
+    k = min(int(n_components), N)
+    w, V = scipy.linalg.eigh(K, subset_by_index=[N - k, N - 1], check_finite=False)
+    w, V = w[::-1], V[:, ::-1]
+    Y = np.zeros((N, int(n_components)))
+    Y[:, :k] = V * np.sqrt(np.maximum(w, 0.0))
+    return Y
+
+
+def spearman_agreement(D: np.ndarray, Y: np.ndarray, pairs: int = 50_000, seed: int = 0) -> float:
+    """Spearman's ρ of ‖y_i − y_j‖ against δ(i, j) over ``pairs`` random pairs i < j (all when fewer)."""
+    import scipy.stats
+
+    D = np.asarray(D, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    N = D.shape[0]
+    total = N * (N - 1) // 2
+    if total == 0:
+        return float("nan")
+    rng = np.random.default_rng(seed)
+    if total <= pairs:
+        i, j = np.triu_indices(N, 1)
+    else:
+        i = rng.integers(0, N, size=pairs)
+        j = rng.integers(0, N - 1, size=pairs)
+        j = j + (j >= i)
+    e = np.sqrt(np.square(Y[i] - Y[j]).sum(axis=1))
+    return float(scipy.stats.spearmanr(e, D[i, j]).statistic)
