@@ -418,5 +418,10 @@ def _kept_landmarks(est: LandmarkMDS, M: np.ndarray | None = None, F: np.ndarray
         from .core.kernel_input import landmark_dissimilarities
 
         M = landmark_dissimilarities(M)  # landmarks are chosen on the equivalent dissimilarities (docs/math.md §2)
-    return select_landmarks(est.landmark_selection, int(est.n_landmarks), D=M, X=F, metric=metric,
-                            seed=est.random_state, n_components=int(est.n_components))
+    L = select_landmarks(est.landmark_selection, int(est.n_landmarks), D=M, X=F, metric=metric,
+                         seed=est.random_state, n_components=int(est.n_components))
+    if L.size <= int(est.n_components):
+        raise InputError(f"only {L.size} distinct objects among the {N} given (the others duplicate them at "
+                         f"dissimilarity 0): a map of n_components = {est.n_components} needs at least "
+                         f"{int(est.n_components) + 1}")
+    return L
