@@ -12,6 +12,12 @@ Real data
       and classes of a fixed list of Python standard-library modules, compared
       with the normalised edit distance. Needs nothing beyond Python; its exact
       content follows the running Python version.
+    * ``english_words``: distinct lower-case English words (4–12 letters) of
+      the docstrings of ``WORD_MODULES``, Levenshtein distance (not normalised).
+    * ``python_identifiers``: public function and class names of
+      ``WORD_MODULES``, Levenshtein distance.
+    * ``breast_cancer_cityblock``: ``breast_cancer`` with the city-block (L1)
+      metric, which no Euclidean configuration reproduces exactly.
 
 Synthetic data (seeded, so every run is reproducible)
     * ``swiss_roll``: the 3-D swiss roll; a 2-D map leaves it off the span.
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -39,7 +46,8 @@ import scipy.spatial.distance
 
 from .editdistance import levenshtein_matrix, normalized_levenshtein_matrix
 
-__all__ = ["Dataset", "DatasetUnavailable", "DATASETS", "REAL", "SYNTHETIC", "load_dataset", "available_datasets"]
+__all__ = ["Dataset", "DatasetUnavailable", "DATASETS", "REAL", "SYNTHETIC", "WORD_MODULES", "load_dataset",
+           "available_datasets", "english_words", "python_identifiers", "breast_cancer_cityblock"]
 
 
 class DatasetUnavailable(RuntimeError):
@@ -274,6 +282,87 @@ def stdlib_docstrings(n: int = 400, min_len: int = 20, max_len: int = 72) -> Dat
     )
 
 
+#: Modules whose docstrings and public names make the word and identifier corpora (a fixed list, so the
+#: corpora do not depend on what else happens to be importable).
+WORD_MODULES = STDLIB_MODULES + (
+    "abc", "ast", "asyncio", "base64", "bisect", "calendar", "codecs", "configparser", "contextlib", "copy",
+    "csv", "dataclasses", "difflib", "email", "enum", "fractions", "glob", "gzip", "hashlib", "heapq", "hmac",
+    "html", "http.client", "io", "ipaddress", "locale", "math", "mimetypes", "operator", "pickle", "pprint",
+    "queue", "secrets", "selectors", "shlex", "socket", "sqlite3", "struct", "tarfile", "tempfile", "time",
+    "timeit", "tokenize", "traceback", "types", "typing", "urllib.parse", "uuid", "warnings", "weakref",
+    "xml.dom.minidom", "zipfile", "zlib",
+)  # fmt: skip
+
+_WORD = re.compile(r"(?<![\w.])[a-z]{4,12}(?![\w.(])")
+
+
+def _public_members(modname: str) -> list[tuple[str, object]]:
+    try:
+        mod = importlib.import_module(modname)
+    except ImportError:  # pragma: no cover - a stripped-down Python
+        return []
+    out = [(modname, mod)]
+    for attr, obj in sorted(vars(mod).items()):
+        if not attr.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.isbuiltin(obj)):
+            out.append((attr, obj))
+    return out
+
+
+def _evenly(items: list[str], n: int) -> list[str]:
+    """n items evenly spaced over the sorted list (all of them when there are fewer)."""
+    items = sorted(items)
+    keep = np.unique(np.linspace(0, len(items) - 1, min(n, len(items))).round().astype(int))
+    return [items[i] for i in keep]
+
+
+def english_words(n: int = 1200) -> Dataset:
+    """n English words from stdlib docstrings (4–12 lower-case letters), Levenshtein distance.
+
+    Every distinct word of the docstrings of ``WORD_MODULES`` and their public
+    functions and classes (words touching a dot, underscore or parenthesis are
+    code and are skipped); n of them evenly spaced in alphabetical order.
+    Labels: the word's first letter.
+    """
+    words: set[str] = set()
+    for modname in WORD_MODULES:
+        for _, obj in _public_members(modname):
+            words.update(_WORD.findall(inspect.getdoc(obj) or ""))
+    if len(words) < 10:
+        raise DatasetUnavailable("english_words found fewer than 10 words (python -OO strips docstrings)")
+    chosen = _evenly(list(words), n)
+    return Dataset(
+        "english_words",
+        D=levenshtein_matrix(chosen),
+        labels=np.array([ord(w[0]) - ord("a") for w in chosen]),
+        description=f"{len(chosen)} English words of stdlib docstrings, Levenshtein distance",
+        kind="real",
+    )
+
+
+def python_identifiers(n: int = 1200) -> Dataset:
+    """n public function and class names of ``WORD_MODULES``, Levenshtein distance. Labels: class (1) or not (0)."""
+    names: dict[str, int] = {}
+    for modname in WORD_MODULES:
+        for attr, obj in _public_members(modname)[1:]:
+            names.setdefault(attr, int(inspect.isclass(obj)))
+    chosen = _evenly(list(names), n)
+    return Dataset(
+        "python_identifiers",
+        D=levenshtein_matrix(chosen),
+        labels=np.array([names[c] for c in chosen]),
+        description=f"{len(chosen)} stdlib function and class names, Levenshtein distance",
+        kind="real",
+    )
+
+
+def breast_cancer_cityblock() -> Dataset:
+    """scikit-learn's 569 breast-cancer samples, 30 standardised features, city-block (L1) distance."""
+    ds = _sklearn_dataset("load_breast_cancer", "breast_cancer", standardise=True)
+    return Dataset("breast_cancer_cityblock", X=ds.X, metric="cityblock", labels=ds.labels, kind="real",
+                   description=f"scikit-learn bundled breast_cancer: {ds.X.shape[0]} x {ds.X.shape[1]} standardised "
+                               "features, city-block (L1) distance")
+
+
 # --------------------------------------------------------------------------- registry
 
 DATASETS: dict[str, Callable[[], Dataset]] = {
@@ -282,6 +371,9 @@ DATASETS: dict[str, Callable[[], Dataset]] = {
     "wine": wine,
     "breast_cancer": breast_cancer,
     "stdlib_docstrings": stdlib_docstrings,
+    "english_words": english_words,
+    "python_identifiers": python_identifiers,
+    "breast_cancer_cityblock": breast_cancer_cityblock,
     "swiss_roll": swiss_roll,
     "gaussian_clusters": gaussian_clusters,
     "plane": plane,
@@ -289,7 +381,8 @@ DATASETS: dict[str, Callable[[], Dataset]] = {
     "novel_cluster": novel_cluster,
     "random_strings": random_strings,
 }
-REAL = ("digits", "iris", "wine", "breast_cancer", "stdlib_docstrings")
+REAL = ("digits", "iris", "wine", "breast_cancer", "stdlib_docstrings", "english_words", "python_identifiers",
+        "breast_cancer_cityblock")
 SYNTHETIC = ("swiss_roll", "gaussian_clusters", "plane", "plane_offspan", "novel_cluster", "random_strings")
 
 
@@ -307,5 +400,5 @@ def available_datasets() -> list[str]:
         has_sklearn = True
     except ImportError:
         has_sklearn = False
-    sk = {"digits", "iris", "wine", "breast_cancer"}
+    sk = {"digits", "iris", "wine", "breast_cancer", "breast_cancer_cityblock"}
     return [name for name in DATASETS if has_sklearn or name not in sk]

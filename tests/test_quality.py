@@ -7,7 +7,7 @@ import pytest
 import scipy.spatial.distance as ssd
 
 from streamembed.core.errors import InputError
-from streamembed.evaluation.metrics import (
+from streamembed.quality import (
     pairwise_stress,
     procrustes_fidelity,
     stress_to_reference,
