@@ -101,7 +101,11 @@ class Dissimilarities:
         return scipy.spatial.distance.cdist(self.X[rows], self.X[cols], metric=self.metric)
 
     def squared_row_means(self) -> np.ndarray:
-        """(N,) mean over j of δ²(i, j), in chunks of ``CHUNK`` rows."""
+        """(N,) mean over j of δ²(i, j): in chunks of ``CHUNK`` rows, or in O(N p) for Euclidean features
+        (mean_j ‖x_i − x_j‖² = ‖x_i − x̄‖² + mean_j ‖x_j − x̄‖²)."""
+        if self._sq_means is None and self.X is not None and self.metric == "euclidean":
+            sq = np.square(self.X - self.X.mean(axis=0)).sum(axis=1)
+            self._sq_means = sq + sq.mean()
         if self._sq_means is None:
             out = np.empty(self.N)
             for start in range(0, self.N, CHUNK):

@@ -185,3 +185,11 @@ def test_bad_arguments_are_refused():
         select_landmarks("random", 2)
     with pytest.raises(InputError, match="required landmarks"):
         select_landmarks("random", 2, D=D, required=np.array([0, 1, 2]))
+
+
+def test_squared_row_means_of_euclidean_features_match_the_matrix(rng):
+    X = rng.normal(size=(50, 3)) + 10.0
+    D = euclidean(X, X)
+    np.testing.assert_allclose(Dissimilarities(X=X).squared_row_means(), np.square(D).mean(axis=1), rtol=1e-10)
+    np.testing.assert_allclose(Dissimilarities(X=X, metric="cityblock").squared_row_means(),
+                               np.square(np.abs(X[:, None] - X[None]).sum(-1)).mean(axis=1), rtol=1e-10)
