@@ -28,15 +28,17 @@ from streamembed.evaluation.datasets import load_dataset
 DEFAULT_DATASETS = ("digits", "stdlib_docstrings", "english_words", "python_identifiers", "breast_cancer_cityblock")
 
 
-def summary(reports: list[LandmarkReport], method: str = "projection") -> str:
-    """Median Procrustes share (range) per selection × dataset at each dataset's largest count, plus trustworthiness gap."""
+def summary(reports: list[LandmarkReport], count: int, method: str = "projection") -> str:
+    """Median Procrustes share (range) per selection × dataset at ``count`` landmarks (each dataset's largest
+    count when it has fewer objects), plus the trustworthiness gap to the full map."""
     sels = list(dict.fromkeys(r.selection for rep in reports for r in rep.rows))
-    head = "| selection | " + " | ".join(f"{rep.name} (n = {max(r.n_landmarks for r in rep.rows)})" for rep in reports) + " |"
+    at = {rep.name: max((r.n_landmarks for r in rep.rows if r.n_landmarks <= count), default=0) for rep in reports}
+    head = "| selection | " + " | ".join(f"{rep.name} (n = {at[rep.name]})" for rep in reports) + " |"
     lines = [head, "| --- |" + " ---: |" * len(reports)]
     for sel in sels:
         cells = []
         for rep in reports:
-            n = max(r.n_landmarks for r in rep.rows)
+            n = at[rep.name]
             row = next((r for r in rep.rows if r.selection == sel and r.n_landmarks == n and r.method == method), None)
             if row is None:
                 cells.append("")
@@ -101,10 +103,13 @@ def main(argv: list[str] | None = None) -> int:
         out.append(block)
         print(block, flush=True)
         print(f"({name}: {time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
-    block = ("### Summary: median Procrustes share (range over seeds) at the largest count, projection; "
-             "T: trustworthiness minus the full CMDS's\n\n" + summary(reports) + "\n")
-    out.append(block)
-    print(block)
+    summaries = []
+    for count in sorted({int(x) for x in args.landmarks.split(",")}, reverse=True):
+        block = (f"### Summary at {count} landmarks: median Procrustes share (range over {args.seeds} seeds), "
+                 "projection; T: trustworthiness minus the full classical MDS's\n\n" + summary(reports, count) + "\n")
+        summaries.append(block)
+        print(block)
+    out = summaries + out
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as fh:
             fh.write("\n".join(out))

@@ -22,9 +22,6 @@ count × placement method × seed (docs/landmarks.md):
      map and the full map as d-dimensional subspaces of R^N; when it is large
      for every selection and the full map's λ_d ≈ λ_{d+1}, the full map's own
      plane is unstable and no landmark set can be expected to find it.
-   * **residual** (projection rows): Σ k0 / Σ β over the reference objects,
-     the share of their kernel energy outside the landmarks' span (the
-     Nyström residual, docs/math.md §4) that the drift statistic watches.
 
 The reference objects are all N when N ≤ ``reference_max`` (default 3,000:
 the full map costs O(N²) memory and an N × N eigenproblem); above, a seeded
@@ -88,7 +85,6 @@ class SelectionRow:
     trustworthiness: Spread
     spearman: Spread
     subspace: Spread
-    residual: Spread  # Σ k0 / Σ β over the reference objects: the Nyström residual's share (NaN but for projection)
     seconds: float  # median wall time of the selection alone
     seeds: int
 
@@ -147,13 +143,12 @@ class LandmarkReport:
             f"{self.full_trustworthiness:.3f}, Spearman {self.full_spearman:.3f}, top eigenvalues {w}.",
             "",
             "| selection | landmarks | method | Procrustes to full CMDS | trustworthiness | Spearman | subspace sin θ | "
-            "Σk0/Σβ | selection s |",
-            "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+            "selection s |",
+            "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
         ]
         for r in self.rows:
-            res = "" if math.isnan(r.residual.median) else str(r.residual)
             lines.append(f"| {r.selection} | {r.n_landmarks} | {r.method} | {r.procrustes} | {r.trustworthiness} | "
-                         f"{r.spearman} | {r.subspace} | {res} | {r.seconds:.2f} |")
+                         f"{r.spearman} | {r.subspace} | {r.seconds:.2f} |")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
@@ -275,7 +270,7 @@ def evaluate_landmarks(
 
     for n in counts:
         for sel in selections:
-            figures: dict[str, list[tuple[float, float, float, float, float]]] = {m: [] for m in methods}
+            figures: dict[str, list[tuple[float, float, float, float]]] = {m: [] for m in methods}
             seconds = []
             for seed in range(seeds):
                 t0 = time.perf_counter()
@@ -286,14 +281,12 @@ def evaluate_landmarks(
                     est = LandmarkMDS(n_components=d, random_state=seed).fit(data.block(L, L))
                 A = data.block(ref, L)
                 for m in methods:
-                    res = est.embed(A, method=m, k0_rows="all" if m == "projection" else None)
-                    Y = res.y
-                    share = float(np.sum(res.k0) / np.sum(res.beta)) if m == "projection" else float("nan")
+                    Y = est.embed(A, method=m).y
                     figures[m].append((procrustes_share(Y, full.Y), trustworthiness(ranks, Y, k),
-                                       spearman_agreement(pairs, Y), subspace_distance(Y, full.Y), share))
+                                       spearman_agreement(pairs, Y), subspace_distance(Y, full.Y)))
             for m in methods:
                 f = np.asarray(figures[m])
-                row = SelectionRow(sel, n, m, *(Spread.of(f[:, c]) for c in range(5)),
+                row = SelectionRow(sel, n, m, *(Spread.of(f[:, c]) for c in range(4)),
                                    seconds=float(np.median(seconds)), seeds=seeds)
                 report.rows.append(row)
                 say(f"{name}: {sel} {n} landmarks, {m}: Procrustes {row.procrustes}, trustworthiness "

@@ -62,6 +62,8 @@ DEFAULT_CANDIDATES = 8
 SCORE_SAMPLE = 4000
 #: Rows of a feature-mode dissimilarity matrix computed at once (memory ≈ CHUNK · N floats).
 CHUNK = 256
+#: Largest k-medoids cell whose medoid is chosen exactly (a random sample of this many above).
+CELL_SAMPLE = 2000
 
 
 def _check_count(n_select: int, N: int) -> None:
@@ -194,7 +196,9 @@ def kmedoids_select(n_select: int, dis: Dissimilarities, rng: np.random.Generato
 
     Each object joins its nearest medoid's cell; each medoid then moves to the
     member of its cell whose dissimilarities to the cell sum least. Stops when
-    no medoid moves. Returns the medoids in seeding order.
+    no medoid moves. Returns the medoids in seeding order. A cell of more than
+    ``CELL_SAMPLE`` members is scored on a random sample of that many (as
+    candidates and as the sum's terms), so memory stays O(N n + CELL_SAMPLE²).
     """
     L = kmeanspp_select(n_select, dis, rng)
     for _ in range(iterations):
@@ -202,6 +206,8 @@ def kmedoids_select(n_select: int, dis: Dissimilarities, rng: np.random.Generato
         moved = L.copy()
         for c in range(L.size):
             members = np.flatnonzero(cell == c)
+            if members.size > CELL_SAMPLE:
+                members = np.union1d(rng.choice(members, CELL_SAMPLE, replace=False), L[c:c + 1])
             if members.size > 1:
                 moved[c] = members[int(np.argmin(dis.block(members, members).sum(axis=1)))]
         if np.array_equal(moved, L) or np.unique(moved).size < L.size:
