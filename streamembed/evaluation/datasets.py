@@ -38,6 +38,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -296,15 +297,18 @@ WORD_MODULES = STDLIB_MODULES + (
 _WORD = re.compile(r"(?<![\w.])[a-z]{4,12}(?![\w.(])")
 
 
-def _public_members(modname: str) -> list[tuple[str, object]]:
+def _public_members(modname: str) -> list[tuple[str, str]]:
+    """(name, docstring) of the module itself, then of its public functions and classes."""
     try:
         mod = importlib.import_module(modname)
     except ImportError:  # pragma: no cover - a stripped-down Python
         return []
-    out = [(modname, mod)]
-    for attr, obj in sorted(vars(mod).items()):
-        if not attr.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.isbuiltin(obj)):
-            out.append((attr, obj))
+    out: list[tuple[str, str]] = [(modname, inspect.getdoc(mod) or "")]
+    with warnings.catch_warnings():  # typing.io / typing.re warn when inspected
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for attr, obj in sorted(vars(mod).items()):
+            if not attr.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.isbuiltin(obj)):
+                out.append((attr, (inspect.getdoc(obj) or "")))
     return out
 
 
@@ -325,8 +329,8 @@ def english_words(n: int = 1200) -> Dataset:
     """
     words: set[str] = set()
     for modname in WORD_MODULES:
-        for _, obj in _public_members(modname):
-            words.update(_WORD.findall(inspect.getdoc(obj) or ""))
+        for _, doc in _public_members(modname):
+            words.update(_WORD.findall(doc))
     if len(words) < 10:
         raise DatasetUnavailable("english_words found fewer than 10 words (python -OO strips docstrings)")
     chosen = _evenly(list(words), n)
@@ -340,11 +344,11 @@ def english_words(n: int = 1200) -> Dataset:
 
 
 def python_identifiers(n: int = 1200) -> Dataset:
-    """n public function and class names of ``WORD_MODULES``, Levenshtein distance. Labels: class (1) or not (0)."""
+    """n public function and class names of ``WORD_MODULES``, Levenshtein distance. Labels: capitalised (1) or not."""
     names: dict[str, int] = {}
     for modname in WORD_MODULES:
-        for attr, obj in _public_members(modname)[1:]:
-            names.setdefault(attr, int(inspect.isclass(obj)))
+        for attr, _ in _public_members(modname)[1:]:
+            names.setdefault(attr, int(attr[:1].isupper()))
     chosen = _evenly(list(names), n)
     return Dataset(
         "python_identifiers",
