@@ -85,10 +85,16 @@ def digits_scenarios(rng: np.random.Generator) -> dict:
 
 
 def words_scenarios(rng: np.random.Generator) -> dict:
-    from streamembed.evaluation.datasets import words
+    from streamembed.evaluation import datasets as dsm
+    from streamembed.evaluation.editdistance import levenshtein_matrix
 
-    ds = words(2400)
-    lengths = ds.labels
+    found: set[str] = set()  # the words of datasets.english_words, 2,400 of them, with their lengths as classes
+    for modname in dsm.WORD_MODULES:
+        for _, doc in dsm._public_members(modname):
+            found.update(dsm._WORD.findall(doc))
+    chosen = dsm._evenly(list(found), 2400)
+    lengths = np.array([len(w) for w in chosen])
+    ds = dsm.Dataset("english_words", D=levenshtein_matrix(chosen).astype(np.float64), labels=lengths)
     short, long_ = np.flatnonzero(lengths <= 7), np.flatnonzero(lengths >= 9)
     s_short, s_long = rng.permutation(short), rng.permutation(long_)
     half = s_short.size // 2

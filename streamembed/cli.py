@@ -192,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
 #: Subcommands with their own parsers: name -> (module with main(argv), help).
 _TOOLS: dict[str, tuple[str, str]] = {
     "bench": ("streamembed.evaluation.bench", "throughput against the memory-read ceiling (and scikit-learn)"),
-    "evaluate": ("streamembed.evaluation.evaluate", "placement quality of every method against full refits"),
+    "evaluate": ("streamembed.commands.evaluate", "landmark choice for your data against a full classical MDS "
+                 "(--features/--dissimilarities); placement quality on the benchmark datasets"),
     "plot": ("streamembed.evaluation.plots", "render the map or the drift history to PNG (needs matplotlib)"),
 }
 

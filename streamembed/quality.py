@@ -1,4 +1,4 @@
-"""Quality measures of an embedding: stress, neighbourhood preservation, fidelity, agreement with a full MDS.
+"""Quality measures of an embedding: stress, neighbourhood preservation, fidelity.
 
 All functions are pure numpy/scipy, vectorised, with no I/O.
 
@@ -19,14 +19,14 @@ All functions are pure numpy/scipy, vectorised, with no I/O.
   neighbourhood preservation; the normalisation needs k < (2N - 1)/3. Ties in
   distances are broken by index order (stable sort).
 * Procrustes fidelity (docs/math.md §5): align a map to a reference configuration
-  on the landmarks, measure the held-out objects; ``procrustes_share``: align a
-  whole map to a reference map of the same objects (rotation or reflection
-  plus translation), the RMS distance left as a share of the reference's RMS
-  radius (0 = the same map).
-* ``classical_mds``: the classical MDS of all objects (docs/math.md §1), the
-  reference a landmark map approximates; ``spearman_agreement``: Spearman's
-  rank correlation of map distances with the input dissimilarities over a
-  seeded sample of pairs.
+  on the landmarks, measure the held-out objects.
+* Agreement of a whole map with the classical MDS of all its objects
+  (docs/landmarks.md): ``classical_mds`` (the reference), ``procrustes_share``
+  (RMS distance after the best rigid motion, as a share of the reference's RMS
+  radius), ``trustworthiness`` against precomputed ``NeighbourRanks`` (one
+  rank matrix serves many maps), ``spearman_agreement`` (rank correlation of
+  map distances with the input dissimilarities) and ``subspace_distance``
+  (sine of the largest principal angle between two maps' column spaces).
 """
 
 from __future__ import annotations
@@ -35,7 +35,10 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
+import scipy.spatial
+import scipy.sparse.linalg
 import scipy.spatial.distance
+import scipy.stats
 
 from .core.errors import InputError
 from .core.procrustes import apply_alignment, orthogonal_procrustes_align
@@ -48,9 +51,14 @@ __all__ = [
     "trustworthiness_continuity",
     "Fidelity",
     "procrustes_fidelity",
-    "procrustes_share",
+    "FullMDS",
     "classical_mds",
+    "procrustes_share",
+    "NeighbourRanks",
+    "trustworthiness",
+    "PairRanks",
     "spearman_agreement",
+    "subspace_distance",
 ]
 
 
@@ -176,49 +184,154 @@ def procrustes_fidelity(
     return Fidelity(rmse=rmse, relative=rmse / radius if radius > 0 else float("nan"), landmark_residual=fit.residual)
 
 
-def procrustes_share(Y: np.ndarray, Y_ref: np.ndarray) -> float:
-    """RMS distance between Y (N, d) aligned to Y_ref (N, d) and Y_ref, over Y_ref's RMS radius (unitless)."""
-    _, _, rms = orthogonal_procrustes_align(np.asarray(Y, dtype=np.float64), np.asarray(Y_ref, dtype=np.float64))
-    ref = np.asarray(Y_ref, dtype=np.float64)
-    radius = float(np.sqrt(np.square(ref - ref.mean(axis=0)).sum(axis=1).mean()))
-    return rms / radius if radius > 0 else float("nan")
+class FullMDS(NamedTuple):
+    """Classical MDS of every object: the reference a landmark map is measured against.
 
-
-def classical_mds(D: np.ndarray, n_components: int) -> np.ndarray:
-    """(N, d) classical MDS configuration of all N objects from their (N, N) dissimilarities (docs/math.md §1).
-
-    Only positive eigenvalues are kept (fewer columns are zero); cost O(N²) memory, the top d eigenpairs.
+    Attributes:
+        Y: (N, d) configuration (docs/math.md §1: top-d eigenpairs of B = −½ J Δ² J).
+        eigenvalues: the top min(d + 2, N − 1) eigenvalues of B, descending (squared distance units).
+        trace: trace of B = Σ of all its eigenvalues (negative ones included).
     """
-    D2 = np.square(np.asarray(D, dtype=np.float64))
-    N = D2.shape[0]
-    if D2.shape != (N, N):
-        raise InputError(f"classical_mds needs a square matrix, got {D2.shape}")
-    r = D2.mean(axis=1)
-    K = -0.5 * (D2 - r[:, None] - r[None, :] + r.mean())
-    k = min(int(n_components), N)
-    w, V = scipy.linalg.eigh(K, subset_by_index=[N - k, N - 1], check_finite=False)
-    w, V = w[::-1], V[:, ::-1]
-    Y = np.zeros((N, int(n_components)))
-    Y[:, :k] = V * np.sqrt(np.maximum(w, 0.0))
-    return Y
+
+    Y: np.ndarray
+    eigenvalues: np.ndarray
+    trace: float
 
 
-def spearman_agreement(D: np.ndarray, Y: np.ndarray, pairs: int = 50_000, seed: int = 0) -> float:
-    """Spearman's ρ of ‖y_i − y_j‖ against δ(i, j) over ``pairs`` random pairs i < j (all when fewer)."""
-    import scipy.stats
+def classical_mds(D: np.ndarray, n_components: int) -> FullMDS:
+    """Classical (Torgerson) MDS of an (N, N) dissimilarity matrix: O(N²) memory.
 
+    The top d + 2 eigenpairs come from Lanczos iteration (``scipy.sparse.linalg.eigsh``, O(N²) per
+    iteration), or from a dense solver for N ≤ 200. Eigenvalues below zero (non-Euclidean Δ) give
+    zero-length axes.
+    """
     D = np.asarray(D, dtype=np.float64)
-    Y = np.asarray(Y, dtype=np.float64)
     N = D.shape[0]
-    total = N * (N - 1) // 2
-    if total == 0:
-        return float("nan")
-    rng = np.random.default_rng(seed)
-    if total <= pairs:
-        i, j = np.triu_indices(N, 1)
+    if D.ndim != 2 or D.shape != (N, N) or N < 2:
+        raise InputError(f"classical MDS needs an (N, N) matrix with N ≥ 2, got {D.shape}")
+    B = np.square(D)
+    B -= B.mean(axis=0, keepdims=True)
+    B -= B.mean(axis=1, keepdims=True)
+    B *= -0.5
+    k = min(n_components + 2, N - 1)
+    if N <= 200:
+        w, V = scipy.linalg.eigh(B, subset_by_index=[N - k, N - 1], check_finite=False)
     else:
-        i = rng.integers(0, N, size=pairs)
-        j = rng.integers(0, N - 1, size=pairs)
-        j = j + (j >= i)
-    e = np.sqrt(np.square(Y[i] - Y[j]).sum(axis=1))
-    return float(scipy.stats.spearmanr(e, D[i, j]).statistic)
+        v0 = np.random.default_rng(0).normal(size=N)  # a fixed start: the same map on every call
+        w, V = scipy.sparse.linalg.eigsh(B, k=k, which="LA", v0=v0, tol=1e-10)
+    order = np.argsort(w)[::-1]
+    w, V = w[order], V[:, order]
+    d = min(n_components, k)
+    Y = V[:, :d] * np.sqrt(np.maximum(w[:d], 0.0))
+    return FullMDS(Y=Y, eigenvalues=w, trace=float(np.trace(B)))
+
+
+def procrustes_share(Y: np.ndarray, Y_ref: np.ndarray) -> float:
+    """RMS distance of Y (N, d) to Y_ref (N, d) after the best rotation/reflection and translation of Y,
+    divided by Y_ref's RMS radius about its centroid (unitless; 0: the same map up to a rigid motion).
+
+    No scaling: a landmark map and the full map share the units of the dissimilarities.
+    """
+    fit = orthogonal_procrustes_align(Y, Y_ref)
+    R = np.asarray(Y_ref, dtype=np.float64)
+    radius = float(np.sqrt(np.square(R - R.mean(axis=0)).sum(axis=1).mean()))
+    return fit.residual / radius if radius > 0 else float("nan")
+
+
+class NeighbourRanks:
+    """Ranks of every object among each object's neighbours in the input space, computed once.
+
+    ``ranks[i, j]`` = p when j is i's p-th nearest object (ties by index; ranks[i, i] = 0):
+    (N, N) int32, 4 N² bytes.
+    """
+
+    def __init__(self, D: np.ndarray):
+        self.ranks = neighbour_ranks(D)[1]
+        self.N = int(self.ranks.shape[0])
+
+
+def trustworthiness(ranks: NeighbourRanks, Y: np.ndarray, k: int = 10) -> float:
+    """Trustworthiness (module docstring) of the map Y (N, d) against input-space ``ranks``.
+
+    Equals ``trustworthiness_continuity(D, Y, k)[0]`` (up to ties among map distances), with the
+    map's k nearest neighbours found by a k-d tree instead of a full sort.
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    N = ranks.N
+    if Y.shape[0] != N:
+        raise InputError(f"Y has {Y.shape[0]} rows, the ranks describe {N} points")
+    if k < 1 or 2 * N - 3 * k - 1 <= 0:
+        raise InputError(f"k must satisfy 1 <= k < (2N - 1)/3 = {(2 * N - 1) / 3:.1f}, got {k}")
+    _, nn = scipy.spatial.cKDTree(Y).query(Y, k=k + 1)
+    rows = np.arange(N)[:, None]
+    nn = nn[:, 1:] if (nn[:, 0] == np.arange(N)).all() else _drop_self(nn, k)
+    penalty = np.maximum(ranks.ranks[rows, nn] - k, 0).sum(dtype=np.int64)
+    return 1.0 - 2.0 / (N * k * (2 * N - 3 * k - 1)) * float(penalty)
+
+
+def _drop_self(nn: np.ndarray, k: int) -> np.ndarray:
+    """The k neighbours other than the point itself (a duplicate map point may come first)."""
+    self_ = nn == np.arange(nn.shape[0])[:, None]
+    no_self = ~self_.any(axis=1)
+    self_[no_self, -1] = True  # the self was beyond k + 1: drop the farthest instead
+    return nn[~self_].reshape(nn.shape[0], k)
+
+
+class PairRanks:
+    """Pairs i < j of N objects (all, or a seeded uniform sample of ``max_pairs``) and the ranks of their
+    input dissimilarities, computed once so that many maps can be scored (``spearman_agreement``)."""
+
+    def __init__(self, D: np.ndarray, max_pairs: int = 100_000, seed: int = 0):
+        D = np.asarray(D, dtype=np.float64)
+        N = D.shape[0]
+        if D.ndim != 2 or D.shape != (N, N) or N < 2:
+            raise InputError(f"D must be an (N, N) matrix with N ≥ 2, got {D.shape}")
+        if N * (N - 1) // 2 <= max_pairs:
+            i, j = np.triu_indices(N, 1)
+        else:
+            i, j = np.random.default_rng(seed).integers(N, size=(2, max_pairs))
+            keep = i != j
+            i, j = i[keep], j[keep]
+        self.N, self.i, self.j = N, i, j
+        self.ranks = _centred_unit(scipy.stats.rankdata(D[i, j]))
+
+
+def _centred_unit(r: np.ndarray) -> np.ndarray:
+    r = r - r.mean()
+    norm = float(np.sqrt(r @ r))
+    return r / norm if norm > 0 else r
+
+
+def spearman_agreement(D: np.ndarray | PairRanks, Y: np.ndarray, max_pairs: int = 100_000, seed: int = 0) -> float:
+    """Spearman ρ between map distances ‖y_i − y_j‖ and input dissimilarities δ(i, j) over pairs i < j.
+
+    Args:
+        D: (N, N) input dissimilarities, or their ``PairRanks`` (reused across maps).
+        Y: (N, d) map.
+        max_pairs: above this many pairs, a seeded uniform sample of pairs is used (ignored for PairRanks).
+    Ties get average ranks; ρ is the Pearson correlation of the ranks (NaN when either side is constant).
+    """
+    pr = D if isinstance(D, PairRanks) else PairRanks(D, max_pairs, seed)
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.shape[0] != pr.N:
+        raise InputError(f"Y has {Y.shape[0]} rows, the dissimilarities describe {pr.N} objects")
+    e = np.sqrt(np.square(Y[pr.i] - Y[pr.j]).sum(axis=1))
+    r = _centred_unit(scipy.stats.rankdata(e))
+    if not (r.any() and pr.ranks.any()):
+        return float("nan")
+    return float(r @ pr.ranks)
+
+
+def subspace_distance(Y: np.ndarray, Y_ref: np.ndarray) -> float:
+    """sin of the largest principal angle between the column spaces of the centred Y and Y_ref (N, d) in R^N.
+
+    0: the two maps lie in one d-dimensional subspace of the objects (equal up to a linear map);
+    1: some direction of one is orthogonal to the other. The full classical MDS's plane is unstable
+    to small changes when its λ_d and λ_{d+1} are close (Davis–Kahan), and so is this distance.
+    """
+    Qa = np.linalg.qr(np.asarray(Y, dtype=np.float64) - np.mean(Y, axis=0))[0]
+    Qb = np.linalg.qr(np.asarray(Y_ref, dtype=np.float64) - np.mean(Y_ref, axis=0))[0]
+    if Qa.shape != Qb.shape:
+        raise InputError(f"Y and Y_ref must have one shape, got {np.shape(Y)} and {np.shape(Y_ref)}")
+    # ‖(I − Qb Qbᵀ) Qa‖₂ = sin θ_max, accurate for small angles (1 − cos² is not)
+    return float(np.linalg.norm(Qa - Qb @ (Qb.T @ Qa), 2))

@@ -24,7 +24,7 @@ SCRIPTS = {
     "bench_embed_file.py": (["--objects", "2000", "--landmarks", "50", "--dims", "2"], "objects/s"),
     "bench_refit.py": (["--candidates", "300", "--landmarks", "50", "--d", "2"], "p99_ratio"),
     "landmark_selection.py": (["--datasets", "breast_cancer", "--landmarks", "20", "--seeds", "1", "--methods",
-                               "projection"], "recommendation: 20 landmarks by"),
+                               "projection"], "Recommendation: 20 landmarks by"),
     "refit_policies.py": (["--seeds", "1", "--policies", "none,adaptive", "--datasets", "digits"],
                           "| digits | new classes, abrupt | adaptive |"),
 }

@@ -99,3 +99,56 @@ def test_procrustes_fidelity_of_a_moved_copy_is_zero() -> None:
     assert fid.rmse < 1e-12 and fid.relative < 1e-12 and fid.landmark_residual < 1e-12
     moved = procrustes_fidelity(L, L @ R + 3.0, Y, Y @ R + 3.0 + np.array([1.0, 0.0]))
     assert moved.rmse == pytest.approx(1.0)
+
+
+# ----------------------------------------------------------------------------- whole maps vs the full classical MDS
+
+
+def test_classical_mds_matches_a_dense_eigendecomposition() -> None:
+    from streamembed.core.blas import single_blas_thread
+    from streamembed.quality import classical_mds
+
+    X = np.random.default_rng(5).normal(size=(240, 4)) * np.array([5.0, 3.0, 1.0, 0.5])  # > 200: Lanczos
+    D = dist(X)
+    J = np.eye(240) - 1.0 / 240
+    B = -0.5 * J @ np.square(D) @ J
+    with single_blas_thread():
+        w, V = np.linalg.eigh(B)
+        full = classical_mds(D, 2)
+    np.testing.assert_allclose(full.eigenvalues, w[::-1][:4], rtol=1e-8)
+    np.testing.assert_allclose(np.abs(full.Y), np.abs(V[:, ::-1][:, :2] * np.sqrt(w[::-1][:2])), atol=1e-7)
+    assert full.trace == pytest.approx(np.trace(B))
+
+
+def test_procrustes_share_and_subspace_distance_ignore_rigid_motions_and_see_rotations_out_of_plane() -> None:
+    from streamembed.quality import procrustes_share, subspace_distance
+
+    rng = np.random.default_rng(6)
+    Y = rng.normal(size=(200, 2)) * [3.0, 1.0]
+    Q, _ = np.linalg.qr(rng.normal(size=(2, 2)))
+    assert procrustes_share(Y @ Q + [5.0, -2.0], Y) < 1e-12
+    assert subspace_distance(Y @ Q + 1.0, Y) < 1e-12
+    Z = rng.normal(size=(200, 1))
+    tilted = np.column_stack([Y[:, 0], np.cos(0.3) * Y[:, 1] + np.sin(0.3) * Z[:, 0] * Y[:, 1].std() / Z[:, 0].std()])
+    assert 0.05 < subspace_distance(tilted, Y) < 0.5
+    assert procrustes_share(np.zeros_like(Y), Y) == pytest.approx(1.0)  # a collapsed map misses all of Y's radius
+
+
+def test_trustworthiness_from_precomputed_ranks_equals_the_full_sort_and_spearman_equals_scipy() -> None:
+    import scipy.stats
+
+    from streamembed.quality import NeighbourRanks, PairRanks, spearman_agreement, trustworthiness
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(150, 5))
+    D = dist(X)
+    Y = X[:, :2] + 0.3 * rng.normal(size=(150, 2))
+    ranks = NeighbourRanks(D)
+    for k in (1, 5, 12):
+        assert trustworthiness(ranks, Y, k) == pytest.approx(trustworthiness_continuity(D, Y, k)[0], abs=1e-12)
+    iu = np.triu_indices(150, 1)
+    expected = scipy.stats.spearmanr(ssd.pdist(Y), D[iu]).statistic
+    assert spearman_agreement(D, Y) == pytest.approx(expected, abs=1e-12)
+    assert spearman_agreement(PairRanks(D), Y) == pytest.approx(expected, abs=1e-12)
+    sampled = spearman_agreement(D, Y, max_pairs=3000)
+    assert abs(sampled - expected) < 0.05

@@ -121,7 +121,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     n = args.landmarks or N
     if not 2 <= n <= N:
         raise Refused(f"--landmarks {n} must be between 2 and the {N} objects in {path}")
-    idx = _select(args, M, M_select, features, n)
+    try:
+        idx = _select(args, M, M_select, features, n)
+    except ValueError as exc:
+        raise Refused(f"cannot choose landmarks: {exc}") from None
     if idx.size < n:
         n = int(idx.size)  # fewer distinct objects than asked: the selection warned with the count
     # the input's ids, or its row numbers: what a user needs to build rows in the model's landmark order

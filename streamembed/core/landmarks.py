@@ -62,6 +62,8 @@ DEFAULT_CANDIDATES = 8
 SCORE_SAMPLE = 4000
 #: Rows of a feature-mode dissimilarity matrix computed at once (memory ≈ CHUNK · N floats).
 CHUNK = 256
+#: Largest k-medoids cell whose medoid is chosen exactly (a random sample of this many above).
+CELL_SAMPLE = 2000
 
 
 def _check_count(n_select: int, N: int) -> None:
@@ -101,7 +103,11 @@ class Dissimilarities:
         return scipy.spatial.distance.cdist(self.X[rows], self.X[cols], metric=self.metric)
 
     def squared_row_means(self) -> np.ndarray:
-        """(N,) mean over j of δ²(i, j), in chunks of ``CHUNK`` rows."""
+        """(N,) mean over j of δ²(i, j): in chunks of ``CHUNK`` rows, or in O(N p) for Euclidean features
+        (mean_j ‖x_i − x_j‖² = ‖x_i − x̄‖² + mean_j ‖x_j − x̄‖²)."""
+        if self._sq_means is None and self.X is not None and self.metric == "euclidean":
+            sq = np.square(self.X - self.X.mean(axis=0)).sum(axis=1)
+            self._sq_means = sq + sq.mean()
         if self._sq_means is None:
             out = np.empty(self.N)
             for start in range(0, self.N, CHUNK):
@@ -190,7 +196,9 @@ def kmedoids_select(n_select: int, dis: Dissimilarities, rng: np.random.Generato
 
     Each object joins its nearest medoid's cell; each medoid then moves to the
     member of its cell whose dissimilarities to the cell sum least. Stops when
-    no medoid moves. Returns the medoids in seeding order.
+    no medoid moves. Returns the medoids in seeding order. A cell of more than
+    ``CELL_SAMPLE`` members is scored on a random sample of that many (as
+    candidates and as the sum's terms), so memory stays O(N n + CELL_SAMPLE²).
     """
     L = kmeanspp_select(n_select, dis, rng)
     for _ in range(iterations):
@@ -198,6 +206,8 @@ def kmedoids_select(n_select: int, dis: Dissimilarities, rng: np.random.Generato
         moved = L.copy()
         for c in range(L.size):
             members = np.flatnonzero(cell == c)
+            if members.size > CELL_SAMPLE:
+                members = np.union1d(rng.choice(members, CELL_SAMPLE, replace=False), L[c:c + 1])
             if members.size > 1:
                 moved[c] = members[int(np.argmin(dis.block(members, members).sum(axis=1)))]
         if np.array_equal(moved, L) or np.unique(moved).size < L.size:
@@ -245,7 +255,10 @@ def rpcholesky_select(n_select: int, dis: Dissimilarities, rng: np.random.Genera
             diag = np.maximum(diag - np.square(F[:, t]), 0.0)
         diag[s] = 0.0
     if len(picks) < n_select:
+        if not picks:  # a zero kernel: every object coincides with every other
+            picks.append(int(rng.integers(N)))
         d2 = np.min(np.square(np.vstack([dis.rows(picks[i:i + CHUNK]) for i in range(0, len(picks), CHUNK)])), axis=0)
+        d2[picks] = 0.0
         while len(picks) < n_select and d2.sum() > 0:
             i = int(rng.choice(N, p=d2 / d2.sum()))
             picks.append(i)
@@ -284,7 +297,7 @@ def _distinct(picks: np.ndarray, dis: Dissimilarities, n_select: int, rng: np.ra
     """``picks`` without objects that duplicate an earlier pick (δ = 0), topped up to ``n_select`` if possible.
 
     Top-ups follow k-means++ sampling (only objects at δ > 0 from every pick
-    can be drawn); a WARNING names the count when fewer distinct objects exist.
+    can be drawn); fewer come back when fewer distinct objects exist (``_at_least_two`` warns).
     """
     picks = np.asarray(picks, dtype=np.int64)
     if picks.size > 1:
@@ -300,9 +313,6 @@ def _distinct(picks: np.ndarray, dis: Dissimilarities, n_select: int, rng: np.ra
             d2 = np.minimum(d2, np.square(dis.rows([i])[0]))
             d2[i] = 0.0
         picks = np.concatenate([picks, np.asarray(extra, dtype=np.int64)])
-    if picks.size < n_select:
-        log.warning("landmark selection: only %d distinct objects among %d (the others duplicate them at "
-                    "dissimilarity 0); using %d landmarks instead of %d", picks.size, dis.N, picks.size, n_select)
     return picks
 
 
@@ -336,7 +346,8 @@ def select_landmarks(
         population: indices of the objects whose variance scores the candidate sets (default: all N,
             an evenly spaced sample of ``SCORE_SAMPLE`` above that); refits score on recent objects only.
     Raises:
-        InputError: unknown strategy, a count outside 1..N, or not exactly one of D and X.
+        InputError: unknown strategy, a count outside 1..N, not exactly one of D and X, or fewer than
+            2 distinct objects when ``n_select`` ≥ 2 (no map can be fitted).
     """
     if strategy not in LANDMARK_SELECTIONS:
         raise InputError(f"landmark selection must be one of {LANDMARK_SELECTIONS}, got {strategy!r}")
@@ -364,13 +375,25 @@ def select_landmarks(
 
     k = (DEFAULT_CANDIDATES if strategy == "max-variance" else 1) if candidates is None else int(candidates)
     if k <= 1 or strategy == "maxmin":
-        return np.sort(one(rng))
+        return _at_least_two(np.sort(one(rng)), n_select, N)
     pop = np.arange(N) if population is None else np.asarray(population, dtype=np.int64)
     sample = pop if pop.size <= SCORE_SAMPLE else pop[np.unique(np.linspace(0, pop.size - 1, SCORE_SAMPLE).round()).astype(np.int64)]
     sets = [one(r) for r in rng.spawn(k)]
     with single_blas_thread():  # many small eigenproblems: BLAS threads would only contend
         scores = [captured_variance(L, dis, sample, n_components) if L.size > n_components else -np.inf for L in sets]
-    return np.sort(sets[int(np.argmax(scores))])
+    return _at_least_two(np.sort(sets[int(np.argmax(scores))]), n_select, N)
+
+
+def _at_least_two(picks: np.ndarray, n_select: int, N: int) -> np.ndarray:
+    """``picks``, with a WARNING naming the count when fewer than ``n_select`` objects are distinct; an
+    InputError when a map was asked for and they cannot carry one (fewer than 2 distinct objects)."""
+    if n_select >= 2 and picks.size < 2:
+        raise InputError(f"all {N} objects are identical (every dissimilarity is 0): a map needs at least 2 distinct "
+                         f"landmarks")
+    if picks.size < n_select:
+        log.warning("landmark selection: only %d distinct objects among %d (the others duplicate them at "
+                    "dissimilarity 0); using %d landmarks instead of %d", picks.size, N, picks.size, n_select)
+    return picks
 
 
 def least_supported(D_old_to_recent: np.ndarray, n_remove: int, k: int = 10) -> np.ndarray:

@@ -81,9 +81,9 @@ def load_or_fit_model(cfg: Config) -> LandmarkModel:
         return model
     stream = GaussianMixtureStream(cfg.generator)
     X = stream.fit_sample(m.fit_sample)
-    idx = select_landmarks(m.landmark_selection, m.n_landmarks, X=X, metric=m.metric, seed=cfg.generator.seed,
-                           n_components=m.n_components)
     try:
+        idx = select_landmarks(m.landmark_selection, m.n_landmarks, X=X, metric=m.metric, seed=cfg.generator.seed,
+                               n_components=m.n_components)
         fitted = LandmarkMDS(n_components=m.n_components, method=m.method, input=m.input,
                              geodesic_neighbors=m.geodesic_neighbors or None, correction=m.correction,
                              landmark_map=m.landmark_map)

@@ -12,9 +12,12 @@ Real data
       and classes of a fixed list of Python standard-library modules, compared
       with the normalised edit distance. Needs nothing beyond Python; its exact
       content follows the running Python version.
-    * ``words``: 1,200 English words from stdlib docstrings, Levenshtein
-      distance; ``breast_cancer_cityblock``: breast_cancer with the city-block
-      metric (both non-Euclidean).
+    * ``english_words``: distinct lower-case English words (4–12 letters) of
+      the docstrings of ``WORD_MODULES``, Levenshtein distance (not normalised).
+    * ``python_identifiers``: public function and class names of
+      ``WORD_MODULES``, Levenshtein distance.
+    * ``breast_cancer_cityblock``: ``breast_cancer`` with the city-block (L1)
+      metric, which no Euclidean configuration reproduces exactly.
 
 Synthetic data (seeded, so every run is reproducible)
     * ``swiss_roll``: the 3-D swiss roll; a 2-D map leaves it off the span.
@@ -34,6 +37,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -42,7 +47,8 @@ import scipy.spatial.distance
 
 from .editdistance import levenshtein_matrix, normalized_levenshtein_matrix
 
-__all__ = ["Dataset", "DatasetUnavailable", "DATASETS", "REAL", "SYNTHETIC", "load_dataset", "available_datasets"]
+__all__ = ["Dataset", "DatasetUnavailable", "DATASETS", "REAL", "SYNTHETIC", "WORD_MODULES", "load_dataset",
+           "available_datasets", "english_words", "python_identifiers", "breast_cancer_cityblock"]
 
 
 class DatasetUnavailable(RuntimeError):
@@ -277,49 +283,88 @@ def stdlib_docstrings(n: int = 400, min_len: int = 20, max_len: int = 72) -> Dat
     )
 
 
-#: Modules whose docstrings supply the English words of ``words`` (the corpus follows the running Python).
+#: Modules whose docstrings and public names make the word and identifier corpora (a fixed list, so the
+#: corpora do not depend on what else happens to be importable).
 WORD_MODULES = STDLIB_MODULES + (
-    "email", "http", "urllib", "xml", "csv", "sqlite3", "typing", "dataclasses", "enum", "contextlib", "asyncio",
-    "socket", "ssl", "tarfile", "zipfile", "calendar", "locale", "gettext", "pdb", "doctest", "pydoc",
+    "abc", "ast", "asyncio", "base64", "bisect", "calendar", "codecs", "configparser", "contextlib", "copy",
+    "csv", "dataclasses", "difflib", "email", "enum", "fractions", "glob", "gzip", "hashlib", "heapq", "hmac",
+    "html", "http.client", "io", "ipaddress", "locale", "math", "mimetypes", "operator", "pickle", "pprint",
+    "queue", "secrets", "selectors", "shlex", "socket", "sqlite3", "struct", "tarfile", "tempfile", "time",
+    "timeit", "tokenize", "traceback", "types", "typing", "urllib.parse", "uuid", "warnings", "weakref",
+    "xml.dom.minidom", "zipfile", "zlib",
 )  # fmt: skip
 
+_WORD = re.compile(r"(?<![\w.])[a-z]{4,12}(?![\w.(])")
 
-def words(n: int = 1200, min_len: int = 4, max_len: int = 12) -> Dataset:
-    """n distinct English words from stdlib docstrings, Levenshtein distance (non-Euclidean).
 
-    Every lower-cased alphabetic word of ``min_len``–``max_len`` letters in the
-    triple-quoted strings of ``WORD_MODULES``' sources, sorted; n of them evenly
-    spaced. Labels are word lengths (for plots and nearest-neighbour checks).
+def _public_members(modname: str) -> list[tuple[str, str]]:
+    """(name, docstring) of the module itself, then of its public functions and classes."""
+    try:
+        mod = importlib.import_module(modname)
+    except ImportError:  # pragma: no cover - a stripped-down Python
+        return []
+    out: list[tuple[str, str]] = [(modname, inspect.getdoc(mod) or "")]
+    with warnings.catch_warnings():  # typing.io / typing.re warn when inspected
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for attr, obj in sorted(vars(mod).items()):
+            if not attr.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.isbuiltin(obj)):
+                out.append((attr, (inspect.getdoc(obj) or "")))
+    return out
+
+
+def _evenly(items: list[str], n: int) -> list[str]:
+    """n items evenly spaced over the sorted list (all of them when there are fewer)."""
+    items = sorted(items)
+    keep = np.unique(np.linspace(0, len(items) - 1, min(n, len(items))).round().astype(int))
+    return [items[i] for i in keep]
+
+
+def english_words(n: int = 1200) -> Dataset:
+    """n English words from stdlib docstrings (4–12 lower-case letters), Levenshtein distance.
+
+    Every distinct word of the docstrings of ``WORD_MODULES`` and their public
+    functions and classes (words touching a dot, underscore or parenthesis are
+    code and are skipped); n of them evenly spaced in alphabetical order.
+    Labels: the word's first letter.
     """
-    import re
-
-    found: set[str] = set()
+    words: set[str] = set()
     for modname in WORD_MODULES:
-        try:
-            src = inspect.getsource(importlib.import_module(modname))
-        except (ImportError, OSError, TypeError):  # pragma: no cover - a stripped-down Python
-            continue
-        for doc in re.findall(r'"""(.*?)"""', src, flags=re.S):
-            found.update(w.lower() for w in re.findall(rf"\b[A-Za-z]{{{min_len},{max_len}}}\b", doc))
-    if len(found) < 10:
-        raise DatasetUnavailable("words found fewer than 10 words in the stdlib sources")
-    ordered = sorted(found)
-    keep = np.unique(np.linspace(0, len(ordered) - 1, min(n, len(ordered))).round().astype(int))
-    chosen = [ordered[i] for i in keep]
+        for _, doc in _public_members(modname):
+            words.update(_WORD.findall(doc))
+    if len(words) < 10:
+        raise DatasetUnavailable("english_words found fewer than 10 words (python -OO strips docstrings)")
+    chosen = _evenly(list(words), n)
     return Dataset(
-        "words",
-        D=levenshtein_matrix(chosen).astype(np.float64),
-        labels=np.array([len(w) for w in chosen]),
+        "english_words",
+        D=levenshtein_matrix(chosen),
+        labels=np.array([ord(w[0]) - ord("a") for w in chosen]),
         description=f"{len(chosen)} English words of stdlib docstrings, Levenshtein distance",
         kind="real",
     )
 
 
+def python_identifiers(n: int = 1200) -> Dataset:
+    """n public function and class names of ``WORD_MODULES``, Levenshtein distance. Labels: capitalised (1) or not."""
+    names: dict[str, int] = {}
+    for modname in WORD_MODULES:
+        for attr, _ in _public_members(modname)[1:]:
+            names.setdefault(attr, int(attr[:1].isupper()))
+    chosen = _evenly(list(names), n)
+    return Dataset(
+        "python_identifiers",
+        D=levenshtein_matrix(chosen),
+        labels=np.array([names[c] for c in chosen]),
+        description=f"{len(chosen)} stdlib function and class names, Levenshtein distance",
+        kind="real",
+    )
+
+
 def breast_cancer_cityblock() -> Dataset:
-    """scikit-learn's 569 breast-cancer samples, 30 standardised features, city-block distance (non-Euclidean)."""
-    ds = breast_cancer()
+    """scikit-learn's 569 breast-cancer samples, 30 standardised features, city-block (L1) distance."""
+    ds = _sklearn_dataset("load_breast_cancer", "breast_cancer", standardise=True)
     return Dataset("breast_cancer_cityblock", X=ds.X, metric="cityblock", labels=ds.labels, kind="real",
-                   description=ds.description.replace("Euclidean", "city-block (L1)"))
+                   description=f"scikit-learn bundled breast_cancer: {ds.X.shape[0]} x {ds.X.shape[1]} standardised "
+                               "features, city-block (L1) distance")
 
 
 # --------------------------------------------------------------------------- registry
@@ -330,7 +375,8 @@ DATASETS: dict[str, Callable[[], Dataset]] = {
     "wine": wine,
     "breast_cancer": breast_cancer,
     "stdlib_docstrings": stdlib_docstrings,
-    "words": words,
+    "english_words": english_words,
+    "python_identifiers": python_identifiers,
     "breast_cancer_cityblock": breast_cancer_cityblock,
     "swiss_roll": swiss_roll,
     "gaussian_clusters": gaussian_clusters,
@@ -339,7 +385,8 @@ DATASETS: dict[str, Callable[[], Dataset]] = {
     "novel_cluster": novel_cluster,
     "random_strings": random_strings,
 }
-REAL = ("digits", "iris", "wine", "breast_cancer", "stdlib_docstrings", "words", "breast_cancer_cityblock")
+REAL = ("digits", "iris", "wine", "breast_cancer", "stdlib_docstrings", "english_words", "python_identifiers",
+        "breast_cancer_cityblock")
 SYNTHETIC = ("swiss_roll", "gaussian_clusters", "plane", "plane_offspan", "novel_cluster", "random_strings")
 
 

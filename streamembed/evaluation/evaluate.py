@@ -49,11 +49,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ..core.landmarks import LANDMARK_SELECTIONS, maxmin_select
+from ..core.landmarks import maxmin_select
 from ..estimator import LandmarkMDS
 from ..core.blas import single_blas_thread
 from .datasets import DATASETS, Dataset, DatasetUnavailable, available_datasets, load_dataset
-from ..quality import pairwise_stress, stress_to_reference, trustworthiness_continuity
+from .metrics import pairwise_stress, stress_to_reference, trustworthiness_continuity
 from .references import refit_reference, reference_error
 
 __all__ = ["EvaluationSettings", "MethodRow", "DatasetReport", "evaluate_dataset", "format_report", "main"]
@@ -351,23 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="datasets: " + ", ".join(DATASETS) + "\n(digits, iris, wine, breast_cancer need scikit-learn: pip install 'streamembed[eval]')",
     )
-    own = p.add_argument_group("your own data", "streamembed evaluate --dissimilarities D.npy | --features X.npy: "
-                               "every landmark selection x count x method against a full classical MDS of your "
-                               "objects, and a recommendation (streamembed.landmark_evaluation, docs/landmarks.md)")
-    src = own.add_mutually_exclusive_group()
-    src.add_argument("--dissimilarities", metavar="FILE", help="N x N dissimilarities (.npy, .csv, Parquet, Arrow, JSONL)")
-    src.add_argument("--features", metavar="FILE", help="N x p feature vectors, compared with --metric")
-    own.add_argument("--metric", default="euclidean", help="scipy cdist metric for --features (default: euclidean)")
-    own.add_argument("--ids", metavar="FILE", help="accepted for symmetry with fit (ids do not change the table)")
-    own.add_argument("--selections", default=",".join(LANDMARK_SELECTIONS),
-                     help=f"comma-separated landmark selections (default: all of {', '.join(LANDMARK_SELECTIONS)})")
-    own.add_argument("--methods", default="projection,restricted", help="comma-separated methods (default: "
-                     "projection,restricted)")
-    own.add_argument("--seeds", type=int, default=5, metavar="K", help="seeds per setting (default 5)")
     p.add_argument("--datasets", default="all", help="comma-separated names, 'all' (installed ones), 'real' or 'synthetic'")
-    p.add_argument("--landmarks", default="100,200", metavar="N[,N...]",
-                   help="landmark counts (your own data: each is compared; datasets: the first, chosen by max-min; "
-                        "default 100,200)")
+    p.add_argument("--landmarks", type=int, default=100, metavar="N", help="landmarks chosen by max-min (default 100)")
     p.add_argument("--heldout", type=int, default=400, metavar="M", help="held-out objects (default 400)")
     p.add_argument("-d", "--n-components", type=int, default=2, metavar="D", help="map dimension (default 2)")
     p.add_argument("--block", type=int, default=8, metavar="K", help="objects per block for block RR (default 8)")
@@ -398,43 +383,9 @@ def _resolve(spec: str) -> list[str]:
     return [x.strip() for x in spec.split(",") if x.strip()]
 
 
-def _own_data(args: argparse.Namespace, counts: list[int]) -> int:
-    """``evaluate --dissimilarities/--features``: the landmark table on the user's matrix (0 ok, 2 refused)."""
-    from ..commands.fit import read_matrix
-    from ..core.errors import InputError
-    from ..commands import Refused
-    from ..landmark_evaluation import evaluate_landmarks
-
-    path = args.features or args.dissimilarities
-    try:
-        M, _ = read_matrix(path, "features" if args.features else "dissimilarities")
-        rep = evaluate_landmarks(D=None if args.features else M, X=M if args.features else None, metric=args.metric,
-                                 n_landmarks=counts, selections=[s.strip() for s in args.selections.split(",") if s.strip()],
-                                 methods=[m.strip() for m in args.methods.split(",") if m.strip()], seeds=args.seeds,
-                                 n_components=args.n_components, knn=args.knn,
-                                 progress=lambda line: print(line, file=sys.stderr, flush=True))
-    except (Refused, InputError, ValueError) as exc:
-        print(f"streamembed evaluate: {path}: {exc}", file=sys.stderr)
-        return 2
-    print(rep.to_markdown())
-    print(f"\nrecommendation: {rep.recommendation()}")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(_clean(rep.to_dict()), fh, indent=2)
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``streamembed evaluate``; returns the exit code (0 ok, 2 bad arguments)."""
     args = build_parser().parse_args(argv)
-    try:
-        counts = [int(x) for x in str(args.landmarks).split(",") if x.strip()]
-    except ValueError:
-        print(f"streamembed evaluate: --landmarks {args.landmarks!r} is not a comma-separated list of integers",
-              file=sys.stderr)
-        return 2
-    if args.dissimilarities or args.features:
-        return _own_data(args, counts)
     if args.drift:
         from . import drift_bench
 
@@ -447,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else "plane with off-span noise sd 1"
             print(f"{name:20} {'' if name in avail else '(needs scikit-learn) '}{doc}")
         return 0
-    settings = EvaluationSettings(counts[0] if counts else 100, args.heldout, args.n_components, args.block, args.knn, args.seed)
+    settings = EvaluationSettings(args.landmarks, args.heldout, args.n_components, args.block, args.knn, args.seed)
     reports = []
     for name in _resolve(args.datasets):
         try:

@@ -54,21 +54,6 @@ def test_fit_selects_landmarks_by_every_strategy_and_the_same_seed_repeats_them(
     assert sorted(chosen) == select_landmarks(selection, 12, D=D, seed=4).tolist()
 
 
-def test_evaluate_on_your_own_dissimilarities_prints_the_table_and_a_recommendation(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    X = np.random.default_rng(3).standard_normal((90, 3)) * [3, 2, 0.5]
-    np.save(tmp_path / "D.npy", cdist(X, X))
-    assert main(["evaluate", "--dissimilarities", str(tmp_path / "D.npy"), "--landmarks", "20,30", "--seeds", "2",
-                 "--selections", "max-variance,maxmin", "--methods", "projection", "--json",
-                 str(tmp_path / "e.json")]) == 0
-    out, err = capsys.readouterr()
-    assert "| 30 | max-variance | projection |" in out and "recommendation: 30 landmarks by" in out
-    assert "20 landmarks, maxmin: Procrustes" in err  # progress as it goes
-    rows = json.loads((tmp_path / "e.json").read_text())["rows"]
-    assert len(rows) == 4 and all(0 <= r["procrustes"][0] < 1 for r in rows)
-    assert main(["evaluate", "--features", str(tmp_path / "missing.npy")]) == 2
-
-
 def test_fit_from_features_in_csv_and_parquet(tmp_path: Path) -> None:
     X = np.random.default_rng(1).standard_normal((30, 4))
     (tmp_path / "X.csv").write_text("\n".join(",".join(map(str, r)) for r in X))

@@ -27,7 +27,7 @@ N, LANDMARKS = 150, 40
 def test_fit_from_npy_then_embed_puts_each_landmark_on_its_own_coordinate(tmp_path: Path) -> None:
     """Landmark ids are D's row numbers in model order (written, printed and shown by `model info`); rows
     built in that order embed every landmark onto its model coordinate to 1e-8, and every other row onto
-    the model's own transform; rows built in sorted id order do not (the order is what matters)."""
+    the model's own transform; rows built in another order do not (the order is what matters)."""
     X = np.random.default_rng(4).standard_normal((N, 3)) * [4.0, 2.0, 1.0]
     D = cdist(X, X)
     np.save(tmp_path / "D.npy", D)
@@ -37,7 +37,8 @@ def test_fit_from_npy_then_embed_puts_each_landmark_on_its_own_coordinate(tmp_pa
     ids = (tmp_path / "ids.txt").read_text().split()
     rows = [int(x) for x in ids]
     assert len(rows) == LANDMARKS == len(set(rows)) and all(0 <= x < N for x in rows)
-    assert rows != sorted(rows)  # max-min order: building rows in sorted order would be wrong
+    # (select_landmarks returns them sorted; the model order is whatever --landmarks-out says: rows in
+    # another order, e.g. reversed below, put every landmark elsewhere)
     assert "row numbers of the input): " + ", ".join(ids[:12]) in r.stderr
 
     info = cli("model", "info", "m.npz", "--json", cwd=tmp_path)
@@ -60,10 +61,10 @@ def test_fit_from_npy_then_embed_puts_each_landmark_on_its_own_coordinate(tmp_pa
     np.testing.assert_allclose(own, est.embedding_, rtol=0, atol=1e-8)
     np.testing.assert_allclose(np.vstack([Y[n] for n in names]), est.transform(D[:, rows]), rtol=0, atol=1e-8)
 
-    # the same rows built in sorted-id order miss: the landmarks land elsewhere
-    pq.write_table(rows_table(names, D[:, sorted(rows)]), tmp_path / "in-sorted.parquet")
-    wrong = cli("embed", "in-sorted.parquet", "-m", "m.npz", "-o", "sorted.parquet", cwd=tmp_path)
+    # the same rows built in another order miss: the landmarks land elsewhere
+    pq.write_table(rows_table(names, D[:, rows[::-1]]), tmp_path / "in-reversed.parquet")
+    wrong = cli("embed", "in-reversed.parquet", "-m", "m.npz", "-o", "reversed.parquet", cwd=tmp_path)
     assert wrong.returncode == 0, wrong.stderr
-    ts = pq.read_table(tmp_path / "sorted.parquet").to_pydict()
+    ts = pq.read_table(tmp_path / "reversed.parquet").to_pydict()
     Ys = dict(zip(ts["id"], map(np.asarray, ts["y"])))
     assert np.abs(np.vstack([Ys[f"r{r}"] for r in rows]) - est.embedding_).max() > 0.1

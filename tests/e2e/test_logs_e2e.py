@@ -120,10 +120,12 @@ def test_start_progress_and_rate_limited_dead_letter_warnings(tmp_path: Path) ->
     progress = [r for r in log if r["msg"].startswith("progress: ")]
     assert len(progress) >= 4, d.log()
     for r in progress:
-        assert 0.25 <= r["seconds"] < 1.5 and r["model_version"] == 1 and r["backlog"] == 0
+        # backlog: files seen and not yet read (1 while the second file waits behind the first on a busy machine)
+        assert 0.25 <= r["seconds"] < 1.5 and r["model_version"] == 1 and r["backlog"] in (0, 1)
         assert "records/s in" in r["msg"] and "embedded/s" in r["msg"] and "dead letters/s" in r["msg"]
         rate = float(re.match(r"progress: ([0-9.]+) records/s in", r["msg"]).group(1))
         assert abs(rate - r["records_in"] / r["seconds"]) <= 0.01 * rate + 1  # the rate is the count per second
+    assert progress[-1]["backlog"] == 0  # caught up at the end
     assert sum(r["records_in"] for r in progress) <= 1000
     assert sum(r["dead_letters"] for r in progress) <= 800
 

@@ -47,3 +47,20 @@ def test_unknown_name() -> None:
     with pytest.raises(KeyError):
         load_dataset("nope")
     assert issubclass(DatasetUnavailable, RuntimeError)
+
+
+def test_word_and_identifier_corpora_are_real_distinct_strings_with_edit_distances() -> None:
+    from streamembed.evaluation.datasets import english_words, python_identifiers
+
+    for ds in (english_words(n=60), python_identifiers(n=60)):
+        check_dissimilarities(ds.D)
+        assert ds.kind == "real" and ds.n_objects == 60 and ds.D.min(initial=1, where=~np.eye(60, dtype=bool)) >= 1
+        assert np.array_equal(ds.D, np.round(ds.D))  # plain Levenshtein: whole edits
+
+
+def test_cityblock_breast_cancer_when_scikit_learn_is_installed() -> None:
+    pytest.importorskip("sklearn")
+    ds = load_dataset("breast_cancer_cityblock")
+    assert ds.metric == "cityblock" and ds.X.shape == (569, 30)
+    D = ds.dissimilarities()
+    np.testing.assert_allclose(D[0, 1], np.abs(ds.X[0] - ds.X[1]).sum())

@@ -1,0 +1,135 @@
+"""``streamembed evaluate``: which landmarks give a map close to the classical MDS of *your* objects.
+
+With ``--dissimilarities D`` (N × N) or ``--features X`` (N × p, ``--metric``),
+the table of ``streamembed.evaluate_data.evaluate_landmarks``: every landmark
+selection × landmark count × method over seeds, against the full classical
+MDS (docs/landmarks.md), progress on stderr, the table and a one-line
+recommendation on stdout. Without them, the benchmark datasets of the source
+repository's evaluation package (``--datasets``, ``--drift``, ``--list``),
+when it is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from streamembed.commands import EXIT_OK, EXIT_REFUSED, Refused
+
+__all__ = ["main", "build_parser"]
+
+_USER_FLAGS = ("--dissimilarities", "--features")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from streamembed.core.landmarks import LANDMARK_SELECTIONS
+    from streamembed.evaluate_data import EVALUATED_METHODS, REFERENCE_MAX
+
+    p = argparse.ArgumentParser(
+        prog="streamembed evaluate",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "How close each landmark choice comes to a classical MDS of all your objects (docs/landmarks.md):\n"
+            "for every selection x landmark count x method and seeds 0..K-1, the Procrustes distance to the\n"
+            "full map (share of its RMS radius), trustworthiness (k nearest neighbours) beside the full map's,\n"
+            "Spearman of map distances vs your dissimilarities, and the spread over seeds; then the\n"
+            "recommended setting for `streamembed fit --landmarks N --selection S`.\n"
+            f"Above --reference objects (default {REFERENCE_MAX}) the full map is the classical MDS of a\n"
+            "random sample of that many (seed 0); landmarks are still chosen among all objects.\n\n"
+            "Without --dissimilarities/--features: the benchmark datasets (--datasets NAMES, --list, --drift;\n"
+            "`streamembed evaluate --datasets all --help`), from a source checkout."),
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dissimilarities", metavar="FILE", help="N x N dissimilarities (not squared): .npy, .csv, "
+                     "Parquet/Arrow/JSONL ('dissimilarities' list column or numeric columns; optional 'id')")
+    src.add_argument("--features", metavar="FILE", help="N x p feature vectors (same formats; 'features' column)")
+    p.add_argument("--metric", default="euclidean", help="scipy cdist metric for --features (default: euclidean)")
+    p.add_argument("--ids", metavar="FILE", help="object ids, one per line (else the file's 'id' column, or row numbers)")
+    p.add_argument("--landmarks", default="100,200", metavar="N,N", help="landmark counts (default: 100,200)")
+    p.add_argument("--selections", default=",".join(LANDMARK_SELECTIONS), metavar="S,S",
+                   help=f"landmark selections (default: all of {', '.join(LANDMARK_SELECTIONS)})")
+    p.add_argument("--methods", default=",".join(EVALUATED_METHODS), metavar="M,M",
+                   help=f"placement methods (default: {', '.join(EVALUATED_METHODS)})")
+    p.add_argument("--seeds", type=int, default=5, metavar="K", help="seeds 0..K-1 per selection (default: 5)")
+    p.add_argument("-d", "--n-components", type=int, default=2, metavar="D", help="map dimensions (default: 2)")
+    p.add_argument("--knn", type=int, default=10, metavar="K", help="neighbours of trustworthiness (default: 10)")
+    p.add_argument("--reference", type=int, default=REFERENCE_MAX, metavar="N",
+                   help=f"largest full classical MDS computed (default: {REFERENCE_MAX}; a sample above)")
+    p.add_argument("--json", metavar="PATH", help="also write the table, the recommendation and its landmark ids "
+                   "(seed 0) as JSON")
+    return p
+
+
+def _names(spec: str) -> list[str]:
+    return [x.strip() for x in spec.split(",") if x.strip()]
+
+
+def _user_data(argv: Sequence[str]) -> int:
+    import numpy as np
+
+    from streamembed.commands.fit import read_matrix
+    from streamembed.core.landmarks import select_landmarks
+    from streamembed.evaluate_data import evaluate_landmarks
+
+    args = build_parser().parse_args(argv)
+    features = args.features is not None
+    path = args.features if features else args.dissimilarities
+    M, ids = read_matrix(path, "features" if features else "dissimilarities")
+    N = M.shape[0]
+    if not features and M.shape[1] != N:
+        raise Refused(f"{path}: a dissimilarity matrix must be square, got shape {M.shape}")
+    if args.ids:
+        p = Path(args.ids)
+        if not p.exists():
+            raise Refused(f"--ids {args.ids} does not exist")
+        ids = [line.strip() for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if len(ids) != N:
+            raise Refused(f"--ids {args.ids} has {len(ids)} ids for the {N} objects of {path}")
+    try:
+        counts = [int(x) for x in _names(args.landmarks)]
+    except ValueError:
+        raise Refused(f"--landmarks expects comma-separated integers, got {args.landmarks!r}") from None
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    try:
+        rep = evaluate_landmarks(D=None if features else M, X=M if features else None, metric=args.metric,
+                                 landmarks=counts, selections=_names(args.selections), methods=_names(args.methods),
+                                 seeds=args.seeds, n_components=args.n_components, knn=args.knn,
+                                 reference_max=args.reference, name=Path(path).name, progress=say)
+    except ValueError as exc:
+        raise Refused(str(exc)) from None
+    best = rep.best()
+    print(rep.to_markdown())
+    print()
+    print(f"recommendation: {rep.recommendation()}")
+    print(f"  streamembed fit --{'features' if features else 'dissimilarities'} {path}"
+          f"{' --metric ' + args.metric if features else ''} --landmarks {best.n_landmarks} "
+          f"--selection {best.selection} --seed 0 -d {args.n_components} -o model.npz")
+    if args.json:
+        L = select_landmarks(best.selection, best.n_landmarks, D=None if features else M, X=M if features else None,
+                             metric=args.metric, seed=0, n_components=args.n_components)
+        out = rep.to_dict()
+        out["recommended_landmark_ids"] = [ids[i] if ids is not None else str(int(i)) for i in np.asarray(L)]
+        Path(args.json).write_text(json.dumps(out, indent=1), encoding="utf-8")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``streamembed evaluate``: your data (``--dissimilarities``/``--features``) or the datasets."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a.split("=")[0] in _USER_FLAGS for a in argv) or argv in (["-h"], ["--help"]):
+        try:
+            return _user_data(argv)
+        except Refused as exc:
+            print(f"streamembed evaluate: {exc}", file=sys.stderr)
+            return EXIT_REFUSED
+    try:
+        from streamembed.evaluation import evaluate
+    except ImportError:
+        print("streamembed evaluate: the benchmark datasets (--datasets, --drift, --list) need the source "
+              "checkout's evaluation package; for your own data give --dissimilarities FILE or --features FILE",
+              file=sys.stderr)
+        return EXIT_REFUSED
+    return int(evaluate.main(argv))

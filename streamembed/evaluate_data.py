@@ -1,0 +1,294 @@
+"""How close each landmark choice comes to a classical MDS of *your* objects (``streamembed evaluate --features``).
+
+``evaluate_landmarks`` takes an (N, N) dissimilarity matrix, or N feature
+vectors with a scipy metric, and for every landmark selection × landmark
+count × placement method × seed (docs/landmarks.md):
+
+1. chooses the landmarks among all N objects (``core.landmarks.select_landmarks``,
+   seeds 0 … seeds − 1: the seed ``streamembed fit --seed`` takes);
+2. fits the landmark map (classical MDS of the landmarks, docs/math.md §1)
+   and places the reference objects with the method (projection or restricted
+   reconstruction, docs/math.md §3; landmarks among them land on their own
+   map positions);
+3. compares the placements with the full classical MDS of the reference
+   objects (``quality``):
+
+   * **Procrustes**: RMS distance after the best rotation/reflection and
+     translation, as a share of the full map's RMS radius (0 = the same map);
+   * **trustworthiness** with k nearest neighbours, beside the full map's own
+     (a landmark map cannot do better than the best d-plane by much);
+   * **Spearman** ρ of map distances with the input dissimilarities;
+   * **subspace**: sine of the largest principal angle between the landmark
+     map and the full map as d-dimensional subspaces of R^N; when it is large
+     for every selection and the full map's λ_d ≈ λ_{d+1}, the full map's own
+     plane is unstable and no landmark set can be expected to find it.
+
+The reference objects are all N when N ≤ ``reference_max`` (default 3,000:
+the full map costs O(N²) memory and an N × N eigenproblem); above, a seeded
+uniform sample of ``reference_max`` objects, whose classical MDS stands in
+for the full one (landmarks are still chosen among all N). Figures are
+medians and ranges over the seeds. ``LandmarkReport.recommendation`` names
+the selection and count with the lowest median Procrustes share.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import scipy.spatial.distance
+
+from .core import validation
+from .core.errors import InputError
+from .core.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS, select_landmarks
+from .estimator import LandmarkMDS
+from .core.blas import single_blas_thread
+from .quality import (NeighbourRanks, PairRanks, classical_mds, procrustes_share, spearman_agreement, subspace_distance,
+                      trustworthiness)
+
+__all__ = ["Spread", "SelectionRow", "LandmarkReport", "evaluate_landmarks", "REFERENCE_MAX", "EVALUATED_METHODS"]
+
+#: Largest reference set whose full classical MDS is computed (a seeded random sample above).
+REFERENCE_MAX = 3000
+#: Placement methods ``evaluate_landmarks`` accepts (the ones placing one object at a time from its landmark row).
+EVALUATED_METHODS = ("projection", "restricted")
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A figure over the seeds: median and range."""
+
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> "Spread":
+        v = np.asarray(values, dtype=np.float64)
+        return cls(float(np.median(v)), float(v.min()), float(v.max()))
+
+    def __str__(self) -> str:
+        return f"{self.median:.3f} ({self.low:.3f}–{self.high:.3f})"
+
+
+@dataclass(frozen=True)
+class SelectionRow:
+    """One selection × landmark count × method over the seeds (module docstring for each figure)."""
+
+    selection: str
+    n_landmarks: int
+    method: str
+    procrustes: Spread
+    trustworthiness: Spread
+    spearman: Spread
+    subspace: Spread
+    seconds: float  # median wall time of the selection alone
+    seeds: int
+
+
+@dataclass
+class LandmarkReport:
+    """The table of ``evaluate_landmarks`` and the full classical MDS it was measured against."""
+
+    name: str
+    n_objects: int
+    n_reference: int
+    reference: str  # "all objects" or how the sample was drawn
+    n_components: int
+    knn: int
+    full_trustworthiness: float
+    full_spearman: float
+    full_eigenvalues: list[float]  # top d + 2 eigenvalues of the reference's centred kernel
+    rows: list[SelectionRow] = field(default_factory=list)
+
+    def best(self, method: str | None = None) -> SelectionRow:
+        """The row with the lowest median Procrustes share (fewer landmarks win a tie)."""
+        rows = [r for r in self.rows if method is None or r.method == method]
+        if not rows:
+            raise InputError("the report has no rows")
+        return min(rows, key=lambda r: (round(r.procrustes.median, 3), r.n_landmarks, r.selection != DEFAULT_LANDMARK_SELECTION))
+
+    def recommendation(self) -> str:
+        """One line: the best setting, how close it comes, and what max–min (or the worst choice) gives."""
+        b = self.best()
+        gap = self.full_trustworthiness - b.trustworthiness.median
+        near = "equal to" if abs(gap) < 5e-4 else (f"within {gap:.3f} of" if gap > 0 else f"{-gap:.3f} above")
+        line = (f"{b.n_landmarks} landmarks by {b.selection} ({b.method}): Procrustes {b.procrustes.median:.3f} "
+                f"(seeds {b.procrustes.low:.3f}–{b.procrustes.high:.3f}), trustworthiness {near} full CMDS "
+                f"({b.trustworthiness.median:.3f} vs {self.full_trustworthiness:.3f})")
+        same = [r for r in self.rows if r.n_landmarks == b.n_landmarks and r.method == b.method and r is not b]
+        other = next((r for r in same if r.selection == "maxmin"), max(same, key=lambda r: r.procrustes.median, default=None))
+        if other is not None:
+            line += f"; {other.selection} would give {other.procrustes.median:.3f}"
+        if b.subspace.median > 0.5 and self.eigengap() < 0.1:
+            line += (f" (the full map's λ{self.n_components} and λ{self.n_components + 1} differ by "
+                     f"{100 * self.eigengap():.0f} %: its plane itself is unstable)")
+        return line
+
+    def eigengap(self) -> float:
+        """(λ_d − λ_{d+1}) / λ_d of the reference's full classical MDS (small: an unstable d-plane)."""
+        d = self.n_components
+        w = self.full_eigenvalues
+        return float((w[d - 1] - w[d]) / w[d - 1]) if len(w) > d and w[d - 1] > 0 else float("nan")
+
+    def to_markdown(self) -> str:
+        """The table in Markdown, one row per selection × count × method (median (min–max) over seeds)."""
+        w = ", ".join(f"{x:.4g}" for x in self.full_eigenvalues)
+        lines = [
+            f"{self.name}: N = {self.n_objects}, reference {self.reference} ({self.n_reference} objects), "
+            f"d = {self.n_components}; full classical MDS: trustworthiness (k = {self.knn}) "
+            f"{self.full_trustworthiness:.3f}, Spearman {self.full_spearman:.3f}, top eigenvalues {w}.",
+            "",
+            "| selection | landmarks | method | Procrustes to full CMDS | trustworthiness | Spearman | subspace sin θ | "
+            "selection s |",
+            "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in self.rows:
+            lines.append(f"| {r.selection} | {r.n_landmarks} | {r.method} | {r.procrustes} | {r.trustworthiness} | "
+                         f"{r.spearman} | {r.subspace} | {r.seconds:.2f} |")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        """JSON-ready (NaN becomes None)."""
+        out = asdict(self)
+        out["recommendation"] = self.recommendation() if self.rows else ""
+        return _finite(out)
+
+
+def _finite(obj):
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+class _Rows:
+    """Dissimilarity blocks of the user's objects: from the matrix, or computed from features."""
+
+    def __init__(self, D: np.ndarray | None, X: np.ndarray | None, metric: str):
+        if (D is None) == (X is None):
+            raise InputError("evaluate_landmarks needs exactly one of D (dissimilarities) or X (features)")
+        if D is not None:
+            self.D = validation.check_array(D, "D")
+            if self.D.ndim != 2 or self.D.shape[0] != self.D.shape[1]:
+                raise InputError(f"D must be a square (N, N) dissimilarity matrix, got shape {self.D.shape}")
+            if (self.D < 0).any():
+                raise InputError("D holds negative dissimilarities")
+            if not np.allclose(self.D, self.D.T, rtol=1e-6, atol=1e-9 * float(np.abs(self.D).max() or 1.0)):
+                raise InputError("D is not symmetric")
+            self.X = None
+        else:
+            self.X = validation.check_array(X, "X")
+            self.D = None
+        self.metric = metric
+        self.N = int((self.D if self.D is not None else self.X).shape[0])
+
+    def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        if self.D is not None:
+            return np.ascontiguousarray(self.D[np.ix_(rows, cols)], dtype=np.float64)
+        try:
+            return scipy.spatial.distance.cdist(self.X[rows], self.X[cols], metric=self.metric)
+        except ValueError as exc:
+            raise InputError(f"metric {self.metric!r} failed on features of shape {self.X.shape}: {exc}") from exc
+
+
+def evaluate_landmarks(
+    D: np.ndarray | None = None,
+    X: np.ndarray | None = None,
+    metric: str = "euclidean",
+    *,
+    landmarks: Sequence[int] = (100, 200),
+    selections: Sequence[str] = LANDMARK_SELECTIONS,
+    methods: Sequence[str] = EVALUATED_METHODS,
+    seeds: int = 5,
+    n_components: int = 2,
+    knn: int = 10,
+    reference_max: int = REFERENCE_MAX,
+    name: str = "data",
+    progress: Callable[[str], None] | None = None,
+    candidates: int | None = None,
+) -> LandmarkReport:
+    """The landmark-selection table for the user's objects (module docstring).
+
+    Args:
+        D: (N, N) dissimilarities (not squared), or X: (N, p) features with a scipy ``metric``.
+        landmarks: landmark counts to try; counts ≥ N are dropped (at least one must remain).
+        selections: strategies of ``core.landmarks.select_landmarks``.
+        methods: placement methods among ``EVALUATED_METHODS``.
+        seeds: seeds 0 … seeds − 1 of each selection (figures are medians and ranges over them).
+        n_components: map dimensions d.
+        knn: neighbours of trustworthiness.
+        reference_max: above this many objects, the full classical MDS is computed on a seeded
+            random sample of this many (module docstring).
+        name: what the report calls the data.
+        progress: called with one line per selection × count as it finishes (e.g. ``print`` to stderr).
+        candidates: passed to ``select_landmarks`` (landmark sets "max-variance" compares; None: its default).
+    Returns:
+        ``LandmarkReport`` (``to_markdown``, ``recommendation``, ``to_dict``).
+    Raises:
+        InputError: malformed input, unknown selection or method, or no usable landmark count.
+    """
+    data = _Rows(D, X, metric)
+    N = data.N
+    bad = [s for s in selections if s not in LANDMARK_SELECTIONS]
+    if bad or not selections:
+        raise InputError(f"selections must be among {LANDMARK_SELECTIONS}, got {list(selections)}")
+    bad = [m for m in methods if m not in EVALUATED_METHODS]
+    if bad or not methods:
+        raise InputError(f"methods must be among {EVALUATED_METHODS}, got {list(methods)}")
+    if seeds < 1:
+        raise InputError(f"seeds must be ≥ 1, got {seeds}")
+    d = int(n_components)
+    counts = sorted({int(n) for n in landmarks if d + 1 <= int(n) < N})
+    if not counts:
+        raise InputError(f"no landmark count among {list(landmarks)} lies between d + 1 = {d + 1} and N − 1 = {N - 1}")
+    say = progress or (lambda line: None)
+
+    if N <= reference_max:
+        ref, how = np.arange(N), "all objects"
+    else:
+        ref = np.sort(np.random.default_rng(0).choice(N, size=reference_max, replace=False))
+        how = f"a uniform random sample (seed 0) of {reference_max} of the {N}"
+    D_ref = data.block(ref, ref)
+    t0 = time.perf_counter()
+    full = classical_mds(D_ref, d)
+    ranks = NeighbourRanks(D_ref)
+    pairs = PairRanks(D_ref)
+    k = min(knn, max(1, (2 * ref.size - 2) // 3))
+    report = LandmarkReport(
+        name=name, n_objects=N, n_reference=int(ref.size), reference=how, n_components=d, knn=k,
+        full_trustworthiness=trustworthiness(ranks, full.Y, k), full_spearman=spearman_agreement(pairs, full.Y),
+        full_eigenvalues=[float(x) for x in full.eigenvalues])
+    say(f"{name}: full classical MDS of {ref.size} objects in {time.perf_counter() - t0:.1f} s: trustworthiness "
+        f"{report.full_trustworthiness:.3f}, eigengap (λ{d} − λ{d + 1})/λ{d} = {report.eigengap():.3f}")
+
+    for n in counts:
+        for sel in selections:
+            figures: dict[str, list[tuple[float, float, float, float]]] = {m: [] for m in methods}
+            seconds = []
+            for seed in range(seeds):
+                t0 = time.perf_counter()
+                L = select_landmarks(sel, n, D=data.D, X=data.X, metric=metric, seed=seed, n_components=d,
+                                     candidates=candidates)
+                seconds.append(time.perf_counter() - t0)
+                with single_blas_thread():  # landmark-sized eigenproblems: BLAS threads would only contend
+                    est = LandmarkMDS(n_components=d, random_state=seed).fit(data.block(L, L))
+                A = data.block(ref, L)
+                for m in methods:
+                    Y = est.embed(A, method=m).y
+                    figures[m].append((procrustes_share(Y, full.Y), trustworthiness(ranks, Y, k),
+                                       spearman_agreement(pairs, Y), subspace_distance(Y, full.Y)))
+            for m in methods:
+                f = np.asarray(figures[m])
+                row = SelectionRow(sel, n, m, *(Spread.of(f[:, c]) for c in range(4)),
+                                   seconds=float(np.median(seconds)), seeds=seeds)
+                report.rows.append(row)
+                say(f"{name}: {sel} {n} landmarks, {m}: Procrustes {row.procrustes}, trustworthiness "
+                    f"{row.trustworthiness}, Spearman {row.spearman}")
+    return report
