@@ -33,6 +33,7 @@ from streamembed.daemon.metrics import Metrics
 from streamembed.daemon.refits import RefitManager, newest_models
 from streamembed.daemon.state import descendants
 from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
+from streamembed.kafka.limits import topic_limit
 from streamembed.kafka.model_topic import ModelTopic
 from streamembed.kafka.sink import FanoutSink, KafkaDeadLetterSink, KafkaOutputSink
 from streamembed.kafka.source import KafkaSource
@@ -41,7 +42,7 @@ from streamembed.settings import Config
 from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
 from streamembed.stream.models import ModelRegistry, StaleModelError
 from streamembed.stream.monitor import DriftMonitor, build_trigger
-from streamembed.stream.sinks import DeadLetterSink, ParquetSink
+from streamembed.stream.sinks import DeadLetterSink, ParquetSink, PerLabelSink
 from streamembed.stream.sources import DirectorySource
 
 __all__ = ["load_or_fit_model", "build_registry", "build_drift", "build_source", "KafkaIO",
@@ -166,12 +167,23 @@ def build_source(cfg: Config, model: LandmarkModel, registry: ModelRegistry | No
                            to_dissimilarities=to_diss)
 
 
-def build_file_sinks(cfg: Config, source_name: str) -> tuple[ParquetSink | None, DeadLetterSink]:
+def build_file_sinks(cfg: Config, source_name: str) -> tuple[Any, Any]:
+    """(Parquet output or None, dead-letter files). A Kafka source gets one file per partition per roll
+    (``PerLabelSink``), so that file names stay a function of the input position whatever the interleaving."""
     o = cfg.output
-    output = ParquetSink(cfg.embeddings_dir, row_group_rows=o.row_group_rows,
-                         compression=o.compression) if o.parquet else None
-    dead = DeadLetterSink(cfg.dead_letter_dir, fmt=o.dead_letter_format, source=source_name, compression=o.compression)
-    return output, dead
+
+    def parquet() -> ParquetSink:
+        return ParquetSink(cfg.embeddings_dir, row_group_rows=o.row_group_rows, compression=o.compression,
+                           clean=source_name != "kafka")
+
+    def dead_files() -> DeadLetterSink:
+        return DeadLetterSink(cfg.dead_letter_dir, fmt=o.dead_letter_format, source=source_name,
+                              compression=o.compression, clean=source_name != "kafka")
+
+    if source_name != "kafka":
+        return (parquet() if o.parquet else None), dead_files()
+    output = PerLabelSink(parquet, cfg.embeddings_dir, "part") if o.parquet else None
+    return output, PerLabelSink(dead_files, cfg.dead_letter_dir, "dead")
 
 
 # ----------------------------------------------------------------------------- Kafka
@@ -244,15 +256,34 @@ def build_io(cfg: Config, io: KafkaIO, source: Any, parquet: ParquetSink | None,
     Dead letters: the dead-letter topic for a Kafka source, else the files.
     """
     outputs: list[Any] = [parquet] if parquet is not None else []
-    if cfg.output.kafka_topic:
-        producer = _producer(cfg, io, metrics, stop)
-        outputs.append(KafkaOutputSink(producer, cfg.output.kafka_topic, fmt=cfg.kafka.output_format,
-                                       max_message_bytes=cfg.kafka.max_request_size))
     dead: Any = dead_files
     if isinstance(source, KafkaSource):
-        dead = KafkaDeadLetterSink(_producer(cfg, io, metrics, stop), dead_letter_topic(cfg), locate=source.locate)
+        topic = dead_letter_topic(cfg)
+        dead = KafkaDeadLetterSink(_producer(cfg, io, metrics, stop), topic, locate=source.locate,
+                                   max_message_bytes=message_limit(cfg, topic), spill=dead_files,
+                                   spill_path=lambda label: DeadLetterSink(
+                                       cfg.dead_letter_dir, fmt=cfg.output.dead_letter_format).path_for(label))
+    if cfg.output.kafka_topic:
+        producer = _producer(cfg, io, metrics, stop)
+
+        def refuse(records: list[Any], version: int | None, label: str) -> None:
+            dead.write(records, label, model_version=version)
+
+        outputs.append(KafkaOutputSink(producer, cfg.output.kafka_topic, fmt=cfg.kafka.output_format,
+                                       max_message_bytes=message_limit(cfg, cfg.output.kafka_topic), refuse=refuse))
     output = outputs[0] if len(outputs) == 1 else FanoutSink(outputs)
     return output, dead
+
+
+def message_limit(cfg: Config, topic: str) -> int:
+    """The largest message the sinks send to ``topic``: ``kafka.max_request_size``, or less if the broker says so."""
+    limit = int(cfg.kafka.max_request_size)
+    broker = topic_limit(producer_settings(cfg.kafka), topic)
+    if broker is not None and broker < limit:
+        log.info("the broker takes messages of at most %d bytes on %s (max.message.bytes): a lower limit than "
+                 "kafka.max_request_size = %d", broker, topic, limit, extra={"topic": topic})
+        return broker
+    return limit
 
 
 def open_model_topic(cfg: Config, io: KafkaIO, *, metrics: Metrics | None = None,
