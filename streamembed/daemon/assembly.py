@@ -42,7 +42,7 @@ from streamembed.settings import Config
 from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
 from streamembed.stream.models import ModelRegistry, StaleModelError
 from streamembed.stream.monitor import DriftMonitor, build_trigger
-from streamembed.stream.sinks import DeadLetterSink, ParquetSink, PerLabelSink
+from streamembed.stream.sinks import DeadLetterSink, ParquetSink, PerLabelSink, dead_letter_path
 from streamembed.stream.sources import DirectorySource
 
 __all__ = ["load_or_fit_model", "build_registry", "build_drift", "build_source", "KafkaIO",
@@ -261,8 +261,8 @@ def build_io(cfg: Config, io: KafkaIO, source: Any, parquet: ParquetSink | None,
         topic = dead_letter_topic(cfg)
         dead = KafkaDeadLetterSink(_producer(cfg, io, metrics, stop), topic, locate=source.locate,
                                    max_message_bytes=message_limit(cfg, topic), spill=dead_files,
-                                   spill_path=lambda label: DeadLetterSink(
-                                       cfg.dead_letter_dir, fmt=cfg.output.dead_letter_format).path_for(label))
+                                   spill_path=lambda label: dead_letter_path(cfg.dead_letter_dir,
+                                                                              cfg.output.dead_letter_format, label))
     if cfg.output.kafka_topic:
         producer = _producer(cfg, io, metrics, stop)
 

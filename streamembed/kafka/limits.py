@@ -55,7 +55,7 @@ def fit_header(value: bytes, limit: int = HEADER_LIMIT) -> bytes:
 
 def fit_value(key: bytes | None, value: bytes, headers: Sequence[tuple[str, bytes]], limit: int) -> bytes:
     """``value`` cut so that the message fits ``limit`` (empty if even the headers leave no room)."""
-    room = limit - _SLACK - message_size(key, b"", headers)
+    room = limit - _SLACK - message_size(key, b"", headers) - 10  # 10: the value's length as a varint
     return value[:max(0, room)]
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "ParquetSink",
     "DeadLetterSink",
     "PerLabelSink",
+    "dead_letter_path",
     "safe_label",
 ]
 
@@ -175,7 +176,8 @@ class ParquetSink:
         self._rows = 0
         self._since: float | None = None
         self.files_written = 0
-        _clean_temp(self.directory, prefix)
+        if clean:
+            _clean_temp(self.directory, prefix)
 
     @property
     def pending_rows(self) -> int:
@@ -247,6 +249,11 @@ class ParquetSink:
         self._writer, self._tmp, self._since, self._buffer, self._rows = None, None, None, [], 0
 
 
+def dead_letter_path(directory: str | os.PathLike[str], fmt: str, label: str) -> Path:
+    """The file a :class:`DeadLetterSink` of ``fmt`` in ``directory`` publishes for ``label``."""
+    return Path(directory) / f"dead-{safe_label(label)}.{'parquet' if fmt == 'parquet' else 'jsonl'}"
+
+
 class DeadLetterSink:
     """Dead letters as Parquet (``dead-<label>.parquet``) or JSON lines (``dead-<label>.jsonl``).
 
@@ -316,7 +323,7 @@ class DeadLetterSink:
 
     def path_for(self, label: str) -> Path:
         """Where ``flush(label)`` publishes."""
-        return self.directory / f"dead-{safe_label(label)}.{'parquet' if self.fmt == 'parquet' else 'jsonl'}"
+        return dead_letter_path(self.directory, self.fmt, label)
 
     def flush(self, label: str) -> Path | None:
         if self._parquet is not None:
