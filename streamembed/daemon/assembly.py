@@ -47,14 +47,16 @@ from streamembed.stream.sources import DirectorySource
 
 __all__ = ["load_or_fit_model", "build_registry", "build_drift", "build_source", "KafkaIO",
            "ModelSync", "build_kafka_source", "build_io", "open_model_topic", "startup_model", "dead_letter_topic",
-           "model_source"]
+           "model_source", "own_lineage", "message_limit"]
 
 log = logging.getLogger("streamembed.daemon")
 
 
 def model_source(cfg: Config) -> str:
     """Where the configured model comes from, as a short name (no absolute paths in metric labels)."""
-    return Path(cfg.model.path).name if cfg.model.path else "generator"
+    if cfg.model.path:
+        return Path(cfg.model.path).name
+    return f"model topic {cfg.kafka.model_topic}" if cfg.kafka.model_topic else "generator"
 
 
 # ----------------------------------------------------------------------------- the model
@@ -301,36 +303,34 @@ def open_model_topic(cfg: Config, io: KafkaIO, *, metrics: Metrics | None = None
 
 def startup_model(cfg: Config, topic: ModelTopic | None,
                   load_local: Callable[[Config], LandmarkModel]) -> LandmarkModel:
-    """The model this replica starts with.
+    """The model this replica starts with (and the lineage it follows on the topic from then on).
 
-    Without a model topic: ``load_local(cfg)``. With one: the newer of the
-    local model (``model.path``) and the topic's latest; a local model newer
-    than the topic's (or the only one) is published. Without ``model.path``
-    the topic's model is awaited up to ``kafka.model_wait_seconds``.
+    Without a model topic: ``load_local(cfg)``. With one and ``model.path``:
+    the newer of the local model and the topic's newest of the same lineage
+    (records of other lineages are ignored); a local model newer than the
+    topic's (or the only one) is published. Without ``model.path``: the topic's
+    newest map of the lineage this replica can trace - ``kafka.adopt_lineage``,
+    else this root's own (checkpoint or models/) - awaited up to
+    ``kafka.model_wait_seconds``; a map it cannot trace is refused (exit 2).
     """
     if topic is None:
         return load_local(cfg)
     local = load_local(cfg) if cfg.model.path else None
     try:
-        remote = topic.latest()
         if local is None:
-            deadline = time.monotonic() + cfg.kafka.model_wait_seconds
-            while remote is None and time.monotonic() < deadline and not topic.stop.is_set():
-                topic.stop.wait(1.0)
-                remote = topic.latest()
-            if remote is None:
-                raise EnvironmentUnavailable(
-                    f"no model on kafka.model_topic = {cfg.kafka.model_topic!r} (key {cfg.kafka.model_name!r}) after "
-                    f"{cfg.kafka.model_wait_seconds:.0f} s, and model.path is empty: start a replica with model.path "
-                    f"first")
-            log.info("using the model from the model topic", extra={"model_version": int(remote.version)})
-            return remote
-        if remote is not None and remote.lineage != local.lineage:
-            raise StartupError(f"kafka.model_topic = {cfg.kafka.model_topic!r} (key {cfg.kafka.model_name!r}) "
-                               f"holds another map (lineage {remote.lineage}) than model.path = {cfg.model.path!r} "
-                               f"(lineage {local.lineage}): use another kafka.model_name for the new map")
+            return _adopted_model(cfg, topic)
+        topic.follow(local.lineage)
+        remote = topic.latest()
+        if remote is None:
+            others = topic.lineages()
+            if others:
+                raise StartupError(f"kafka.model_topic = {cfg.kafka.model_topic!r} (key {cfg.kafka.model_name!r}) "
+                                   f"holds only other maps ({_named(others)}) than model.path = {cfg.model.path!r} "
+                                   f"(lineage {local.lineage}): use another kafka.model_name for the new map")
+            topic.publish(local)
+            return local
         lv = int(local.version)
-        if remote is None or lv > int(remote.version):
+        if lv > int(remote.version):
             topic.publish(local)
             return local
         if int(remote.version) > lv:
@@ -343,6 +343,56 @@ def startup_model(cfg: Config, topic: ModelTopic | None,
     except Exception as exc:  # noqa: BLE001
         raise EnvironmentUnavailable(f"cannot use kafka.model_topic = {cfg.kafka.model_topic!r}: "
                                      f"{type(exc).__name__}: {exc}") from None
+
+
+def _named(lineages: dict[str, int]) -> str:
+    return ", ".join(f"lineage {lin} version {v}" for lin, v in sorted(lineages.items(), key=lambda kv: -kv[1]))
+
+
+def own_lineage(cfg: Config) -> str | None:
+    """The lineage of the map this root already ran: its checkpoint's, else its newest refitted model's."""
+    from streamembed.stream.checkpoint import CheckpointError, CheckpointStore
+
+    try:
+        ckpt = CheckpointStore(cfg.checkpoint_path).load()
+    except (CheckpointError, OSError):
+        ckpt = None  # the real load, later, says what is wrong with it
+    if ckpt is not None and ckpt.lineage:
+        return str(ckpt.lineage)
+    for path in reversed(newest_models(cfg.model_dir, 1)):
+        try:
+            return str(load_model(path).lineage)
+        except ModelFileError:
+            return None
+    return None
+
+
+def _adopted_model(cfg: Config, topic: ModelTopic) -> LandmarkModel:
+    """Without model.path: the topic's newest map of a lineage this replica can trace (see ``startup_model``)."""
+    k = cfg.kafka
+    want = k.adopt_lineage.strip() or own_lineage(cfg)
+    deadline = time.monotonic() + k.model_wait_seconds
+    while True:
+        remote = topic.latest(lineage=None) if want == "*" else (topic.latest(lineage=want) if want else None)
+        if remote is not None:
+            topic.follow(remote.lineage)
+            log.info("using the model from the model topic",
+                     extra={"model_version": int(remote.version), "lineage": remote.lineage})
+            return remote
+        found = topic.lineages()
+        if want is None and found:
+            raise StartupError(
+                f"model.path is empty and this root has run no map, so this replica cannot tell which map on "
+                f"kafka.model_topic = {k.model_topic!r} (key {k.model_name!r}) is its own: it holds {_named(found)}. "
+                f"Set model.path, or kafka.adopt_lineage to the lineage to take ('*': the newest, whatever its "
+                f"lineage)")
+        if time.monotonic() >= deadline or topic.stop.is_set():
+            what = f"of lineage {want} " if want and want != "*" else ""
+            held = f" (it holds {_named(found)})" if found else ""
+            raise EnvironmentUnavailable(
+                f"no model {what}on kafka.model_topic = {k.model_topic!r} (key {k.model_name!r}) after "
+                f"{k.model_wait_seconds:.0f} s{held}, and model.path is empty: start a replica with model.path first")
+        topic.stop.wait(1.0)
 
 
 class ModelSync:
@@ -363,7 +413,21 @@ class ModelSync:
         self._next = 0.0
         self._published = topic.topic_version  # a newer current model is a local refit: publish it
         self.installed = 0
+        topic.follow(registry.current.lineage)
         topic.start_watching(poll_seconds=max(0.2, min(1.0, self.poll_seconds)))
+
+    def claim(self, est: LandmarkModel) -> str | None:
+        """Claim ``est``'s version on the topic before a local refit is installed: None if it is ours (then it
+        is published), else why not (another replica's refit took the version first: it arrives by ``poll``).
+        Raises ValueError when the topic cannot be written (unclaimed: not installed, one map per version)."""
+        try:
+            why = self.topic.claim(est)
+        except Exception as exc:  # noqa: BLE001
+            raise ValueError(f"its version could not be claimed on the model topic ({type(exc).__name__}: "
+                             f"{exc})") from None
+        if why is None:
+            self._published = max(self._published, int(est.version))
+        return why
 
     def poll(self) -> None:
         now = time.monotonic()
