@@ -5,7 +5,9 @@
   into keyword arguments for ``KafkaConsumer`` / ``KafkaProducer``.
 * :func:`validate_client_table` refuses ``[kafka.client]`` keys that
   kafka-python does not know (a typo must not start a daemon silently
-  running with the default) and keys streamembed manages itself.
+  running with the default), keys streamembed manages itself, and a
+  ``compression_type`` whose codec package is missing (which a restart cannot
+  fix: exit 2, not 3).
 * :func:`is_transient` says which errors are retried with exponential
   backoff (never dead-lettered): timeouts, lost connections, leader moves.
 * :class:`ReliableProducer` keeps every message until the broker acknowledged
@@ -78,6 +80,27 @@ def validate_client_table(table: Mapping[str, Any]) -> None:
         if isinstance(value, (dict, list)) and key not in ("api_version",):
             if not (isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value)):
                 raise ValueError(f"kafka.client.{key} = {value!r}: only numbers, strings, booleans and lists of them")
+        if key == "compression_type":
+            _check_codec(value)
+
+
+#: compression_type -> (kafka-python's check, the package that provides the codec)
+_CODEC_PACKAGES = {"gzip": ("has_gzip", "the standard library"), "snappy": ("has_snappy", "python-snappy"),
+                   "lz4": ("has_lz4", "lz4"), "zstd": ("has_zstd", "zstandard")}
+
+
+def _check_codec(value: Any) -> None:
+    """Refuse a compression_type kafka-python cannot produce here (it would fail in the producer's constructor)."""
+    if value is None or value == "none":
+        return
+    import kafka.codec
+
+    if value not in _CODEC_PACKAGES:
+        raise ValueError(f"kafka.client.compression_type = {value!r}: one of none, {', '.join(_CODEC_PACKAGES)}")
+    check, package = _CODEC_PACKAGES[value]
+    if not getattr(kafka.codec, check)():
+        raise ValueError(f"kafka.client.compression_type = {value!r} needs the {package} package, which is not "
+                         f"installed (it is a streamembed dependency: reinstall streamembed)")
 
 
 # ----------------------------------------------------------------------------- errors, retries

@@ -132,7 +132,9 @@ def test_batches_of_every_codec_from_confluent_kafka_between_plain_messages(brok
 
     model = tmp_path / "model.npz"
     fitted_model().save(model)
-    d = Daemon(tmp_path, _env(broker, tmp_path / "out", model, f"g-{topic}", topic, out))
+    # the daemon's own output compressed with lz4, the README's example of [kafka.client]
+    d = Daemon(tmp_path, _env(broker, tmp_path / "out", model, f"g-{topic}", topic, out,
+                              STREAMEMBED_KAFKA__CLIENT='{"compression_type": "lz4"}'))
     try:
         d.wait_port()
         recs = read_topic(broker.bootstrap, out, lambda rs: len(output_rows(rs)) >= len(want), timeout=40)
@@ -144,6 +146,8 @@ def test_batches_of_every_codec_from_confluent_kafka_between_plain_messages(brok
     finally:
         d.close()
     assert "UnsupportedCodecError" not in d.log()
+    with _without("lz4"):
+        assert "lz4" in (_first_error(broker.bootstrap, out, 0) or "")
 
 
 @contextlib.contextmanager
