@@ -409,6 +409,8 @@ class KafkaSource:
         if found is None:
             return False
         p, offset, detail = found
+        if p < 0:
+            return True  # revoked meanwhile: nothing to skip here
         dead = KafkaDeadRecord(reason=Reason.UNDECODABLE, detail=detail, raw=b"", topic=self.topic, partition=p,
                                offset=offset)
         self._queue.append(_Queued(p, offset, offset, dead=[dead]))

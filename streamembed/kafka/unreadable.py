@@ -20,10 +20,13 @@ offset, each naming it (n fetches; such batches are rare and the cost bounded).
 
 from __future__ import annotations
 
+import logging
 import re
 import struct
 import zlib
 from typing import Any, Callable, Iterable, Mapping
+
+log = logging.getLogger("streamembed.kafka.source")
 
 __all__ = ["is_unreadable_data", "stuck_partition", "skip_unreadable", "probe"]
 
@@ -122,6 +125,7 @@ def stuck_partition(consumer: Any, topic: str, exc: BaseException, assigned: Ite
 def skip_unreadable(consumer: Any, topic: str, exc: BaseException, assigned: Iterable[int],
                     settings: Mapping[str, Any]) -> tuple[int, int, str] | None:
     """Find the partition whose batch raised ``exc``, seek it one offset on; (partition, offset, detail) or None.
+    (-1, -1, "") when the partition was revoked meanwhile (nothing to skip here).
 
     The seek also drops kafka-python's broken iterator over that batch (its
     next ``poll`` would otherwise spin on it). ``settings`` are the consumer's
@@ -133,9 +137,13 @@ def skip_unreadable(consumer: Any, topic: str, exc: BaseException, assigned: Ite
     if p is None:
         return None
     tp = TopicPartition(topic, p)
-    offset = int(consumer.position(tp, timeout_ms=5000))
+    try:
+        offset = int(consumer.position(tp, timeout_ms=5000))
+        consumer.seek(tp, offset + 1)
+    except Exception as revoked:  # noqa: BLE001 - the partition moved meanwhile: its new owner meets the batch
+        log.info("partition %d was revoked before its unreadable batch could be skipped (%s)", p, revoked)
+        return -1, -1, ""
     detail = f"the record batch holding offset {offset} cannot be read: {type(exc).__name__}: {exc}"[:1000]
-    consumer.seek(tp, offset + 1)
     return p, offset, detail
 
 
