@@ -229,8 +229,8 @@ class RefitManager:
             if int(new.n_components) != int(current.n_components):
                 raise ValueError("the new model changed the map's dimension")
             if int(new.version) <= self.registry.current_version:
-                raise StaleModelError(f"version {new.version} is not newer than the current "
-                                      f"{self.registry.current_version} (a newer map arrived meanwhile)")
+                self._superseded(job, f"version {self.registry.current_version} arrived while it ran")
+                return
             lost = self.claim(new) if self.claim is not None else None
             if lost is not None:
                 self._superseded(job, lost)

@@ -33,6 +33,7 @@ was not known) is split or cut the same way, below the size it refused.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -288,15 +289,21 @@ class KafkaDeadLetterSink(_TopicSink):
                            on_too_large=lambda size: self._rejected(letter, size))
 
     def _cut(self, letter: "_Letter") -> tuple[bytes, list[tuple[str, bytes]]]:
-        """The value cut to fit, with headers saying so and where the whole record is."""
+        """The value cut to fit, with headers saying so and where the whole record is.
+
+        The whole record is published at once, in a file of its own named after the batch's label and the
+        record's digest (a restart that cuts it again writes the same file): the file exists before the
+        cut dead letter is sent, so no dead letter names a file that a crash kept from being published.
+        """
         headers = list(letter.headers) + [(TRUNCATED_HEADER, str(len(letter.value)).encode())]
         if self.spill is not None:
+            name = f"{letter.label}-{hashlib.sha256(letter.value).hexdigest()[:16]}"
             if not letter.spilled:
-                self.spill.write([letter.dead], letter.label, model_version=letter.model_version,
-                                 source=letter.source)
+                self.spill.write([letter.dead], name, model_version=letter.model_version, source=letter.source)
+                self.spill.flush(name)
                 letter.spilled = True
             if self.spill_path is not None:
-                headers.append((FULL_RECORD_HEADER, str(self.spill_path(letter.label)).encode("utf-8", "replace")))
+                headers.append((FULL_RECORD_HEADER, str(self.spill_path(name)).encode("utf-8", "replace")))
         self.truncated += 1
         return fit_value(letter.key, letter.value, headers, self.max_message_bytes), headers
 
@@ -308,10 +315,8 @@ class KafkaDeadLetterSink(_TopicSink):
         self._send(letter)
 
     def flush(self, label: str) -> Path | None:
-        """The dead letters acknowledged, then the whole records of the cut ones in their files."""
+        """Return when every dead letter written so far is acknowledged (cut ones' files are published already)."""
         self.producer.flush()
-        if self.spill is not None:
-            self.spill.flush(label)
         self._pending.clear()
         return None
 

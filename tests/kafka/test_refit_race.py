@@ -69,6 +69,9 @@ def test_two_replicas_refitting_at_once_end_on_one_map(broker, topic_factory, tm
         b.proc.send_signal(signal.SIGUSR1)
         for d in (a, b):
             wait_for(lambda d=d: d.metric("streamembed_model_version") == 2, 60, "version 2", d)
+        for root, d in zip(roots, (a, b)):  # each refit ends: installed, or superseded (lost, or overtaken)
+            wait_for(lambda root=root: any(h.get("trigger") == "manual" for h in _history(root)), 60,
+                     "the end of the refit", d)
 
         # one installed, one superseded; nothing of the loser left in its models/
         statuses = sorted(h["status"] for root in roots for h in _history(root) if h.get("trigger") == "manual")
