@@ -5,14 +5,19 @@ place), JSON-lines files appended in pieces, Parquet files shrunk and rewritten
 while they may be being read, and every kind of the poison corpus
 (tests/poison.py) arrive while the daemon is killed at random moments and
 restarted. Kafka mode (``--mode kafka``, needs the Tansu test broker): good
-and poison messages on a 2-partition topic, the same kills. At the end a last
+and poison messages on a 2-partition topic, the same kills; then the transport
+faults on another topic (``--mode kafka-faults`` alone): batches compressed
+with every codec by a foreign producer (confluent-kafka), batches no client
+can read (a corrupt gzip payload, a wrong CRC), and oversize messages, outputs
+and dead letters (at 1 MiB ``max_request_size`` and 2 MiB
+``max_partition_fetch_bytes``), with the same kills. At the end a last
 run drains everything and stops on SIGTERM, and the ledger is checked: every
 input record is embedded or a dead letter with its expected reason (lost
 otherwise), extra copies are counted (duplicates are allowed: at-least-once),
 no temporary file is left, every output Parquet file reads, and the
 checkpoint never moved backwards.
 
-    python -m tests.soak [--mode directory|kafka|both] [--seconds 40] [--seed 0]
+    python -m tests.soak [--mode directory|kafka|kafka-faults|both] [--seconds 40] [--seed 0]
 
 prints the table: fault | runs | records in | lost | duplicated | crashes | quarantined (records the crash
 guard set aside as dead letters because the daemon died three times while their batch was in flight).
@@ -138,6 +143,9 @@ CATEGORIES = {
     "poison": "poison corpus",
     "good-msg": "good messages",
     "poison-msg": "poison corpus messages",
+    "compressed-msg": "batches compressed with gzip, snappy, lz4 or zstd by confluent-kafka",
+    "unreadable-msg": "batches no client can read (corrupt gzip payload, wrong CRC): one dead letter per offset",
+    "oversize-msg": "oversize messages, outputs and dead letters (over the fetch or the produce limit)",
 }
 
 
@@ -526,10 +534,129 @@ def _committed_offsets(bootstrap: str, group: str, topic: str) -> tuple[Callable
     return read, lambda: c.close()
 
 
+#: The transport-fault soak's limits (kafka.max_request_size, kafka.max_partition_fetch_bytes): 1 and 2 MiB.
+FAULT_LIMITS = (1 << 20, 2 << 20)
+
+
+class TransportFaults:
+    """The feeder's transport faults (``kafka_soak(faults=True)``): each call sends one and records its outcome."""
+
+    CODECS = ("gzip", "snappy", "lz4", "zstd")
+
+    def __init__(self, bootstrap: str, topic: str, ledger: Ledger, where: dict[tuple[int, int], tuple[str, int]],
+                 rng: random.Random) -> None:
+        import confluent_kafka
+
+        self.bootstrap, self.topic, self.ledger, self.where, self.rng = bootstrap, topic, ledger, where, rng
+        self.compressed = {c: confluent_kafka.Producer({"bootstrap.servers": bootstrap, "compression.type": c,
+                                                        "linger.ms": 20, "client.id": f"soak-{c}"})
+                           for c in self.CODECS}
+        self.oversize_left = ["fetch", "undecodable", "output", "row"] * 2
+        #: ids of rows whose output no message can hold: embedded in Parquet, refused (too_large) by the topic
+        self.refused_outputs: set[str] = set()
+        self.n = 0
+
+    def close(self) -> None:
+        for p in self.compressed.values():
+            p.flush(10)
+
+    def compressed_batch(self) -> None:
+        self.n += 1
+        codec = self.rng.choice(self.CODECS)
+        p, part = self.compressed[codec], self.rng.randint(0, 1)
+        ids: list[str] = []
+        for m in range(self.rng.randint(2, 8)):
+            rows = [f"z{self.n}-{m}-{i}" for i in range(self.rng.randint(1, 20))]
+            t = _good_table(rows, 10_000 + self.n * 10 + m)
+            p.produce(self.topic, value=json.dumps([{"id": r["id"], "dissimilarities": [float(x) for x in r[
+                "dissimilarities"]]} for r in t.to_pylist()]).encode(), headers=poison.JSON_HEADERS, partition=part)
+            ids += rows
+        assert p.flush(30) == 0
+        self.ledger.good("compressed-msg", ids)
+
+    def unreadable_batch(self) -> None:
+        import struct
+
+        import kafka.record.default_records as dr
+        from kafka import KafkaProducer
+
+        self.n += 1
+        how = self.rng.choice(["corrupt", "crc"])
+        enc, header = dr.gzip_encode, dr.DefaultRecordBatchBuilder.write_header
+        if how == "corrupt":
+            dr.gzip_encode = lambda data, *a, **k: b"\x1f\x8b not gzip"
+        else:
+            def write_header(self_: Any, use_compression_type: bool = True) -> None:
+                header(self_, use_compression_type)
+                struct.pack_into(">I", self_._buffer, self_.CRC_OFFSET, 12345)
+
+            dr.DefaultRecordBatchBuilder.write_header = write_header
+        try:
+            p = KafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=50, retries=0,
+                              compression_type="gzip" if how == "corrupt" else None)
+            part = self.rng.randint(0, 1)
+            futures = [p.send(self.topic, value=b'{"id": "never", "dissimilarities": [1]}' * 30, partition=part)
+                       for _ in range(self.rng.randint(1, 4))]
+            p.flush(30)
+            offsets = [f.get(30).offset for f in futures]
+            p.close(5)
+        finally:
+            dr.gzip_encode, dr.DefaultRecordBatchBuilder.write_header = enc, header
+        name = f"unreadable-{self.n}"
+        for o in offsets:
+            self.where[(part, o)] = (name, o)
+            self.ledger.dead[(name, o, None, "undecodable")] = "unreadable-msg"
+        self.ledger.records["unreadable-msg"] += len(offsets)
+
+    def oversize(self, producer: Any) -> bool:
+        """One oversize message; False when all were sent."""
+        if not self.oversize_left:
+            return False
+        self.n += 1
+        case = self.oversize_left.pop(0)
+        request, fetch = FAULT_LIMITS
+        name, part = f"oversize-{case}-{self.n}", self.rng.randint(0, 1)
+        if case == "fetch":  # over the fetch limit: refused unread, as one dead letter
+            ids = [f"f{self.n}-{i}" for i in range(8000)]
+            t = _good_table(ids, self.n)
+            value = json.dumps([{"id": r["id"], "dissimilarities": [float(x) for x in r["dissimilarities"]]}
+                                for r in t.to_pylist()]).encode()
+            assert len(value) > fetch
+            headers, outcome = poison.JSON_HEADERS, (None, "too_large")
+        elif case == "undecodable":  # its dead letter (bytes + headers) over the produce limit
+            value, headers, outcome = b"{" + b"not json " * (request // 9 - 40), poison.JSON_HEADERS, (
+                None, "undecodable")
+        elif case == "output":  # a good row no output message can hold: Parquet has it, the topic refuses it
+            rid = f"huge-{self.n}-" + "x" * 1_200_000
+            value, headers = poison.encode_arrow(_good_table([rid], self.n)), poison.ARROW_HEADERS
+            self.refused_outputs.add(rid)
+            self.ledger.good("oversize-msg", [rid])
+            producer.send(self.topic, key=b"huge", value=value, headers=headers, partition=part).get(30)
+            return True
+        else:  # a row whose dead letter, as JSON text, is over the produce limit
+            import numpy as np
+
+            t = pa.table({"id": [f"long-{self.n}"], "dissimilarities": pa.array(
+                [np.random.default_rng(self.n).random(70_000).tolist()], pa.list_(pa.float64()))})
+            value, headers, outcome = poison.encode_arrow(t), poison.ARROW_HEADERS, (0, "wrong_length")
+        md = producer.send(self.topic, key=case.encode(), value=value, headers=headers, partition=part).get(30)
+        self.where[(md.partition, md.offset)] = (name, 0)
+        self.ledger.dead[(name, 0, *outcome)] = "oversize-msg"
+        self.ledger.records["oversize-msg"] += 1
+        return True
+
+
 def kafka_soak(workdir: Path, bootstrap: str, topic: str, out_topic: str, seconds: float = 40.0, seed: int = 0,
-               drain_seconds: float = 90.0, log: Callable[[str], None] = lambda s: None) -> SoakResult:
-    """The same soak on a consumer-group member; ``topic`` (2 partitions) and ``<topic>.dlq`` must exist."""
+               drain_seconds: float = 90.0, log: Callable[[str], None] = lambda s: None,
+               faults: bool = False) -> SoakResult:
+    """The same soak on a consumer-group member; ``topic`` (2 partitions) and ``<topic>.dlq`` must exist.
+
+    ``faults``: the transport faults (:class:`TransportFaults`) instead of the poison corpus, at the
+    :data:`FAULT_LIMITS`; every dead letter must fit the produce limit, and a cut one must name an existing file.
+    """
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    from streamembed.kafka.limits import FULL_RECORD_HEADER, TRUNCATED_HEADER
 
     rng = random.Random(seed)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -546,19 +673,31 @@ def kafka_soak(workdir: Path, bootstrap: str, topic: str, out_topic: str, second
         "STREAMEMBED_SOURCE__MAX_BLOCK_ROWS": str(poison.MAX_BLOCK_ROWS), "STREAMEMBED_METRICS__ENABLED": "false",
         "STREAMEMBED_LOGGING__FORMAT": "json", "STREAMEMBED_DRIFT__ENABLED": "false",
     }
+    if faults:
+        env.update(STREAMEMBED_KAFKA__MAX_REQUEST_SIZE=str(FAULT_LIMITS[0]),
+                   STREAMEMBED_KAFKA__MAX_PARTITION_FETCH_BYTES=str(FAULT_LIMITS[1]))
     ledger = Ledger()
-    kinds = _soak_kinds("kafka")
+    kinds = [] if faults else _soak_kinds("kafka")
     where: dict[tuple[int, int], tuple[str, int]] = {}
     stop = threading.Event()
     errors: list[BaseException] = []
     producer = KafkaProducer(bootstrap_servers=bootstrap, max_request_size=32 << 20, linger_ms=5)
+    extra = TransportFaults(bootstrap, topic, ledger, where, rng) if faults else None
 
     def feed() -> None:
         n = 0
         try:
             while not stop.is_set():
                 n += 1
-                if rng.random() < 0.5 or not kinds:
+                pick = rng.random()
+                if extra is not None and pick >= 0.45:
+                    if pick < 0.75:
+                        extra.compressed_batch()
+                    elif pick < 0.87 or not extra.oversize(producer):
+                        extra.unreadable_batch()
+                    stop.wait(rng.uniform(0.01, 0.1))
+                    continue
+                if pick < 0.5 or not kinds:
                     ids = [f"m{n}-{i}" for i in range(rng.randint(1, 120))]
                     t = _good_table(ids, n)
                     if rng.random() < 0.5:
@@ -596,11 +735,27 @@ def kafka_soak(workdir: Path, bootstrap: str, topic: str, out_topic: str, second
     dlq.seek_to_beginning(*dlq_tps)
     dead_keys: Counter[tuple[Any, ...]] = Counter()
     quarantined: set[str] = set()
+    refused: Counter[str] = Counter()  # output rows refused by the output topic (no coordinates), by id
+    unfit: list[str] = []  # dead letters over the produce limit
+    kept_in: set[str] = set()  # the files cut dead letters name (checked at the end: published at the commit)
 
     def read_dlq() -> None:
         for recs in dlq.poll(timeout_ms=200).values():
             for r in recs:
                 h = {k: v.decode("utf-8", "replace") for k, v in r.headers}
+                if faults:
+                    size = len(r.value or b"") + len(r.key or b"") + sum(len(k) + len(v) for k, v in r.headers)
+                    if size > FAULT_LIMITS[0] or (TRUNCATED_HEADER in h and FULL_RECORD_HEADER not in h):
+                        unfit.append(f"offset {r.offset}: {size} bytes, headers {sorted(h)}")
+                    if FULL_RECORD_HEADER in h:
+                        kept_in.add(h[FULL_RECORD_HEADER])
+                    rid = h.get("streamembed-id", "")
+                    if extra is not None and "streamembed-source-offset" not in h and h[
+                            "streamembed-error-reason"] == "too_large":
+                        match = [x for x in extra.refused_outputs if x.startswith(rid.split("...(")[0])]
+                        if match:
+                            refused[match[0]] += 1
+                            continue
                 p, o = int(h.get("streamembed-source-partition", -1)), int(h.get("streamembed-source-offset", -1))
                 row = h.get("streamembed-source-row")
                 reason = h["streamembed-error-reason"]
@@ -651,6 +806,8 @@ def kafka_soak(workdir: Path, bootstrap: str, topic: str, out_topic: str, second
         watch.stop.set()
         runs.close()
         producer.close(10)
+        if extra is not None:
+            extra.close()
         dlq.close()
         feeder.join(30)
         watcher.join(30)
@@ -659,10 +816,17 @@ def kafka_soak(workdir: Path, bootstrap: str, topic: str, out_topic: str, second
     if errors:
         raise errors[0]
     ids, bad_out = _read_parquet_ids(out / "embeddings", "part-*.parquet")
-    label = "kill -9 at random moments, Kafka (2 partitions)"
+    label = "kill -9 at random moments, Kafka (2 partitions)" + (", transport faults" if faults else "")
     rows, problems, details = _account(ledger, Counter(ids), dead_keys, quarantined, runs.starts,
                                        len(runs.crashes), label)
     problems += [f"unreadable output: {b}" for b in bad_out]
+    problems += [f"a dead letter that does not fit: {u}" for u in unfit]
+    problems += [f"a cut dead letter names a file that does not exist: {f}" for f in sorted(kept_in)
+                 if not Path(f).exists()]
+    if extra is not None:
+        missing = sorted(x[:20] for x in extra.refused_outputs if not refused[x])
+        if missing:
+            problems.append(f"output rows neither on the output topic nor refused as dead letters: {missing}")
     temps = [str(p.relative_to(out)) for p in out.rglob("*") if p.name.endswith(".tmp")]
     if temps:
         problems.append(f"temporary files left: {temps}")
@@ -670,7 +834,9 @@ def kafka_soak(workdir: Path, bootstrap: str, topic: str, out_topic: str, second
         problems.append(f"the checkpoint moved backwards: {watch.backwards[:5]}")
     problems += [f"crash: {c}" for c in runs.crashes]
     details.update(kills=kills, starts=runs.starts, checkpoint_samples=watch.samples,
-                   poison_kinds=len(_soak_kinds("kafka")) - len(kinds), dead_letters=sum(dead_keys.values()),
+                   poison_kinds=0 if faults else len(_soak_kinds("kafka")) - len(kinds),
+                   dead_letters=sum(dead_keys.values()), refused_outputs=sum(refused.values()),
+                   parquet_duplicates=sum(c - 1 for c in Counter(ids).values() if c > 1),
                    seconds=round(time.monotonic() - t_start, 1), drain_seconds=round(time.monotonic() - t_drain, 1))
     log(f"kafka soak: {details}")
     return SoakResult(rows, problems, details)
@@ -689,7 +855,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mode", choices=("directory", "kafka", "both"), default="directory")
+    ap.add_argument("--mode", choices=("directory", "kafka", "kafka-faults", "both"), default="directory")
     ap.add_argument("--seconds", type=float, default=40.0, help="how long input arrives and kills happen (per mode)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, outputs)")
@@ -702,18 +868,20 @@ def main(argv: list[str] | None = None) -> int:
             res = directory_soak(work / "directory", args.seconds, args.seed, log=lambda s: print(s, file=sys.stderr))
             rows += res.rows
             problems += res.problems
-        if args.mode in ("kafka", "both"):
+        for faults in (False, True):
+            if args.mode not in ("kafka", "both", "kafka-faults") or (args.mode == "kafka-faults" and not faults):
+                continue
             from streamembed.testing.broker import TansuBroker
 
-            broker = TansuBroker()
+            broker = TansuBroker()  # one per soak: Tansu's memory storage never frees what was sent
             broker.start()
             try:
-                topic = f"soak-{os.getpid()}"
+                topic = f"soak-{os.getpid()}{'-faults' if faults else ''}"
                 broker.create_topic(topic, partitions=2)
                 broker.create_topic(f"{topic}.dlq")
                 broker.create_topic(f"{topic}-out")
-                res = kafka_soak(work / "kafka", broker.bootstrap, topic, f"{topic}-out", args.seconds, args.seed,
-                                 log=lambda s: print(s, file=sys.stderr))
+                res = kafka_soak(work / topic, broker.bootstrap, topic, f"{topic}-out", args.seconds, args.seed,
+                                 log=lambda s: print(s, file=sys.stderr), faults=faults)
             finally:
                 broker.stop()
             rows += res.rows

@@ -172,6 +172,8 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
         log.info("resuming from checkpoint", extra={"source": inner.name})
     model_sync = None if model_topic is None else ModelSync(model_topic, registry, monitor=monitor, metrics=metrics,
                                                             poll_seconds=cfg.kafka.model_poll_seconds)
+    if model_sync is not None and refits is not None:
+        refits.claim = model_sync.claim  # one map per version across the fleet
     between = [f for f in (None if refits is None else refits.poll,
                            None if model_sync is None else model_sync.poll) if f is not None]
     embedder = BatchEmbedder(current, method=cfg.model.method, k0_rows=k0_rows_value(cfg.model.k0_rows),

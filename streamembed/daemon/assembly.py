@@ -33,6 +33,7 @@ from streamembed.daemon.metrics import Metrics
 from streamembed.daemon.refits import RefitManager, newest_models
 from streamembed.daemon.state import descendants
 from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
+from streamembed.kafka.limits import topic_limit
 from streamembed.kafka.model_topic import ModelTopic
 from streamembed.kafka.sink import FanoutSink, KafkaDeadLetterSink, KafkaOutputSink
 from streamembed.kafka.source import KafkaSource
@@ -41,19 +42,21 @@ from streamembed.settings import Config
 from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
 from streamembed.stream.models import ModelRegistry, StaleModelError
 from streamembed.stream.monitor import DriftMonitor, build_trigger
-from streamembed.stream.sinks import DeadLetterSink, ParquetSink
+from streamembed.stream.sinks import DeadLetterSink, ParquetSink, PerLabelSink, dead_letter_path
 from streamembed.stream.sources import DirectorySource
 
 __all__ = ["load_or_fit_model", "build_registry", "build_drift", "build_source", "KafkaIO",
            "ModelSync", "build_kafka_source", "build_io", "open_model_topic", "startup_model", "dead_letter_topic",
-           "model_source"]
+           "model_source", "own_lineage", "message_limit"]
 
 log = logging.getLogger("streamembed.daemon")
 
 
 def model_source(cfg: Config) -> str:
     """Where the configured model comes from, as a short name (no absolute paths in metric labels)."""
-    return Path(cfg.model.path).name if cfg.model.path else "generator"
+    if cfg.model.path:
+        return Path(cfg.model.path).name
+    return f"model topic {cfg.kafka.model_topic}" if cfg.kafka.model_topic else "generator"
 
 
 # ----------------------------------------------------------------------------- the model
@@ -163,12 +166,23 @@ def build_source(cfg: Config, model: LandmarkModel, registry: ModelRegistry | No
                            to_dissimilarities=to_diss)
 
 
-def build_file_sinks(cfg: Config, source_name: str) -> tuple[ParquetSink | None, DeadLetterSink]:
+def build_file_sinks(cfg: Config, source_name: str) -> tuple[Any, Any]:
+    """(Parquet output or None, dead-letter files). A Kafka source gets one file per partition per roll
+    (``PerLabelSink``), so that file names stay a function of the input position whatever the interleaving."""
     o = cfg.output
-    output = ParquetSink(cfg.embeddings_dir, row_group_rows=o.row_group_rows,
-                         compression=o.compression) if o.parquet else None
-    dead = DeadLetterSink(cfg.dead_letter_dir, fmt=o.dead_letter_format, source=source_name, compression=o.compression)
-    return output, dead
+
+    def parquet() -> ParquetSink:
+        return ParquetSink(cfg.embeddings_dir, row_group_rows=o.row_group_rows, compression=o.compression,
+                           clean=source_name != "kafka")
+
+    def dead_files() -> DeadLetterSink:
+        return DeadLetterSink(cfg.dead_letter_dir, fmt=o.dead_letter_format, source=source_name,
+                              compression=o.compression, clean=source_name != "kafka")
+
+    if source_name != "kafka":
+        return (parquet() if o.parquet else None), dead_files()
+    output = PerLabelSink(parquet, cfg.embeddings_dir, "part") if o.parquet else None
+    return output, PerLabelSink(dead_files, cfg.dead_letter_dir, "dead")
 
 
 # ----------------------------------------------------------------------------- Kafka
@@ -241,15 +255,34 @@ def build_io(cfg: Config, io: KafkaIO, source: Any, parquet: ParquetSink | None,
     Dead letters: the dead-letter topic for a Kafka source, else the files.
     """
     outputs: list[Any] = [parquet] if parquet is not None else []
-    if cfg.output.kafka_topic:
-        producer = _producer(cfg, io, metrics, stop)
-        outputs.append(KafkaOutputSink(producer, cfg.output.kafka_topic, fmt=cfg.kafka.output_format,
-                                       max_message_bytes=cfg.kafka.max_request_size))
     dead: Any = dead_files
     if isinstance(source, KafkaSource):
-        dead = KafkaDeadLetterSink(_producer(cfg, io, metrics, stop), dead_letter_topic(cfg), locate=source.locate)
+        topic = dead_letter_topic(cfg)
+        dead = KafkaDeadLetterSink(_producer(cfg, io, metrics, stop), topic, locate=source.locate,
+                                   max_message_bytes=message_limit(cfg, topic), spill=dead_files,
+                                   spill_path=lambda label: dead_letter_path(cfg.dead_letter_dir,
+                                                                              cfg.output.dead_letter_format, label))
+    if cfg.output.kafka_topic:
+        producer = _producer(cfg, io, metrics, stop)
+
+        def refuse(records: list[Any], version: int | None, label: str) -> None:
+            dead.write(records, label, model_version=version)
+
+        outputs.append(KafkaOutputSink(producer, cfg.output.kafka_topic, fmt=cfg.kafka.output_format,
+                                       max_message_bytes=message_limit(cfg, cfg.output.kafka_topic), refuse=refuse))
     output = outputs[0] if len(outputs) == 1 else FanoutSink(outputs)
     return output, dead
+
+
+def message_limit(cfg: Config, topic: str) -> int:
+    """The largest message the sinks send to ``topic``: ``kafka.max_request_size``, or less if the broker says so."""
+    limit = int(cfg.kafka.max_request_size)
+    broker = topic_limit(producer_settings(cfg.kafka), topic)
+    if broker is not None and broker < limit:
+        log.info("the broker takes messages of at most %d bytes on %s (max.message.bytes): a lower limit than "
+                 "kafka.max_request_size = %d", broker, topic, limit, extra={"topic": topic})
+        return broker
+    return limit
 
 
 def open_model_topic(cfg: Config, io: KafkaIO, *, metrics: Metrics | None = None,
@@ -267,36 +300,34 @@ def open_model_topic(cfg: Config, io: KafkaIO, *, metrics: Metrics | None = None
 
 def startup_model(cfg: Config, topic: ModelTopic | None,
                   load_local: Callable[[Config], LandmarkModel]) -> LandmarkModel:
-    """The model this replica starts with.
+    """The model this replica starts with (and the lineage it follows on the topic from then on).
 
-    Without a model topic: ``load_local(cfg)``. With one: the newer of the
-    local model (``model.path``) and the topic's latest; a local model newer
-    than the topic's (or the only one) is published. Without ``model.path``
-    the topic's model is awaited up to ``kafka.model_wait_seconds``.
+    Without a model topic: ``load_local(cfg)``. With one and ``model.path``:
+    the newer of the local model and the topic's newest of the same lineage
+    (records of other lineages are ignored); a local model newer than the
+    topic's (or the only one) is published. Without ``model.path``: the topic's
+    newest map of the lineage this replica can trace - ``kafka.adopt_lineage``,
+    else this root's own (checkpoint or models/) - awaited up to
+    ``kafka.model_wait_seconds``; a map it cannot trace is refused (exit 2).
     """
     if topic is None:
         return load_local(cfg)
     local = load_local(cfg) if cfg.model.path else None
     try:
-        remote = topic.latest()
         if local is None:
-            deadline = time.monotonic() + cfg.kafka.model_wait_seconds
-            while remote is None and time.monotonic() < deadline and not topic.stop.is_set():
-                topic.stop.wait(1.0)
-                remote = topic.latest()
-            if remote is None:
-                raise EnvironmentUnavailable(
-                    f"no model on kafka.model_topic = {cfg.kafka.model_topic!r} (key {cfg.kafka.model_name!r}) after "
-                    f"{cfg.kafka.model_wait_seconds:.0f} s, and model.path is empty: start a replica with model.path "
-                    f"first")
-            log.info("using the model from the model topic", extra={"model_version": int(remote.version)})
-            return remote
-        if remote is not None and remote.lineage != local.lineage:
-            raise StartupError(f"kafka.model_topic = {cfg.kafka.model_topic!r} (key {cfg.kafka.model_name!r}) "
-                               f"holds another map (lineage {remote.lineage}) than model.path = {cfg.model.path!r} "
-                               f"(lineage {local.lineage}): use another kafka.model_name for the new map")
+            return _adopted_model(cfg, topic)
+        topic.follow(local.lineage)
+        remote = topic.latest()
+        if remote is None:
+            others = topic.lineages()
+            if others:
+                raise StartupError(f"kafka.model_topic = {cfg.kafka.model_topic!r} (key {cfg.kafka.model_name!r}) "
+                                   f"holds only other maps ({_named(others)}) than model.path = {cfg.model.path!r} "
+                                   f"(lineage {local.lineage}): use another kafka.model_name for the new map")
+            topic.publish(local)
+            return local
         lv = int(local.version)
-        if remote is None or lv > int(remote.version):
+        if lv > int(remote.version):
             topic.publish(local)
             return local
         if int(remote.version) > lv:
@@ -309,6 +340,56 @@ def startup_model(cfg: Config, topic: ModelTopic | None,
     except Exception as exc:  # noqa: BLE001
         raise EnvironmentUnavailable(f"cannot use kafka.model_topic = {cfg.kafka.model_topic!r}: "
                                      f"{type(exc).__name__}: {exc}") from None
+
+
+def _named(lineages: dict[str, int]) -> str:
+    return ", ".join(f"lineage {lin} version {v}" for lin, v in sorted(lineages.items(), key=lambda kv: -kv[1]))
+
+
+def own_lineage(cfg: Config) -> str | None:
+    """The lineage of the map this root already ran: its checkpoint's, else its newest refitted model's."""
+    from streamembed.stream.checkpoint import CheckpointError, CheckpointStore
+
+    try:
+        ckpt = CheckpointStore(cfg.checkpoint_path).load()
+    except (CheckpointError, OSError):
+        ckpt = None  # the real load, later, says what is wrong with it
+    if ckpt is not None and ckpt.lineage:
+        return str(ckpt.lineage)
+    for path in reversed(newest_models(cfg.model_dir, 1)):
+        try:
+            return str(load_model(path).lineage)
+        except ModelFileError:
+            return None
+    return None
+
+
+def _adopted_model(cfg: Config, topic: ModelTopic) -> LandmarkModel:
+    """Without model.path: the topic's newest map of a lineage this replica can trace (see ``startup_model``)."""
+    k = cfg.kafka
+    want = k.adopt_lineage.strip() or own_lineage(cfg)
+    deadline = time.monotonic() + k.model_wait_seconds
+    while True:
+        remote = topic.latest(lineage=None) if want == "*" else (topic.latest(lineage=want) if want else None)
+        if remote is not None:
+            topic.follow(remote.lineage)
+            log.info("using the model from the model topic",
+                     extra={"model_version": int(remote.version), "lineage": remote.lineage})
+            return remote
+        found = topic.lineages()
+        if want is None and found:
+            raise StartupError(
+                f"model.path is empty and this root has run no map, so this replica cannot tell which map on "
+                f"kafka.model_topic = {k.model_topic!r} (key {k.model_name!r}) is its own: it holds {_named(found)}. "
+                f"Set model.path, or kafka.adopt_lineage to the lineage to take ('*': the newest, whatever its "
+                f"lineage)")
+        if time.monotonic() >= deadline or topic.stop.is_set():
+            what = f"of lineage {want} " if want and want != "*" else ""
+            held = f" (it holds {_named(found)})" if found else ""
+            raise EnvironmentUnavailable(
+                f"no model {what}on kafka.model_topic = {k.model_topic!r} (key {k.model_name!r}) after "
+                f"{k.model_wait_seconds:.0f} s{held}, and model.path is empty: start a replica with model.path first")
+        topic.stop.wait(1.0)
 
 
 class ModelSync:
@@ -329,7 +410,21 @@ class ModelSync:
         self._next = 0.0
         self._published = topic.topic_version  # a newer current model is a local refit: publish it
         self.installed = 0
+        topic.follow(registry.current.lineage)
         topic.start_watching(poll_seconds=max(0.2, min(1.0, self.poll_seconds)))
+
+    def claim(self, est: LandmarkModel) -> str | None:
+        """Claim ``est``'s version on the topic before a local refit is installed: None if it is ours (then it
+        is published), else why not (another replica's refit took the version first: it arrives by ``poll``).
+        Raises ValueError when the topic cannot be written (unclaimed: not installed, one map per version)."""
+        try:
+            why = self.topic.claim(est)
+        except Exception as exc:  # noqa: BLE001
+            raise ValueError(f"its version could not be claimed on the model topic ({type(exc).__name__}: "
+                             f"{exc})") from None
+        if why is None:
+            self._published = max(self._published, int(est.version))
+        return why
 
     def poll(self) -> None:
         now = time.monotonic()

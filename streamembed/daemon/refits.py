@@ -9,7 +9,15 @@ validated (newer version, finite and aligned), made current in the
 registry (older versions stay retained for stale inputs), the monitor
 restarts its window, and a record of the refit is appended to the model
 history (JSON lines). Models live as ``model-v<N>.npz`` in the model
-directory, so a restarted daemon continues with the newest one.
+directory, so a restarted daemon continues with the newest one; a refit that
+is rejected never stays there.
+
+One map per version across a fleet: with a model topic, a finished refit is
+installed only after ``claim`` (``ModelSync.claim``) took its version on the
+topic - the first record of a version wins there - so that two replicas
+refitting at once (a manual refit asked of both) cannot serve two different
+"version N" maps: the loser's refit is dropped (status ``superseded``) and the
+winner's map arrives through the topic.
 """
 
 from __future__ import annotations
@@ -99,6 +107,8 @@ class RefitManager:
         self._manual = threading.Event()
         #: whether this replica may start automatic refits (Kafka: the owner of input partition 0)
         self.may_auto_refit: Callable[[], bool] = lambda: True
+        #: claim(new model) before installing it: None when its version is this replica's to install, else why not
+        self.claim: Callable[[Any], str | None] | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._job: dict[str, Any] | None = None
         self.completed = 0
@@ -237,10 +247,21 @@ class RefitManager:
                 raise ValueError("the new model has non-finite coordinates")
             if int(new.n_components) != int(current.n_components):
                 raise ValueError("the new model changed the map's dimension")
+            if int(new.version) <= self.registry.current_version:
+                self._superseded(job, f"version {self.registry.current_version} arrived while it ran")
+                return
+            lost = self.claim(new) if self.claim is not None else None
+            if lost is not None:
+                self._superseded(job, lost)
+                return
             self.model_dir.mkdir(parents=True, exist_ok=True)
             final = model_path(self.model_dir, new.version)
             Path(job["new"]).replace(final)
-            self.registry.install(new)
+            try:
+                self.registry.install(new)
+            except BaseException:
+                final.unlink(missing_ok=True)  # a rejected refit must not be picked up by a restart
+                raise
         except (ValueError, StaleModelError, OSError) as exc:
             self._fail(f"the refitted model was rejected: {exc}")
             return
@@ -311,6 +332,15 @@ class RefitManager:
                     f"stays at version {self.registry.current.version}")
         return (f"the refit finished before exit: {self.completed} installed, {self.kept} kept the map, "
                 f"{self.failed} failed; model version {self.registry.current.version}")
+
+    def _superseded(self, job: dict[str, Any], why: str) -> None:
+        """Another replica's refit took this version first: drop ours, and follow the topic."""
+        self._record({"trigger": job["trigger"], "reason": job["reason"], "status": "superseded", "detail": why})
+        self._cleanup(job)
+        self._cool_down()
+        if self.metrics is not None:
+            self.metrics.refit_in_progress.set(0)
+        log.info("refit not installed: %s; the winning map follows through the model topic", why)
 
     def _fail(self, why: str) -> None:
         job = self._job or {}

@@ -5,13 +5,17 @@
   into keyword arguments for ``KafkaConsumer`` / ``KafkaProducer``.
 * :func:`validate_client_table` refuses ``[kafka.client]`` keys that
   kafka-python does not know (a typo must not start a daemon silently
-  running with the default) and keys streamembed manages itself.
+  running with the default), keys streamembed manages itself, and a
+  ``compression_type`` whose codec package is missing (which a restart cannot
+  fix: exit 2, not 3).
 * :func:`is_transient` says which errors are retried with exponential
   backoff (never dead-lettered): timeouts, lost connections, leader moves.
 * :class:`ReliableProducer` keeps every message until the broker acknowledged
   it; :meth:`ReliableProducer.flush` returns only when all are durable
   (re-sending those that failed transiently) - the loop commits input offsets
-  after that.
+  after that. A message the client or the broker refuses as too large is
+  handed back to its sender (``on_too_large``), which splits or shrinks it: a
+  size error must not stop the daemon, or it fails again after every restart.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 __all__ = [
     "MANAGED_KEYS",
+    "is_too_large",
     "KafkaDeliveryError",
     "Backoff",
     "is_transient",
@@ -75,6 +80,27 @@ def validate_client_table(table: Mapping[str, Any]) -> None:
         if isinstance(value, (dict, list)) and key not in ("api_version",):
             if not (isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value)):
                 raise ValueError(f"kafka.client.{key} = {value!r}: only numbers, strings, booleans and lists of them")
+        if key == "compression_type":
+            _check_codec(value)
+
+
+#: compression_type -> (kafka-python's check, the package that provides the codec)
+_CODEC_PACKAGES = {"gzip": ("has_gzip", "the standard library"), "snappy": ("has_snappy", "python-snappy"),
+                   "lz4": ("has_lz4", "lz4"), "zstd": ("has_zstd", "zstandard")}
+
+
+def _check_codec(value: Any) -> None:
+    """Refuse a compression_type kafka-python cannot produce here (it would fail in the producer's constructor)."""
+    if value is None or value == "none":
+        return
+    import kafka.codec
+
+    if value not in _CODEC_PACKAGES:
+        raise ValueError(f"kafka.client.compression_type = {value!r}: one of none, {', '.join(_CODEC_PACKAGES)}")
+    check, package = _CODEC_PACKAGES[value]
+    if not getattr(kafka.codec, check)():
+        raise ValueError(f"kafka.client.compression_type = {value!r} needs the {package} package, which is not "
+                         f"installed (it is a streamembed dependency: reinstall streamembed)")
 
 
 # ----------------------------------------------------------------------------- errors, retries
@@ -103,6 +129,11 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, _TRANSIENT):
         return True
     return bool(getattr(exc, "retriable", False))
+
+
+def is_too_large(exc: BaseException | None) -> bool:
+    """True for a message refused for its size (by the client's max_request_size or the broker's limit)."""
+    return type(exc).__name__ in ("MessageSizeTooLargeError", "RecordListTooLargeError", "RecordTooLargeError")
 
 
 @dataclass
@@ -231,6 +262,7 @@ class _Pending:
     key: bytes | None
     headers: list[tuple[str, bytes]]
     size: int
+    on_too_large: Callable[[int], None] | None = None
 
 
 class ReliableProducer:
@@ -259,13 +291,28 @@ class ReliableProducer:
         self.delivered = 0
 
     def send(self, topic: str, value: bytes | None, *, key: bytes | None = None,
-             headers: list[tuple[str, bytes]] | None = None) -> None:
-        """Hand one message to the client (non-blocking unless its buffer is full)."""
+             headers: list[tuple[str, bytes]] | None = None,
+             on_too_large: Callable[[int], None] | None = None) -> None:
+        """Hand one message to the client (non-blocking unless its buffer is full).
+
+        ``on_too_large(size)`` is called (instead of raising) when the client
+        or, during :meth:`flush`, the broker refuses the message for its size;
+        it sends what replaces it. Without it such a refusal raises
+        :class:`KafkaDeliveryError`.
+        """
         headers = headers or []
         size = (len(value) if value is not None else 0) + (len(key) if key else 0)
-        fut = retry(lambda: self._producer.send(topic, value=value, key=key, headers=headers),
-                    f"producing to {topic}", stop=self.stop, metrics=self.metrics, max_backoff=self.max_backoff)
-        self._pending.append(_Pending(fut, topic, value, key, headers, size))
+        try:
+            fut = retry(lambda: self._producer.send(topic, value=value, key=key, headers=headers),
+                        f"producing to {topic}", stop=self.stop, metrics=self.metrics, max_backoff=self.max_backoff)
+        except Exception as exc:  # noqa: BLE001 - a size refusal goes back to the sender
+            if not is_too_large(exc):
+                raise
+            if on_too_large is None:
+                raise KafkaDeliveryError(f"producing to {topic}: {type(exc).__name__}: {exc}") from exc
+            on_too_large(size)
+            return
+        self._pending.append(_Pending(fut, topic, value, key, headers, size, on_too_large))
         self._unacked += size
 
     @property
@@ -294,6 +341,7 @@ class ReliableProducer:
         while self._pending:
             self._producer.flush()
             failed: list[_Pending] = []
+            too_large: list[_Pending] = []
             counts: dict[str, int] = {}
             while self._pending:
                 p = self._pending.popleft()
@@ -308,6 +356,9 @@ class ReliableProducer:
                 exc = fut.exception
                 if self.metrics is not None:
                     self.metrics.kafka_produce_errors.inc()
+                if is_too_large(exc) and p.on_too_large is not None:
+                    too_large.append(p)
+                    continue
                 if not is_transient(exc):
                     raise KafkaDeliveryError(f"producing to {p.topic} failed permanently: "
                                              f"{type(exc).__name__}: {exc}") from exc
@@ -315,8 +366,13 @@ class ReliableProducer:
             for topic, n in counts.items():
                 self._delivered(topic, n)
                 total += n
+            for p in too_large:  # after the pass: what they send is flushed by the next one
+                log.warning("the broker refused a %d-byte message to %s as too large; splitting or shrinking it",
+                            p.size, p.topic)
+                assert p.on_too_large is not None
+                p.on_too_large(p.size)
             if not failed:
-                break
+                continue
             if self.stop.is_set():
                 raise KafkaDeliveryError(f"stopping with {len(failed)} messages not acknowledged (they will be "
                                          "produced again from the uncommitted input)")
@@ -326,7 +382,7 @@ class ReliableProducer:
             for p in failed:
                 if self.metrics is not None:
                     self.metrics.kafka_retries.inc()
-                self.send(p.topic, p.value, key=p.key, headers=p.headers)
+                self.send(p.topic, p.value, key=p.key, headers=p.headers, on_too_large=p.on_too_large)
         return total
 
     def close(self, timeout: float = 10.0) -> None:

@@ -60,6 +60,7 @@ __all__ = [
     "arrow_message",
     "json_message",
     "output_arrow_messages",
+    "output_arrow_message",
     "output_json_messages",
 ]
 
@@ -285,14 +286,23 @@ def output_arrow_messages(batch: pa.RecordBatch | pa.Table, max_bytes: int
     n = batch.num_rows
     if n == 0:
         return
-    per_row = max(1, batch.nbytes // n)
-    step = max(1, min(n, int(max_bytes * 0.9 - 4096) // per_row))
-    for start in range(0, n, step):
-        part = batch.slice(start, step)
-        first_id = part.column("id")[0].as_py()
-        version = part.column("model_version")[0].as_py()
-        yield (first_id.encode("utf-8") if first_id is not None else None, encode_arrow(part),
-               _output_headers(ARROW_CONTENT_TYPE, version))
+    for start in range(0, n, (step := arrow_rows_per_message(batch, max_bytes))):
+        yield output_arrow_message(batch.slice(start, step))
+
+
+def arrow_rows_per_message(batch: pa.RecordBatch | pa.Table, max_bytes: int) -> int:
+    """Rows per Arrow output message so that one is about 90 % of ``max_bytes`` (from the average row size)."""
+    n = batch.num_rows
+    per_row = max(1, batch.nbytes // max(n, 1))
+    return max(1, min(n, int(max_bytes * 0.9 - 4096) // per_row))
+
+
+def output_arrow_message(part: pa.RecordBatch | pa.Table) -> tuple[bytes | None, bytes, list[tuple[str, bytes]]]:
+    """(key, value, headers) of one Arrow output message holding all of ``part``'s rows."""
+    first_id = part.column("id")[0].as_py()
+    version = part.column("model_version")[0].as_py()
+    return (first_id.encode("utf-8") if first_id is not None else None, encode_arrow(part),
+            _output_headers(ARROW_CONTENT_TYPE, version))
 
 
 def _json_value(v: Any) -> Any:

@@ -2,15 +2,25 @@
 
 One record per published model: key = the model name, value = the portable
 ``.npz`` bytes written by ``model_io.save_model`` (no pickle), headers
-``model_version`` (decimal) and ``sha256`` (hex digest of the value), plus
+``model_version`` (decimal), ``model_lineage`` (the map's identity) and
+``sha256`` (hex digest of the value), plus
 ``content-type: application/vnd.streamembed.model+npz``. The topic is created
 with ``cleanup.policy=compact`` and a single partition when missing; readers
 never rely on compaction (some brokers, e.g. Tansu, never compact): they read
-the whole topic and the *latest record* of the key wins.
+the whole topic.
+
+**Which record counts.** A replica follows one lineage (:meth:`ModelTopic.follow`:
+its own map's): records of other lineages are ignored, whatever their
+version, and so are records whose checksum or file does not verify (skipped
+with a warning) - none of them can hold back the next version of the
+followed lineage. Of that lineage the highest version wins, and of several
+records with that version the *first* in the log: a version number is claimed
+once (:meth:`ModelTopic.claim`: a refit publishes, reads the log back, and is
+installed only if its record came first; the loser re-publishes the winner,
+so that compaction, which keeps the last record of a key, keeps the winner).
 
 A replica never goes back: :meth:`ModelTopic.poll_new` only returns a model
 newer than both the version it is given and any version it returned before.
-Records whose checksum or file does not verify are skipped with a warning.
 
 Usage (the daemon's :class:`streamembed.daemon.assembly.ModelSync` does this)::
 
@@ -41,6 +51,7 @@ log = logging.getLogger("streamembed.kafka.model")
 
 MODEL_CONTENT_TYPE = "application/vnd.streamembed.model+npz"
 _VERSION_HEADER = "model_version"
+_LINEAGE_HEADER = "model_lineage"
 _SHA_HEADER = "sha256"
 
 
@@ -74,6 +85,20 @@ def model_from_bytes(data: bytes) -> Any:
 
 def _headers(record: Any) -> dict[str, bytes]:
     return {k.lower(): v for k, v in (record.headers or ())}
+
+
+def _stated(record: Any) -> tuple[int | None, str | None]:
+    """(version, lineage) as the record's headers state them (None where absent or unreadable)."""
+    h = _headers(record)
+    try:
+        version: int | None = int(h[_VERSION_HEADER].decode())
+    except (KeyError, ValueError, UnicodeDecodeError):
+        version = None
+    try:
+        lineage: str | None = h[_LINEAGE_HEADER].decode()
+    except (KeyError, UnicodeDecodeError):
+        lineage = None
+    return version, lineage
 
 
 class ModelTopic:
@@ -110,11 +135,18 @@ class ModelTopic:
         self._lock = threading.Lock()
         self._newest: tuple[int, Any] | None = None  # (version, model) seen by the watcher
         self._returned = -1  # highest version poll_new handed out
+        #: the lineage this replica follows (None: any - the lineage of the newest record)
+        self.lineage: str | None = None
+        self._ignored: set[tuple[str | None, int | None]] = set()
         self._watcher: threading.Thread | None = None
         self._closing = threading.Event()
         self.published: list[PublishedModel] = []
         #: the highest model version known to be on the topic (read or published; -1: none)
         self.topic_version = -1
+
+    def follow(self, lineage: str) -> None:
+        """Follow ``lineage`` only (call before :meth:`start_watching`)."""
+        self.lineage = lineage
 
     # ------------------------------------------------------------------ publishing
     def ensure_topic(self) -> None:
@@ -139,13 +171,16 @@ class ModelTopic:
 
     def publish(self, est: Any) -> PublishedModel:
         """Publish ``est`` (blocking until the broker acknowledged it)."""
-        from kafka import KafkaProducer
-
         value = model_bytes(est)
         version = int(est.version)
         digest = hashlib.sha256(value).hexdigest()
-        headers = [(_VERSION_HEADER, str(version).encode()), (_SHA_HEADER, digest.encode()),
-                   ("content-type", MODEL_CONTENT_TYPE.encode())]
+        headers = [(_VERSION_HEADER, str(version).encode()), (_LINEAGE_HEADER, str(est.lineage).encode()),
+                   (_SHA_HEADER, digest.encode()), ("content-type", MODEL_CONTENT_TYPE.encode())]
+        return self._publish(value, headers, version, digest)
+
+    def _publish(self, value: bytes, headers: list[tuple[str, bytes]], version: int, digest: str) -> PublishedModel:
+        from kafka import KafkaProducer
+
         settings = dict(self._producer_settings)
         settings["max_request_size"] = max(int(settings.get("max_request_size", 1 << 20)), len(value) + (1 << 20))
         self.ensure_topic()
@@ -195,10 +230,15 @@ class ModelTopic:
             log.warning("model record at offset %d: header says version %d, the file %d; using the file's",
                         record.offset, version, int(est.version))
             version = int(est.version)
+        stated = _stated(record)[1]
+        if stated is not None and stated != est.lineage:
+            log.warning("model record at offset %d: header says lineage %s, the file %s; skipped", record.offset,
+                        stated, est.lineage)
+            return None
         return version, est
 
-    def latest(self, timeout: float | None = None) -> Any | None:
-        """The model of the latest record of our key (reading the whole topic), or None."""
+    def _read_all(self, timeout: float | None, until: tuple[int, int] | None = None) -> list[Any]:
+        """Every record of our key, in log order (up to ``until`` = (partition, offset) inclusive)."""
         from kafka import TopicPartition
 
         deadline = time.monotonic() + (self.read_timeout if timeout is None else timeout)
@@ -206,29 +246,96 @@ class ModelTopic:
         try:
             parts = self._partitions(consumer)
             if not parts:
-                return None
+                return []
             tps = [TopicPartition(self.topic, p) for p in parts]
             consumer.assign(tps)
             consumer.seek_to_beginning(*tps)
-            recent: list[Any] = []  # the last few records of our key, oldest first
+            out: list[Any] = []
             while time.monotonic() < deadline:
                 for recs in consumer.poll(timeout_ms=200).values():
-                    recent.extend(r for r in recs if r.key == self._key)
-                    recent = sorted(recent, key=lambda r: (r.timestamp, r.partition, r.offset))[-3:]
-                if all((hw := consumer.highwater(tp)) is not None and consumer.position(tp) >= hw for tp in tps):
+                    out.extend(r for r in recs if r.key == self._key)
+                if until is not None and any(r.partition == until[0] and r.offset >= until[1] for r in out):
                     break
+                if all((hw := consumer.highwater(tp)) is not None and consumer.position(tp) >= hw for tp in tps):
+                    if until is None or until[0] not in parts:
+                        break
             else:
                 log.warning("reading the model topic %s timed out; using what was read", self.topic)
-            for r in reversed(recent):
-                if r.value is None:
-                    return None  # a tombstone: the model was withdrawn
-                got = self._verify(r)
-                if got is not None:
-                    self.topic_version = max(self.topic_version, got[0])
-                    return got[1]
-            return None
+            if until is not None:
+                out = [r for r in out if r.partition != until[0] or r.offset <= until[1]]
+            return sorted(out, key=lambda r: (r.timestamp, r.partition, r.offset)) if len(parts) > 1 else out
         finally:
             consumer.close()
+
+    def newest(self, records: list[Any], lineage: str | None) -> tuple[int, Any, Any] | None:
+        """(version, model, record) of the record that counts for ``lineage`` among ``records`` (log order): its
+        highest version, the first valid record of it; None: none. ``lineage`` None: that of the last valid record.
+
+        A tombstone withdraws what came before it. Only the candidates are loaded.
+        """
+        start = max((i + 1 for i, r in enumerate(records) if r.value is None), default=0)
+        records = records[start:]
+        if lineage is None:
+            for r in reversed(records):
+                got = self._verify(r)
+                if got is not None:
+                    lineage = got[1].lineage
+                    break
+            else:
+                return None
+        failed: set[int] = set()
+        while True:
+            best: tuple[int, Any] | None = None  # (version, record) by the headers
+            for r in records:
+                version, stated = _stated(r)
+                if version is None or id(r) in failed or stated not in (None, lineage):
+                    continue
+                if best is None or version > best[0]:
+                    best = (version, r)
+            if best is None:
+                return None
+            got = self._verify(best[1])
+            if got is not None and got[1].lineage == lineage:
+                return got[0], got[1], best[1]
+            failed.add(id(best[1]))
+
+    def latest(self, timeout: float | None = None, lineage: str | None = None) -> Any | None:
+        """The model that counts on the topic for ``lineage`` (default: the followed one; if none, the lineage of
+        the newest valid record), reading the whole topic; None: none."""
+        found = self.newest(self._read_all(timeout), lineage or self.lineage)
+        if found is None:
+            return None
+        self.topic_version = max(self.topic_version, found[0])
+        return found[1]
+
+    def lineages(self, timeout: float | None = None) -> dict[str, int]:
+        """Every lineage on the topic and its highest valid version (to name them in a refusal)."""
+        out: dict[str, int] = {}
+        for r in self._read_all(timeout):
+            got = self._verify(r) if r.value is not None else None
+            if got is not None:
+                out[got[1].lineage] = max(out.get(got[1].lineage, -1), got[0])
+        return out
+
+    def claim(self, est: Any, timeout: float | None = None) -> str | None:
+        """Publish ``est`` as its lineage's next version and read the log back: None if its record is the first of
+        that version (installing it is safe), else why not (another replica claimed the version first; the winner
+        is published again so that it stays the last record of the key)."""
+        pub = self.publish(est)
+        records = self._read_all(timeout, until=(pub.partition, pub.offset))
+        found = self.newest(records, est.lineage)
+        if found is not None and found[2].partition == pub.partition and found[2].offset == pub.offset:
+            return None
+        if found is None:
+            return f"its record (offset {pub.offset}) could not be read back from {self.topic}"
+        version, winner, record = found
+        why = (f"version {version} of lineage {est.lineage} was claimed first on {self.topic} (offset "
+               f"{record.offset}; this replica's is offset {pub.offset})")
+        try:
+            self._publish(record.value, list(record.headers), version, _headers(record)[_SHA_HEADER].decode())
+        except Exception:  # noqa: BLE001 - the readers' rule (first record wins) holds without it
+            log.warning("re-publishing the winning model version %d failed", version, exc_info=True)
+        return why
 
     # ------------------------------------------------------------------ watching
     def start_watching(self, poll_seconds: float = 1.0) -> None:
@@ -272,18 +379,29 @@ class ModelTopic:
                 consumer.close()
 
     def _offer(self, record: Any) -> None:
-        hv = _headers(record).get(_VERSION_HEADER)
-        try:
-            if hv is not None and int(hv.decode()) <= max(self._returned, self._newest[0] if self._newest else -1):
-                return  # not newer than what we have: do not even load it
-        except ValueError:
-            pass
+        if record.value is None:
+            return
+        version, stated = _stated(record)
+        if self.lineage is not None and stated is not None and stated != self.lineage:
+            self._ignore(stated, version)
+            return  # another map: whatever its version, it neither installs nor raises the bar
+        if version is not None and version <= max(self._returned, self._newest[0] if self._newest else -1):
+            return  # not newer than what we have (or a later record of a claimed version): do not even load it
         got = self._verify(record)
         if got is None:
+            return
+        if self.lineage is not None and got[1].lineage != self.lineage:
+            self._ignore(got[1].lineage, got[0])
             return
         with self._lock:
             if self._newest is None or got[0] > self._newest[0]:
                 self._newest = got
+
+    def _ignore(self, lineage: str | None, version: int | None) -> None:
+        if (lineage, version) not in self._ignored:
+            self._ignored.add((lineage, version))
+            log.warning("ignoring model version %s on the model topic: another map (lineage %s; this replica follows "
+                        "%s)", version, lineage, self.lineage)
 
     def poll_new(self, current_version: int) -> Any | None:
         """A model newer than ``current_version`` (and than any returned before), or None. Non-blocking.

@@ -39,8 +39,18 @@ is particular to Kafka:
   (``end_offsets`` is not used: it is wrong on some brokers, e.g. Tansu).
 * **Dead letters.** A message that cannot be decoded becomes one
   :class:`KafkaDeadRecord` holding its bytes and coordinates; rows refused
-  later (by the embedder) are located by :meth:`locate` from the batch label
-  and row index, so the dead-letter topic can name topic/partition/offset.
+  later (by the embedder) are located by :meth:`locate` from the batch's
+  ``file`` and row index, so the dead-letter topic can name
+  topic/partition/offset. A message larger than ``max_partition_fetch_bytes``
+  is not decoded: it is a ``too_large`` dead letter. A record batch the client
+  cannot read at all (an unknown codec, a corrupt compressed payload, a CRC
+  mismatch: :mod:`~streamembed.kafka.unreadable`) is an ``undecodable`` dead
+  letter per offset, skipped by seeking past it - never an exit, which would
+  only fail on the same batch again after the restart.
+* **Labels** (which name output files) are a function of the input position,
+  ``kafka-<topic>-p<partition>-o<first offset>``, so that the batches a
+  restart reads again are written under the same names; ``stream`` is the
+  partition (one output file per partition per roll, see the loop).
 """
 
 from __future__ import annotations
@@ -59,8 +69,9 @@ import pyarrow as pa
 
 from streamembed.kafka.client import is_transient, retry
 from streamembed.kafka.codec import decode_message
+from streamembed.kafka.unreadable import is_unreadable_data, skip_unreadable
 from streamembed.stream.codecs import DeadRecord
-from streamembed.stream.records import INPUT_BLOCK, INPUT_CROSS
+from streamembed.stream.records import INPUT_BLOCK, INPUT_CROSS, Reason
 from streamembed.stream.sinks import safe_label
 from streamembed.stream.sources import SourceBatch
 
@@ -152,7 +163,8 @@ def _as_marked_block(table: pa.Table, offset: int) -> pa.Table | None:
 
 
 def cut_batches(partition: int, recs: list[Any], batch_rows: int,
-                make_dead: Callable[[DeadRecord, int, Any, str], "KafkaDeadRecord"]) -> list[_Queued]:
+                make_dead: Callable[[DeadRecord, int, Any, str], "KafkaDeadRecord"],
+                max_message_bytes: int | None = None) -> list[_Queued]:
     """Decode one partition's messages (consumer records, in offset order) into batches.
 
     Consecutive messages of one schema share a batch up to ``batch_rows``
@@ -160,7 +172,8 @@ def cut_batches(partition: int, recs: list[Any], batch_rows: int,
     ``block`` column naming the message's offset, so that the batch's blocks
     are placed in one solver call. A message that carries its own ``block``
     column (several blocks) is a batch of its own. Messages that decode to
-    no rows contribute their dead letters (``make_dead``) and offsets.
+    no rows contribute their dead letters (``make_dead``) and offsets. A
+    message over ``max_message_bytes`` is a ``too_large`` dead letter, undecoded.
     """
     out: list[_Queued] = []
     cur: _Queued | None = None
@@ -172,7 +185,16 @@ def cut_batches(partition: int, recs: list[Any], batch_rows: int,
             cur = None
 
     for rec in recs:
-        msg = decode_message(rec.value, rec.headers)
+        size = len(rec.value) if rec.value is not None else 0
+        if max_message_bytes is not None and size > max_message_bytes:
+            from streamembed.kafka.codec import DecodedMessage, header_map
+
+            ctype = header_map(rec.headers).get("content-type", b"").decode("latin-1") or "unknown"
+            msg = DecodedMessage(None, ctype, whole=True, dead=[DeadRecord(
+                Reason.TOO_LARGE, f"the message is {size:,} bytes, more than kafka.max_partition_fetch_bytes = "
+                f"{max_message_bytes:,}: not read", raw=rec.value)])
+        else:
+            msg = decode_message(rec.value, rec.headers)
         if msg.whole or msg.n_rows == 0:
             if cur is None:
                 cur = _Queued(partition, rec.offset, rec.offset)
@@ -251,6 +273,8 @@ class KafkaSource:
         self.backpressure = backpressure
         self.resume_when = resume_when
         self.max_backoff = max_backoff
+        self.max_message_bytes = int(settings.get("max_partition_fetch_bytes", 1 << 20))
+        self._settings = dict(settings)
         make = consumer_factory or KafkaConsumer
         deadline = time.monotonic() + startup_timeout
         self._consumer = retry(lambda: make(**settings), "connecting the consumer", stop=self.stop, metrics=metrics,
@@ -272,6 +296,7 @@ class KafkaSource:
         self._last_lag = 0.0
         self.rebalances = 0
         self.commits = 0
+        self.skipped = 0  # offsets skipped because the client could not read their batch
         #: Set by a thread waiting to use the consumer (``pipeline.ReadAhead``): a blocking poll ends early.
         self.preempt: threading.Event | None = None
 
@@ -368,14 +393,32 @@ class KafkaSource:
         try:
             records = self._consumer.poll(timeout_ms=timeout_ms, max_records=self.max_poll_records)
         except Exception as exc:  # noqa: BLE001
-            if not is_transient(exc):
+            if is_transient(exc):
+                log.warning("polling the consumer failed transiently (%s: %s)", type(exc).__name__, exc)
+                if self.metrics is not None:
+                    self.metrics.kafka_retries.inc()
+            elif not (is_unreadable_data(exc) and self._skip_unreadable(exc)):
                 raise
-            log.warning("polling the consumer failed transiently (%s: %s)", type(exc).__name__, exc)
-            if self.metrics is not None:
-                self.metrics.kafka_retries.inc()
             records = {}
         self._last_consumer_poll = time.monotonic()
         return records
+
+    def _skip_unreadable(self, exc: BaseException) -> bool:
+        """Dead-letter the offset whose batch the client cannot read, and seek past it; False if not found."""
+        found = skip_unreadable(self._consumer, self.topic, exc, self._assigned_parts, self._settings)
+        if found is None:
+            return False
+        p, offset, detail = found
+        if p < 0:
+            return True  # revoked meanwhile: nothing to skip here
+        dead = KafkaDeadRecord(reason=Reason.UNDECODABLE, detail=detail, raw=b"", topic=self.topic, partition=p,
+                               offset=offset)
+        self._queue.append(_Queued(p, offset, offset, dead=[dead]))
+        self.skipped += 1
+        if self.skipped <= 3 or self.skipped % 1000 == 0:
+            log.warning("skipping offset %d of partition %d: %s (%d skipped so far; each is a dead letter)", offset,
+                        p, detail, self.skipped, extra={"topic": self.topic, "partition": p, "offset": offset})
+        return True
 
     def _waiting_poll(self, timeout_ms: int) -> dict[Any, list[Any]]:
         """``_consumer_poll(timeout_ms)``, in slices when another thread may be waiting to use the consumer.
@@ -414,7 +457,7 @@ class KafkaSource:
                 continue  # revoked inside this very poll
             n_msgs += len(recs)
             n_bytes += sum(len(r.value) for r in recs if r.value is not None)
-            self._queue.extend(cut_batches(tp.partition, recs, self.batch_rows, self._dead))
+            self._queue.extend(cut_batches(tp.partition, recs, self.batch_rows, self._dead, self.max_message_bytes))
         if self.metrics is not None and n_msgs:
             self.metrics.kafka_messages_in.inc(n_msgs)
             self.metrics.kafka_bytes_in.inc(n_bytes)
@@ -429,7 +472,10 @@ class KafkaSource:
         p = q.partition
         self._handed[p] = q.last_offset + 1
         position = {"offsets": dict(self._handed), "epochs": {k: self._epoch.get(k) for k in self._handed}}
-        label = f"kafka-{safe_label(self.topic, 48)}-p{p}-o{q.first_offset:012d}-{self._token}{next(self._seq):06d}"
+        # the label names output files: a function of the position only, so a restart rewrites the same files;
+        # ``file`` (the key of the rows' provenance) is unique in this process
+        label = f"kafka-{safe_label(self.topic, 48)}-p{p}-o{q.first_offset:012d}"
+        file = f"{label}-{self._token}{next(self._seq):06d}"
         table: pa.Table | None = None
         if q.tables:
             table = q.tables[0] if len(q.tables) == 1 else pa.concat_tables(q.tables)
@@ -437,10 +483,10 @@ class KafkaSource:
             row_offset = np.repeat(np.asarray(q.offsets, dtype=np.int64), counts)
             row_in_msg = np.concatenate([np.arange(c, dtype=np.int64) if r is None else np.asarray(r, np.int64)
                                          for c, r in zip(counts, q.msg_rows)])
-            self._provenance[label] = _Provenance(p, row_offset, row_in_msg)
+            self._provenance[file] = _Provenance(p, row_offset, row_in_msg)
             while len(self._provenance) > 64:
                 self._provenance.popitem(last=False)
-        return SourceBatch(table, position, label, dead=q.dead, file=label, row_base=0)
+        return SourceBatch(table, position, label, dead=q.dead, file=file, row_base=0, stream=f"p{p}")
 
     # ------------------------------------------------------------------ backpressure and lag
     def _apply_backpressure(self) -> bool:

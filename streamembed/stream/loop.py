@@ -14,7 +14,10 @@ thread (``pipeline.ReadAhead``). The order is what makes a crash harmless:
 
 After a crash the engine restarts from the last checkpoint, so at most the
 batches since that commit are processed again, and their files are rewritten
-under the same names. A batch that crashed the process ``run.max_batch_attempts``
+under the same names: rows go to the sinks under the label of the first batch
+of the roll - per ``stream`` when the source reads several in parallel (Kafka
+partitions, whose interleaving a restart does not reproduce), so that each
+label stays a function of the input position. A batch that crashed the process ``run.max_batch_attempts``
 times in a row is quarantined (``checkpoint.CrashGuard``).
 """
 
@@ -110,6 +113,7 @@ class EmbeddingLoop:
         self.stats = LoopStats()
         self._position: Any = None
         self._roll_label: str | None = None
+        self._stream_labels: dict[str | None, str] = {}
         self._uncommitted = False
         self._reporter = _Reporter(self.run_cfg.progress_seconds, warn_dead_letters)
 
@@ -169,6 +173,7 @@ class EmbeddingLoop:
         self.guard.committed()
         self.stats.commits += 1
         self._roll_label, self._uncommitted = None, False
+        self._stream_labels.clear()
         if self.metrics is not None:
             self.metrics.checkpoints.inc()
             for kind, path in zip(("output", "dead_letter"), paths):
@@ -182,6 +187,7 @@ class EmbeddingLoop:
         t0 = time.perf_counter()
         if self._roll_label is None:
             self._roll_label = batch.label
+        label = self._stream_labels.setdefault(batch.stream, batch.label)
         if batch.table is not None and batch.table.num_rows and self.guard.quarantined(batch.key):
             done = Processed(dead=_quarantined(batch, self.guard.attempts(batch.key)))
             log.error("batch %s crashed the daemon %d times: its %d records are quarantined as dead letters",
@@ -196,9 +202,9 @@ class EmbeddingLoop:
             done = Processed()
         dead = list(batch.dead) + done.dead
         if done.output is not None and done.output.num_rows:
-            self.output.write(done.output, self._roll_label)
+            self.output.write(done.output, label)
         if dead:
-            self.dead.write(dead, self._roll_label, model_version=self.model_version, source=self.source.name)
+            self.dead.write(dead, label, model_version=self.model_version, source=self.source.name)
         self._position = batch.position
         self._uncommitted = True
         if batch.n_records:  # end-of-file markers do not count towards max_batches

@@ -81,6 +81,7 @@ class Reason:
     REJECTED = "rejected"  #: the core refused the row (``errors="mask"``) for another reason
     EMBED_FAILED = "embed_failed"  #: embedding raised on this record (a bug, contained to the record)
     QUARANTINED = "quarantined"  #: the daemon crashed on this batch run.max_batch_attempts times in a row
+    TOO_LARGE = "too_large"  #: a message (or its output) larger than the client may fetch or the broker accepts
 
 
 #: Every reason, in a fixed order (metrics pre-create a series per reason).
@@ -100,6 +101,7 @@ REASONS: Final[tuple[str, ...]] = (
     Reason.REJECTED,
     Reason.EMBED_FAILED,
     Reason.QUARANTINED,
+    Reason.TOO_LARGE,
 )
 
 

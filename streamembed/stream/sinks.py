@@ -27,7 +27,7 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -39,6 +39,8 @@ __all__ = [
     "Sink",
     "ParquetSink",
     "DeadLetterSink",
+    "PerLabelSink",
+    "dead_letter_path",
     "safe_label",
 ]
 
@@ -158,6 +160,7 @@ class ParquetSink:
         row_group_rows: int = 65536,
         compression: str = "zstd",
         final_name: str | None = None,
+        clean: bool = True,
     ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -173,7 +176,8 @@ class ParquetSink:
         self._rows = 0
         self._since: float | None = None
         self.files_written = 0
-        _clean_temp(self.directory, prefix)
+        if clean:
+            _clean_temp(self.directory, prefix)
 
     @property
     def pending_rows(self) -> int:
@@ -245,6 +249,11 @@ class ParquetSink:
         self._writer, self._tmp, self._since, self._buffer, self._rows = None, None, None, [], 0
 
 
+def dead_letter_path(directory: str | os.PathLike[str], fmt: str, label: str) -> Path:
+    """The file a :class:`DeadLetterSink` of ``fmt`` in ``directory`` publishes for ``label``."""
+    return Path(directory) / f"dead-{safe_label(label)}.{'parquet' if fmt == 'parquet' else 'jsonl'}"
+
+
 class DeadLetterSink:
     """Dead letters as Parquet (``dead-<label>.parquet``) or JSON lines (``dead-<label>.jsonl``).
 
@@ -258,6 +267,7 @@ class DeadLetterSink:
         fmt: str = "parquet",
         source: str = "",
         compression: str = "zstd",
+        clean: bool = True,
     ) -> None:
         if fmt not in ("parquet", "jsonl"):
             raise ValueError(f"dead-letter format must be 'parquet' or 'jsonl', got {fmt!r}")
@@ -265,6 +275,7 @@ class DeadLetterSink:
         self.fmt = fmt
         self.source = source
         self.compression = compression
+        self.clean = clean
         self._parquet: ParquetSink | None = None  # made with the directory on the first dead letter
         self._lines: list[bytes] = []
         self._since: float | None = None
@@ -275,8 +286,8 @@ class DeadLetterSink:
     def _open(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         if self.fmt == "parquet" and self._parquet is None:
-            self._parquet = ParquetSink(self.directory, prefix="dead", compression=self.compression)
-        elif self.fmt == "jsonl":
+            self._parquet = ParquetSink(self.directory, prefix="dead", compression=self.compression, clean=self.clean)
+        elif self.fmt == "jsonl" and self.clean:
             _clean_temp(self.directory, "dead")
 
     @property
@@ -310,6 +321,10 @@ class DeadLetterSink:
             row["failed_at"] = row["failed_at"].isoformat()
             self._lines.append(json.dumps(row, allow_nan=True).encode("utf-8") + b"\n")
 
+    def path_for(self, label: str) -> Path:
+        """Where ``flush(label)`` publishes."""
+        return dead_letter_path(self.directory, self.fmt, label)
+
     def flush(self, label: str) -> Path | None:
         if self._parquet is not None:
             path = self._parquet.flush(label)
@@ -332,3 +347,50 @@ class DeadLetterSink:
         if self._parquet is not None:
             self._parquet.close()
         self._lines, self._since = [], None
+
+
+class PerLabelSink:
+    """One file per write label in each roll (``make()`` makes the sink of one label), each published under its own.
+
+    The loop writes the rows of each input stream (a Kafka partition) under
+    the label of that stream's first batch in the roll; this sink keeps them
+    apart, so that every file name is a function of one stream's position and
+    a restart that interleaves the streams differently still rewrites the same
+    files. ``flush`` publishes them all (the label it is given is not used).
+    Leftover temporary files of ``prefix`` in ``directory`` are removed once, here.
+    """
+
+    def __init__(self, make: Callable[[], Any], directory: str | os.PathLike[str], prefix: str) -> None:
+        self._make = make
+        self._sinks: dict[str, Any] = {}
+        self.files_written = 0
+        if Path(directory).is_dir():
+            _clean_temp(Path(directory), prefix)
+
+    @property
+    def pending_rows(self) -> int:
+        return sum(s.pending_rows for s in self._sinks.values())
+
+    @property
+    def pending_age(self) -> float:
+        return max((s.pending_age for s in self._sinks.values()), default=0.0)
+
+    def write(self, data: Any, label: str, **kwargs: Any) -> None:
+        sink = self._sinks.get(label)
+        if sink is None:
+            sink = self._sinks[label] = self._make()
+        sink.write(data, label, **kwargs)
+
+    def flush(self, label: str) -> Path | None:
+        out = None
+        for own, sink in self._sinks.items():
+            path = sink.flush(own)
+            self.files_written += path is not None
+            out = out or path
+        self._sinks.clear()
+        return out
+
+    def close(self) -> None:
+        for sink in self._sinks.values():
+            sink.close()
+        self._sinks.clear()

