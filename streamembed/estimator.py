@@ -26,6 +26,7 @@ from .core.errors import InputError, NotFittedError
 from .core.metric_map import LANDMARK_MAPS
 from .core.model import CORRECTIONS, INPUTS, METHODS, LandmarkModel, Method, fit_model
 from .core.result import EmbeddingResult
+from .named_columns import column_names, default_ids, in_model_order
 
 __all__ = ["LandmarkMDS", "METHODS"]
 
@@ -70,7 +71,8 @@ class LandmarkMDS:
 
     Fitted attributes (read from ``model_``):
         model_ (LandmarkModel), embedding_ (n, d), eigenvalues_ (d,), spectrum_,
-        negative_share_, n_landmarks_, landmark_ids_ (n,) str, model_version_,
+        negative_share_, n_landmarks_, landmark_ids_ (n,) str, feature_names_in_
+        (the landmark ids, when fitted with ids), model_version_,
         lineage_, input_width_, dissimilarities_ (n, n) or None,
         landmark_features_ (n, p) or None, metric_, alignment_rotation_ (d, d)
         and alignment_shift_ (d,) (outputs are y·R + shift), and the input
@@ -107,9 +109,17 @@ class LandmarkMDS:
         """Fit the landmark map from X (n, n) dissimilarities (not squared); ``y`` is ignored.
 
         With ``input="similarity"``, X is an (n, n) symmetric similarity matrix.
-        ``landmark_ids`` (n,) names the landmarks (default "L0", "L1", ...).
+        ``landmark_ids`` (n,) names the landmarks (default: the column names of
+        a DataFrame X, else "L0", "L1", ...); a model fitted with ids has
+        ``feature_names_in_`` and checks the column names of the DataFrames it
+        embeds (``streamembed.named_columns``).
         """
         self._check_params()
+        names = column_names(X)
+        if names is not None and landmark_ids is not None and [str(x) for x in landmark_ids] != list(names):
+            raise InputError("landmark_ids and the column names of X name different landmarks")
+        if landmark_ids is None and names is not None:
+            landmark_ids = names
         self.model_ = fit_model(validation.check_array(X, "D"), **self._fit_kwargs(), landmark_ids=landmark_ids)
         self._warn_unconverged()
         return self
@@ -187,12 +197,22 @@ class LandmarkMDS:
 
     # ------------------------------------------------------------------ embedding
     def transform(self, X: object) -> np.ndarray:
-        """Embed m objects from X (m, n) dissimilarities to the landmarks -> (m, d)."""
+        """Embed m objects from X (m, n) dissimilarities to the landmarks -> (m, d).
+
+        A DataFrame whose columns are the landmark ids may give them in any
+        order (see ``feature_names_in_``).
+        """
         return self.embed(self._rows(X)).y
+
+    def _in_order(self, A: object) -> object:
+        """A DataFrame named by landmark id in model order (checked); anything else as it is."""
+        model = self._model()
+        return in_model_order(A, model.landmark_ids, named=not default_ids(model.landmark_ids),
+                              width=model.input_width)
 
     def _rows(self, X: object) -> np.ndarray:
         """X checked as a whole (``validation.check_array``) and against the landmarks, as scikit-learn expects."""
-        A = validation.check_array(X, "X")
+        A = validation.check_array(self._in_order(X), "X")
         model = self._model()
         if A.shape[1] not in (model.n_landmarks, model.input_width):
             raise InputError(f"X has {A.shape[1]} features, but LandmarkMDS is expecting {model.n_landmarks} features "
@@ -211,7 +231,7 @@ class LandmarkMDS:
     def embed_blocks(self, A: object, C_list: Any, *, k0_rows: None | Literal["all"] | int = None,
                      errors: Literal["raise", "mask"] = "raise") -> EmbeddingResult:
         """``transform_blocks`` with residuals, flags and per-block objectives (``result.blocks``)."""
-        return self._model().place_blocks(A, C_list, k0_rows=k0_rows, errors=errors)
+        return self._model().place_blocks(self._in_order(A), C_list, k0_rows=k0_rows, errors=errors)
 
     def embed(self, A: object, C: object = None, *, method: Method | None = None,
               k0_rows: None | Literal["all"] | int = None, errors: Literal["raise", "mask"] = "raise",
@@ -226,8 +246,8 @@ class LandmarkMDS:
         valid=False and a Problem); ``self_similarity``: (m,) k(z, z) for a
         similarity model with (m, n) rows.
         """
-        return self._model().place(A, C, method=self.method if method is None else method, k0_rows=k0_rows,
-                                   errors=errors, self_similarity=self_similarity)
+        return self._model().place(self._in_order(A), C, method=self.method if method is None else method,
+                                   k0_rows=k0_rows, errors=errors, self_similarity=self_similarity)
 
     def score(self, X: object, y: object = None) -> float:
         """Share of the objects' energy the map explains: 1 − Σ unexplained / Σ β over the rows of X.
@@ -242,11 +262,11 @@ class LandmarkMDS:
     def residuals(self, A: object, C: object = None, k0_rows: None | Literal["all"] | int = "all",
                   n_window: int | None = None, self_similarity: object = None) -> tuple[EmbeddingResult, WindowBounds]:
         """Per-object residuals (β, unexplained, exact k0) and the window bounds (docs/math.md §4)."""
-        return self._model().residuals(A, C, k0_rows, n_window, self_similarity)
+        return self._model().residuals(self._in_order(A), C, k0_rows, n_window, self_similarity)
 
     def arc(self, A: object, s: float) -> np.ndarray:
         """The point at fraction s ∈ [0, 1] of the arc from projection (0) to RR (1), (m, d)."""
-        return self._model().arc(A, s)
+        return self._model().arc(self._in_order(A), s)
 
     def set_alignment(self, rotation: np.ndarray, shift: np.ndarray) -> "LandmarkMDS":
         """Map every output into another frame: y ↦ y·R + shift (docs/math.md §5)."""
@@ -260,6 +280,19 @@ class LandmarkMDS:
     # ------------------------------------------------------------------ fitted attributes
     embedding_ = _fitted("embedding", "(n, d) landmark configuration in the output frame")
     n_features_in_ = _fitted("n_landmarks", "columns of X seen by fit: the n landmarks (pairwise input)")
+
+    @property
+    def feature_names_in_(self) -> np.ndarray:
+        """(n,) object array: the landmark ids, for a model fitted with ids (else there is no such attribute).
+
+        DataFrames handed to ``transform``/``embed`` with string column names
+        must name exactly these ids; any order of them is put in model order.
+        """
+        ids = self._model().landmark_ids
+        if default_ids(ids):
+            raise AttributeError("feature_names_in_: this LandmarkMDS was fitted without landmark ids")
+        return np.asarray([str(x) for x in ids], dtype=object)
+
     eigenvalues_ = _fitted("eigenvalues", "(d,) kept eigenvalues")
     spectrum_ = _fitted("spectrum", "the landmark spectrum (core.cmds.LandmarkSpectrum)")
     negative_share_ = _fitted("negative_share", "Σ|λ_neg| / Σ|λ| of the landmark kernel")
