@@ -80,19 +80,22 @@ class ProfileCheck:
         one BLAS thread (a narrow product, docs/performance.md).
         """
         n = self.n_landmarks
-        X = np.array(np.asarray(A)[:, :n], dtype=np.float64)  # a copy: squared and centred in place
+        A = np.asarray(A)[:, :n]
         if self.landmark_self is None:
-            np.multiply(X, X, out=X)
+            X = np.square(A, dtype=np.float64)
         else:
-            X *= -2.0
+            X = np.multiply(A, -2.0, dtype=np.float64)
             X += self.landmark_self
-        X -= X.mean(axis=1, keepdims=True)
-        spread = np.einsum("ij,ij->i", X, X)
+        # Qᵀe = 0, so Qᵀx̃ = Qᵀx and ‖x̃‖² = Σx² − (Σx)²/n: no centred copy (in float64 the cancellation
+        # matters only for rows whose entries agree to ~8 digits, which are reported as flat)
+        total = X.sum(axis=1)
+        squares = np.einsum("ij,ij->i", X, X)
+        spread = squares - total * total / n
         with single_blas_thread():
             C = X @ self.basis
         inside = np.einsum("ij,ij->i", C, C)
         out = np.full(X.shape[0], np.nan)
-        ok = spread > 0
+        ok = spread > 1e-12 * squares
         out[ok] = np.minimum(inside[ok] / spread[ok], 1.0)
         return out
 
@@ -159,8 +162,15 @@ def _raw_basis(D: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _orthonormal(M: np.ndarray) -> np.ndarray:
-    """An orthonormal basis of the column span of M (n, c), dropping directions that are numerically dependent."""
-    Q, R = np.linalg.qr(M)
-    diag = np.abs(np.diag(R))
-    keep = diag > 1e-10 * max(float(diag.max(initial=0.0)), 1e-300)
-    return np.ascontiguousarray(Q[:, keep])
+    """An orthonormal basis of the column span of M (n, c) (left singular vectors of its unit columns).
+
+    Columns of (numerically) zero norm, e.g. m̃ of landmarks that are all
+    alike, and directions the others already span are dropped; the basis
+    stays inside the span, so centred columns give a centred basis.
+    """
+    norms = np.linalg.norm(M, axis=0)
+    M = M[:, norms > 1e-10 * max(float(norms.max(initial=0.0)), 1e-300)]
+    if M.shape[1] == 0:
+        return np.zeros((M.shape[0], 0))
+    U, S, _ = np.linalg.svd(M / np.linalg.norm(M, axis=0), full_matrices=False)
+    return np.ascontiguousarray(U[:, S > 1e-8 * S[0]])

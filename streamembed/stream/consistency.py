@@ -97,9 +97,16 @@ class ConsistencyMonitor:
             return
         k = min(m, int(self.settings.sample_rows))
         rows = np.unique(np.linspace(0, m - 1, k).round().astype(np.intp)) if k < m else slice(None)
-        scores = check.shares(A[rows])
-        scores = scores[np.isfinite(scores)]
-        self._add(scores)
+        self.account(check.shares(A[rows]), model, file)
+
+    def account(self, scores: np.ndarray, model: Any, file: str | None = None) -> None:
+        """Add one batch's profile shares (NaN: unscored rows) to the window and decide (``observe``'s second half).
+
+        Public for the benchmark, which replays precomputed shares.
+        """
+        check = self._check
+        assert check is not None
+        self._add(scores[np.isfinite(scores)])
         if self._size < min(int(self.settings.min_objects), self._scores.size):
             return
         self.value = check.consistency(float(self._scores[:self._size].mean()))
@@ -108,6 +115,11 @@ class ConsistencyMonitor:
         elif self.alarm and self.value >= self.clear_above:
             self._clear()
         self._export()
+
+    def start(self, model: Any) -> ProfileCheck | None:
+        """Watch ``model`` from now on (a new window); its check, or None when its rows cannot be checked."""
+        self._start(model)
+        return self._check
 
     def _start(self, model: Any) -> None:
         """A new model: a new window, no alarm (the old one was about the previous model's order)."""
