@@ -8,6 +8,7 @@ edit distance, non-Euclidean; "other dataset": digits). For each dataset,
 landmark count n and selection (random, max–min) a model is fitted
 (``evaluation.mixups``) and the rows of every mix-up are built.
 
+0. **Levels.** C of the rows in model order and of every mix-up, over all arrivals.
 1. **Objects to alarm.** The daemon's ``ConsistencyMonitor`` (default
    settings) is fed batches of 256 objects resampled from the rows: first
    5,000 in model order then the mix-up ("after 5,000"), or the mix-up from
@@ -23,7 +24,9 @@ landmark count n and selection (random, max–min) a model is fitted
    docstrings have modules with 1–5 arrivals: a run of 1,000 objects from
    them repeats the same few objects).
 3. **Cost** of scoring a batch (8,192 float32 rows, 256 scored) against
-   placing it by projection, on Gaussian data.
+   placing it by projection, on Gaussian data; and of decoding a batch whose
+   rows name their landmark order (``stream.landmark_order``) against the
+   same batch in model order and a bare ``np.take``.
 
 Every row's score depends on the row alone, so the streams replay each
 distinct row's precomputed score through the monitor's own window and alarm
@@ -96,12 +99,13 @@ class Replay:
 
 def cases(names: list[str], ns: list[int], seeds: int) -> list[Case]:
     digits = load_dataset("digits")
-    docs = stdlib_docstrings()
-    data = {"digits": (digits.dissimilarities(), digits.labels, load_dataset("breast_cancer").dissimilarities()),
-            "docstrings": (docs.D, docs.labels, digits.dissimilarities())}
     out = []
     for name in names:
-        D, labels, other = data[name]
+        if name == "digits":
+            D, labels, other = digits.dissimilarities(), digits.labels, load_dataset("breast_cancer").dissimilarities()
+        else:
+            docs = stdlib_docstrings()
+            D, labels, other = docs.D, docs.labels, digits.dissimilarities()
         for n in ns:
             for selection in ("random", "maxmin"):
                 for seed in range(seeds):
@@ -110,6 +114,22 @@ def cases(names: list[str], ns: list[int], seeds: int) -> list[Case]:
                     scores = {k: check.shares(v) for k, v in s.rows.items()}
                     out.append(Case(name, n, selection, seed, s.model, scores, labels[s.arrivals]))
     return out
+
+
+def levels(all_cases: list[Case]) -> None:
+    print("\n### Consistency C over all arrivals (1: like the landmarks' rows, 0: chance; range over the seeds)\n")
+    print("| data | n | landmarks | model order | " + " | ".join(MIXUPS) + " |")
+    print("| --- | --- | --- | --- | " + " | ".join("---" for _ in MIXUPS) + " |")
+    groups: dict[tuple[str, int, str], list[Case]] = {}
+    for c in all_cases:
+        groups.setdefault((c.name, c.n, c.selection), []).append(c)
+    for (name, n, selection), group in groups.items():
+        cells = []
+        for case in ("model order", *MIXUPS):
+            vals = [ConsistencyMonitor(warn=False).start(c.model).consistency(float(np.nanmean(c.scores[case])))
+                    for c in group if case in c.scores]
+            cells.append(f"{min(vals):.2f} – {max(vals):.2f}" if vals else "n/a")
+        print(f"| {name} | {n} | {selection} | " + " | ".join(cells) + " |")
 
 
 def delays(all_cases: list[Case]) -> None:
@@ -212,6 +232,46 @@ def cost(repeat: int = 7) -> None:
         print(f"| {n} | {tp * 1e3:.2f} | {ts * 1e3:.2f} | {ts / tp:.2f} |")
 
 
+def named_order_cost(repeat: int = 7) -> None:
+    """Decoding a batch whose rows name their order, against the same batch in model order and a bare gather."""
+    import pyarrow as pa
+
+    from streamembed.stream.codecs import decode_batch
+    from streamembed.stream.landmark_order import order_metadata
+
+    print("\n### Cost of a named order: decoding 8,192 float32 rows (ms)\n")
+    print("| n | model order (zero-copy) | shared order (field metadata) | np.take alone | "
+          "per-row `landmarks` lists, one order |")
+    print("| --- | --- | --- | --- | --- |")
+    rng = np.random.default_rng(0)
+    for n in (100, 500, 2000):
+        ids = np.array([f"L{i}" for i in range(n)])
+        perm = rng.permutation(n)
+        A = rng.random((8192, n), dtype=np.float32)
+        col = pa.FixedSizeListArray.from_arrays(pa.array(A.reshape(-1)), n)
+        idc = pa.array([f"r{i}" for i in range(8192)])
+        plain = pa.table({"id": idc, "dissimilarities": col})
+        f = pa.field("dissimilarities", col.type, metadata=order_metadata(ids[perm]))
+        shared = pa.Table.from_arrays([idc, col], schema=pa.schema([pa.field("id", pa.string()), f]))
+        lists = pa.ListArray.from_arrays(pa.array(np.arange(0, 8193 * n, n, dtype=np.int32)),
+                                         pa.array(np.tile(ids[perm], 8192).tolist(), pa.large_string()).cast(pa.string()))
+        per_row = plain.append_column("landmarks", lists)
+
+        def best(f: object) -> float:
+            ts = []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                f()  # type: ignore[operator]
+                ts.append(time.perf_counter() - t0)
+            return min(ts) * 1e3
+
+        known = {1: ids}
+        cells = [best(lambda t=t: decode_batch(t, n_landmarks=n, landmark_ids=known)) for t in (plain, shared)]
+        cells.append(best(lambda: np.take(A, perm, axis=1)))
+        cells.append(best(lambda: decode_batch(per_row, n_landmarks=n, landmark_ids=known)))
+        print(f"| {n} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--objects", type=int, default=10_000_000, help="objects per stationary stream")
@@ -225,11 +285,13 @@ def main() -> None:
     t0 = time.perf_counter()
     all_cases = cases(args.datasets.split(","), [int(x) for x in args.landmarks.split(",")], args.seeds)
     print(f"{len(all_cases)} models built in {time.perf_counter() - t0:.1f} s")
+    levels(all_cases)
     delays(all_cases)
     false_alarms(all_cases, args.objects)
     class_runs(all_cases, min(args.objects, 1_000_000), 10)
     class_runs(all_cases, min(args.objects, 1_000_000), 1)
     cost(3 if args.quick else 7)
+    named_order_cost(3 if args.quick else 7)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ SCRIPTS = {
                         "--repeat", "1"], "float64"),
     "bench_embed_file.py": (["--objects", "2000", "--landmarks", "50", "--dims", "2"], "objects/s"),
     "bench_refit.py": (["--candidates", "300", "--landmarks", "50", "--d", "2"], "p99_ratio"),
+    "bench_consistency.py": (["--quick"], "Total false alarms: 0"),
 }
 
 

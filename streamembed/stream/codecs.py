@@ -1,7 +1,8 @@
 """Arrow <-> numpy codecs for input batches, results and dead letters.
 
 Decoding is vectorised over the whole batch: validity is established on
-whole columns (null slots, list lengths from offsets, versions) and
+whole columns (null slots, list lengths from offsets, versions, named
+landmark orders: ``stream.landmark_order``, one gather per distinct order) and
 the happy path is ``list column -> .flatten() -> to_numpy`` (zero-copy) ->
 ``reshape(m, n)``. The fast layout (:func:`packed_column`): the vector
 column as ``fixed_size_binary(n * itemsize)``, each row the little-endian
@@ -502,10 +503,14 @@ def _named_orders(table: pa.Table | pa.RecordBatch, kind: str, code: np.ndarray,
     if not named.any():
         return gid, perms
     rows = np.flatnonzero(named)
-    ver = versions[rows] if versions is not None else np.full(rows.size, model_version, dtype=np.int64)
-    pairs, inv = np.unique(np.stack([orders.group[rows], ver], axis=1), axis=0, return_inverse=True)
+    if versions is None:  # the usual case: one version, often one order
+        keys, inv = np.unique(orders.group[rows], return_inverse=True)
+        pairs = [(int(k), model_version) for k in keys.tolist()]
+    else:
+        stacked, inv = np.unique(np.stack([orders.group[rows], versions[rows]], axis=1), axis=0, return_inverse=True)
+        pairs = [(int(g), int(v)) for g, v in stacked.tolist()]
     inv = inv.ravel()
-    for j, (g, v) in enumerate(pairs.tolist()):
+    for j, (g, v) in enumerate(pairs):
         ids = None if landmark_ids is None else landmark_ids.get(int(v))
         if kind == INPUT_FEATURES:
             perm, problem = None, (f"'{INPUT_LANDMARKS}' names the order of '{INPUT_DISSIMILARITIES}'; these rows "
