@@ -9,7 +9,8 @@ directory. Exit codes: 0 every record embedded; 1 done, but some records are
 dead letters (in the dead-letter directory, with their reasons), some Dask
 tasks failed, or the rows look like they follow another landmark order
 (the input consistency alarm of ``stream.consistency``, docs/math.md §4.5:
-the output is written, and one line says why); 2 refused: the model or an argument is unusable, the input
+the output is written, and one line says why; not checked with --dask);
+2 refused: the model or an argument is unusable, the input
 cannot be read, or no record could be embedded (then no output file is
 written).
 """

@@ -95,7 +95,8 @@ def _c(check, rows: np.ndarray) -> float:  # noqa: ANN001
 def test_on_real_data_rows_in_model_order_read_one_and_every_mixup_reads_near_zero(name: str, selection: str) -> None:
     """Digits (Euclidean) and stdlib docstrings (normalised edit distance, non-Euclidean), 100 landmarks.
 
-    Measured (benchmarks/bench_consistency.py): model order 0.99–1.4; mix-ups −0.03–0.17.
+    Measured (benchmarks/bench_consistency.py, n = 50–200, 3 landmark draws): model order 0.91–1.47; mix-ups
+    −0.16–0.22; at n = 100: mix-ups −0.03–0.20.
     """
     s = setting(name, 100, selection)
     check = profile_check(s.model)
