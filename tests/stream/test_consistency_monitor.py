@@ -31,6 +31,12 @@ from .helpers import fitted, input_table, list_column, objects
 BATCH = 250
 
 
+@pytest.fixture(autouse=True)
+def _logs_reach_caplog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daemon's logging setup (run by earlier tests in this process) stops "streamembed" from propagating."""
+    monkeypatch.setattr(logging.getLogger("streamembed"), "propagate", True)
+
+
 class Watch:
     """A BatchEmbedder with a consistency monitor, its metrics and its health, fed batches of rows."""
 
