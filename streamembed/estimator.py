@@ -27,6 +27,7 @@ from .core.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS, sel
 from .core.metric_map import LANDMARK_MAPS
 from .core.model import CORRECTIONS, INPUTS, METHODS, LandmarkModel, Method, fit_model
 from .core.result import EmbeddingResult
+from .named_columns import column_names, default_ids, in_model_order
 
 __all__ = ["LandmarkMDS", "METHODS"]
 
@@ -34,13 +35,81 @@ log = logging.getLogger("streamembed")
 
 
 def _fitted(name: str, doc: str) -> property:
-    def get(self: "LandmarkMDS") -> Any:
+    def get(self: "_FittedAttributes") -> Any:
         return getattr(self._model(), name)
 
     return property(get, doc=doc)
 
 
-class LandmarkMDS:
+class _FittedAttributes:
+    """The fitted attributes of ``LandmarkMDS`` (all read from its ``model_``; scikit-learn's trailing ``_``)."""
+
+    def _model(self) -> LandmarkModel:
+        raise NotImplementedError
+
+    embedding_ = _fitted("embedding", "(n, d) landmark configuration in the output frame")
+    @property
+    def n_features_in_(self) -> int:
+        """Columns of X seen by fit: the n landmarks, or all N objects when ``n_landmarks`` chose among them."""
+        n_objects = self.__dict__.get("_n_fit_objects")
+        return self._model().n_landmarks if n_objects is None else int(n_objects)
+
+    @property
+    def feature_names_in_(self) -> np.ndarray:
+        """(n,) object array: the landmark ids, for a model fitted with ids (else there is no such attribute).
+
+        DataFrames handed to ``transform``/``embed`` with string column names
+        must name exactly these ids; any order of them is put in model order.
+        """
+        ids = self._model().landmark_ids
+        if default_ids(ids):
+            raise AttributeError("feature_names_in_: this LandmarkMDS was fitted without landmark ids")
+        return np.asarray([str(x) for x in ids], dtype=object)
+
+    eigenvalues_ = _fitted("eigenvalues", "(d,) kept eigenvalues")
+    spectrum_ = _fitted("spectrum", "the landmark spectrum (core.cmds.LandmarkSpectrum)")
+    negative_share_ = _fitted("negative_share", "Σ|λ_neg| / Σ|λ| of the landmark kernel")
+    n_landmarks_ = _fitted("n_landmarks", "n")
+    landmark_ids_ = _fitted("landmark_ids", "(n,) landmark ids in model order")
+    model_version_ = _fitted("version", "model version (refits count up)")
+    lineage_ = _fitted("lineage", "the map's identity (refits inherit it)")
+    input_width_ = _fitted("input_width", "columns of an input row")
+    dissimilarities_ = _fitted("dissimilarities", "(n, n) raw landmark dissimilarities or None")
+    landmark_features_ = _fitted("features", "(n, p) landmark features or None")
+    metric_ = _fitted("metric", "feature metric or kernel, or None")
+    alignment_rotation_ = _fitted("rotation", "(d, d) alignment rotation")
+    alignment_shift_ = _fitted("shift", "(d,) alignment shift")
+    landmark_map_ = _fitted("landmark_map", "(n, d) refined natural-frame map or None")
+    map_info_ = _fitted("map_info", "convergence of the SMACOF / Sammon refinement, or None")
+
+    def _map(self, key: str) -> Any:
+        info = self._model().map_info
+        return None if info is None else info.get(key)
+
+    map_criterion_ = property(lambda self: self._map("criterion"), doc="refined map: its stress / Sammon criterion")
+    map_iterations_ = property(lambda self: self._map("iterations"), doc="refined map: majorisation sweeps")
+    map_converged_ = property(lambda self: self._map("converged"),
+                              doc="refined map: False when the sweep budget ended before the tolerance (None: CMDS)")
+    map_tolerance_ = property(lambda self: self._map("tolerance"), doc="refined map: relative criterion tolerance")
+
+    @property
+    def landmark_self_similarity_(self) -> np.ndarray | None:
+        sim = self._model().pipeline.similarity
+        return None if sim is None else sim.landmark_self
+
+    @property
+    def geodesic_distances_(self) -> np.ndarray | None:
+        geo = self._model().pipeline.geodesic
+        return None if geo is None else geo.geodesics
+
+    @property
+    def additive_constant_(self) -> float:
+        c = self._model().pipeline.constant
+        return 0.0 if c is None else float(c.constant)
+
+
+
+class LandmarkMDS(_FittedAttributes):
     """Classical MDS of landmarks plus out-of-sample embedding of new objects.
 
     Args:
@@ -77,7 +146,8 @@ class LandmarkMDS:
 
     Fitted attributes (read from ``model_``):
         model_ (LandmarkModel), embedding_ (n, d), eigenvalues_ (d,), spectrum_,
-        negative_share_, n_landmarks_, landmark_ids_ (n,) str, model_version_,
+        negative_share_, n_landmarks_, landmark_ids_ (n,) str, feature_names_in_
+        (the landmark ids, when fitted with ids), model_version_,
         lineage_, input_width_, landmark_indices_ (rows of the fit data kept as landmarks, or
         None), dissimilarities_ (n, n) or None,
         landmark_features_ (n, p) or None, metric_, alignment_rotation_ (d, d)
@@ -119,11 +189,19 @@ class LandmarkMDS:
         """Fit the landmark map from X (n, n) dissimilarities (not squared); ``y`` is ignored.
 
         With ``input="similarity"``, X is an (n, n) symmetric similarity matrix.
-        ``landmark_ids`` (n,) names the landmarks (default "L0", "L1", ...). With
-        ``n_landmarks`` set, X holds all N objects and ``landmark_ids`` (N,) names
-        them (default: their row numbers "0", "1", ...); the chosen ones are kept.
+        ``landmark_ids`` (n,) names the landmarks (default: the column names of
+        a DataFrame X, else "L0", "L1", ...); a model fitted with ids has
+        ``feature_names_in_`` and checks the column names of the DataFrames it
+        embeds (``streamembed.named_columns``). With ``n_landmarks`` set, X holds
+        all N objects and ``landmark_ids`` (N,) names them (default: the column
+        names, else their row numbers "0", "1", ...); the chosen ones are kept.
         """
         self._check_params()
+        names = column_names(X)
+        if names is not None and landmark_ids is not None and [str(x) for x in landmark_ids] != list(names):
+            raise InputError("landmark_ids and the column names of X name different landmarks")
+        if landmark_ids is None and names is not None:
+            landmark_ids = names
         M = validation.check_array(X, "D")
         n_objects = M.shape[0]
         idx = _kept_landmarks(self, M=M)
@@ -220,12 +298,22 @@ class LandmarkMDS:
 
     # ------------------------------------------------------------------ embedding
     def transform(self, X: object) -> np.ndarray:
-        """Embed m objects from X (m, n) dissimilarities to the landmarks -> (m, d)."""
+        """Embed m objects from X (m, n) dissimilarities to the landmarks -> (m, d).
+
+        A DataFrame whose columns are the landmark ids may give them in any
+        order (see ``feature_names_in_``).
+        """
         return self.embed(self._rows(X)).y
+
+    def _in_order(self, A: object) -> object:
+        """A DataFrame named by landmark id in model order (checked); anything else as it is."""
+        model = self._model()
+        return in_model_order(A, model.landmark_ids, named=not default_ids(model.landmark_ids),
+                              width=model.input_width)
 
     def _rows(self, X: object) -> np.ndarray:
         """X checked as a whole (``validation.check_array``) and against the landmarks, as scikit-learn expects."""
-        A = validation.check_array(X, "X")
+        A = validation.check_array(self._in_order(X), "X")
         model = self._model()
         idx = self.__dict__.get("landmark_indices_")
         if self.__dict__.get("_n_fit_objects") is not None and A.shape[1] == self.n_features_in_:
@@ -247,7 +335,7 @@ class LandmarkMDS:
     def embed_blocks(self, A: object, C_list: Any, *, k0_rows: None | Literal["all"] | int = None,
                      errors: Literal["raise", "mask"] = "raise") -> EmbeddingResult:
         """``transform_blocks`` with residuals, flags and per-block objectives (``result.blocks``)."""
-        return self._model().place_blocks(A, C_list, k0_rows=k0_rows, errors=errors)
+        return self._model().place_blocks(self._in_order(A), C_list, k0_rows=k0_rows, errors=errors)
 
     def embed(self, A: object, C: object = None, *, method: Method | None = None,
               k0_rows: None | Literal["all"] | int = None, errors: Literal["raise", "mask"] = "raise",
@@ -262,8 +350,8 @@ class LandmarkMDS:
         valid=False and a Problem); ``self_similarity``: (m,) k(z, z) for a
         similarity model with (m, n) rows.
         """
-        return self._model().place(A, C, method=self.method if method is None else method, k0_rows=k0_rows,
-                                   errors=errors, self_similarity=self_similarity)
+        return self._model().place(self._in_order(A), C, method=self.method if method is None else method,
+                                   k0_rows=k0_rows, errors=errors, self_similarity=self_similarity)
 
     def score(self, X: object, y: object = None) -> float:
         """Share of the objects' energy the map explains: 1 − Σ unexplained / Σ β over the rows of X.
@@ -278,11 +366,11 @@ class LandmarkMDS:
     def residuals(self, A: object, C: object = None, k0_rows: None | Literal["all"] | int = "all",
                   n_window: int | None = None, self_similarity: object = None) -> tuple[EmbeddingResult, WindowBounds]:
         """Per-object residuals (β, unexplained, exact k0) and the window bounds (docs/math.md §4)."""
-        return self._model().residuals(A, C, k0_rows, n_window, self_similarity)
+        return self._model().residuals(self._in_order(A), C, k0_rows, n_window, self_similarity)
 
     def arc(self, A: object, s: float) -> np.ndarray:
         """The point at fraction s ∈ [0, 1] of the arc from projection (0) to RR (1), (m, d)."""
-        return self._model().arc(A, s)
+        return self._model().arc(self._in_order(A), s)
 
     def set_alignment(self, rotation: np.ndarray, shift: np.ndarray) -> "LandmarkMDS":
         """Map every output into another frame: y ↦ y·R + shift (docs/math.md §5)."""
@@ -292,55 +380,6 @@ class LandmarkMDS:
     def dissimilarities_to_landmarks(self, F: object) -> np.ndarray:
         """Feature mode: the input rows (m, n) [or (m, n + 1)] of feature rows F (m, p)."""
         return self._model().dissimilarities_to_landmarks(F)
-
-    # ------------------------------------------------------------------ fitted attributes
-    embedding_ = _fitted("embedding", "(n, d) landmark configuration in the output frame")
-    @property
-    def n_features_in_(self) -> int:
-        """Columns of X seen by fit: the n landmarks, or all N objects when ``n_landmarks`` chose among them."""
-        n_objects = self.__dict__.get("_n_fit_objects")
-        return self._model().n_landmarks if n_objects is None else int(n_objects)
-
-    eigenvalues_ = _fitted("eigenvalues", "(d,) kept eigenvalues")
-    spectrum_ = _fitted("spectrum", "the landmark spectrum (core.cmds.LandmarkSpectrum)")
-    negative_share_ = _fitted("negative_share", "Σ|λ_neg| / Σ|λ| of the landmark kernel")
-    n_landmarks_ = _fitted("n_landmarks", "n")
-    landmark_ids_ = _fitted("landmark_ids", "(n,) landmark ids in model order")
-    model_version_ = _fitted("version", "model version (refits count up)")
-    lineage_ = _fitted("lineage", "the map's identity (refits inherit it)")
-    input_width_ = _fitted("input_width", "columns of an input row")
-    dissimilarities_ = _fitted("dissimilarities", "(n, n) raw landmark dissimilarities or None")
-    landmark_features_ = _fitted("features", "(n, p) landmark features or None")
-    metric_ = _fitted("metric", "feature metric or kernel, or None")
-    alignment_rotation_ = _fitted("rotation", "(d, d) alignment rotation")
-    alignment_shift_ = _fitted("shift", "(d,) alignment shift")
-    landmark_map_ = _fitted("landmark_map", "(n, d) refined natural-frame map or None")
-    map_info_ = _fitted("map_info", "convergence of the SMACOF / Sammon refinement, or None")
-
-    def _map(self, key: str) -> Any:
-        info = self._model().map_info
-        return None if info is None else info.get(key)
-
-    map_criterion_ = property(lambda self: self._map("criterion"), doc="refined map: its stress / Sammon criterion")
-    map_iterations_ = property(lambda self: self._map("iterations"), doc="refined map: majorisation sweeps")
-    map_converged_ = property(lambda self: self._map("converged"),
-                              doc="refined map: False when the sweep budget ended before the tolerance (None: CMDS)")
-    map_tolerance_ = property(lambda self: self._map("tolerance"), doc="refined map: relative criterion tolerance")
-
-    @property
-    def landmark_self_similarity_(self) -> np.ndarray | None:
-        sim = self._model().pipeline.similarity
-        return None if sim is None else sim.landmark_self
-
-    @property
-    def geodesic_distances_(self) -> np.ndarray | None:
-        geo = self._model().pipeline.geodesic
-        return None if geo is None else geo.geodesics
-
-    @property
-    def additive_constant_(self) -> float:
-        c = self._model().pipeline.constant
-        return 0.0 if c is None else float(c.constant)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | os.PathLike) -> None:

@@ -24,7 +24,8 @@ from streamembed.core.refit import DEFAULT_SELECTION, REFIT_SELECTIONS
 from streamembed.core.model import CORRECTIONS, INPUTS, METHODS
 
 __all__ = ["Config", "ModelConfig", "SourceConfig", "DirectoryConfig", "GeneratorConfig", "OutputConfig",
-           "RunConfig", "DriftConfig", "RefitConfig", "KafkaConfig", "MetricsConfig", "LoggingConfig",
+           "RunConfig", "DriftConfig", "ConsistencyConfig", "RefitConfig", "KafkaConfig", "MetricsConfig",
+           "LoggingConfig",
            "DRIFT_STATISTICS", "K0_STATISTICS", "k0_rows_value"]
 
 #: Statistics the refit trigger may watch (``core.drift.STATISTICS``).
@@ -222,6 +223,23 @@ class DriftConfig:
 
 
 @dataclass
+class ConsistencyConfig:
+    """[consistency]: do input rows follow the model's landmark order? (docs/math.md §4.5)"""
+
+    enabled: bool = _f(True, "Score rows given as dissimilarities or similarities (not features) by how well their "
+                       "profile matches the landmarks' (docs/math.md §4.5): rows whose columns follow another order "
+                       "(ascending ids, reversed, another model's landmarks) read 0, rows like the landmarks' own 1. "
+                       "An alarm logs a WARNING, sets streamembed_input_consistency_alarm and makes /readyz report "
+                       "the reason; `streamembed embed` exits 1 with it.")
+    window_objects: int = _f(1000, "Rows scored in the window the consistency is averaged over.", min=10,
+                             max=10_000_000)
+    min_objects: int = _f(200, "Rows scored before the consistency is reported and can raise the alarm.", min=1)
+    sample_rows: int = _f(256, "Rows scored per batch (evenly spaced; each costs O(5n)).", min=1, max=10_000_000)
+    alarm_below: float = _f(0.5, "Alarm when the consistency falls below this; it clears above (1 + alarm_below)/2.",
+                            min=0.0, max=1.0, exclusive_min=True)
+
+
+@dataclass
 class RefitConfig:
     """[refit]: background landmark refits (docs/math.md §5)."""
 
@@ -354,6 +372,7 @@ class Config:
     output: OutputConfig = field(default_factory=OutputConfig)
     run: RunConfig = field(default_factory=RunConfig)
     drift: DriftConfig = field(default_factory=DriftConfig)
+    consistency: ConsistencyConfig = field(default_factory=ConsistencyConfig)
     refit: RefitConfig = field(default_factory=RefitConfig)
     kafka: KafkaConfig = field(default_factory=KafkaConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)

@@ -283,6 +283,17 @@ def json_kinds() -> list[Kind]:
         dissimilarities=A, landmark_version=7), "unknown_landmark_version")
     one("json_version_negative", "landmark_version -1", with_id("json_version_negative", dissimilarities=A,
         landmark_version=-1), "unknown_landmark_version")
+    ids = [f"L{i}" for i in range(N_LANDMARKS)]
+    one("json_landmarks_unknown", "a landmarks order naming an id the model does not have", with_id(
+        "json_landmarks_unknown", dissimilarities=A, landmarks=ids[:-1] + ["L99"]), "landmark_mismatch")
+    one("json_landmarks_repeated", "a landmarks order naming L0 twice", with_id(
+        "json_landmarks_repeated", dissimilarities=A, landmarks=ids[:-1] + ["L0"]), "landmark_mismatch")
+    one("json_landmarks_short", "a landmarks order missing one id", with_id(
+        "json_landmarks_short", dissimilarities=A, landmarks=ids[:-1]), "landmark_mismatch")
+    one("json_landmarks_not_a_list", "landmarks 'L0' (not a list)", with_id(
+        "json_landmarks_not_a_list", dissimilarities=A, landmarks="L0"), "landmark_mismatch")
+    one("json_landmarks_numbers", "landmarks of fractions", with_id(
+        "json_landmarks_numbers", dissimilarities=A, landmarks=[0.5] * N_LANDMARKS), "landmark_mismatch")
     one("json_version_string", "landmark_version 'one'", with_id("json_version_string", dissimilarities=A,
         landmark_version="one"), "undecodable")
     one("json_version_fraction", "landmark_version 1.5", with_id("json_version_fraction", dissimilarities=A,
@@ -507,6 +518,22 @@ def table_kinds() -> list[Kind]:
     add("col_version_mixed", "landmark_version 1, 7, null", some_rows(
         3, {1: "unknown_landmark_version"}, lambda tag, ids: pa.table(
             {"id": pa.array(ids), "dissimilarities": _fixed(A3), "landmark_version": pa.array([1, 7, None])})))
+    def ordered(meta: bytes, field_level: bool = True) -> Builder:
+        def build(tag: str) -> tuple[pa.Table, list[tuple[str, str | None]]]:
+            t = _rows_table(tag, 3, 100)
+            f = t.schema.field("dissimilarities")
+            schema = (pa.schema([t.schema.field("id"), f.with_metadata({"streamembed.landmarks": meta})])
+                      if field_level else t.schema.with_metadata({"streamembed.landmarks": meta}))
+            return t.cast(schema), [("landmark_mismatch", i) for i in t.column("id").to_pylist()]
+        return build
+
+    names = [f"L{i}" for i in range(N_LANDMARKS)]
+    add("col_landmarks_meta_unknown", "field metadata naming an order with an id the model does not have",
+        ordered(json.dumps(names[:-1] + ["L99"]).encode()))
+    add("col_landmarks_meta_not_json", "schema metadata streamembed.landmarks that is not JSON",
+        ordered(b"[L0, L1", field_level=False))
+    add("col_landmarks_list_of_floats", "a landmarks column of floats", all_rows(
+        "landmark_mismatch", landmarks=pa.array([[0.5] * N_LANDMARKS] * 3)))
     add("col_features_on_dissimilarity_model", "features where the model takes dissimilarities", lambda tag: (
         pa.table({"id": pa.array(_ids(tag, 3)), "features": _fixed(objects(3, seed=110))}),
         [("undecodable", i) for i in _ids(tag, 3)]))

@@ -27,6 +27,7 @@ SCRIPTS = {
                                "projection"], "Recommendation: 20 landmarks by"),
     "refit_policies.py": (["--seeds", "1", "--policies", "none,adaptive", "--datasets", "digits"],
                           "| digits | new classes, abrupt | adaptive |"),
+    "bench_consistency.py": (["--quick"], "Total false alarms: 0"),
 }
 
 

@@ -6,8 +6,11 @@ a dead-letter directory and no checkpoint. With ``--dask ADDRESS`` the inputs
 are embedded on a Dask cluster instead (``streamembed.backfill``): one task
 per file or row-group range, each publishing its own part into the OUTPUT
 directory. Exit codes: 0 every record embedded; 1 done, but some records are
-dead letters (in the dead-letter directory, with their reasons) or some Dask
-tasks failed; 2 refused: the model or an argument is unusable, the input
+dead letters (in the dead-letter directory, with their reasons), some Dask
+tasks failed, or the rows look like they follow another landmark order
+(the input consistency alarm of ``stream.consistency``, docs/math.md §4.5:
+the output is written, and one line says why; not checked with --dask);
+2 refused: the model or an argument is unusable, the input
 cannot be read, or no record could be embedded (then no output file is
 written).
 """
@@ -163,6 +166,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     from streamembed.model_io import load_model
     from streamembed.settings import OutputConfig, RunConfig, k0_rows_value
     from streamembed.stream.checkpoint import Checkpointer
+    from streamembed.stream.consistency import ConsistencyMonitor
     from streamembed.stream.embedder import BatchEmbedder
     from streamembed.stream.loop import EmbeddingLoop
     from streamembed.stream.pipeline import ReadAhead
@@ -195,7 +199,9 @@ def cmd_embed(args: argparse.Namespace) -> int:
                          compression=args.compression)
     dead = _DeadTally(DeadLetterSink(dead_dir, fmt=args.dead_letter_format, source="embed"))
     ahead = ReadAhead(source, depth=2)
-    embedder = BatchEmbedder(model, method=args.method, k0_rows=k0, max_block_rows=args.max_block_rows)
+    consistency = None if args.no_order_check else ConsistencyMonitor(warn=False)
+    embedder = BatchEmbedder(model, method=args.method, k0_rows=k0, max_block_rows=args.max_block_rows,
+                             consistency=consistency)
     progress = Progress(_total_rows(paths), {"always": True, "never": False}.get(args.progress, sys.stderr.isatty()))
     everything = 1 << 62  # one output file: published once, at the end
     loop = EmbeddingLoop(embedder, ahead, output, dead, Checkpointer([output, dead], ahead, None),
@@ -227,6 +233,10 @@ def cmd_embed(args: argparse.Namespace) -> int:
                       f"letters{where} ({dead.summary()}){hint}")
     print(f"{stats.records_in:,} records: {stats.embedded:,} embedded -> {out}, {stats.dead:,} dead letters{where}"
           + (f" ({dead.summary()})" if stats.dead else ""), file=sys.stderr)
+    if consistency is not None and consistency.first_alarm is not None:
+        print(f"input consistency alarm after {consistency.first_alarm_objects:,} rows: {consistency.first_alarm} "
+              f"(--no-order-check skips this check)", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_FAILED if stats.dead else EXIT_OK
 
 
@@ -239,8 +249,9 @@ def add_parser(add: Any) -> None:
             "to a dead-letter directory (default: <OUTPUT stem>.dead-letter). With --dask the inputs are\n"
             "embedded on a Dask cluster, one task per file or row-group range, each writing its own part\n"
             "into the OUTPUT directory (a backfill; see docs/throughput.md). Exit codes: 0 every record\n"
-            "embedded, 1 done with dead letters (or failed Dask tasks), 2 refused (unusable model or input,\n"
-            "or nothing could be embedded: no output is written).")
+            "embedded, 1 done with dead letters (or failed Dask tasks), or rows that look like they follow\n"
+            "another landmark order (the input consistency alarm, docs/math.md 4.5), 2 refused (unusable\n"
+            "model or input, or nothing could be embedded: no output is written).")
     e.add_argument("input", metavar="INPUT", nargs="+",
                    help="input files (.parquet, .arrow/.arrows, .jsonl), directories or globs")
     e.add_argument("-m", "--model", required=True, metavar="MODEL.npz")
@@ -257,6 +268,8 @@ def add_parser(add: Any) -> None:
                         "batches are embedded)")
     e.add_argument("--max-block-rows", type=int, default=4096, metavar="N", help="largest block with 'cross'")
     e.add_argument("--compression", default="zstd", choices=("zstd", "snappy", "gzip", "lz4", "none"))
+    e.add_argument("--no-order-check", action="store_true",
+                   help="do not score the rows' consistency with the model's landmark order (docs/math.md 4.5)")
     e.add_argument("--dead-letter", metavar="DIR", help="dead-letter directory")
     e.add_argument("--dead-letter-format", choices=("parquet", "jsonl"), default="parquet")
     e.add_argument("--progress", choices=("auto", "always", "never"), default="auto",

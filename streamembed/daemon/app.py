@@ -32,6 +32,7 @@ from streamembed.daemon.state import (PidLock, archive_run, check_lineage, clean
                                       model_record)
 from streamembed.settings import Config, k0_rows_value
 from streamembed.stream.checkpoint import CheckpointError, Checkpointer, CheckpointStore, CrashGuard
+from streamembed.stream.consistency import ConsistencyMonitor
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.loop import EmbeddingLoop
 from streamembed.stream.pipeline import ReadAhead
@@ -178,7 +179,8 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
                            None if model_sync is None else model_sync.poll) if f is not None]
     embedder = BatchEmbedder(current, method=cfg.model.method, k0_rows=k0_rows_value(cfg.model.k0_rows),
                              max_block_rows=cfg.source.max_block_rows, registry=registry, monitor=monitor,
-                             max_batch_seconds=cfg.model.max_batch_seconds, cancelled=stop.is_set)
+                             max_batch_seconds=cfg.model.max_batch_seconds, cancelled=stop.is_set,
+                             consistency=ConsistencyMonitor(cfg.consistency, metrics=metrics, health=health))
     guard = CrashGuard(cfg.root / "crash-guard.json", cfg.run.max_batch_attempts)
     loop = EmbeddingLoop(embedder, source, output, dead, checkpointer, run=cfg.run, output_cfg=cfg.output,
                          metrics=metrics, health=health, stop=stop, between_batches=_chain(between),

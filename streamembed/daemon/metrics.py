@@ -142,6 +142,18 @@ class Metrics:
                                          "the fallback), 0 for the other.", ["kind"], registry=r)
         self.drift_alarms = Counter("streamembed_drift_alarms_total", "Drift alarms raised by the detector.",
                                     registry=r)
+        # Input consistency (docs/math.md §4.5; stream.consistency).
+        self.input_consistency = Gauge("streamembed_input_consistency",
+                                       "Consistency of the recent input rows with the model's landmark order "
+                                       "(docs/math.md 4.5): 1 like the landmarks' own rows, 0 like rows whose columns "
+                                       "follow another order; NaN until consistency.min_objects rows are scored or "
+                                       "where rows cannot be checked.", registry=r)
+        self.input_consistency.set(float("nan"))
+        self.input_consistency_alarm = Gauge("streamembed_input_consistency_alarm",
+                                             "1 while the input consistency is below consistency.alarm_below (rows "
+                                             "look like they follow another landmark order), else 0.", registry=r)
+        self.input_consistency_alarms = Counter("streamembed_input_consistency_alarms_total",
+                                                "Input consistency alarms raised.", registry=r)
         self.refit_trigger_value = Gauge("streamembed_refit_trigger_value",
                                          "Current value of the statistic the refit trigger watches.", registry=r)
         self.refit_trigger_level = Gauge("streamembed_refit_trigger_level",

@@ -7,9 +7,11 @@ Input messages (the value; headers optional):
   the input record format of :mod:`streamembed.stream.records`. Decoded
   zero-copy: the table's buffers point into the message bytes. A ``cross``
   column makes the message one block.
-* ``content-type: application/json`` - one object, a list of objects, or a
-  block ``{"objects": [...], "cross": [[...], ...]}`` (k x k). Parsed by the
-  JSON-lines parser of the file daemon (same checks, same dead letters).
+* ``content-type: application/json`` - one object, a list of objects, or
+  ``{"objects": [...]}`` with optional ``"cross": [[...], ...]`` (k x k: the
+  objects are one block) and ``"landmarks": [...]`` (the landmark order of
+  every object that does not name its own). Parsed by the JSON-lines parser
+  of the file daemon (same checks, same dead letters).
 * no content-type: sniffed (the Arrow stream's continuation marker
   ``ff ff ff ff``, or ``{`` / ``[``).
 * ``streamembed-schema-version`` (optional): the input format version; only
@@ -18,7 +20,11 @@ Input messages (the value; headers optional):
   landmark order every row follows (a ``landmark_version`` column, when
   present, wins); rows are checked against the served versions downstream.
 
-Row validation (ids, lengths, numbers, landmark versions) is *not* done here:
+Rows may name their landmark order as in files (``stream.landmark_order``):
+a ``landmarks`` list per JSON object, or ``streamembed.landmarks`` in the
+Arrow stream's field or schema metadata.
+
+Row validation (ids, lengths, numbers, landmark versions and orders) is *not* done here:
 the embedder's :func:`streamembed.stream.codecs.decode_batch` does it for
 every source. This module only refuses messages it cannot turn into rows.
 """
@@ -40,6 +46,7 @@ from streamembed.stream.readers import parse_json_lines
 from streamembed.stream.records import (
     INPUT_CROSS,
     INPUT_LANDMARK_VERSION,
+    INPUT_LANDMARKS,
     SCHEMA_VERSION,
     SCHEMA_VERSION_KEY,
     Reason,
@@ -206,6 +213,9 @@ def _decode_json(value: bytes) -> DecodedMessage:
                 return _refuse(value, JSON_CONTENT_TYPE, Reason.BAD_BLOCK,
                                f"'cross' must be a {k} x {k} matrix (a list of {k} lists) over {k} objects")
             objects = [{**o, INPUT_CROSS: row} for o, row in zip(objects, cross)]
+        order = doc.get(INPUT_LANDMARKS)
+        if order is not None:  # the shared order; an object's own wins (a bad one is refused row by row)
+            objects = [{INPUT_LANDMARKS: order, **o} if isinstance(o, dict) else o for o in objects]
     elif isinstance(doc, dict):
         objects = [doc]
     elif isinstance(doc, list):

@@ -71,7 +71,8 @@ from streamembed.kafka.client import is_transient, retry
 from streamembed.kafka.codec import decode_message
 from streamembed.kafka.unreadable import is_unreadable_data, skip_unreadable
 from streamembed.stream.codecs import DeadRecord
-from streamembed.stream.records import INPUT_BLOCK, INPUT_CROSS, Reason
+from streamembed.stream.landmark_order import schema_order_key
+from streamembed.stream.records import INPUT_BLOCK, INPUT_CROSS, INPUT_DISSIMILARITIES, Reason
 from streamembed.stream.sinks import safe_label
 from streamembed.stream.sources import SourceBatch
 
@@ -162,6 +163,15 @@ def _as_marked_block(table: pa.Table, offset: int) -> pa.Table | None:
         return None
 
 
+def _same_order(a: pa.Schema, b: pa.Schema) -> bool:
+    """Do two messages' schemas name the same landmark order in their metadata (``stream.landmark_order``)?
+
+    Concatenated tables keep the first one's metadata, so messages naming
+    different orders must not share a batch.
+    """
+    return schema_order_key(a, INPUT_DISSIMILARITIES) == schema_order_key(b, INPUT_DISSIMILARITIES)
+
+
 def cut_batches(partition: int, recs: list[Any], batch_rows: int,
                 make_dead: Callable[[DeadRecord, int, Any, str], "KafkaDeadRecord"],
                 max_message_bytes: int | None = None) -> list[_Queued]:
@@ -210,7 +220,8 @@ def cut_batches(partition: int, recs: list[Any], batch_rows: int,
             table = marked if marked is not None else table
         fits = (cur is not None and cur.block == msg.block and not own_blocks
                 and (not cur.tables or (cur.n_rows + table.num_rows <= batch_rows
-                                        and cur.tables[0].schema.equals(table.schema))))
+                                        and cur.tables[0].schema.equals(table.schema)
+                                        and _same_order(cur.tables[0].schema, table.schema))))
         if not fits:
             close()
             cur = _Queued(partition, rec.offset, rec.offset, block=msg.block)

@@ -1,7 +1,8 @@
 """Arrow <-> numpy codecs for input batches, results and dead letters.
 
 Decoding is vectorised over the whole batch: validity is established on
-whole columns (null slots, list lengths from offsets, versions) and
+whole columns (null slots, list lengths from offsets, versions, named
+landmark orders: ``stream.landmark_order``, one gather per distinct order) and
 the happy path is ``list column -> .flatten() -> to_numpy`` (zero-copy) ->
 ``reshape(m, n)``. The fast layout (:func:`packed_column`): the vector
 column as ``fixed_size_binary(n * itemsize)``, each row the little-endian
@@ -16,7 +17,7 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +26,7 @@ import pyarrow.compute as pc
 from streamembed.stream.blocks import Blocks, find_blocks
 from streamembed.stream.columns import (column, is_list, list_lengths, null_mask, numeric_values_type, single_array,
                                         to_matrix)
+from streamembed.stream.landmark_order import apply_orders, permutation, row_orders
 from streamembed.stream.records import (
     INPUT_BLOCK,
     INPUT_CROSS,
@@ -33,6 +35,7 @@ from streamembed.stream.records import (
     INPUT_FEATURES,
     INPUT_ID,
     INPUT_LANDMARK_VERSION,
+    INPUT_LANDMARKS,
     TIMESTAMP_TYPE,
     Reason,
     dead_letter_schema,
@@ -65,6 +68,7 @@ _CODES: tuple[str, ...] = (
     Reason.UNDECODABLE,
     Reason.UNKNOWN_LANDMARK_VERSION,
     Reason.BAD_BLOCK,
+    Reason.LANDMARK_MISMATCH,
 )
 _CODE = {name: i for i, name in enumerate(_CODES) if name}
 
@@ -141,7 +145,7 @@ def row_as_json(table: pa.Table | pa.RecordBatch, i: int) -> str:
 
 
 _KNOWN = (INPUT_ID, INPUT_DISSIMILARITIES, INPUT_FEATURES, INPUT_LANDMARK_VERSION, INPUT_EVENT_TIME, INPUT_CROSS,
-          INPUT_BLOCK)
+          INPUT_BLOCK, INPUT_LANDMARKS)
 
 
 def _duplicated(table: pa.Table | pa.RecordBatch) -> str | None:
@@ -327,6 +331,7 @@ def decode_batch(
     rows: np.ndarray | None = None,
     row_base: int = 0,
     max_block_rows: int = 4096,
+    landmark_ids: Mapping[int, np.ndarray] | None = None,
 ) -> DecodedBatch:
     """Validate and decode one input batch; every problem is a row's own (a dead letter), never an exception.
 
@@ -340,6 +345,9 @@ def decode_batch(
     file, rows, row_base : provenance for dead letters; row i of the batch is
         row ``rows[i]`` (or ``row_base + i``) of ``file``.
     max_block_rows : largest block accepted (rows).
+    landmark_ids : the landmark ids (in model order) of each accepted model
+        version: rows that name their landmark order (``stream.landmark_order``)
+        are checked against them and gathered into model order.
     """
     m = table.num_rows
     accepted = set(accepted_versions) if accepted_versions is not None else {model_version}
@@ -435,6 +443,9 @@ def decode_batch(
     event_time, bad_time, time_details = _event_times(table, m)
     mark(bad_time, Reason.UNDECODABLE, time_details.get(-1), time_details)
 
+    # rows that name their landmark order: checked against the ids of the version they follow
+    order_group, perms = _named_orders(table, kind, code, mark, versions, model_version, landmark_ids)
+
     # blocks: rows placed jointly from their mutual dissimilarities (stream.blocks)
     row_no = rows if rows is not None else row_base + np.arange(m)
     found = find_blocks(column(table, INPUT_CROSS), column(table, INPUT_BLOCK), code, _CODES, row_no,
@@ -448,6 +459,7 @@ def decode_batch(
     if col is not None and ok.any():
         sub = col if ok.all() else col.filter(pa.array(ok))
         matrix = _packed_matrix(sub, width, packed) if packed is not None else to_matrix(sub, width)
+        matrix = apply_orders(matrix, order_group[ok], perms)
         # NaN/inf/negative values are left to the core (errors="mask"): its
         # fused kernel finds them in the same pass that embeds the batch
     dead = _dead_records(table, code, column_detail, row_detail, lengths, width, kind, versions, ids, file, rows,
@@ -471,6 +483,51 @@ def decode_batch(
         blocks = Blocks(rows=np.searchsorted(index, members), sizes=found.sizes, cross=found.cross)
     return DecodedBatch(ids=out_ids, matrix=matrix, kind=kind, blocks=blocks,
                         event_time=out_et, index=index, dead=dead, versions=row_versions)
+
+
+def _named_orders(table: pa.Table | pa.RecordBatch, kind: str, code: np.ndarray, mark: Any,
+                  versions: np.ndarray | None, model_version: int,
+                  landmark_ids: Mapping[int, np.ndarray] | None) -> tuple[np.ndarray, dict[int, np.ndarray | None]]:
+    """(group of each row, its permutation into model order) for rows naming their order; marks the refused.
+
+    A group is one (named order, model version) pair, checked once; -1: the
+    row names no order. Rows already refused are left as they are.
+    """
+    m = table.num_rows
+    gid = np.full(m, -1, dtype=np.int64)
+    perms: dict[int, np.ndarray | None] = {}
+    orders = row_orders(table, kind)
+    if orders.bad.any():
+        mark(orders.bad, Reason.LANDMARK_MISMATCH, None, orders.details)
+    named = (orders.group >= 0) & (code == 0)
+    if not named.any():
+        return gid, perms
+    rows = np.flatnonzero(named)
+    if versions is None:  # the usual case: one version, often one order
+        keys, inv = np.unique(orders.group[rows], return_inverse=True)
+        pairs = [(int(k), model_version) for k in keys.tolist()]
+    else:
+        stacked, inv = np.unique(np.stack([orders.group[rows], versions[rows]], axis=1), axis=0, return_inverse=True)
+        pairs = [(int(g), int(v)) for g, v in stacked.tolist()]
+    inv = inv.ravel()
+    for j, (g, v) in enumerate(pairs):
+        ids = None if landmark_ids is None else landmark_ids.get(int(v))
+        if kind == INPUT_FEATURES:
+            perm, problem = None, (f"'{INPUT_LANDMARKS}' names the order of '{INPUT_DISSIMILARITIES}'; these rows "
+                                   f"carry '{INPUT_FEATURES}'")
+        elif ids is None:
+            perm, problem = None, f"the landmark ids of model version {v} are not known here"
+        else:
+            perm, problem = permutation(orders.orders[g], np.asarray(ids))
+        members = rows[inv == j]
+        if problem is not None:
+            sel = np.zeros(m, dtype=bool)
+            sel[members] = True
+            mark(sel, Reason.LANDMARK_MISMATCH, None, dict.fromkeys(members.tolist(), problem))
+        else:
+            gid[members] = j
+            perms[j] = perm
+    return gid, perms
 
 
 def _row_no(rows: np.ndarray | None, row_base: int, i: int) -> int:

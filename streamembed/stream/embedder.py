@@ -81,11 +81,13 @@ class BatchEmbedder:
     (``core.budget``: rows still iterating then keep their best placement and
     the ``not_converged`` flag); ``cancelled`` (e.g. the daemon's stop event)
     interrupts them with ``budget.Cancelled``, leaving the batch unprocessed.
+    ``consistency`` (a ``stream.consistency.ConsistencyMonitor``), when given,
+    scores the dissimilarity rows embedded with the current model.
     """
 
     def __init__(self, model: LandmarkModel, *, method: str = "projection", k0_rows: None | str | int = None,
                  max_block_rows: int = 4096, registry: ModelRegistry | None = None, monitor: Any = None,
-                 max_batch_seconds: float | None = None, cancelled: Any = None) -> None:
+                 max_batch_seconds: float | None = None, cancelled: Any = None, consistency: Any = None) -> None:
         self.registry = registry if registry is not None else ModelRegistry(model, retain=0)
         self.max_batch_seconds = max_batch_seconds
         self.cancelled = cancelled
@@ -93,6 +95,7 @@ class BatchEmbedder:
         self.k0_rows = k0_rows
         self.max_block_rows = max_block_rows
         self.monitor = monitor
+        self.consistency = consistency
         self.bit_names = bit_names()
 
     @property
@@ -134,9 +137,11 @@ class BatchEmbedder:
         current = self.registry.current_version
         model = self.registry.current
         n_features = None if model.features is None else int(model.features.shape[1])
+        versions = self.registry.versions()
+        ids = {v: got.landmark_ids for v in versions if (got := self.registry.get(v)) is not None}
         dec = decode_batch(table, n_landmarks=model.input_width, n_features=n_features, model_version=current,
-                           accepted_versions=self.registry.versions(), file=file, rows=rows, row_base=row_base,
-                           max_block_rows=self.max_block_rows)
+                           accepted_versions=versions, file=file, rows=rows, row_base=row_base,
+                           max_block_rows=self.max_block_rows, landmark_ids=ids)
         out = Processed(dead=dec.dead)
         if dec.matrix.shape[0] == 0:
             return out
@@ -225,9 +230,12 @@ class BatchEmbedder:
                 features = features[good]
         if retained:
             res.flags = res.flags | FLAG_RETAINED_MODEL
-        elif self.monitor is not None:
-            self.monitor.observe(A, res, ids=ids, features=features,
-                                 block=None if blocks is None else _last_whole_block(blocks, valid, A, ids))
+        else:
+            if self.consistency is not None and features is None:
+                self.consistency.observe(model, A, file=file)
+            if self.monitor is not None:
+                self.monitor.observe(A, res, ids=ids, features=features,
+                                     block=None if blocks is None else _last_whole_block(blocks, valid, A, ids))
         out.output = encode_result(ids, res, model_version=version, event_time=event_time,
                                    processed_at_us=time.time_ns() // 1000, bit_names=self.bit_names)
         out.results.append(res)

@@ -72,6 +72,7 @@ from streamembed.stream.records import (
     INPUT_FEATURES,
     INPUT_ID,
     INPUT_LANDMARK_VERSION,
+    INPUT_LANDMARKS,
     Reason,
 )
 
@@ -897,6 +898,10 @@ def _rows_to_table(good: list[dict[str, Any]]) -> tuple[pa.Table | None, list[tu
     extra = list(dict.fromkeys(k for j in kept for k in good[j] if k not in _JSON_SCHEMA.names))
     for key in extra:
         values = [good[j].get(key) for j in kept]
+        if key == INPUT_LANDMARKS:  # ids (checked by _object_problem): integers as their decimal text
+            table = table.append_column(key, pa.array([None if v is None else [str(x) for x in v] for v in values],
+                                                      pa.list_(pa.string())))
+            continue
         try:
             col = pa.array(values)
         except (pa.ArrowException, TypeError, ValueError, OverflowError, RecursionError):
@@ -914,6 +919,11 @@ def _object_problem(obj: dict[str, Any]) -> tuple[str, str] | None:
     for key in _VECTOR_FIELDS:
         if not _all_numbers(obj.get(key)):
             return Reason.NON_NUMERIC, f"'{key}' must be a list of numbers, got {_as_text(obj.get(key))[:80]}"
+    order = obj.get(INPUT_LANDMARKS)
+    if order is not None and not (isinstance(order, list) and all(
+            isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool)) for x in order)):
+        return Reason.LANDMARK_MISMATCH, (f"'{INPUT_LANDMARKS}' must be a list of landmark ids (strings or "
+                                          f"integers), got {_as_text(order)[:80]}")
     version = obj.get(INPUT_LANDMARK_VERSION)
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
         return Reason.UNDECODABLE, f"landmark_version must be an integer, got {version!r:.40}"

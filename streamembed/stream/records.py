@@ -8,6 +8,15 @@ Input rows (one per object)
                           float (length p); the engine computes the dissimilarities
     ``landmark_version``  int64, optional; the model version whose landmark order the
                           row follows; null/absent means "the current model"
+    ``landmarks``         list of string (integers are read as their decimal text),
+                          optional: the landmark ids of the row's columns, in column
+                          order; it must be a permutation of the ids of the model
+                          the row follows (applied by one gather), else the row is
+                          refused (``landmark_mismatch``). Arrow and Parquet inputs
+                          may name the order of every row at once instead: a JSON list
+                          of ids under the key ``streamembed.landmarks`` in the
+                          metadata of the ``dissimilarities`` field or of the schema
+                          (:mod:`streamembed.stream.landmark_order`)
     ``event_time``        timestamp, optional (JSON lines: ISO 8601 string)
     ``block``             optional, string or integer: rows sharing a value form one block
                           (they must be consecutive); null for a single object
@@ -37,6 +46,8 @@ __all__ = [
     "INPUT_DISSIMILARITIES",
     "INPUT_FEATURES",
     "INPUT_LANDMARK_VERSION",
+    "INPUT_LANDMARKS",
+    "LANDMARKS_KEY",
     "INPUT_EVENT_TIME",
     "INPUT_CROSS",
     "INPUT_BLOCK",
@@ -55,6 +66,9 @@ INPUT_ID: Final[str] = "id"
 INPUT_DISSIMILARITIES: Final[str] = "dissimilarities"
 INPUT_FEATURES: Final[str] = "features"
 INPUT_LANDMARK_VERSION: Final[str] = "landmark_version"
+INPUT_LANDMARKS: Final[str] = "landmarks"
+#: Arrow field or schema metadata key naming the landmark order of every row (a JSON list of ids).
+LANDMARKS_KEY: Final[str] = "streamembed.landmarks"
 INPUT_EVENT_TIME: Final[str] = "event_time"
 INPUT_CROSS: Final[str] = "cross"
 INPUT_BLOCK: Final[str] = "block"
@@ -75,6 +89,8 @@ class Reason:
     NON_NUMERIC = "non_numeric"  #: the list holds something that is not a number
     BAD_BLOCK = "bad_block"  #: invalid ``cross`` matrix, or another member of the block failed
     UNKNOWN_LANDMARK_VERSION = "unknown_landmark_version"  #: landmark_version not served
+    #: the row names its landmark order, and it is not a permutation of the model's landmark ids
+    LANDMARK_MISMATCH = "landmark_mismatch"
     UNDECODABLE = "undecodable"  #: not UTF-8 / not JSON / truncated Arrow data / bad column type
     UNREADABLE_FILE = "unreadable_file"  #: the file could not be opened or parsed at all
     OUT_OF_RANGE = "out_of_range"  #: finite, but so large that its squares would overflow the arithmetic
@@ -95,6 +111,7 @@ REASONS: Final[tuple[str, ...]] = (
     Reason.NON_NUMERIC,
     Reason.BAD_BLOCK,
     Reason.UNKNOWN_LANDMARK_VERSION,
+    Reason.LANDMARK_MISMATCH,
     Reason.UNDECODABLE,
     Reason.UNREADABLE_FILE,
     Reason.OUT_OF_RANGE,

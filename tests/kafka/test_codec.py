@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -216,3 +217,78 @@ def test_dead_letter_headers_name_reason_and_source_coordinates() -> None:
     h = dict(dead_letter_headers(row, Coordinates("in", 1, 9, 7), model_version=2, failed_at="t"))
     assert h["streamembed-source-row"] == b"7" and h["streamembed-id"] == b"o7"
     assert h["content-type"] == JSON_CONTENT_TYPE.encode() and h["streamembed-model-version"] == b"2"
+
+
+# --------------------------------------------------------------------------- named landmark orders
+
+
+def _named_model() -> Any:
+    from streamembed import LandmarkMDS
+
+    from ..stream.helpers import landmark_points
+
+    L = landmark_points()
+    return LandmarkMDS().fit(cdist(L, L), landmark_ids=[f"mol-{i}" for i in range(N_LANDMARKS)]).model_
+
+
+def _y(processed: Any) -> dict[str, np.ndarray]:
+    out = processed.output
+    return dict(zip(out.column("id").to_pylist(), np.asarray(out.column("y").to_pylist())))
+
+
+def test_messages_name_their_landmark_order_and_a_permutation_embeds_bit_identically() -> None:
+    """An Arrow message with field metadata, a JSON message with a shared order, JSON objects with their own."""
+    from streamembed.stream.landmark_order import order_metadata
+
+    model = _named_model()
+    ids = [str(x) for x in model.landmark_ids]
+    perm = np.random.default_rng(5).permutation(N_LANDMARKS)
+    named = [ids[p] for p in perm]
+    A = _rows(6).astype(np.float64)
+    emb = BatchEmbedder(model)
+    want = _y(emb.process(input_table(_ids("r", 6), A, event_time=False)))
+    t = input_table(_ids("r", 6), A[:, perm], event_time=False)
+    t = t.cast(pa.schema([t.schema.field("id"), t.schema.field("dissimilarities").with_metadata(order_metadata(named))]))
+    messages = [arrow_message(t),
+                json_message({"objects": [{"id": f"r{i}", "dissimilarities": a[perm].tolist()} for i, a in
+                                          enumerate(A)], "landmarks": named}),
+                json_message([{"id": f"r{i}", "dissimilarities": a[perm].tolist(), "landmarks": named}
+                              for i, a in enumerate(A)])]
+    for value, headers in messages:
+        msg = decode_message(value, headers)
+        got = _y(emb.process(msg.table))
+        assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k]) for k in want)
+
+
+def test_a_message_order_that_is_not_a_permutation_is_refused_as_landmark_mismatch() -> None:
+    model = _named_model()
+    A = _rows(3).astype(np.float64)
+    own = [None, ["mol-0"] * N_LANDMARKS, None]  # the second object names mol-0 twelve times
+    value, headers = json_message({"objects": [{"id": f"r{i}", "dissimilarities": a.tolist(),
+                                                **({"landmarks": o} if o else {})} for i, (a, o) in
+                                               enumerate(zip(A, own))],
+                                   "landmarks": [f"mol-{i}" for i in range(N_LANDMARKS - 1)] + ["other"]})
+    p = BatchEmbedder(model).process(decode_message(value, headers).table)
+    assert p.n_out == 0 and [(d.row, d.reason) for d in p.dead] == [(i, Reason.LANDMARK_MISMATCH) for i in range(3)]
+    assert "'other'" in p.dead[0].detail and "'mol-0' 12 times" in p.dead[1].detail
+
+
+def test_consecutive_messages_naming_different_orders_do_not_share_a_batch() -> None:
+    """Concatenated tables keep the first schema's metadata: the second message's order would be lost."""
+    from collections import namedtuple
+
+    from streamembed.kafka.source import cut_batches
+    from streamembed.stream.landmark_order import order_metadata
+
+    Rec = namedtuple("Rec", "offset value headers")
+    A = _rows(4)
+    t = input_table(_ids("r", 4), A, event_time=False)
+    f = t.schema.field("dissimilarities")
+    ids = [f"mol-{i}" for i in range(N_LANDMARKS)]
+    orders = [ids, ids[::-1], ids[::-1], None]
+    recs = []
+    for k, o in enumerate(orders):
+        schema = pa.schema([t.schema.field("id"), f.with_metadata(order_metadata(o) if o else None)])
+        recs.append(Rec(k, *arrow_message(t.cast(schema))))
+    batches = cut_batches(0, recs, 1000, lambda d, *a: d)
+    assert [q.offsets for q in batches] == [[0], [1, 2], [3]]

@@ -1,0 +1,184 @@
+"""Input consistency in the stream: do the rows follow the model's landmark order? (docs/math.md §4.5)
+
+Rows that do not name their order (``stream.landmark_order``) are taken in
+the model's order; a producer that sends them in another order (ascending
+landmark ids, reversed, another model's landmarks of the same count) gets
+placements far from where its objects belong, and nothing else fails: such
+rows are finite, non-negative and of the right length. ``ConsistencyMonitor``
+scores an evenly spaced sample of every batch embedded with the current
+model (``consistency.sample_rows``) by the profile share of
+``core.consistency`` and keeps the last ``consistency.window_objects``
+scores. Its value C = (mean share − chance)/(reference − chance) reads 1
+for rows like the landmarks' own and 0 for rows unrelated to the landmark
+order. Once ``consistency.min_objects`` rows are scored, C below
+``consistency.alarm_below`` raises the alarm: a WARNING naming the value and
+the remedy, the ``streamembed_input_consistency_alarm`` gauge, and a
+``/readyz`` problem; it clears (INFO) when C is back above
+(1 + alarm_below)/2. A new model starts a new window. Feature rows are not
+scored: the engine computes their dissimilarities itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import numpy as np
+
+from streamembed.core.consistency import ProfileCheck, profile_check
+from streamembed.settings import ConsistencyConfig
+
+__all__ = ["ConsistencyMonitor", "HEALTH_PROBLEM"]
+
+log = logging.getLogger("streamembed.consistency")
+
+#: The name of the ``/readyz`` problem while the alarm is raised.
+HEALTH_PROBLEM = "input_consistency"
+
+
+class ConsistencyMonitor:
+    """Scores the rows embedded with the current model and raises an alarm when they look mixed up.
+
+    ``metrics`` (``daemon.metrics.Metrics``) and ``health``
+    (``daemon.health.HealthState``) are optional; ``warn`` False keeps the
+    alarm out of the log (``streamembed embed`` reports it in its final line).
+    After a run, ``first_alarm`` is the text of the first alarm raised (None:
+    none) and ``first_alarm_objects`` the rows seen when it was raised.
+    """
+
+    def __init__(self, settings: ConsistencyConfig | None = None, *, metrics: Any = None, health: Any = None,
+                 warn: bool = True) -> None:
+        self.settings = settings or ConsistencyConfig()
+        self.metrics = metrics
+        self.health = health
+        self.warn = warn
+        self._scores = np.empty(max(int(self.settings.window_objects), 1))
+        self._next = self._size = 0
+        self._model: Any = None
+        self._check: ProfileCheck | None = None
+        self.value = math.nan
+        self.alarm = False
+        self.alarm_text: str | None = None
+        self.alarms = 0
+        self.objects = 0  # rows observed since start
+        self.first_alarm: str | None = None
+        self.first_alarm_objects: int | None = None
+        self._failed = False
+        self._export()
+
+    @property
+    def clear_above(self) -> float:
+        return (1.0 + self.settings.alarm_below) / 2.0
+
+    @property
+    def window(self) -> int:
+        """Rows scored in the current window."""
+        return self._size
+
+    def observe(self, model: Any, A: np.ndarray, *, file: str | None = None) -> None:
+        """Account for the valid rows A (m, w) of one batch embedded with ``model``; never raises."""
+        if not self.settings.enabled or A.shape[0] == 0:
+            return
+        try:
+            self._observe(model, A, file)
+        except Exception:  # noqa: BLE001 - a monitor must not cost the batch its records
+            if not self._failed:
+                log.warning("input consistency: scoring a batch failed; the check is skipped for it", exc_info=True)
+            self._failed = True
+
+    def _observe(self, model: Any, A: np.ndarray, file: str | None) -> None:
+        if model is not self._model:
+            self._start(model)
+        m = A.shape[0]
+        self.objects += m
+        check = self._check
+        if check is None:
+            return
+        k = min(m, int(self.settings.sample_rows))
+        rows = np.unique(np.linspace(0, m - 1, k).round().astype(np.intp)) if k < m else slice(None)
+        self.account(check.shares(A[rows]), model, file)
+
+    def account(self, scores: np.ndarray, model: Any, file: str | None = None) -> None:
+        """Add one batch's profile shares (NaN: unscored rows) to the window and decide (``observe``'s second half).
+
+        Public for the benchmark, which replays precomputed shares.
+        """
+        check = self._check
+        assert check is not None
+        self._add(scores[np.isfinite(scores)])
+        if self._size < min(int(self.settings.min_objects), self._scores.size):
+            return
+        self.value = check.consistency(float(self._scores[:self._size].mean()))
+        if not self.alarm and self.value < self.settings.alarm_below:
+            self._raise(check, model, file)
+        elif self.alarm and self.value >= self.clear_above:
+            self._clear()
+        self._export()
+
+    def start(self, model: Any) -> ProfileCheck | None:
+        """Watch ``model`` from now on (a new window); its check, or None when its rows cannot be checked."""
+        self._start(model)
+        return self._check
+
+    def _start(self, model: Any) -> None:
+        """A new model: a new window, no alarm (the old one was about the previous model's order)."""
+        if self.alarm:
+            self._clear()
+        self._model = model
+        self._next = self._size = 0
+        self.value = math.nan
+        check = profile_check(model)
+        self._check = check if check is not None and check.usable else None
+        if self._check is None:
+            why = ("its rows are similarities of a transformed kernel" if check is None else
+                   f"its landmarks' own rows are not told apart from shuffled ones (profile share "
+                   f"{check.reference:.3f} against {check.chance:.3f} by chance; too few landmarks?)")
+            log.info("input consistency: not checked for model version %s: %s", getattr(model, "version", "?"), why)
+        self._export()
+
+    def _add(self, scores: np.ndarray) -> None:
+        cap = self._scores.size
+        scores = scores[-cap:]
+        k = scores.size
+        if k == 0:
+            return
+        at = (self._next + np.arange(k)) % cap
+        self._scores[at] = scores
+        self._next = int((at[-1] + 1) % cap)
+        self._size = min(cap, self._size + k)
+
+    def _raise(self, check: ProfileCheck, model: Any, file: str | None) -> None:
+        self.alarm = True
+        self.alarms += 1
+        where = f" (last batch from {file})" if file else ""
+        self.alarm_text = (
+            f"input rows look like they follow another landmark order: consistency {self.value:.2f} over the last "
+            f"{self._size:,} rows scored{where}, model version {getattr(model, 'version', '?')} (1 = like the "
+            f"landmarks' own rows, 0 = unrelated to the landmark order; alarm below {self.settings.alarm_below:g}, "
+            f"docs/math.md §4.5). Check the column order against `streamembed model info`, or name it: a "
+            f"'landmarks' list per row, or streamembed.landmarks field metadata (README, Record formats)")
+        if self.first_alarm is None:
+            self.first_alarm, self.first_alarm_objects = self.alarm_text, self.objects
+        if self.warn:
+            log.warning("%s", self.alarm_text, extra={"consistency": round(self.value, 4), "rows": self._size})
+        if self.metrics is not None:
+            self.metrics.input_consistency_alarms.inc()
+        if self.health is not None:
+            self.health.set_problem(HEALTH_PROBLEM, self.alarm_text)
+
+    def _clear(self) -> None:
+        self.alarm = False
+        self.alarm_text = None
+        if self.warn:
+            log.info("input consistency: back to %.2f; the alarm is cleared", self.value)
+        if self.health is not None:
+            self.health.set_problem(HEALTH_PROBLEM, None)
+        self._export()
+
+    def _export(self) -> None:
+        m = self.metrics
+        if m is None:
+            return
+        m.input_consistency.set(self.value)
+        m.input_consistency_alarm.set(1.0 if self.alarm else 0.0)
