@@ -133,7 +133,7 @@ def run_one(D_all: np.ndarray, pool: np.ndarray, stream: np.ndarray, labels: np.
     radius = np.sqrt(np.square(y_old - y_old.mean(axis=0)).sum(axis=1).mean())
     return {"acc": knn_accuracy(Y, np.asarray(labels[reservoir:])),
             "trust": trustworthiness_continuity(D_test, Y, 10)[0],
-            "procrustes": procrustes_share(Y, classical_mds(D_test, 2)),
+            "procrustes": procrustes_share(Y, classical_mds(D_test, 2).Y),
             "movement": float(np.sqrt(np.square(y_new - y_old).sum(axis=1).mean()) / radius),
             "installed": installed, "outcome": outcome, "seconds": seconds}
 
