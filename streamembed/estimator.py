@@ -111,11 +111,24 @@ class LandmarkMDS:
         """
         self._check_params()
         self.model_ = fit_model(validation.check_array(X, "D"), **self._fit_kwargs(), landmark_ids=landmark_ids)
-        self._warn_unconverged()
+        self._warn_fit()
         return self
 
-    def _warn_unconverged(self) -> None:
-        info = self.model_.map_info
+    def _warn_fit(self) -> None:
+        """WARNINGs about the fitted map: a non-unique map (eigengap), an unconverged refinement."""
+        from .core.model import EIGENGAP_RTOL
+
+        model = self.model_
+        if model.map_unique is False:
+            d = int(model.n_components)
+            lam = model.spectrum.eigenvalues
+            nxt = float(lam[d]) if lam.shape[0] > d else float(model.spectrum.next_eigenvalue)
+            log.warning("the map is not unique: lambda_%d = %.6g and lambda_%d = %.6g differ by %.2g relative "
+                        "(<= %g), so the %d kept axes, the map and every placement depend on the order of the "
+                        "landmarks, and a refit of unchanged data may rotate the map (docs/math.md 4.5); choose "
+                        "n_components where the spectrum has a gap (`streamembed model info` shows it)",
+                        d, float(lam[d - 1]), d + 1, nxt, model.eigengap, EIGENGAP_RTOL, d)
+        info = model.map_info
         if info is not None and not info["converged"]:
             log.warning("landmark_map=%r: the refinement stopped at its budget of %d sweeps before the relative "
                         "criterion change fell to %g (criterion %.6g); the map is not converged (map_converged_ is "
@@ -143,7 +156,7 @@ class LandmarkMDS:
             except ValueError as exc:
                 raise InputError(f"metric {metric!r} failed on X of shape {X64.shape}: {exc}") from exc
         self.model_ = fit_model(M, **self._fit_kwargs(), landmark_ids=landmark_ids, features=X64, metric=metric)
-        self._warn_unconverged()
+        self._warn_fit()
         return self
 
     def fit_transform(self, X: object, y: object = None, **fit_params: Any) -> np.ndarray:
@@ -263,6 +276,8 @@ class LandmarkMDS:
     eigenvalues_ = _fitted("eigenvalues", "(d,) kept eigenvalues")
     spectrum_ = _fitted("spectrum", "the landmark spectrum (core.cmds.LandmarkSpectrum)")
     negative_share_ = _fitted("negative_share", "Σ|λ_neg| / Σ|λ| of the landmark kernel")
+    eigengap_ = _fitted("eigengap", "(λ_d − λ_{d+1}) / λ_d at the cut-off, or None (docs/math.md §4.5)")
+    map_unique_ = _fitted("map_unique", "False when the eigengap is at most core.model.EIGENGAP_RTOL (None: unknown)")
     n_landmarks_ = _fitted("n_landmarks", "n")
     landmark_ids_ = _fitted("landmark_ids", "(n,) landmark ids in model order")
     model_version_ = _fitted("version", "model version (refits count up)")

@@ -12,6 +12,10 @@ Real data
       and classes of a fixed list of Python standard-library modules, compared
       with the normalised edit distance. Needs nothing beyond Python; its exact
       content follows the running Python version.
+    * ``python_identifiers`` (a loader, not in ``DATASETS``): public names of
+      the same modules and their classes — ordinary words — with the raw
+      Levenshtein distance (the ``non_euclidean`` flag's measurement,
+      ``benchmarks/bench_flag_fpr.py``).
 
 Synthetic data (seeded, so every run is reproducible)
     * ``swiss_roll``: the 3-D swiss roll; a 2-D map leaves it off the span.
@@ -39,7 +43,7 @@ import scipy.spatial.distance
 
 from .editdistance import levenshtein_matrix, normalized_levenshtein_matrix
 
-__all__ = ["Dataset", "DatasetUnavailable", "DATASETS", "REAL", "SYNTHETIC", "load_dataset", "available_datasets"]
+__all__ = ["Dataset", "DatasetUnavailable", "python_identifiers", "DATASETS", "REAL", "SYNTHETIC", "load_dataset", "available_datasets"]
 
 
 class DatasetUnavailable(RuntimeError):
@@ -270,6 +274,40 @@ def stdlib_docstrings(n: int = 400, min_len: int = 20, max_len: int = 72) -> Dat
         D=normalized_levenshtein_matrix(strings),
         labels=np.array([lab for lab, _ in chosen]),
         description=f"{len(strings)} stdlib docstring first lines ({len(STDLIB_MODULES)} modules), normalised edit distance",
+        kind="real",
+    )
+
+
+def python_identifiers(n: int = 400, min_len: int = 4, max_len: int = 24) -> Dataset:
+    """Public names of ``STDLIB_MODULES`` and of their classes (ordinary words), Levenshtein distance.
+
+    Collects the public attribute names of each module and of each public
+    class in it with length in [min_len, max_len], drops duplicates, sorts
+    them and keeps n evenly spaced names (about 1,500 exist). The raw (integer)
+    edit distance: non-Euclidean, negative eigenvalues down to −0.1·λ_1.
+    """
+    names: set[str] = set()
+    for modname in STDLIB_MODULES:
+        try:
+            mod = importlib.import_module(modname)
+        except ImportError:  # pragma: no cover - a stripped-down Python
+            continue
+        for attr in dir(mod):
+            if attr.startswith("_"):
+                continue
+            if min_len <= len(attr) <= max_len:
+                names.add(attr)
+            obj = getattr(mod, attr, None)
+            if inspect.isclass(obj):
+                names.update(a for a in vars(obj) if not a.startswith("_") and min_len <= len(a) <= max_len)
+    ordered = sorted(names)
+    keep = np.unique(np.linspace(0, len(ordered) - 1, min(n, len(ordered))).round().astype(int))
+    words = [ordered[i] for i in keep]
+    return Dataset(
+        "python_identifiers",
+        D=levenshtein_matrix(words).astype(np.float64),
+        description=f"{len(words)} public names of {len(STDLIB_MODULES)} stdlib modules and their classes, "
+                    f"Levenshtein distance",
         kind="real",
     )
 
