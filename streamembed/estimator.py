@@ -124,10 +124,10 @@ class LandmarkMDS:
             lam = model.spectrum.eigenvalues
             nxt = float(lam[d]) if lam.shape[0] > d else float(model.spectrum.next_eigenvalue)
             log.warning("the map is not unique: lambda_%d = %.6g and lambda_%d = %.6g differ by %.2g relative "
-                        "(<= %g), so the %d kept axes, the map and every placement depend on the order of the "
+                        "(<= %g), so the kept axes, the map and every placement depend on the order of the "
                         "landmarks, and a refit of unchanged data may rotate the map (docs/math.md 4.5); choose "
                         "n_components where the spectrum has a gap (`streamembed model info` shows it)",
-                        d, float(lam[d - 1]), d + 1, nxt, model.eigengap, EIGENGAP_RTOL, d)
+                        d, float(lam[d - 1]), d + 1, nxt, model.eigengap, EIGENGAP_RTOL)
         info = model.map_info
         if info is not None and not info["converged"]:
             log.warning("landmark_map=%r: the refinement stopped at its budget of %d sweeps before the relative "

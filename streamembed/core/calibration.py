@@ -34,7 +34,7 @@ from .cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, fit_spectrum
 from .projection import ProjectionKernel
 from .residuals import k0_diagonal
 
-__all__ = ["LOO_ALL_MAX", "LOO_MARGIN", "threshold", "NEGATIVE_SHARE_TOL", "arrival_negative_ratio", "loo_sample"]
+__all__ = ["LOO_ALL_MAX", "LOO_MARGIN", "threshold", "loo_ratios", "NEGATIVE_SHARE_TOL", "arrival_negative_ratio", "loo_sample"]
 
 #: Up to this many landmarks, every landmark is placed as an arrival against the others (``loo_sample``).
 LOO_ALL_MAX = 200
@@ -56,9 +56,14 @@ def arrival_negative_ratio(D: np.ndarray, spectrum: LandmarkSpectrum, n_componen
         spectrum: the model's spectrum (its ``negative_share`` decides whether to calibrate).
         n_components, n_residual, solver: as the model was fitted, so each refit keeps eigenpairs the same way.
     """
-    n = D.shape[0]
-    if spectrum.negative_share <= NEGATIVE_SHARE_TOL or n < 4:
+    if spectrum.negative_share <= NEGATIVE_SHARE_TOL or D.shape[0] < 4:
         return 0.0
+    return threshold(loo_ratios(D, n_components, n_residual, solver))
+
+
+def loo_ratios(D: np.ndarray, n_components: int, n_residual: int | None, solver: str) -> np.ndarray:
+    """ρ_i = −k0(l_i)/β(l_i) of ``loo_sample(n)`` landmarks, each placed against the others: (s,) (β > 0 only)."""
+    n = D.shape[0]
     ratios = []
     for i in np.unique(np.linspace(0, n - 1, loo_sample(n)).round().astype(np.int64)):
         keep = np.delete(np.arange(n), i)
@@ -70,7 +75,7 @@ def arrival_negative_ratio(D: np.ndarray, spectrum: LandmarkSpectrum, n_componen
         k0 = float(k0_diagonal(beta, Z[:, :r])[0])
         if beta[0] > 0:
             ratios.append(-k0 / float(beta[0]))
-    return threshold(np.asarray(ratios))
+    return np.asarray(ratios)
 
 
 def threshold(ratios: np.ndarray) -> float:

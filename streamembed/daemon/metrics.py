@@ -198,8 +198,8 @@ DRIFT_GAUGES: dict[str, str] = {
     "sampled_objects": "Objects of the window with an exact k0.",
     "relative_unexplained_mean": "Mean of unexplained / beta over the window (ratio 0-1).",
     "relative_k0_mean": "Mean of k0 / beta over the sampled objects (ratio).",
-    "trace_k0": "Estimate of Tr(k0) over the window: sum of u minus the sampled dropped-dimension energy scaled "
-                "up (exact when every object is sampled; squared map units).",
+    "trace_k0": "Estimate of Tr(k0) over the window from the sampled rows, with every object's u as control "
+                "variate (exact when every object is sampled; squared map units).",
     "trace_k0_stderr": "Sampling standard error of the trace_k0 estimate (0 when exact; squared map units).",
     "trace_k0_bound": "Upper bound of Tr(k0) over the window: the sum of u = beta - |y|^2 over every object "
                       "(any data; squared map units).",
