@@ -17,10 +17,13 @@ arrival exceeds max_i ρ_i with probability 1/(s + 1) on average; but the
 false-positive rate of one fit is the tail mass above the largest of s
 draws, which exceeds α with probability (1 − α)^s (α = 5 %: 8 % at s = 48,
 0.6 % at s = 100): hence s = n up to 200 landmarks, and the margin, which
-extrapolates the tail by half its spread (measured over 96 fits of edit
-distances between Python identifiers, ``benchmarks/bench_flag_fpr.py``:
-docs/math.md §4.3). Landmarks chosen by max–min are the data's outliers,
-not exchangeable with arrivals; the margin covers that too on those data. Euclidean landmarks (no
+extrapolates the tail by three times its upper spread. Landmarks chosen by
+max–min are the data's outliers, not exchangeable with arrivals (an isolated
+landmark's own, positive k0 understates an interior arrival's −k0/β): the
+margin is what covers that. Chosen on 96 fits of edit distances between
+Python identifiers (``benchmarks/bench_flag_fpr.py``, docs/math.md §4.3):
+the largest false-positive rate of a fit was 61 % with no margin, 37 % with
+½, 6 % with 2, 0.6 % with 3. Euclidean landmarks (no
 negative eigenvalue) get 0 without any refit. Cost: s eigendecompositions
 of (n−1)² at fit time, for non-Euclidean data only (s ∝ 1/n² beyond 200
 landmarks: a few seconds up to n = 1000).
@@ -30,16 +33,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from .blas import single_blas_thread
 from .cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, fit_spectrum
 from .projection import ProjectionKernel
 from .residuals import k0_diagonal
 
-__all__ = ["LOO_ALL_MAX", "LOO_MARGIN", "threshold", "loo_ratios", "NEGATIVE_SHARE_TOL", "arrival_negative_ratio", "loo_sample"]
+__all__ = ["LOO_ALL_MAX", "LOO_MARGIN", "NEGATIVE_SHARE_TOL", "arrival_negative_ratio", "loo_ratios", "loo_sample",
+           "threshold"]
 
 #: Up to this many landmarks, every landmark is placed as an arrival against the others (``loo_sample``).
 LOO_ALL_MAX = 200
 #: The threshold is the largest leave-one-out ratio plus this share of its distance to their median.
-LOO_MARGIN = 0.5
+LOO_MARGIN = 3.0
 
 
 def loo_sample(n: int) -> int:
@@ -64,18 +69,23 @@ def arrival_negative_ratio(D: np.ndarray, spectrum: LandmarkSpectrum, n_componen
 def loo_ratios(D: np.ndarray, n_components: int, n_residual: int | None, solver: str) -> np.ndarray:
     """ρ_i = −k0(l_i)/β(l_i) of ``loo_sample(n)`` landmarks, each placed against the others: (s,) (β > 0 only)."""
     n = D.shape[0]
-    ratios = []
-    for i in np.unique(np.linspace(0, n - 1, loo_sample(n)).round().astype(np.int64)):
-        keep = np.delete(np.arange(n), i)
-        sp = fit_spectrum(D[np.ix_(keep, keep)], n_residual, solver, np.dtype(np.float64),
-                          min(n_components, n - 2))
-        r = sp.rank
-        Z, _ = ProjectionKernel(sp, r, np.dtype(np.float64), n_threads=1)(np.ascontiguousarray(D[i:i + 1, keep]))
-        beta = Z[:, r]
-        k0 = float(k0_diagonal(beta, Z[:, :r])[0])
-        if beta[0] > 0:
-            ratios.append(-k0 / float(beta[0]))
+    ratios: list[float] = []
+    with single_blas_thread():  # s small eigendecompositions: extra BLAS threads only contend (20x under load)
+        for i in np.unique(np.linspace(0, n - 1, loo_sample(n)).round().astype(np.int64)):
+            ratios.extend(_loo_ratio(D, int(i), n_components, n_residual, solver))
     return np.asarray(ratios)
+
+
+def _loo_ratio(D: np.ndarray, i: int, n_components: int, n_residual: int | None, solver: str) -> list[float]:
+    """[−k0(l_i)/β(l_i)] of landmark i placed against a refit of the others ([] when β ≤ 0)."""
+    n = D.shape[0]
+    keep = np.delete(np.arange(n), i)
+    sp = fit_spectrum(D[np.ix_(keep, keep)], n_residual, solver, np.dtype(np.float64), min(n_components, n - 2))
+    r = sp.rank
+    Z, _ = ProjectionKernel(sp, r, np.dtype(np.float64), n_threads=1)(np.ascontiguousarray(D[i:i + 1, keep]))
+    beta = Z[:, r]
+    k0 = float(k0_diagonal(beta, Z[:, :r])[0])
+    return [-k0 / float(beta[0])] if beta[0] > 0 else []
 
 
 def threshold(ratios: np.ndarray) -> float:

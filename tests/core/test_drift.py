@@ -109,3 +109,16 @@ def test_hysteresis_keeps_count_between_levels_and_resets_below():
 def test_unknown_statistic_is_refused():
     with pytest.raises(ValueError, match="statistic must be one of"):
         RefitTrigger(statistic="nope")
+
+
+def test_a_non_euclidean_window_reports_nan_and_none_never_zero():
+    """Negative k0 (edit distances, city-block): ‖k0‖₂ has no trace bound. It used to read 0.0 / 0.0 / False,
+    which a gap_ratio rule takes for "no drift", forever."""
+    for kw, k0 in (({"euclidean": False}, np.full(20, 0.5)), ({}, np.linspace(-3.0, 1.0, 20))):
+        w = _window(**kw)
+        y_r = np.random.default_rng(0).normal(size=(20, 3))
+        w.add(0.0, np.full(200, 0.2), k0, y_r, k0 + np.einsum("ij,ij->i", y_r, y_r), unexplained=np.full(200, 1.0))
+        s = w.statistics()
+        assert np.isnan(s.norm_k0) and np.isnan(s.gap_ratio) and np.isnan(s.kernel_distance_bound)
+        assert s.new_axis_possible is None and not s.norm_exact
+        assert s.trace_k0_bound == pytest.approx(200.0) and np.isfinite(s.trace_k0)
