@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .bounds import window_bounds
-from .residuals import landmark_trace
+from .residuals import K0_RTOL, landmark_trace
 
 
 @dataclass
@@ -120,9 +120,14 @@ class DriftWindow:
 
     @classmethod
     def for_model(cls, model: object, **kwargs: object) -> "DriftWindow":
-        """The window for a fitted ``LandmarkModel`` (its monitored eigenvalues, landmark trace, Euclidean or not)."""
+        """The window for a fitted ``LandmarkModel`` (its monitored eigenvalues, landmark trace, Euclidean or not).
+
+        A window does not know its rows' dtype: negative k0 counts beyond the float32 round-off
+        (``residuals.K0_RTOL``), so float32 rows of Euclidean data do not make k0 look indefinite.
+        """
         from .cmds import NEGATIVE_SHARE_TOL
 
+        kwargs.setdefault("negative_tol", K0_RTOL[np.dtype(np.float32)])
         sp = model.spectrum  # type: ignore[attr-defined]
         return cls(sp.eigenvalues, int(model.n_components), sp.n_landmarks,  # type: ignore[attr-defined]
                    landmark_trace=landmark_trace(sp.row_means, sp.grand_mean, sp.eigenvalues),
