@@ -69,6 +69,8 @@ class _FittedAttributes:
     eigenvalues_ = _fitted("eigenvalues", "(d,) kept eigenvalues")
     spectrum_ = _fitted("spectrum", "the landmark spectrum (core.cmds.LandmarkSpectrum)")
     negative_share_ = _fitted("negative_share", "Σ|λ_neg| / Σ|λ| of the landmark kernel")
+    eigengap_ = _fitted("eigengap", "(λ_d − λ_{d+1}) / λ_d at the cut-off, or None (docs/math.md §4.6)")
+    map_unique_ = _fitted("map_unique", "False when the eigengap is at most core.model.EIGENGAP_RTOL (None: unknown)")
     n_landmarks_ = _fitted("n_landmarks", "n")
     landmark_ids_ = _fitted("landmark_ids", "(n,) landmark ids in model order")
     model_version_ = _fitted("version", "model version (refits count up)")
@@ -211,11 +213,24 @@ class LandmarkMDS(_FittedAttributes):
         self.model_ = fit_model(M, **self._fit_kwargs(), landmark_ids=landmark_ids)
         self.landmark_indices_ = idx
         self._n_fit_objects = n_objects if idx is not None else None
-        self._warn_unconverged()
+        self._warn_fit()
         return self
 
-    def _warn_unconverged(self) -> None:
-        info = self.model_.map_info
+    def _warn_fit(self) -> None:
+        """WARNINGs about the fitted map: a non-unique map (eigengap), an unconverged refinement."""
+        from .core.model import EIGENGAP_RTOL
+
+        model = self.model_
+        if model.map_unique is False:
+            d = int(model.n_components)
+            lam = model.spectrum.eigenvalues
+            nxt = float(lam[d]) if lam.shape[0] > d else float(model.spectrum.next_eigenvalue)
+            log.warning("the map is not unique: lambda_%d = %.6g and lambda_%d = %.6g differ by %.2g relative "
+                        "(<= %g), so the kept axes, the map and every placement depend on the order of the "
+                        "landmarks, and a refit of unchanged data may rotate the map (docs/math.md 4.6); choose "
+                        "n_components where the spectrum has a gap (`streamembed model info` shows it)",
+                        d, float(lam[d - 1]), d + 1, nxt, model.eigengap, EIGENGAP_RTOL)
+        info = model.map_info
         if info is not None and not info["converged"]:
             log.warning("landmark_map=%r: the refinement stopped at its budget of %d sweeps before the relative "
                         "criterion change fell to %g (criterion %.6g); the map is not converged (map_converged_ is "
@@ -249,7 +264,7 @@ class LandmarkMDS(_FittedAttributes):
         self.model_ = fit_model(M, **self._fit_kwargs(), landmark_ids=landmark_ids, features=X64, metric=metric)
         self.landmark_indices_ = idx
         self._n_fit_objects = None  # feature-mode rows hold dissimilarities to the landmarks only
-        self._warn_unconverged()
+        self._warn_fit()
         return self
 
     def fit_transform(self, X: object, y: object = None, **fit_params: Any) -> np.ndarray:

@@ -11,7 +11,8 @@ are written atomically (``streamembed.atomic``) and read with
 truncation, corruption, another schema, inconsistent shapes, metadata of the
 wrong type — is a ``ModelFileError`` that says what the file is and what was
 expected. Schema version 1 files (arrays-only checksum) are still read, with
-their metadata validated field by field.
+their metadata validated field by field. Metadata added since (``negative_ratio``,
+``eigengap``) is optional: a file without it gets the value recomputed or None.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from .atomic import atomic_file
 from .core.cmds import LandmarkSpectrum
 from .core.errors import InputError, ModelFileError
 from .core.metric_map import LANDMARK_MAPS
-from .core.model import CORRECTIONS, INPUTS, METHODS, LandmarkModel
+from .core.model import CORRECTIONS, INPUTS, METHODS, LandmarkModel, relative_eigengap
 from .core.transforms import InputPipeline
 
 __all__ = ["SCHEMA_VERSION", "FORMAT_NAME", "save_model", "load_model", "read_model_file", "model_arrays"]
@@ -101,6 +102,7 @@ def save_model(model: LandmarkModel, path: str | os.PathLike, params: dict[str, 
         "params": _jsonable(est_params),
         "random_state": int(model.random_state),
         "negative_ratio": model.negative_ratio,
+        "eigengap": model.eigengap,
     }
     meta["checksum_sha256"] = _checksum(arrays, meta)
     path = Path(path)
@@ -213,6 +215,18 @@ def _negative_ratio(meta: dict[str, Any]) -> float | None:
     return float(v)
 
 
+def _eigengap(meta: dict[str, Any], spectrum: LandmarkSpectrum, d: int) -> float | None:
+    """The saved relative eigengap; for a file saved before it existed, from the kept eigenvalues when d < r."""
+    if "eigengap" not in meta:
+        return relative_eigengap(spectrum, d)
+    v = meta["eigengap"]
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
+        raise TypeError(f"metadata 'eigengap' must be a finite number or null, got {v!r}")
+    return float(v)
+
+
 def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[LandmarkModel, dict[str, Any]]:
     required = {"eigenvalues", "eigenvectors", "row_means", "grand_mean", "landmark_ids"}
     missing = required - set(files)
@@ -266,7 +280,7 @@ def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[Landmark
                           map_info=_expect(meta, "map_info", (dict,), allow_none=True), version=version,
                           lineage=lineage, dissimilarities=D, features=features, metric=metric,
                           random_state=int(_expect(meta, "random_state", (int,))),
-                          negative_ratio=_negative_ratio(meta))
+                          negative_ratio=_negative_ratio(meta), eigengap=_eigengap(meta, spectrum, d))
     if "alignment_rotation" in files:
         model = model.aligned(files["alignment_rotation"], files["alignment_shift"])
     return model, params

@@ -36,11 +36,25 @@ def cmd_model_info(args: argparse.Namespace) -> int:
         f"landmark_map={doc['landmark_map']}, eigensolver={doc['eigensolver']}",
         f"  eigenvalues (kept): {', '.join(f'{x:.6g}' for x in doc['eigenvalues'])}",
         f"  negative eigenvalue share: {doc['negative_share']:.3g}; aligned to an earlier map: {doc['aligned']}",
+        "  eigengap at the cut-off (lambda_d - lambda_{d+1}) / lambda_d: " + _eigengap_line(doc),
+        f"  eigenpairs monitored for k0: {doc['monitored_eigenpairs']}",
         f"  landmark ids in model order (input rows follow it): {', '.join(ids[:limit])}"
         + ("" if limit >= len(ids) else f", ... ({len(ids) - limit} more; --all shows them)"),
     ]
     print("\n".join(lines))
     return EXIT_OK
+
+
+def _eigengap_line(doc: dict[str, Any]) -> str:
+    from streamembed.core.model import EIGENGAP_RTOL
+
+    gap = doc["eigengap"]
+    if gap is None:
+        return "unknown (lambda_{d+1} was not computed)"
+    if doc["map_unique"]:
+        return f"{gap:.3g}"
+    return (f"{gap:.3g} -- WARNING: at most {EIGENGAP_RTOL:g}, the map is not unique: it and every placement "
+            f"depend on the landmark order (docs/math.md 4.6)")
 
 
 def add_parser(add: Any) -> None:
@@ -49,8 +63,8 @@ def add_parser(add: Any) -> None:
     msub = m.add_subparsers(dest="model_command", metavar="WHAT", required=True)
     info = msub.add_parser("info", help="version, lineage, landmark ids in model order, spectrum",
                            description="Print what MODEL.npz holds: its version and lineage, its landmark ids in "
-                                       "model order (input rows must follow it), the kept eigenvalues and fit "
-                                       "parameters.")
+                                       "model order (input rows must follow it), the kept eigenvalues, the "
+                                       "eigengap at the cut-off (whether the map is unique) and fit parameters.")
     info.set_defaults(func=cmd_model_info)
     info.add_argument("model", metavar="MODEL.npz")
     info.add_argument("--json", action="store_true", help="one JSON document")

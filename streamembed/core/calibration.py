@@ -5,59 +5,92 @@ k0 < 0 beyond round-off says the row is not Euclidean with the landmarks.
 On non-Euclidean data (edit distances, city-block) nearly every arrival has
 k0 < 0, often below −β: a flag on "k0 < 0" would mark every row and say
 nothing about any. The flag's threshold is therefore calibrated on the
-landmarks themselves, placed as arrivals: for an evenly spaced sample of
-s landmarks (``loo_sample(n)``: 48 up to 400 landmarks, fewer above, at
-least 8), refit the spectrum without landmark i and compute
+landmarks themselves, placed as arrivals (docs/math.md §4.3): for s
+landmarks (``loo_sample(n)``: every landmark up to 200, then fewer, at
+least 8), refit the spectrum without landmark i — with the same floor
+(``cmds.SPECTRUM_FLOOR``) the model's own k0 uses — and compute
 ρ_i = −k0(l_i)/β(l_i) of l_i against the others. A row is flagged when its
-−k0/β exceeds max_i ρ_i — more negative than any landmark was as an
-arrival. Landmarks and arrivals of one data set are exchangeable, so an
-ordinary arrival is flagged with probability about 1/(s + 1) (2% at s = 48).
-Euclidean landmarks (no negative eigenvalue) get 0 without any refit.
-Cost: s eigendecompositions at fit time, for non-Euclidean data only (s
-shrinks with n so that it stays a few seconds at n = 1000).
+−k0/β exceeds ρ* = max_i ρ_i + LOO_MARGIN·(max_i ρ_i − median_i ρ_i) (and
+0) — more negative than any landmark was as an arrival, by a margin.
+Landmarks and arrivals of one data set are exchangeable, so an ordinary
+arrival exceeds max_i ρ_i with probability 1/(s + 1) on average; but the
+false-positive rate of one fit is the tail mass above the largest of s
+draws, which exceeds α with probability (1 − α)^s (α = 5 %: 8 % at s = 48,
+0.6 % at s = 100): hence s = n up to 200 landmarks, and the margin, which
+extrapolates the tail by three times its upper spread. Landmarks chosen by
+max–min are the data's outliers, not exchangeable with arrivals (an isolated
+landmark's own, positive k0 understates an interior arrival's −k0/β): the
+margin is what covers that. Chosen on 96 fits of edit distances between
+Python identifiers (``benchmarks/bench_flag_fpr.py``, docs/math.md §4.3):
+the largest false-positive rate of a fit was 61 % with no margin, 37 % with
+½, 6 % with 2, 0.6 % with 3. Euclidean landmarks (no
+negative eigenvalue) get 0 without any refit. Cost: s eigendecompositions
+of (n−1)² at fit time, for non-Euclidean data only (s ∝ 1/n² beyond 200
+landmarks: a few seconds up to n = 1000).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .cmds import LandmarkSpectrum, fit_spectrum
+from .blas import single_blas_thread
+from .cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, fit_spectrum
 from .projection import ProjectionKernel
+from .residuals import k0_diagonal
 
-__all__ = ["LOO_SAMPLE", "NEGATIVE_SHARE_TOL", "arrival_negative_ratio", "loo_sample"]
+__all__ = ["LOO_ALL_MAX", "LOO_MARGIN", "NEGATIVE_SHARE_TOL", "arrival_negative_ratio", "loo_ratios", "loo_sample",
+           "threshold"]
 
-#: Landmarks placed as arrivals against the others (up to 400 landmarks; see ``loo_sample``).
-LOO_SAMPLE = 48
-#: Below this share of negative eigen-energy the landmarks count as Euclidean (round-off).
-NEGATIVE_SHARE_TOL = 1e-9
+#: Up to this many landmarks, every landmark is placed as an arrival against the others (``loo_sample``).
+LOO_ALL_MAX = 200
+#: The threshold is the largest leave-one-out ratio plus this share of its distance to their median.
+LOO_MARGIN = 3.0
 
 
 def loo_sample(n: int) -> int:
-    """How many landmarks to place as arrivals: LOO_SAMPLE up to 400 landmarks, then ∝ 1/n² (≥ 8)."""
-    return int(min(n, max(8, min(LOO_SAMPLE, round(LOO_SAMPLE * (400 / max(n, 1)) ** 2)))))
+    """How many landmarks to place as arrivals: all up to LOO_ALL_MAX, then ∝ 1/n² (50 at 400, 8 at 1000)."""
+    return int(min(n, max(8, round(LOO_ALL_MAX * (LOO_ALL_MAX / max(n, 1)) ** 2))))
 
 
 def arrival_negative_ratio(D: np.ndarray, spectrum: LandmarkSpectrum, n_components: int,
                            n_residual: int | None, solver: str) -> float:
-    """max_i −k0(l_i)/β(l_i) over a leave-one-out sample of landmarks (0 for Euclidean landmarks).
+    """The flag's threshold ρ* on −k0/β from a leave-one-out sample of landmarks (0 for Euclidean landmarks).
 
     Args:
         D: (n, n) the dissimilarities the spectrum was built on (after the input pipeline).
         spectrum: the model's spectrum (its ``negative_share`` decides whether to calibrate).
-        n_components, n_residual, solver: as the model was fitted, so each refit keeps as many eigenpairs.
+        n_components, n_residual, solver: as the model was fitted, so each refit keeps eigenpairs the same way.
     """
-    n = D.shape[0]
-    if spectrum.negative_share <= NEGATIVE_SHARE_TOL or n < 4:
+    if spectrum.negative_share <= NEGATIVE_SHARE_TOL or D.shape[0] < 4:
         return 0.0
-    worst = 0.0
-    for i in np.unique(np.linspace(0, n - 1, loo_sample(n)).round().astype(np.int64)):
-        keep = np.delete(np.arange(n), i)
-        sp = fit_spectrum(D[np.ix_(keep, keep)], n_residual, solver, np.dtype(np.float64),
-                          min(n_components, n - 2))
-        r = sp.rank
-        Z, _ = ProjectionKernel(sp, r, np.dtype(np.float64), n_threads=1)(np.ascontiguousarray(D[i:i + 1, keep]))
-        beta = float(Z[0, r])
-        k0 = beta - float(np.square(Z[0, :r]).sum())
-        if beta > 0:
-            worst = max(worst, -k0 / beta)
-    return worst
+    return threshold(loo_ratios(D, n_components, n_residual, solver))
+
+
+def loo_ratios(D: np.ndarray, n_components: int, n_residual: int | None, solver: str) -> np.ndarray:
+    """ρ_i = −k0(l_i)/β(l_i) of ``loo_sample(n)`` landmarks, each placed against the others: (s,) (β > 0 only)."""
+    n = D.shape[0]
+    ratios: list[float] = []
+    with single_blas_thread():  # s small eigendecompositions: extra BLAS threads only contend (20x under load)
+        for i in np.unique(np.linspace(0, n - 1, loo_sample(n)).round().astype(np.int64)):
+            ratios.extend(_loo_ratio(D, int(i), n_components, n_residual, solver))
+    return np.asarray(ratios)
+
+
+def _loo_ratio(D: np.ndarray, i: int, n_components: int, n_residual: int | None, solver: str) -> list[float]:
+    """[−k0(l_i)/β(l_i)] of landmark i placed against a refit of the others ([] when β ≤ 0)."""
+    n = D.shape[0]
+    keep = np.delete(np.arange(n), i)
+    sp = fit_spectrum(D[np.ix_(keep, keep)], n_residual, solver, np.dtype(np.float64), min(n_components, n - 2))
+    r = sp.rank
+    Z, _ = ProjectionKernel(sp, r, np.dtype(np.float64), n_threads=1)(np.ascontiguousarray(D[i:i + 1, keep]))
+    beta = Z[:, r]
+    k0 = float(k0_diagonal(beta, Z[:, :r])[0])
+    return [-k0 / float(beta[0])] if beta[0] > 0 else []
+
+
+def threshold(ratios: np.ndarray) -> float:
+    """ρ* = max(0, max ρ + LOO_MARGIN·(max ρ − median ρ)) of the leave-one-out ratios ρ (s,)."""
+    if ratios.size == 0:
+        return 0.0
+    top = float(ratios.max())
+    return max(0.0, top + LOO_MARGIN * (top - float(np.median(ratios))))

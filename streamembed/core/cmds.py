@@ -17,6 +17,13 @@ import scipy.sparse.linalg
 
 from .errors import InputError
 
+#: Below this share of negative eigen-energy the landmarks count as Euclidean (round-off).
+NEGATIVE_SHARE_TOL = 1e-9
+#: Non-Euclidean landmarks: eigenpairs with λ_j < SPECTRUM_FLOOR·λ_1 are not kept for monitoring
+#: (docs/math.md §4.3): their eigenvectors are set by the non-Euclidean part of the kernel, and
+#: c_j²/λ_j on them would dominate k̂(z,z) — and k0 — of ordinary arrivals.
+SPECTRUM_FLOOR = 1e-2
+
 #: Above this many landmarks a partial eigensolver replaces the full ``eigh``
 #: (docs/performance.md: full eigh of n = 2000 takes 0.58 s, eigsh of the top 10 0.11 s).
 FULL_EIGH_MAX_N = 1500
@@ -27,7 +34,9 @@ class LandmarkSpectrum:
     """The landmark kernel's spectrum and centring constants.
 
     Attributes:
-        eigenvalues: (r,) positive eigenvalues of B, descending (squared distance units).
+        eigenvalues: (r,) positive eigenvalues of B, descending (squared distance units): every
+            positive one (Euclidean landmarks), or those at or above the floor
+            ``SPECTRUM_FLOOR``·λ_1 (non-Euclidean landmarks; never fewer than d).
         eigenvectors: (n, r) orthonormal eigenvectors, sign fixed so that the
             largest-magnitude entry of each column is positive.
         row_means: (n,) row means m_Δ of the squared dissimilarities Δ2.
@@ -35,7 +44,9 @@ class LandmarkSpectrum:
         negative_share: Σ|λ_neg| / Σ|λ| (0 for Euclidean Δ); a lower bound
             when ``exact`` is False.
         exact: True when the full spectrum was computed, so ``eigenvalues``
-            holds every positive eigenvalue and ``negative_share`` is exact.
+            holds every positive eigenvalue (above the floor) and ``negative_share`` is exact.
+        next_eigenvalue: λ_{r+1}, the largest eigenvalue not kept (≤ 0 when every positive
+            one is kept; NaN when unknown: a model file, or the partial solver's last one).
     """
 
     eigenvalues: np.ndarray
@@ -44,6 +55,7 @@ class LandmarkSpectrum:
     grand_mean: float
     negative_share: float
     exact: bool
+    next_eigenvalue: float = float("nan")
 
     @property
     def n_landmarks(self) -> int:
@@ -97,7 +109,9 @@ def fit_spectrum(
     Args:
         D: landmark dissimilarities (not squared), already validated.
         n_residual: how many eigenpairs to keep (r). None keeps every positive
-            eigenvalue when the full solver runs, else ``default_partial_rank(n)``.
+            eigenvalue when the full solver runs, else ``default_partial_rank(n)``;
+            for non-Euclidean landmarks only those at or above ``SPECTRUM_FLOOR``·λ_1
+            (``monitored_rank``).
         solver: "full" (LAPACK eigh), "partial" (randomized subspace iteration, top r) or "auto"
             (full up to ``FULL_EIGH_MAX_N`` landmarks).
         input_dtype: precision the dissimilarities were given in (sets the
@@ -113,11 +127,11 @@ def fit_spectrum(
         w, V = scipy.linalg.eigh(B, overwrite_a=False, check_finite=False)
         w, V = w[::-1], V[:, ::-1]
         tol = positive_tolerance(float(w[0]), n, input_dtype)
-        pos = w > tol
         neg_abs = float(np.abs(w[w < -tol]).sum())
         total = float(np.abs(w[np.abs(w) > tol]).sum())
         negative_share = neg_abs / total if total > 0 else 0.0
-        r = int(pos.sum()) if n_residual is None else min(int(n_residual), int(pos.sum()))
+        r = monitored_rank(w, tol, negative_share, n_components)
+        r = r if n_residual is None else min(int(n_residual), r)
         values, vectors, exact = w[:r], V[:, :r], True
     elif solver == "partial":
         k = default_partial_rank(n) if n_residual is None else int(n_residual)
@@ -125,9 +139,9 @@ def fit_spectrum(
             raise InputError(f"the partial eigensolver needs 1 <= n_residual < n - 1 = {n - 1}, got {k}")
         w, V = partial_eigh(B, min(n_components, k), k)
         tol = positive_tolerance(float(w[0]), n, input_dtype)
-        r = int((w > tol).sum())
-        values, vectors, exact = w[:r], V[:, :r], False
         negative_share = _negative_share_lower_bound(B, w[w > tol], tol)
+        r = monitored_rank(w, tol, negative_share, n_components)
+        values, vectors, exact = w[:r], V[:, :r], False
     else:
         raise InputError(f"solver must be 'auto', 'full' or 'partial', got {solver!r}")
     if values.size == 0:
@@ -139,7 +153,19 @@ def fit_spectrum(
         grand_mean=grand_mean,
         negative_share=float(negative_share),
         exact=exact,
+        next_eigenvalue=float(w[r]) if w.shape[0] > r else float("nan"),
     )
+
+
+def monitored_rank(w: np.ndarray, tol: float, negative_share: float, n_components: int) -> int:
+    """How many of the descending eigenvalues ``w`` to keep: those above round-off ``tol``; for
+    non-Euclidean landmarks (``negative_share`` > NEGATIVE_SHARE_TOL) only those ≥ SPECTRUM_FLOOR·λ_1,
+    but never fewer than the map's d (when that many are positive)."""
+    positive = int((w > tol).sum())
+    if negative_share <= NEGATIVE_SHARE_TOL or positive == 0:
+        return positive
+    kept = int((w[:positive] >= SPECTRUM_FLOOR * float(w[0])).sum())
+    return min(positive, max(kept, int(n_components)))
 
 
 def default_partial_rank(n: int) -> int:

@@ -1,10 +1,11 @@
 """Drift statistics over sliding windows and the refit trigger (docs/math.md §4, §7).
 
 ``DriftWindow`` keeps, per batch, the relative unexplained energy of every
-object (O(d) each, free from projection) and the exact k0 and r-dimensional
-projections of a sample, evicting batches by object count and by age. From
-them it reports the window's statistics, including the bounds of
-``bounds.window_bounds``. ``RefitTrigger`` turns a chosen statistic into
+object and the sum of their unexplained energies u (O(d) each, free from
+projection), and the exact k0 and r-dimensional projections of a sample,
+evicting batches by object count and by age. From them it reports the
+window's statistics: the bound, the estimate and (where known) the exact
+value of ``bounds.window_bounds``, each named as what it is. ``RefitTrigger`` turns a chosen statistic into
 refit decisions with a baseline, hysteresis, a minimum run of objects and a
 cooldown. Neither reads a clock: callers pass ``now`` (seconds), so both are
 deterministic under test.
@@ -19,6 +20,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .bounds import window_bounds
+from .residuals import K0_RTOL, landmark_trace
 
 
 @dataclass
@@ -28,16 +30,23 @@ class _Batch:
     k0: np.ndarray  # (s,)
     y_r: np.ndarray  # (s, r)
     beta: np.ndarray  # (s,)
-    block_norm: float | None
+    block_norm: float | None  # ‖K0‖₂ of the whole batch (one block, every row sampled), else None
+    u_sum: float | None  # Σ u over the batch's objects with a finite u (None: not given)
+    u_count: int
 
 
 @dataclass(frozen=True)
 class DriftStatistics:
     """Statistics of the current window (squared-distance units unless stated).
 
-    ``relative_unexplained_*`` are ratios (unexplained / β) over every object;
-    the k0 statistics come from the sampled objects, with Tr(k0) scaled to the
-    window's size; ``gap_ratio`` = ‖k0‖₂ / (γ_d − γ_{d+1}) (Corollary 16).
+    ``relative_unexplained_*`` are ratios (unexplained / β) over every object.
+    The k0 statistics are of three kinds (``bounds.window_bounds``):
+    ``trace_k0_bound`` (Σu, a BOUND of Tr(k0), any data), ``trace_k0`` (an
+    ESTIMATE, exact when every object was sampled, with ``trace_k0_stderr``),
+    ``norm_k0`` (exact when ``norm_exact`` — the window is one block —, else a
+    BOUND; NaN where k0 is not PSD), ``kernel_distance_bound`` (from the
+    bound) and ``gap_ratio`` = ‖k0‖₂ / (γ_d − γ_{d+1}) (Corollary 16; NaN with
+    ``norm_k0``); ``new_axis_possible`` is None where ``norm_k0`` is NaN.
     """
 
     n_objects: int
@@ -49,12 +58,14 @@ class DriftStatistics:
     k0_mean: float
     relative_k0_mean: float
     trace_k0: float
+    trace_k0_stderr: float
+    trace_k0_bound: float
     norm_k0: float
     norm_exact: bool
     kernel_distance_bound: float
     eigengap: float
     gap_ratio: float
-    new_axis_possible: bool
+    new_axis_possible: bool | None
     negative_k0_share: float
 
     def as_dict(self) -> dict:
@@ -80,7 +91,9 @@ class DriftWindow:
         n_landmarks: n.
         max_objects: evict the oldest batches beyond this many objects.
         max_seconds: evict batches older than this (None: count only).
-        negative_tol: relative tolerance below which k0/β counts as negative.
+        negative_tol: relative round-off tolerance (of |β| + |k̂|) below which a negative k0 counts as 0.
+        landmark_trace: Σ_l k0(l,l) over the landmarks (``residuals.landmark_trace``; 0 for a full spectrum).
+        euclidean: whether the landmark kernel is Euclidean (k0 can then be PSD).
     """
 
     def __init__(
@@ -91,6 +104,8 @@ class DriftWindow:
         max_objects: int = 50_000,
         max_seconds: float | None = None,
         negative_tol: float = 1e-6,
+        landmark_trace: float = 0.0,
+        euclidean: bool = True,
     ):
         self.lam_r = np.asarray(lam_r, dtype=np.float64)
         self.n_components = int(n_components)
@@ -98,8 +113,25 @@ class DriftWindow:
         self.max_objects = int(max_objects)
         self.max_seconds = max_seconds
         self.negative_tol = negative_tol
+        self.landmark_trace = float(landmark_trace)
+        self.euclidean = bool(euclidean)
         self._batches: deque[_Batch] = deque()
         self._n = 0
+
+    @classmethod
+    def for_model(cls, model: object, **kwargs: object) -> "DriftWindow":
+        """The window for a fitted ``LandmarkModel`` (its monitored eigenvalues, landmark trace, Euclidean or not).
+
+        A window does not know its rows' dtype: negative k0 counts beyond the float32 round-off
+        (``residuals.K0_RTOL``), so float32 rows of Euclidean data do not make k0 look indefinite.
+        """
+        from .cmds import NEGATIVE_SHARE_TOL
+
+        kwargs.setdefault("negative_tol", K0_RTOL[np.dtype(np.float32)])
+        sp = model.spectrum  # type: ignore[attr-defined]
+        return cls(sp.eigenvalues, int(model.n_components), sp.n_landmarks,  # type: ignore[attr-defined]
+                   landmark_trace=landmark_trace(sp.row_means, sp.grand_mean, sp.eigenvalues),
+                   euclidean=sp.negative_share <= NEGATIVE_SHARE_TOL, **kwargs)  # type: ignore[arg-type]
 
     def __len__(self) -> int:
         return self._n
@@ -116,8 +148,14 @@ class DriftWindow:
         y_r: np.ndarray | None = None,
         beta: np.ndarray | None = None,
         block_norm: float | None = None,
+        unexplained: np.ndarray | None = None,
     ) -> None:
-        """Add one batch: rel_unexplained (m,), and for its sample k0 (s,), y_r (s, r), β (s,)."""
+        """Add one batch: rel_unexplained (m,), and for its sample k0 (s,), y_r (s, r), β (s,).
+
+        ``unexplained`` (m,) are the batch's u = β − ‖ŷ‖² (their sum makes the
+        bound and the control-variate estimate); ``block_norm`` is ‖K0‖₂ of
+        the whole batch when it is one block whose every row was sampled.
+        """
         rel = np.asarray(rel_unexplained, dtype=np.float64)
         rel = rel[np.isfinite(rel)]
         r = self.lam_r.size
@@ -125,7 +163,13 @@ class DriftWindow:
         y_r = np.empty((0, r)) if y_r is None else np.asarray(y_r, dtype=np.float64)
         beta = np.empty(0) if beta is None else np.asarray(beta, dtype=np.float64)
         ok = np.isfinite(k0)
-        self._batches.append(_Batch(now, rel, k0[ok], y_r[ok], beta[ok], block_norm))
+        if unexplained is None:
+            u_sum, u_count = None, 0
+        else:
+            u = np.asarray(unexplained, dtype=np.float64)
+            u = u[np.isfinite(u)]
+            u_sum, u_count = float(u.sum()), int(u.size)
+        self._batches.append(_Batch(now, rel, k0[ok], y_r[ok], beta[ok], block_norm, u_sum, u_count))
         self._n += rel.size
         self._evict(now)
 
@@ -147,36 +191,43 @@ class DriftWindow:
         beta = np.concatenate([b.beta for b in self._batches])
         y_r = np.concatenate([b.y_r for b in self._batches]) if k0.size else np.empty((0, self.lam_r.size))
         p50, p90, p99 = np.percentile(rel, [50, 90, 99])
+        known = all(b.u_sum is not None for b in self._batches)
+        u_sum = sum(b.u_sum for b in self._batches) if known else None  # type: ignore[misc]
+        n_u = sum(b.u_count for b in self._batches) if known else self._n
         if k0.size:
-            wb = window_bounds(k0, y_r, self.lam_r, self.n_components, self.n_landmarks, n_window=self._n, beta=beta)
-            norms = [b.block_norm for b in self._batches if b.block_norm is not None]
-            norm, exact = wb.norm_k0, wb.norm_exact
+            one = self._batches[0] if len(self._batches) == 1 else None
+            wb = window_bounds(k0, y_r, self.lam_r, self.n_components, self.n_landmarks, n_window=max(n_u, k0.size),
+                               u_sum=u_sum, block_norm=None if one is None else one.block_norm,
+                               landmark_trace=self.landmark_trace, euclidean=self.euclidean, rtol=self.negative_tol)
             with np.errstate(divide="ignore", invalid="ignore"):
                 rel_k0 = float(np.nanmean(np.where(beta > 0, k0 / beta, np.nan))) if (beta > 0).any() else math.nan
-            negative = float((k0 < -self.negative_tol * np.maximum(np.abs(beta), 1e-300)).mean())
             stats = dict(
                 k0_mean=float(k0.mean()),
                 relative_k0_mean=rel_k0,
                 trace_k0=wb.trace_k0,
-                norm_k0=norm,
-                norm_exact=exact and bool(norms),
+                trace_k0_stderr=wb.trace_k0_stderr,
+                trace_k0_bound=wb.trace_k0_bound,
+                norm_k0=wb.norm_k0,
+                norm_exact=wb.norm_exact,
                 kernel_distance_bound=wb.kernel_distance_bound,
                 eigengap=wb.eigengap,
                 gap_ratio=wb.gap_ratio,
                 new_axis_possible=wb.new_axis_possible,
-                negative_k0_share=negative,
+                negative_k0_share=wb.negative_k0_share,
             )
         else:
             stats = dict(
                 k0_mean=math.nan,
                 relative_k0_mean=math.nan,
                 trace_k0=math.nan,
+                trace_k0_stderr=math.nan,
+                trace_k0_bound=math.nan if u_sum is None else float(u_sum),
                 norm_k0=math.nan,
                 norm_exact=False,
                 kernel_distance_bound=math.nan,
                 eigengap=math.nan,
                 gap_ratio=math.nan,
-                new_axis_possible=False,
+                new_axis_possible=None,
                 negative_k0_share=math.nan,
             )
         return DriftStatistics(

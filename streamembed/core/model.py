@@ -26,15 +26,15 @@ import scipy.spatial.distance
 from . import kernel_input, placement, validation
 from .bounds import WindowBounds
 from .calibration import arrival_negative_ratio
-from .cmds import LandmarkSpectrum, fit_spectrum
+from .cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, fit_spectrum
 from .errors import InputError
 from .metric_map import LANDMARK_MAPS, refine_map
 from .projection import ProjectionKernel
 from .result import EmbeddingResult
 from .transforms import InputPipeline
 
-__all__ = ["LandmarkModel", "fit_model", "METHODS", "KERNEL_METHODS", "CRITERION_METHODS", "INPUTS", "CORRECTIONS",
-           "Method", "lineage_of"]
+__all__ = ["LandmarkModel", "fit_model", "relative_eigengap", "EIGENGAP_RTOL", "METHODS", "KERNEL_METHODS",
+           "CRITERION_METHODS", "INPUTS", "CORRECTIONS", "Method", "lineage_of"]
 
 Method = Literal["projection", "restricted", "stress", "l1"]
 #: Every single-object placement method: the one list the CLI, the configuration and the estimator use.
@@ -45,6 +45,10 @@ KERNEL_METHODS: tuple[str, ...] = ("projection", "restricted")
 CRITERION_METHODS: tuple[str, ...] = ("stress", "l1")
 INPUTS: tuple[str, ...] = ("dissimilarity", "similarity")
 CORRECTIONS: tuple[str, ...] = ("none", "cailliez")
+#: A relative eigengap (λ_d − λ_{d+1})/λ_d at or below this makes the map not unique (docs/math.md §4.6):
+#: the kept axes are then decided by round-off or by noise of that relative size, so the map and every
+#: placement depend on the order of the landmarks, and a refit of unchanged data may rotate it.
+EIGENGAP_RTOL = 1e-6
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,6 +75,8 @@ class LandmarkModel:
         negative_ratio: the ``non_euclidean`` flag's threshold on −k0/β
             (``core.calibration``; 0 for Euclidean landmarks; None for a model
             saved before it existed: the landmarks' own ratio is used).
+        eigengap: relative eigengap at the cut-off, (λ_d − λ_{d+1})/λ_d (``relative_eigengap``;
+            None when λ_{d+1} is unknown). At or below ``EIGENGAP_RTOL`` the map is not unique.
     """
 
     spectrum: LandmarkSpectrum
@@ -90,6 +96,7 @@ class LandmarkModel:
     random_state: int = 0
     n_threads: int | None = None
     negative_ratio: float | None = None
+    eigengap: float | None = None
     _kernels: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -114,6 +121,16 @@ class LandmarkModel:
     @property
     def negative_share(self) -> float:
         return float(self.spectrum.negative_share)
+
+    @property
+    def is_euclidean(self) -> bool:
+        """Whether the landmark kernel has no negative eigenvalue beyond round-off (k0 is then PSD)."""
+        return self.negative_share <= NEGATIVE_SHARE_TOL
+
+    @property
+    def map_unique(self) -> bool | None:
+        """Whether λ_d > λ_{d+1} beyond ``EIGENGAP_RTOL`` (None when the eigengap is unknown)."""
+        return None if self.eigengap is None else bool(self.eigengap > EIGENGAP_RTOL)
 
     @property
     def input_kind(self) -> str:
@@ -146,7 +163,9 @@ class LandmarkModel:
                 "dims": int(self.n_components), "input": self.input_kind, "metric": self.metric,
                 **{k: v for k, v in self.fit_params.items() if k != "input"},
                 "eigenvalues": [float(x) for x in self.eigenvalues],
-                "negative_share": self.negative_share, "aligned": self.is_aligned}
+                "negative_share": self.negative_share, "aligned": self.is_aligned,
+                "eigengap": self.eigengap, "map_unique": self.map_unique,
+                "monitored_eigenpairs": self.spectrum.rank}
 
     def check_method(self, method: str, block: bool = False) -> None:
         """Refuse a method this map cannot use (a refined map has no kernel projection)."""
@@ -337,13 +356,27 @@ def fit_model(
     negative_ratio = arrival_negative_ratio(D_core, spectrum, d, n_residual_components, eigensolver)
     model = LandmarkModel(spectrum=spectrum, n_components=d, landmark_ids=ids, pipeline=pipeline, fit_params=params,
                           dissimilarities=raw, features=features, metric=metric, random_state=random_state,
-                          n_threads=n_threads, negative_ratio=negative_ratio)
+                          n_threads=n_threads, negative_ratio=negative_ratio, eigengap=relative_eigengap(spectrum, d))
     if landmark_map != "cmds":
         ref = refine_map(model.natural_embedding, D_core, landmark_map)
         model = replace(model, landmark_map=ref.X, lineage="",
                         map_info={"criterion": float(ref.criterion), "iterations": int(ref.iterations),
                                   "converged": bool(ref.converged), "tolerance": float(ref.tolerance)})
     return model
+
+
+def relative_eigengap(spectrum: LandmarkSpectrum, n_components: int) -> float | None:
+    """(λ_d − λ_{d+1}) / λ_d at the map's cut-off (docs/math.md §4.6); None when λ_{d+1} is unknown.
+
+    λ_{d+1} is the next kept eigenvalue, else the spectrum's ``next_eigenvalue``
+    (≤ 0 when d is every positive eigenvalue: the gap is then ≥ 1).
+    """
+    d = int(n_components)
+    lam = spectrum.eigenvalues
+    nxt = float(lam[d]) if lam.shape[0] > d else float(spectrum.next_eigenvalue)
+    if not (np.isfinite(nxt) and lam.shape[0] >= d and lam[d - 1] > 0):
+        return None
+    return float((lam[d - 1] - nxt) / lam[d - 1])
 
 
 def _landmark_ids(landmark_ids: object, n: int) -> np.ndarray:

@@ -44,7 +44,7 @@ from .centering import center_block
 from .criteria import solve_l1, solve_stress
 from .errors import InputError
 from .flags import FLAG_AMBIGUOUS, FLAG_BLOCK, FLAG_ESCAPED, FLAG_NON_EUCLIDEAN, FLAG_NOT_CONVERGED
-from .residuals import block_k0, k0_diagonal
+from .residuals import K0_RTOL, block_k0, k0_diagonal, landmark_trace, round_off, spectral_norm, unexplained
 from .restricted import AMBIGUITY_RTOL, AMBIGUITY_RTOL_F32, restricted_arc, solve_restricted
 from .result import EmbeddingResult
 from .validation import Problem
@@ -53,11 +53,6 @@ if TYPE_CHECKING:
     from .model import LandmarkModel
 
 __all__ = ["place", "place_blocks", "residuals", "arc", "core_dissimilarities", "block_residual", "K0_RTOL"]
-
-#: k0 below -K0_RTOL·(|β| + ‖ŷ_r‖²) counts as non-Euclidean (round-off of the
-#: difference β - ‖ŷ_r‖² is far below this in float64; float32 inputs use the second).
-K0_RTOL = {np.dtype(np.float64): 1e-7, np.dtype(np.float32): 1e-3}
-
 
 def place(model: "LandmarkModel", A: object, C: object = None, *, method: str = "projection",
           k0_rows: None | Literal["all"] | int = None, errors: str = "raise",
@@ -176,7 +171,7 @@ def _finish(model: "LandmarkModel", A_arr: np.ndarray, Z: np.ndarray, valid: np.
     beta = Z[:, d].astype(np.float64)
     flags = np.zeros(m, dtype=np.uint32)
     t = np.full(m, np.nan)
-    unexpl = beta - np.einsum("ij,ij->i", y, y)
+    unexpl = unexplained(beta, y)
     if method == "restricted":
         c = y * np.sqrt(lam)
         rtol = AMBIGUITY_RTOL_F32 if np.dtype(A_arr.dtype) == np.float32 else AMBIGUITY_RTOL
@@ -245,7 +240,7 @@ def _k0_sample(k0_rows: None | str | int, valid_rows: np.ndarray) -> np.ndarray:
 
 def _non_euclidean(model: "LandmarkModel", k0: np.ndarray, beta: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """FLAG_NON_EUCLIDEAN where k0 < −ρ·β beyond round-off (ρ: the model's calibrated ``negative_ratio``)."""
-    tol = K0_RTOL.get(np.dtype(dtype), 1e-7) * (np.abs(beta) + np.abs(beta - k0))
+    tol = round_off(beta, k0, K0_RTOL.get(np.dtype(dtype), 1e-7))
     ratio = model.negative_ratio if model.negative_ratio is not None else landmark_negative_ratio(model)
     allowed = ratio * np.maximum(beta, 0.0)
     return np.where(k0 < -(allowed + tol), FLAG_NON_EUCLIDEAN, 0).astype(np.uint32)
@@ -367,12 +362,12 @@ def _blocks(model: "LandmarkModel", A: np.ndarray, cross: list, sizes: np.ndarra
         flags[rows] = sol.flags | FLAG_BLOCK
         beta[rows] = batch.beta_self
         y_proj = batch.c / np.sqrt(lam)
-        unexpl[rows] = batch.beta_self - np.einsum("ij,ij->i", y_proj, y_proj)
+        unexpl[rows] = unexplained(batch.beta_self, y_proj)
         objective[prep.valid] = sol.objective
         certified[prep.valid] = sol.certified
         if k0_rows is not None:
             coords, _ = model.project_r(A[rows])
-            k0[rows] = batch.beta_self - np.einsum("ij,ij->i", coords, coords)
+            k0[rows] = k0_diagonal(batch.beta_self, coords)
             flags[rows] |= _non_euclidean(model, k0[rows], beta[rows], A.dtype)
             norm = _largest_block_norm(batch, coords)
         flags[rows[batch.beta_self < 0]] |= FLAG_NON_EUCLIDEAN
@@ -407,7 +402,7 @@ def _blocks_out_of_range(model: "LandmarkModel", A: np.ndarray, cross: list, off
 
 
 def _largest_block_norm(batch: BlockBatch, coords: np.ndarray) -> float:
-    """max over blocks of ‖K0‖₂, K0 = β − Ŷ_r Ŷ_rᵀ per block (docs/math.md §4); one eigvalsh per block size."""
+    """max over blocks of ‖K0‖₂ = max|λ(K0)|, K0 = β − Ŷ_r Ŷ_rᵀ per block (docs/math.md §4); one eigvalsh per size."""
     sizes = batch.sizes
     row_off = np.concatenate([[0], np.cumsum(sizes)])
     beta_off = np.concatenate([[0], np.cumsum(sizes * sizes)])
@@ -416,9 +411,7 @@ def _largest_block_norm(batch: BlockBatch, coords: np.ndarray) -> float:
         idx = np.flatnonzero(sizes == k)
         Y = coords[row_off[idx][:, None] + np.arange(k)]  # (s, k, r)
         Beta = batch.beta[beta_off[idx][:, None] + np.arange(k * k)].reshape(-1, k, k)
-        K0 = Beta - Y @ Y.transpose(0, 2, 1)
-        w = np.linalg.eigvalsh(0.5 * (K0 + K0.transpose(0, 2, 1)))
-        best = max(best, float(np.abs(w).max()))
+        best = max(best, float(np.max(spectral_norm(block_k0(Beta, Y)))))
     return best
 
 
@@ -488,7 +481,8 @@ def residuals(model: "LandmarkModel", A: object, C: object, k0_rows: object, n_w
 
     The window is the batch A (or the block A with C, which makes ‖k0‖₂ and
     the kernel-distance error exact); with ``k0_rows`` an int, Tr(k0) and the
-    Nyström spectrum are estimated from that sample. A is raw model input; the
+    Nyström spectrum are estimated from that sample, while Σu bounds Tr(k0)
+    (``bounds.window_bounds``: bound, estimate, exact). A is raw model input; the
     residuals are those of the corrected landmark kernel. The result's ``y``
     is the projection (NaN for a SMACOF/Sammon map, which has no projection).
     """
@@ -499,12 +493,19 @@ def residuals(model: "LandmarkModel", A: object, C: object, k0_rows: object, n_w
     res = _place_rows(model, A_arr, None, None, "projection", k0_rows, "raise")
     if model.landmark_map is not None:
         res.y[:] = np.nan
-    sample = np.flatnonzero(~np.isnan(res.k0))
-    y_r, _ = model.project_r(A_arr[sample])
+    rows = res.residual_rows if res.residual_rows is not None else np.empty(0, dtype=np.int64)
+    ok = np.isfinite(res.k0[rows])
+    sample = rows[ok]
+    y_r = res.residual_coords[ok] if res.residual_coords is not None else np.empty((0, model.spectrum.rank))
     K0 = None if C is None else block_residual(model, A, C)
-    bounds = window_bounds(res.k0[sample], y_r, model.spectrum.eigenvalues, int(model.n_components),
-                           model.n_landmarks, n_window=A_arr.shape[0] if n_window is None else n_window, K0=K0,
-                           negative_tol=0.0, beta=res.beta[sample])
+    u = res.unexplained[np.isfinite(res.unexplained)]
+    whole = n_window is None or n_window == u.size  # Σu over the batch is the window's
+    sp = model.spectrum
+    bounds = window_bounds(res.k0[sample], y_r, sp.eigenvalues, int(model.n_components), model.n_landmarks,
+                           n_window=A_arr.shape[0] if n_window is None else n_window, K0=K0,
+                           u_sum=float(u.sum()) if whole else None,
+                           landmark_trace=landmark_trace(sp.row_means, sp.grand_mean, sp.eigenvalues),
+                           euclidean=model.is_euclidean, rtol=K0_RTOL.get(np.dtype(A_arr.dtype), 1e-7))
     return res, bounds
 
 

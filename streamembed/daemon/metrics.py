@@ -214,12 +214,21 @@ DRIFT_GAUGES: dict[str, str] = {
     "sampled_objects": "Objects of the window with an exact k0.",
     "relative_unexplained_mean": "Mean of unexplained / beta over the window (ratio 0-1).",
     "relative_k0_mean": "Mean of k0 / beta over the sampled objects (ratio).",
-    "trace_k0": "Tr(k0) over the window, scaled up from the sample (squared map units).",
-    "norm_k0": "||k0||_2 over the window: exact on blocks, else its trace bound (squared map units).",
-    "kernel_distance_bound": "Bound on the average kernel-distance error against a full refit (map units).",
-    "eigengap": "gamma_d - gamma_{d+1} of the Nystrom kernel over landmarks and window (squared map units).",
-    "gap_ratio": "||k0||_2 / eigengap: at 1 or above a refit may reorder or replace the kept axes.",
-    "negative_k0_ratio": "Share of sampled objects with k0 < 0 (non-Euclidean input), 0-1.",
+    "trace_k0": "Estimate of Tr(k0) over the window from the sampled rows, with every object's u as control "
+                "variate (exact when every object is sampled; squared map units).",
+    "trace_k0_stderr": "Sampling standard error of the trace_k0 estimate (0 when exact; squared map units).",
+    "trace_k0_bound": "Upper bound of Tr(k0) over the window: the sum of u = beta - |y|^2 over every object "
+                      "(any data; squared map units).",
+    "norm_k0": "||k0||_2 over landmarks and window: exact when norm_k0_exact is 1 (the window is one block), "
+               "else an upper bound (trace bound); NaN when k0 is not PSD (non-Euclidean; squared map units).",
+    "norm_k0_exact": "1 when norm_k0 is exact (the window is one block with mutual dissimilarities), 0 when a bound.",
+    "kernel_distance_bound": "Upper bound on the average kernel-distance error against a full refit, from the trace "
+                             "bound; NaN when k0 is not PSD (map units).",
+    "eigengap": "gamma_d - gamma_{d+1} of the Nystrom kernel over landmarks and window, estimated from the sample "
+                "(squared map units).",
+    "gap_ratio": "norm_k0 / eigengap (a bound when norm_k0 is): at 1 or above a refit may reorder or replace the "
+                 "kept axes; NaN when k0 is not PSD.",
+    "negative_k0_ratio": "Share of sampled objects with k0 negative beyond round-off (non-Euclidean input), 0-1.",
 }
 
 

@@ -300,9 +300,12 @@ def format_report(rep: DatasetReport) -> str:
     s = rep.settings
     exact = "n/a" if rep.kernel_distance_exact is None else f"{rep.kernel_distance_exact:.4g}"
     bound = f"{rep.kernel_distance_bound:.4g} (exact {exact})"
-    if rep.negative_share > 1e-9 and rep.trace_k0 < 0:
-        # k0 is PSD only for Euclidean data (docs/math.md §4): the bound does not apply.
-        bound = "n/a (Tr(k0) < 0: non-Euclidean input)"
+    ratio = f"{rep.gap_ratio:.3g}"
+    if not np.isfinite(rep.kernel_distance_bound):
+        # k0 is PSD only for Euclidean data (docs/math.md §4.1): no bound applies.
+        bound = "n/a (k0 not PSD: non-Euclidean input)"
+    if np.isnan(rep.gap_ratio):
+        ratio = "n/a (k0 not PSD)"
     lines = [
         f"### {rep.dataset} ({rep.kind}): {rep.description}",
         "",
@@ -311,7 +314,7 @@ def format_report(rep: DatasetReport) -> str:
         f"negative eigenvalue share {rep.negative_share:.3f}.",
         f"Held-out residuals (docs/math.md §4): mean relative unexplained {rep.mean_relative_unexplained:.3f}, "
         f"mean k0 {rep.mean_k0:.4g} (k0/beta {rep.mean_relative_k0:.3f}), Tr(k0) {rep.trace_k0:.4g}, "
-        f"kernel-distance error bound {bound}, ||k0||/eigengap {rep.gap_ratio:.3g}; "
+        f"kernel-distance error bound {bound}, ||k0||/eigengap {ratio}; "
         f"landmark Procrustes residual to the all-objects refit {rep.landmark_residual_all:.3g}.",
         "",
         "| method | fid. refit L+object | fid. refit L+block | fid. refit L+all | raw stress | norm. stress | mutual norm. stress | trustw. | contin. | seconds |",

@@ -90,8 +90,7 @@ class DriftMonitor:
     def reset(self, est: Any, refitted: bool = True) -> None:
         """Start over with ``est`` (after a refit): new window, new baseline, cooldown."""
         s = self.settings
-        self.window = DriftWindow(est.spectrum.eigenvalues, int(est.n_components), int(est.n_landmarks),
-                                  max_objects=s.window_objects, max_seconds=s.window_seconds or None)
+        self.window = DriftWindow.for_model(est, max_objects=s.window_objects, max_seconds=s.window_seconds or None)
         self.model_version = int(est.version)
         self.pending = None
         self._armed = None
@@ -129,11 +128,13 @@ class DriftMonitor:
         if m == 0:
             return
         self.objects_seen += m
-        k0 = y_r = beta = None
+        k0 = y_r = beta = whole_block = None
         if res.residual_rows is not None and res.residual_rows.size:
             rows = res.residual_rows
             k0, y_r, beta = res.k0[rows], res.residual_coords, res.beta[rows]
-        self.window.add(now, res.relative_unexplained, k0, y_r, beta, res.block_norm_k0)
+            if res.blocks is not None and len(res.blocks["sizes"]) == 1 and rows.size == m:
+                whole_block = res.block_norm_k0  # ‖K0‖₂ of the whole batch: exact while it is the window
+        self.window.add(now, res.relative_unexplained, k0, y_r, beta, whole_block, unexplained=res.unexplained)
         self._keep_candidates(A, ids, features, block)
         self._since_stats += m
         if (self.last_stats is None or self._since_stats >= self.settings.stats_every_objects
@@ -237,10 +238,11 @@ class DriftMonitor:
         g = m.drift
         g["window_objects"].set(stats.n_objects)
         g["sampled_objects"].set(stats.n_sampled)
-        for name in ("relative_unexplained_mean", "relative_k0_mean", "trace_k0", "norm_k0",
-                     "kernel_distance_bound", "eigengap", "gap_ratio"):
+        for name in ("relative_unexplained_mean", "relative_k0_mean", "trace_k0", "trace_k0_stderr", "trace_k0_bound",
+                     "norm_k0", "kernel_distance_bound", "eigengap", "gap_ratio"):
             v = getattr(stats, name)
             g[name].set(v if math.isfinite(v) else float("nan"))
+        g["norm_k0_exact"].set(1.0 if stats.norm_exact else 0.0)
         g["negative_k0_ratio"].set(stats.negative_k0_share)
         for q, v in (("0.5", stats.relative_unexplained_p50), ("0.9", stats.relative_unexplained_p90),
                      ("0.99", stats.relative_unexplained_p99)):

@@ -26,14 +26,36 @@ def test_window_statistics_from_sampled_k0():
     w = _window()
     rng = np.random.default_rng(0)
     y_r = rng.normal(size=(20, 3))
-    w.add(now=0.0, rel_unexplained=np.full(200, 0.2), k0=np.full(20, 0.5), y_r=y_r, beta=np.full(20, 5.0))
+    beta = 0.5 + np.einsum("ij,ij->i", y_r, y_r)  # k0 = 0.5 for every sampled object
+    w.add(now=0.0, rel_unexplained=np.full(200, 0.2), k0=np.full(20, 0.5), y_r=y_r, beta=beta)
     s = w.statistics()
     assert s.n_objects == 200 and s.n_sampled == 20
-    assert s.trace_k0 == pytest.approx(0.5 * 200)  # scaled from the sample to the window
-    assert s.norm_k0 == pytest.approx(s.trace_k0) and not s.norm_exact
-    assert s.kernel_distance_bound == pytest.approx(np.sqrt(2 * 100 / (10 + 200)))
-    assert s.relative_k0_mean == pytest.approx(0.1)
+    assert s.trace_k0 == pytest.approx(0.5 * 200)  # without u: the sample scaled to the window, an estimate
+    assert np.isnan(s.trace_k0_bound) and np.isnan(s.norm_k0) and s.new_axis_possible is None  # no bound without u
+    assert s.relative_k0_mean == pytest.approx(np.mean(0.5 / beta))
     assert s.negative_k0_share == 0.0
+
+
+def test_window_bound_and_control_variate_estimate():
+    w = _window()
+    rng = np.random.default_rng(0)
+    y_r = rng.normal(size=(20, 3))
+    tau = y_r[:, 2] ** 2
+    k0 = rng.uniform(0.0, 1.0, size=20)
+    u = np.tile(k0 + tau, 10)  # the window is ten copies of the sample: u = k0 + τ
+    w.add(now=0.0, rel_unexplained=np.full(200, 0.2), k0=k0, y_r=y_r,
+          beta=k0 + np.einsum("ij,ij->i", y_r, y_r), unexplained=u)
+    s = w.statistics()
+    assert s.trace_k0_bound == pytest.approx(u.sum())  # Σu: a bound whatever the sample
+    # the regression estimator with u as control variate (slope from the sample), and its standard error
+    slope = np.polyfit(k0 + tau, k0, 1)[0]
+    assert s.trace_k0 == pytest.approx(10 * k0.sum() + slope * (u.sum() - 10 * (k0 + tau).sum()))
+    resid = k0 - slope * (k0 + tau)
+    assert s.trace_k0_stderr == pytest.approx(200 * np.sqrt((1 - 20 / 200) * np.var(resid, ddof=2) / 20))
+    assert s.trace_k0 == pytest.approx(10 * k0.sum())  # here also the truth (the sample is the window's mean)
+    assert s.norm_k0 == pytest.approx(u.sum()) and not s.norm_exact  # ‖k0‖₂ ≤ Tr(k0) ≤ Σu (PSD, full spectrum)
+    assert s.kernel_distance_bound == pytest.approx(np.sqrt(2 * u.sum() / (10 + 200)))
+    assert s.new_axis_possible is not None
 
 
 def test_trigger_fires_after_min_objects_above_baseline_then_cools_down():
@@ -87,3 +109,16 @@ def test_hysteresis_keeps_count_between_levels_and_resets_below():
 def test_unknown_statistic_is_refused():
     with pytest.raises(ValueError, match="statistic must be one of"):
         RefitTrigger(statistic="nope")
+
+
+def test_a_non_euclidean_window_reports_nan_and_none_never_zero():
+    """Negative k0 (edit distances, city-block): ‖k0‖₂ has no trace bound. It used to read 0.0 / 0.0 / False,
+    which a gap_ratio rule takes for "no drift", forever."""
+    for kw, k0 in (({"euclidean": False}, np.full(20, 0.5)), ({}, np.linspace(-3.0, 1.0, 20))):
+        w = _window(**kw)
+        y_r = np.random.default_rng(0).normal(size=(20, 3))
+        w.add(0.0, np.full(200, 0.2), k0, y_r, k0 + np.einsum("ij,ij->i", y_r, y_r), unexplained=np.full(200, 1.0))
+        s = w.statistics()
+        assert np.isnan(s.norm_k0) and np.isnan(s.gap_ratio) and np.isnan(s.kernel_distance_bound)
+        assert s.new_axis_possible is None and not s.norm_exact
+        assert s.trace_k0_bound == pytest.approx(200.0) and np.isfinite(s.trace_k0)
