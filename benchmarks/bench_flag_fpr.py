@@ -1,6 +1,6 @@
 """False-positive rate of the ``non_euclidean`` flag fit by fit, on edit distances (docs/math.md §4.3).
 
-    python benchmarks/bench_flag_fpr.py [--dataset python_identifiers|stdlib_docstrings] [--seeds 16]
+    python benchmarks/bench_flag_fpr.py [--dataset python_attribute_names|stdlib_docstrings] [--seeds 16]
                                         [--sizes 50,100,200] [--before /path/to/an/older/checkout]
 
 For every landmark count n of ``--sizes``, both landmark choices (random,
@@ -75,7 +75,7 @@ def table(rows: list[dict]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", default="python_identifiers", choices=("python_identifiers", "stdlib_docstrings"))
+    ap.add_argument("--dataset", default="python_attribute_names", choices=("python_attribute_names", "stdlib_docstrings"))
     ap.add_argument("--objects", type=int, default=400, help="objects of the dataset (landmarks + arrivals)")
     ap.add_argument("--sizes", default="50,100,200")
     ap.add_argument("--seeds", type=int, default=16)

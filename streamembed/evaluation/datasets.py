@@ -16,6 +16,9 @@ Real data
       the docstrings of ``WORD_MODULES``, Levenshtein distance (not normalised).
     * ``python_identifiers``: public function and class names of
       ``WORD_MODULES``, Levenshtein distance.
+    * ``python_attribute_names`` (a loader, not in ``DATASETS``): public names
+      of ``STDLIB_MODULES`` and of their classes' attributes, raw Levenshtein
+      distance (the ``non_euclidean`` flag's measurement, ``benchmarks/bench_flag_fpr.py``).
     * ``breast_cancer_cityblock``: ``breast_cancer`` with the city-block (L1)
       metric, which no Euclidean configuration reproduces exactly.
 
@@ -48,7 +51,8 @@ import scipy.spatial.distance
 from .editdistance import levenshtein_matrix, normalized_levenshtein_matrix
 
 __all__ = ["Dataset", "DatasetUnavailable", "DATASETS", "REAL", "SYNTHETIC", "WORD_MODULES", "load_dataset",
-           "available_datasets", "english_words", "python_identifiers", "breast_cancer_cityblock"]
+           "available_datasets", "english_words", "python_identifiers",
+           "python_attribute_names", "breast_cancer_cityblock"]
 
 
 class DatasetUnavailable(RuntimeError):
@@ -355,6 +359,40 @@ def python_identifiers(n: int = 1200) -> Dataset:
         D=levenshtein_matrix(chosen),
         labels=np.array([names[c] for c in chosen]),
         description=f"{len(chosen)} stdlib function and class names, Levenshtein distance",
+        kind="real",
+    )
+
+
+def python_attribute_names(n: int = 400, min_len: int = 4, max_len: int = 24) -> Dataset:
+    """Public names of ``STDLIB_MODULES`` and of their classes (ordinary words), Levenshtein distance.
+
+    Collects the public attribute names of each module and of each public
+    class in it with length in [min_len, max_len], drops duplicates, sorts
+    them and keeps n evenly spaced names (about 1,500 exist). The raw (integer)
+    edit distance: non-Euclidean, negative eigenvalues down to −0.1·λ_1.
+    """
+    names: set[str] = set()
+    for modname in STDLIB_MODULES:
+        try:
+            mod = importlib.import_module(modname)
+        except ImportError:  # pragma: no cover - a stripped-down Python
+            continue
+        for attr in dir(mod):
+            if attr.startswith("_"):
+                continue
+            if min_len <= len(attr) <= max_len:
+                names.add(attr)
+            obj = getattr(mod, attr, None)
+            if inspect.isclass(obj):
+                names.update(a for a in vars(obj) if not a.startswith("_") and min_len <= len(a) <= max_len)
+    ordered = sorted(names)
+    keep = np.unique(np.linspace(0, len(ordered) - 1, min(n, len(ordered))).round().astype(int))
+    words = [ordered[i] for i in keep]
+    return Dataset(
+        "python_attribute_names",
+        D=levenshtein_matrix(words).astype(np.float64),
+        description=f"{len(words)} public names of {len(STDLIB_MODULES)} stdlib modules and their classes, "
+                    f"Levenshtein distance",
         kind="real",
     )
 

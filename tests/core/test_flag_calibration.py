@@ -15,14 +15,14 @@ import pytest
 from streamembed import LandmarkMDS
 from streamembed.core import calibration, cmds
 from streamembed.core.landmarks import maxmin_select, random_select
-from streamembed.evaluation.datasets import python_identifiers
+from streamembed.evaluation.datasets import python_attribute_names
 
 FLAG = 2  # core.flags.FLAG_NON_EUCLIDEAN
 
 
 @pytest.fixture(scope="module")
 def words() -> np.ndarray:
-    return python_identifiers(n=400).D
+    return python_attribute_names(n=400).D
 
 
 #: fits where the old flag's false-positive rate was 56 %, 40 %, 21 % and 68 %, and one where it was 0 %
