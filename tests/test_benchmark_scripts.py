@@ -23,6 +23,8 @@ SCRIPTS = {
                         "--repeat", "1"], "float64"),
     "bench_embed_file.py": (["--objects", "2000", "--landmarks", "50", "--dims", "2"], "objects/s"),
     "bench_refit.py": (["--candidates", "300", "--landmarks", "50", "--d", "2"], "p99_ratio"),
+    "alarm_calibration.py": (["--quick", "--ert", "1e4", "--runs", "256", "--streams", "digits,digits runs 256"],
+                             "measured / stated"),
 }
 
 
