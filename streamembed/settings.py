@@ -200,8 +200,11 @@ class DriftConfig:
                                      "guarantee; at 10,000 objects/s 1e8 is one false alarm per ~2.8 h).", min=1.0)
     min_shift: float = _f(0.1, "cusum: the smallest rise of the unexplained energy's mean to detect quickly, in "
                           "baseline standard deviations of one object's value.", min=0.0, exclusive_min=True)
-    group_objects: int = _f(256, "cusum: objects averaged per step (near-Gaussian increments; absorbs short-range "
-                            "correlation).", min=1, max=1_000_000)
+    group_objects: int = _f(256, "cusum: objects averaged per step (near-Gaussian increments); correlation between "
+                            "objects is measured on the baseline and accounted for.", min=1, max=1_000_000)
+    clip_quantile: float = _f(0.999, "cusum: each object's value is clipped to the baseline's 1 - q and q quantiles "
+                              "before averaging, so one extreme object cannot raise an alarm (heavy tails); 1: no "
+                              "clipping.", min=0.5, max=1.0, exclusive_min=True)
     confidence: float = _f(0.95, "cusum: probability that the real run between false alarms is at least "
                            "expected_run_objects, over baselines.", min=0.5, max=1.0, exclusive_min=True)
     history_seconds: float = _f(10.0, "Append the window statistics and the detector's state to "

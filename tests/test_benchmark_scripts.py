@@ -28,6 +28,8 @@ SCRIPTS = {
     "refit_policies.py": (["--seeds", "1", "--policies", "none,adaptive", "--datasets", "digits"],
                           "| digits | new classes, abrupt | adaptive |"),
     "bench_consistency.py": (["--quick"], "Total false alarms: 0"),
+    "alarm_calibration.py": (["--quick", "--ert", "1e4", "--runs", "256", "--streams", "digits,digits runs 256"],
+                             "measured / stated"),
 }
 
 

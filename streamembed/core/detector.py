@@ -3,9 +3,13 @@
 The monitor sees one residual value per object: by default the unexplained
 energy β − ‖ŷ‖² (docs/math.md §4), which is what a change off the map raises
 and what a move inside the map leaves alone. ``CusumDetector`` watches its
-mean with a one-sided CUSUM (Page 1954) on *group means*: consecutive values
-are averaged in groups of ``group_objects`` (carried across batches), each
-group mean is standardised by the baseline, and
+mean with a one-sided CUSUM (Page 1954) on *group means*: each value is
+clipped to the baseline's 0.1 % and 99.9 % quantiles (one extreme object of
+a heavy tail cannot raise an alarm alone), consecutive values are averaged
+in groups of ``group_objects`` (carried across batches), each group mean is
+standardised by the baseline's long-run scale — which counts the correlation
+between objects, measured on the baseline as their integrated
+autocorrelation time φ (objects arriving in runs of one class) — and
 
     S_j = max(0, S_{j-1} + x_j − k),   alarm when S_j > h,
 
@@ -16,8 +20,10 @@ that the expected run length between false alarms on a stationary stream is
 the average run length with the adjustment coefficient θ* of the increments,
 estimated from the baseline's empirical cumulant generating function (which
 corrects for skewed residuals), after moving the baseline mean and scale to
-the unfavourable end of their confidence intervals (so the guarantee holds
-with probability ``confidence`` over the baseline draw). docs/math.md §7
+the unfavourable end of their confidence intervals with N/φ − 1 degrees of
+freedom (so the guarantee holds with probability ``confidence`` over the
+baseline draw; correlated baselines raise k rather than being refused).
+docs/math.md §7
 derives all of it and states the assumptions; the tests check the false-alarm
 rate by simulation.
 
@@ -35,7 +41,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import chdtri, logsumexp
+from scipy.special import chdtri, stdtrit
 
 from .drift import DriftStatistics, RefitTrigger, TriggerDecision
 
@@ -57,8 +63,13 @@ __all__ = [
     "siegmund_arl",
     "siegmund_threshold",
     "check_detector_settings",
+    "clip_bounds",
+    "correlation_note",
+    "integrated_autocorrelation_time",
     "OVERSHOOT",
     "MIN_BASELINE_GROUPS",
+    "MIN_EFFECTIVE_OBJECTS",
+    "CLIP_QUANTILE",
 ]
 
 #: Siegmund's correction for the overshoot of a Gaussian random walk over the
@@ -67,6 +78,18 @@ OVERSHOOT = 1.166
 
 #: Baseline groups needed before the group-mean variance and the CLT can be trusted.
 MIN_BASELINE_GROUPS = 30
+
+#: Effectively independent baseline objects (N / φ) below which the baseline cannot describe the stream's
+#: dependence: calibration refuses and names the baseline length that would do (docs/math.md §7.4). Above it
+#: the margins use N/φ − 1 degrees of freedom (Student t, χ²), so a few independent objects give a valid,
+#: insensitive detector rather than a refusal.
+MIN_EFFECTIVE_OBJECTS = 4.0
+
+#: The refusal asks for this many multiples of the estimated φ (Sokal's rule of thumb for estimating φ is 50).
+REMEDY_MULTIPLE = 30.0
+
+#: Default q of ``clip_bounds``: every value is clipped to the baseline's 1 − q and q quantiles.
+CLIP_QUANTILE = 0.999
 
 
 class CalibrationError(ValueError):
@@ -89,13 +112,19 @@ class Calibration:
         baseline_objects: finite values used.
         baseline_groups: G, complete groups among them.
         group_objects: b, objects per group.
-        mean, sd: baseline mean and standard deviation of the per-object statistic.
-        group_sd: standard deviation of a group mean used to standardise (≥ sd/√b;
-            larger when the baseline's group means vary more than independence allows).
-        variance_inflation: φ = (group_sd·√b/sd)², 1 for independent objects.
+        mean, sd: baseline mean and standard deviation of the per-object
+            statistic after clipping.
+        group_sd: long-run standard deviation of a group mean, used to
+            standardise: sd·√(φ/b) (sd/√b for independent objects).
+        variance_inflation: φ ≥ 1, the integrated autocorrelation time of the
+            (clipped) values in objects: 1 for independent objects, about
+            1 + 2·r·L for arrivals in runs of mean length L whose class means
+            carry a share r of the variance.
         skewness: of the per-object statistic.
-        reference: k.
-        mean_margin: e, the baseline mean's one-sided confidence margin (z/√G).
+        reference: k, ½·min_shift·√b_eff, or twice the mean's margin when that
+            is larger (docs/math.md §7.3).
+        mean_margin: e, the baseline mean's one-sided confidence margin, t_ν·√(b/N)
+            with ν = N/φ − 1 (z/√G for independent values).
         scale_margin: s ≥ 1, the factor on the group sd at the confidence bound.
         theta: θ*, the adjustment coefficient of the worst-case increments.
         threshold: h.
@@ -106,6 +135,14 @@ class Calibration:
             step of ``min_shift`` baseline standard deviations (from a zero statistic).
         confidence: probability, over baseline draws, that the ERT is at least
             ``expected_run_objects`` (under the assumptions of docs/math.md §7).
+        clip_low, clip_high: every value (baseline and stream) is clipped to
+            [clip_low, clip_high], the baseline's 1 − q and q quantiles
+            (q = ``clip_quantile``; ±inf when q = 1), in the statistic's units.
+        effective_objects: N/φ, the baseline's effectively independent objects.
+        min_shift: the shift asked for (baseline sd of one object).
+        effective_min_shift: 2k/√b_eff, the shift the reference value is tuned
+            to: ``min_shift``, or larger when the baseline's mean is too
+            uncertain for it because its values are correlated (docs/math.md §7.4).
     """
 
     baseline_objects: int
@@ -125,6 +162,12 @@ class Calibration:
     nominal_run_objects: float
     delay_objects_at_min_shift: float
     confidence: float
+    clip_low: float = -math.inf
+    clip_high: float = math.inf
+    clip_quantile: float = 1.0
+    effective_objects: float = math.nan
+    min_shift: float = math.nan
+    effective_min_shift: float = math.nan
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -175,22 +218,26 @@ def cusum_alarms(z: np.ndarray, h: float, start: float = 0.0) -> tuple[np.ndarra
         start: S before z_1.
     Returns:
         (alarm indices into z (a,), S after the last increment, largest S reached).
-        One vectorised pass per alarm, so the cost is O(G·(1 + alarms)).
+        Vectorised over windows that double while no alarm falls in them and
+        halve after one, so the cost stays O(G) whether alarms are rare or
+        every few increments.
     """
     z = np.asarray(z, dtype=np.float64)
     alarms: list[int] = []
     peak = float(start)
-    pos, s = 0, float(start)
+    pos, s, width = 0, float(start), 1024
     while pos < z.size:
-        S = cusum_path(z[pos:], s)
-        peak = max(peak, float(S.max()))
+        end = min(z.size, pos + width)
+        S = cusum_path(z[pos:end], s)
         over = np.flatnonzero(S > h)
         if over.size == 0:
-            s = float(S[-1])
-            break
+            peak = max(peak, float(S.max()))
+            pos, s, width = end, float(S[-1]), 2 * width
+            continue
         j = pos + int(over[0])
+        peak = max(peak, float(S[: over[0] + 1].max()))
         alarms.append(j)
-        pos, s = j + 1, 0.0
+        pos, s, width = j + 1, 0.0, max(64, width // 2)
     return np.asarray(alarms, dtype=np.int64), s, peak
 
 
@@ -218,9 +265,13 @@ def siegmund_threshold(arl: float, theta: float, drift: float, overshoot: float 
     return max(u / theta - overshoot, 0.0)
 
 
-def _cgf(y: np.ndarray, t: float) -> float:
-    """Empirical cumulant generating function log mean exp(t·y) of values y (N,)."""
-    return float(logsumexp(t * y) - math.log(y.size))
+def _cgf_and_slope(y: np.ndarray, t: float) -> tuple[float, float]:
+    """(K_y(t), K_y'(t)) of the empirical CGF K_y(t) = log mean exp(t·y) of values y (N,), from one exponential pass."""
+    ty = t * y
+    m = float(ty.max())
+    w = np.exp(ty - m)
+    total = float(w.sum())
+    return m + math.log(total / y.size), float(w @ y) / total
 
 
 def _adjustment_coefficient(y: np.ndarray, b_eff: float, scale: float, drift: float) -> float:
@@ -228,31 +279,67 @@ def _adjustment_coefficient(y: np.ndarray, b_eff: float, scale: float, drift: fl
 
     The increments are scale·ξ − drift with ξ a standardised mean of b_eff
     independent copies of y (mean 0, variance 1): K_ξ(θ) = b_eff·K_y(θ/√b_eff).
+    ψ is convex with ψ(0) = 0 and ψ'(0) = −drift < 0, so Newton's method
+    started where ψ > 0 descends monotonically to the root (a handful of
+    passes over y).
     """
-    root_b = math.sqrt(b_eff)
+    c = scale / math.sqrt(b_eff)
 
-    def psi(theta: float) -> float:
-        return -theta * drift + b_eff * _cgf(y, theta * scale / root_b)
+    def psi(theta: float) -> tuple[float, float]:
+        k, slope = _cgf_and_slope(y, theta * c)
+        return -theta * drift + b_eff * k, -drift + b_eff * c * slope
 
-    lo = 1e-9
-    hi = 2.0 * drift / scale**2  # the Gaussian root
+    theta = 2.0 * drift / scale**2  # the Gaussian root
     for _ in range(200):
-        if psi(hi) > 0:
+        if psi(theta)[0] > 0:
             break
-        lo, hi = hi, 2.0 * hi
+        theta *= 2.0
     else:  # pragma: no cover - the CGF of a non-degenerate sample grows at least quadratically
         raise CalibrationError("the baseline's cumulant generating function has no positive root", "drift.baseline_objects")
-    if psi(lo) > 0:  # the root lies below 2·drift/scale²
-        lo = 1e-12
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if psi(mid) > 0:
-            hi = mid
-        else:
-            lo = mid
-        if hi - lo < 1e-12 * hi:
+    for _ in range(100):
+        f, slope = psi(theta)
+        step = f / slope
+        theta -= step
+        if step < 1e-13 * theta:
             break
-    return 0.5 * (lo + hi)
+    return theta
+
+
+def integrated_autocorrelation_time(y: np.ndarray) -> float:
+    """φ = 1 + 2·Σ_{ℓ≥1} ρ_ℓ of a stationary series y (N,): Var(ȳ_N) ≈ φ·Var(y)/N (docs/math.md §7.2).
+
+    Geyer's (1992) initial monotone sequence estimator: autocovariances γ_ℓ
+    (divisor N) from one FFT; the sums of adjacent pairs Γ_m = γ_{2m} + γ_{2m+1}
+    are kept up to the first that is not positive and made non-increasing;
+    φ = (2·Σ_m Γ_m − γ_0)/γ_0, at least 1 (anticorrelated values are treated
+    as independent ones, which is conservative). O(N log N), no Python loop.
+    """
+    y = np.asarray(y, dtype=np.float64).ravel()
+    N = y.size
+    if N < 4:
+        return 1.0
+    d = y - y.mean()
+    size = 1 << int(2 * N - 1).bit_length()
+    f = np.fft.rfft(d, size)
+    gamma = np.fft.irfft(f.real**2 + f.imag**2, size)[:N] / N
+    if not gamma[0] > 0:
+        return 1.0
+    m = N // 2
+    pairs = gamma[0:2 * m:2] + gamma[1:2 * m:2]
+    stop = np.flatnonzero(pairs <= 0)
+    pairs = np.minimum.accumulate(pairs[: stop[0] if stop.size else pairs.size])
+    return max(float((2.0 * pairs.sum() - gamma[0]) / gamma[0]), 1.0)
+
+
+def clip_bounds(v: np.ndarray, q: float) -> tuple[float, float]:
+    """(low, high): the 1 − q and q quantiles of baseline values v (N,), where every value is clipped (§7.2).
+
+    (−inf, inf) when q = 1 (no clipping).
+    """
+    if q >= 1.0:
+        return -math.inf, math.inf
+    lo, hi = np.quantile(v, (1.0 - q, q))
+    return float(lo), float(hi)
 
 
 def check_detector_settings(
@@ -313,14 +400,19 @@ class CusumDetector:
             (docs/math.md §7; 0.1 detects a mean rise of ~5–10 % of a
             χ²-like residual within a few thousand objects).
         group_objects: b, values averaged per CUSUM step. Makes the increments
-            nearly Gaussian (the ARL approximation's regime), absorbs
-            short-range correlation, and costs at most b objects of delay.
+            nearly Gaussian (the ARL approximation's regime) and costs at most
+            b objects of delay; correlation between objects, within or across
+            groups, is measured on the baseline (φ) and accounted for.
         confidence: probability over baseline draws that the real ERT is at
             least ``expected_run_objects``: the baseline mean and scale are
             moved to the unfavourable end of their one-sided intervals.
         values_per_object: values fed per stream object (1 for the unexplained
             energy of every object; s/m when only a sample of s rows of
             m-object batches is fed), so that ERT is in objects.
+        clip_quantile: q; every value is clipped to the baseline's 1 − q and
+            q quantiles before it is averaged, so that one extreme object
+            (heavy tails) cannot raise an alarm alone (docs/math.md §7.2).
+            1 disables clipping.
     """
 
     kind = "cusum"
@@ -332,14 +424,19 @@ class CusumDetector:
         group_objects: int = 256,
         confidence: float = 0.95,
         values_per_object: float = 1.0,
+        clip_quantile: float = CLIP_QUANTILE,
     ) -> None:
         if not values_per_object > 0:
             raise CalibrationError(f"values_per_object must be positive, got {values_per_object}", "drift.k0_sample")
+        if not 0.5 < clip_quantile <= 1.0:
+            raise CalibrationError(f"drift.clip_quantile must lie in (0.5, 1], got {clip_quantile}",
+                                   "drift.clip_quantile")
         self._expected_run_objects = float(expected_run_objects)
         self.min_shift = float(min_shift)
         self.group_objects = int(group_objects)
         self.confidence = float(confidence)
         self.values_per_object = float(values_per_object)
+        self.clip_quantile = float(clip_quantile)
         self.calibration: Calibration | None = None
         self._carry = np.empty(0)
         self._S = 0.0
@@ -367,13 +464,22 @@ class CusumDetector:
 
     # ----------------------------------------------------------- calibration
     def calibrate(self, baseline_values: np.ndarray) -> Calibration:
-        """Estimate the in-control mean and scale from baseline values (N,) and set h.
+        """Estimate the in-control mean, scale and dependence from baseline values (N,) and set h.
+
+        docs/math.md §7.2–7.3: values are clipped at the baseline's quantiles;
+        φ, the integrated autocorrelation time of the clipped values, gives the
+        long-run scale of a group mean and the baseline's N/φ effectively
+        independent objects, which set the confidence margins.
 
         Raises:
             CalibrationError: the baseline is too short for the requested ERT
-                and ``min_shift`` (setting ``drift.baseline_objects``), has zero
-                variance (``drift.baseline_objects``: a constant statistic cannot
-                be standardised), or the ERT itself is unusable.
+                and ``min_shift`` even for independent values, or its values
+                are correlated over so many objects that fewer than
+                ``MIN_EFFECTIVE_OBJECTS`` are effectively independent (setting
+                ``drift.baseline_objects``; the message names the length that
+                would do), has zero variance (``drift.baseline_objects``: a
+                constant statistic cannot be standardised), or the ERT itself
+                is unusable.
         """
         b = self.group_objects
         v = np.asarray(baseline_values, dtype=np.float64).ravel()
@@ -389,32 +495,44 @@ class CusumDetector:
             raise CalibrationError(
                 f"the baseline has {N} finite values, {G} groups of {b}: at least {MIN_BASELINE_GROUPS} groups "
                 f"({MIN_BASELINE_GROUPS * b} values) are needed (drift.baseline_objects)", "drift.baseline_objects")
-        mean = float(v.mean())
-        sd = float(v.std(ddof=1))
+        q = self.clip_quantile
+        lo, hi = clip_bounds(v, q)
+        w = np.clip(v, lo, hi) if q < 1.0 else v
+        mean = float(w.mean())
+        sd = float(w.std(ddof=1))
         if not (math.isfinite(sd) and sd > 1e-12 * max(abs(mean), 1e-300)):
             raise CalibrationError(
-                f"the baseline's statistic has zero variance (all {N} values ≈ {mean:.6g}): the CUSUM cannot be "
-                f"standardised (drift.baseline_objects; is the map exact for this stream?)", "drift.baseline_objects")
-        y = (v - mean) / sd
+                f"the baseline's statistic has zero variance (all {N} values ≈ {mean:.6g}"
+                f"{'' if q == 1.0 else f' after clipping at its {1 - q:g} and {q:g} quantiles'}): the CUSUM cannot "
+                f"be standardised (drift.baseline_objects; is the map exact for this stream?)", "drift.baseline_objects")
+        y = (w - mean) / sd
         skew = float(np.mean(y**3))
         kurt = float(np.mean(y**4))
-        groups = y[: G * b].reshape(G, b).mean(axis=1) * math.sqrt(b)  # unit variance for independent values
-        phi = max(1.0, float(groups.var(ddof=1)))
-        group_sd = sd * math.sqrt(phi / b)
-        b_eff = b / phi
-        k = 0.5 * self.min_shift * math.sqrt(b_eff)
         z = _normal_quantile(self.confidence)
-        e = z / math.sqrt(G)  # the baseline mean's error, in group sd units (sd/√N·√b/√φ ≤ 1/√G)
-        s = 1.0 + z * math.sqrt(max(kurt - 1.0, 0.0) / (4.0 * N))
-        if phi > 1.0:
-            s *= math.sqrt((G - 1) / float(_chi2_lower(G - 1, self.confidence)))
-        if k - e < 0.5 * k:
-            need = int(math.ceil((2.0 * z / k) ** 2)) * b
+        if N < (4.0 * z / self.min_shift) ** 2:  # even independent values leave less than k/2 after the mean's margin
+            need = int(math.ceil((4.0 * z / self.min_shift) ** 2))
             raise CalibrationError(
                 f"the baseline of {N} objects is too short for drift.expected_run_objects = "
                 f"{self._expected_run_objects:g} at drift.min_shift = {self.min_shift:g}: the uncertainty of its "
-                f"mean ({e:.3g} group sd at confidence {self.confidence:g}) uses more than half of the reference "
-                f"value k = {k:.3g}; raise drift.baseline_objects to at least {need}", "drift.baseline_objects")
+                f"mean (at confidence {self.confidence:g}) would use more than half of the reference value; "
+                f"raise drift.baseline_objects to at least {need}", "drift.baseline_objects")
+        phi = integrated_autocorrelation_time(y)
+        n_eff = N / phi
+        if n_eff < MIN_EFFECTIVE_OBJECTS:
+            need = _round_up(REMEDY_MULTIPLE * phi)
+            raise CalibrationError(
+                f"the baseline's values are correlated over about {phi:,.0f} objects (their integrated "
+                f"autocorrelation time: objects arriving in runs or sorted by a key): its {N} objects hold only "
+                f"{n_eff:.1f} independent ones, too few to know the stream's mean; raise drift.baseline_objects to "
+                f"at least {need} (or interleave the inputs before the monitor)", "drift.baseline_objects")
+        b_eff = b / phi
+        group_sd = sd * math.sqrt(phi / b)
+        nu = max(n_eff - 1.0, 1.0)
+        e = float(stdtrit(nu, self.confidence)) * math.sqrt(b / N)  # the mean's margin, in long-run group sd
+        s = 1.0 + z * math.sqrt(max(kurt - 1.0, 0.0) / (4.0 * n_eff))
+        if phi > 1.0:
+            s *= math.sqrt(nu / _chi2_lower(nu, self.confidence))
+        k = max(0.5 * self.min_shift * math.sqrt(b_eff), 2.0 * e)
         ert_groups = ert_values / b
         theta = _adjustment_coefficient(y, b_eff, s, k - e)
         h = siegmund_threshold(ert_groups, theta, k - e, OVERSHOOT * s)
@@ -425,7 +543,9 @@ class CusumDetector:
             baseline_objects=int(N), baseline_groups=int(G), group_objects=b, mean=mean, sd=sd, group_sd=group_sd,
             variance_inflation=phi, skewness=skew, reference=k, mean_margin=e, scale_margin=s, theta=theta,
             threshold=h, expected_run_objects=self._expected_run_objects, nominal_run_objects=nominal,
-            delay_objects_at_min_shift=delay, confidence=self.confidence,
+            delay_objects_at_min_shift=delay, confidence=self.confidence, clip_low=lo, clip_high=hi,
+            clip_quantile=q, effective_objects=n_eff, min_shift=self.min_shift,
+            effective_min_shift=2.0 * k / math.sqrt(b_eff),
         )
         self.reset()
         return self.calibration
@@ -437,9 +557,48 @@ class CusumDetector:
         self._carry = np.empty(0)
 
     def increments(self, group_means: np.ndarray) -> np.ndarray:
-        """x_j − k for group means (G,) of the raw statistic."""
+        """x_j − k for group means (G,) of the clipped statistic (``group_means``)."""
         c = self.calibration
         return (np.asarray(group_means, dtype=np.float64) - c.mean) / c.group_sd - c.reference
+
+    def group_means(self, values: np.ndarray) -> np.ndarray:
+        """Means (⌊m/b⌋,) of consecutive complete groups of b clipped finite values of ``values`` (m,), no carry."""
+        c = self.calibration
+        v = np.asarray(values, dtype=np.float64).ravel()
+        v = np.clip(v[np.isfinite(v)], c.clip_low, c.clip_high)
+        G = v.size // self.group_objects
+        return v[: G * self.group_objects].reshape(G, self.group_objects).mean(axis=1)
+
+    def _feed(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, float]:
+        """Advance the CUSUM over one batch (m,): (alarm positions in the batch, finite mask or None, peak S).
+
+        The one vectorised path of ``update`` and ``alarm_positions``: values
+        are clipped, appended to the carried partial group, averaged in
+        complete groups, and run through ``cusum_alarms``. A position is that
+        of the last value of the group that crossed h.
+        """
+        if self.calibration is None:
+            raise RuntimeError("CusumDetector.update before calibrate")
+        c = self.calibration
+        b = self.group_objects
+        raw = np.asarray(values, dtype=np.float64).ravel()
+        finite = np.isfinite(raw)
+        mask = None if finite.all() else finite
+        v = np.clip(raw if mask is None else raw[mask], c.clip_low, c.clip_high)
+        n_carry = self._carry.size
+        buf = np.concatenate((self._carry, v)) if n_carry else v
+        G = buf.size // b
+        if G == 0:
+            self._carry = buf.copy()
+            return np.empty(0, dtype=np.int64), mask, self._S
+        means = buf[: G * b].reshape(G, b).mean(axis=1)
+        self._carry = buf[G * b:].copy()
+        alarms, self._S, peak = cusum_alarms(self.increments(means), c.threshold, self._S)
+        self.alarms += int(alarms.size)
+        pos = (alarms + 1) * b - n_carry - 1  # among the batch's finite values
+        if mask is not None and pos.size:
+            pos = np.flatnonzero(mask)[pos]
+        return pos, mask, peak
 
     def update(self, values: np.ndarray, now: float = 0.0) -> Decision:
         """Feed one batch of per-object values (m,) (NaN ignored); the CUSUM restarts after each alarm.
@@ -447,34 +606,48 @@ class CusumDetector:
         Raises:
             RuntimeError: before ``calibrate``.
         """
-        if self.calibration is None:
-            raise RuntimeError("CusumDetector.update before calibrate")
-        b = self.group_objects
-        raw = np.asarray(values, dtype=np.float64).ravel()
-        finite = np.isfinite(raw)
-        v = raw if finite.all() else raw[finite]
-        n_carry = self._carry.size
-        buf = np.concatenate((self._carry, v)) if n_carry else v
-        G = buf.size // b
-        if G == 0:
-            self._carry = buf.copy()
-            return Decision(False, None, self._S, self.threshold, 0, self._S)
-        means = buf[: G * b].reshape(G, b).mean(axis=1)
-        self._carry = buf[G * b:].copy()
-        alarms, self._S, peak = cusum_alarms(self.increments(means), self.threshold, self._S)
-        if alarms.size == 0:
+        pos, _, peak = self._feed(values)
+        if pos.size == 0:
             return Decision(False, None, self._S, self.threshold, 0, peak)
-        self.alarms += int(alarms.size)
         self.last_alarm_time = now
-        pos = (int(alarms[0]) + 1) * b - n_carry - 1  # last value of the crossing group, among finite values
-        index = int(np.flatnonzero(finite)[pos]) if not finite.all() else pos
-        return Decision(True, index, self._S, self.threshold, int(alarms.size), peak)
+        return Decision(True, int(pos[0]), self._S, self.threshold, int(pos.size), peak)
+
+    def alarm_positions(self, values: np.ndarray) -> np.ndarray:
+        """Every alarm in a batch (m,), as positions into it (a,); the state advances exactly as in ``update``."""
+        return self._feed(values)[0]
 
 
-def _chi2_lower(dof: int, confidence: float) -> float:
+def _round_up(x: float) -> int:
+    """x rounded up to two significant digits (a setting a person would type)."""
+    if x <= 100:
+        return int(math.ceil(x))
+    step = 10 ** (int(math.floor(math.log10(x))) - 1)
+    return int(math.ceil(x / step) * step)
+
+
+def _chi2_lower(dof: float, confidence: float) -> float:
     """The (1 − confidence) quantile of χ²_dof (scipy.special's inverse survival function: scipy.stats costs 0.5 s
     to import, in the middle of the stream)."""
     return float(chdtri(dof, confidence))
+
+
+def correlation_note(c: Calibration) -> str | None:
+    """What a calibration on correlated values gave up (None when the reference value is the one asked for).
+
+    The reference value is raised to twice the mean's margin when N/φ
+    effectively independent objects cannot place the mean within a quarter of
+    ``min_shift`` (docs/math.md §7.3); the baseline that would restore it is
+    (4·t/min_shift)²·φ objects.
+    """
+    if not c.effective_min_shift > c.min_shift * (1.0 + 1e-9):
+        return None
+    t = float(stdtrit(max(c.effective_objects - 1.0, 1.0), c.confidence))
+    need = _round_up((4.0 * t / c.min_shift) ** 2 * c.variance_inflation)
+    return (f"drift detector 'cusum': the baseline's values are correlated over about {c.variance_inflation:,.0f} "
+            f"objects (objects arriving in runs?), so its {c.baseline_objects} objects hold {c.effective_objects:,.0f} "
+            f"independent ones; the CUSUM is calibrated for them and tuned to rises of {c.effective_min_shift:.3g} "
+            f"baseline sd instead of drift.min_shift = {c.min_shift:g} (drift.baseline_objects = {need} would "
+            f"restore it)")
 
 
 # --------------------------------------------------------------------------- the daemon's trigger
@@ -488,7 +661,10 @@ class SequentialTrigger:
     detector is calibrated. If calibration fails, ``warning`` says why and
     which setting to change, and decisions come from ``fallback`` (the
     baseline-ratio rule) until the next refit, when calibration is tried
-    again. Without a fallback the ``CalibrationError`` propagates.
+    again. Without a fallback the ``CalibrationError`` propagates. When the
+    baseline's values are correlated enough that the detector is tuned to a
+    larger shift than ``min_shift``, ``warning`` says so (``correlation_note``)
+    while the CUSUM decides.
 
     ``observe`` has ``RefitTrigger.observe``'s signature plus the batch's
     per-object values, and returns the same ``TriggerDecision``.
@@ -563,7 +739,7 @@ class SequentialTrigger:
             if self._baseline_n < self.baseline_objects:
                 return TriggerDecision(False, "collecting the baseline", math.nan, math.nan, 0)
             try:
-                det.calibrate(np.concatenate(self._baseline))
+                c = det.calibrate(np.concatenate(self._baseline))
             except CalibrationError as exc:
                 if self.fallback is None:
                     raise
@@ -573,6 +749,7 @@ class SequentialTrigger:
                 return self.fallback.observe(now, stats, n_new)
             finally:
                 self._baseline = []
+            self.warning = correlation_note(c)
             return TriggerDecision(False, "calibrated", det.statistic, det.threshold, 0)
         d = det.update(vals, now)
         cooling = self._last_refit is not None and now - self._last_refit < self.cooldown_seconds

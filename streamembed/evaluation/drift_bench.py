@@ -72,7 +72,7 @@ import numpy as np
 import scipy.spatial.distance
 from scipy.stats import chi2, gamma
 
-from ..core.detector import CusumDetector, cusum_alarms
+from ..core.detector import CusumDetector
 from ..core.drift import DriftWindow, RefitTrigger
 from ..core.landmarks import SELECTIONS, maxmin_select
 from ..core.procrustes import orthogonal_procrustes_align
@@ -276,18 +276,11 @@ def _calibrated(stream: Stream, s: BenchSettings, ert: float, values: np.ndarray
     return det, v
 
 
-def _group_means(v: np.ndarray, start: int, b: int) -> np.ndarray:
-    G = (v.size - start) // b
-    return v[start:start + G * b].reshape(G, b).mean(axis=1)
-
-
 def cusum_runner(ert: float, relative: bool = False, min_shift: float | None = None
                  ) -> Callable[[Stream, BenchSettings], np.ndarray]:
     def run(stream: Stream, s: BenchSettings) -> np.ndarray:
         det, v = _calibrated(stream, s, ert, stream.rel.astype(np.float64) if relative else None, min_shift)
-        means = _group_means(v, s.baseline, s.group_objects)
-        alarms, _, _ = cusum_alarms(det.increments(means), det.threshold)
-        return s.baseline + (alarms + 1) * s.group_objects - 1
+        return s.baseline + det.alarm_positions(v[s.baseline:])  # the daemon's own path (clipping, groups)
 
     return run
 
@@ -316,8 +309,7 @@ def river_runner(make: Callable[[], Any]) -> Callable[[Stream, BenchSettings], n
 
     def run(stream: Stream, s: BenchSettings) -> np.ndarray:
         det, v = _calibrated(stream, s, s.expected_run_objects)
-        c = det.calibration
-        x = (_group_means(v, 0, s.group_objects) - c.mean) / c.group_sd
+        x = det.increments(det.group_means(v)) + det.calibration.reference  # what the CUSUM sees
         first = s.baseline // s.group_objects
         d = make()
         alarms = []

@@ -47,7 +47,8 @@ def build_trigger(drift: DriftConfig) -> RefitTrigger | SequentialTrigger:
         return rule
     check_detector_settings(drift.expected_run_objects, drift.baseline_objects, drift.group_objects,
                             drift.min_shift, drift.confidence)
-    detector = CusumDetector(drift.expected_run_objects, drift.min_shift, drift.group_objects, drift.confidence)
+    detector = CusumDetector(drift.expected_run_objects, drift.min_shift, drift.group_objects, drift.confidence,
+                             clip_quantile=drift.clip_quantile)
     return SequentialTrigger(detector, baseline_objects=drift.baseline_objects,
                              cooldown_seconds=drift.cooldown_seconds, fallback=rule)
 
