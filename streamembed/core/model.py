@@ -10,13 +10,17 @@ version and the lineage. ``place`` embeds a batch (``core.placement``);
 
 A model never changes after it is built: ``aligned`` and ``with_version``
 return new models (they share the arrays), so a model can be handed to
-threads and processes without locks.
+threads and processes without locks of the caller's. What it derives lazily
+(projection kernels, limits) is computed once, under the model's own lock,
+and the kernels keep no per-call state between threads (``core.projection``):
+threads sharing a model get bit-identical results to one thread.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -91,6 +95,7 @@ class LandmarkModel:
     n_threads: int | None = None
     negative_ratio: float | None = None
     _kernels: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _lock: Any = field(default_factory=threading.RLock, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         d = int(self.n_components)
@@ -243,19 +248,20 @@ class LandmarkModel:
         return Z[:, :r], Z[:, r]
 
     def cached(self, key: Any, compute: Any) -> Any:
-        """A value derived from this (immutable) model, computed once (kernels, limits)."""
-        if key not in self._kernels:
-            self._kernels[key] = compute()
-        return self._kernels[key]
+        """A value derived from this (immutable) model, computed once (kernels, limits), thread-safe."""
+        try:
+            return self._kernels[key]  # the hot path: no lock once computed
+        except KeyError:
+            pass
+        with self._lock:  # re-entrant: a computation may need another cached value
+            if key not in self._kernels:
+                self._kernels[key] = compute()
+            return self._kernels[key]
 
     def kernel(self, n_coords: int, dtype: np.dtype) -> ProjectionKernel:
         """The fused projection kernel on the first ``n_coords`` eigenpairs, for rows of ``dtype`` (cached)."""
-        key = (n_coords, np.dtype(dtype).str)
-        k = self._kernels.get(key)
-        if k is None:
-            k = ProjectionKernel(self.spectrum, n_coords, np.dtype(dtype), self.n_threads)
-            self._kernels[key] = k
-        return k
+        dt = np.dtype(dtype)
+        return self.cached((n_coords, dt.str), lambda: ProjectionKernel(self.spectrum, n_coords, dt, self.n_threads))
 
     # ------------------------------------------------------------------ feature mode
     def dissimilarities_to_landmarks(self, F: object) -> np.ndarray:
