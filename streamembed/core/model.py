@@ -30,7 +30,7 @@ import scipy.spatial.distance
 from . import kernel_input, placement, validation
 from .bounds import WindowBounds
 from .calibration import arrival_negative_ratio
-from .cmds import LandmarkSpectrum, fit_spectrum
+from .cmds import LandmarkSpectrum, default_partial_rank, fit_spectrum
 from .errors import InputError
 from .metric_map import LANDMARK_MAPS, refine_map
 from .projection import ProjectionKernel
@@ -334,8 +334,7 @@ def fit_model(
     spectrum = fit_spectrum(D_core, n_residual_components, eigensolver, np.dtype(input_dtype), d)
     n = spectrum.n_landmarks
     if d > spectrum.rank:
-        raise InputError(f"n_components={d} exceeds the {spectrum.rank} positive eigenvalues of the landmark kernel "
-                         f"(n = {n} landmarks)")
+        raise InputError(_too_few_eigenpairs(d, spectrum, n_residual_components))
     ids = _landmark_ids(landmark_ids, n)
     params = {"input": input, "geodesic_neighbors": None if geodesic_neighbors is None else int(geodesic_neighbors),
               "correction": correction, "landmark_map": landmark_map,
@@ -350,6 +349,21 @@ def fit_model(
                         map_info={"criterion": float(ref.criterion), "iterations": int(ref.iterations),
                                   "converged": bool(ref.converged), "tolerance": float(ref.tolerance)})
     return model
+
+
+def _too_few_eigenpairs(d: int, spectrum: LandmarkSpectrum, n_residual: int | None) -> str:
+    """Why d eigenpairs are not there: too few positive eigenvalues, or the partial solver's truncation."""
+    n, r = spectrum.n_landmarks, spectrum.rank
+    if spectrum.exact:
+        return f"n_components={d} exceeds the {r} positive eigenvalues of the landmark kernel (n = {n} landmarks)"
+    k = default_partial_rank(n) if n_residual is None else int(n_residual)
+    if r < k:  # the partial solver found fewer positive eigenvalues than it computed: the kernel has no more
+        return (f"n_components={d} exceeds the {r} positive eigenvalues the partial eigensolver found among the top "
+                f"{k} of the landmark kernel (n = {n} landmarks)")
+    how = "n_residual_components" if n_residual is not None else "the default n_residual_components"
+    return (f"n_components={d} exceeds the {k} eigenpairs the partial eigensolver computed ({how}), all of them "
+            f"positive, so the kernel may have more: pass n_residual_components >= {d} or eigensolver='full' "
+            f"(n = {n} landmarks)")
 
 
 def _landmark_ids(landmark_ids: object, n: int) -> np.ndarray:
