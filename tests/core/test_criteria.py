@@ -432,8 +432,8 @@ def test_stress_placements_reach_the_global_minimum_of_real_arrivals(digits_prob
 
 
 def test_sammon_maps_place_arrivals_by_sammon_s_criterion(digits_problem) -> None:
-    # a Sammon map weighs each landmark by 1/δ; its arrivals were placed by raw stress (median 0.12, up to
-    # 1.04 map radii from where Sammon's criterion puts them on edit distances)
+    # a Sammon map weighs each landmark by 1/δ; its arrivals were placed by raw stress (a median 0.08 and up
+    # to 2.4 map radii from where Sammon's criterion puts them on digits, docs/math.md §3.5)
     D, A = digits_problem
     est = LandmarkMDS(2, method="stress", landmark_map="sammon").fit(D)
     res = est.model_.place(A, method="stress")
