@@ -106,6 +106,17 @@ class LandmarkModel:
         if not self.lineage:
             object.__setattr__(self, "lineage", lineage_of(self))
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Copies (``copy.deepcopy``, scikit-learn's clone checks) get their own lock and an empty cache."""
+        state = self.__dict__.copy()
+        state["_kernels"] = {}
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        object.__setattr__(self, "_lock", threading.RLock())
+
     # ------------------------------------------------------------------ what it is
     @property
     def n_landmarks(self) -> int:
