@@ -94,6 +94,29 @@ def _select(args: argparse.Namespace, M: np.ndarray, M_select: np.ndarray, featu
                             metric=args.metric, seed=args.seed, n_components=args.n_components)
 
 
+def _check_entries(M: np.ndarray, rows: np.ndarray, ids: list[str] | None, path: str, features: bool,
+                   why: str) -> None:
+    """Refuse a NaN, infinite or (for dissimilarities) negative entry among the rows ``rows`` of M.
+
+    Dissimilarities are checked on the (rows, rows) submatrix, features on the rows; the first bad
+    entry is named by its row and column in the input file (and ids when the file has them), never
+    by its position among the landmarks.
+    """
+    step = max(1, 4_000_000 // max(1, rows.size if not features else M.shape[1]))
+    for s in range(0, rows.size, step):
+        block = M[rows[s:s + step]] if features else M[np.ix_(rows[s:s + step], rows)]
+        bad = ~np.isfinite(block) if features else ~(np.isfinite(block) & (block >= 0))
+        if not bad.any():
+            continue
+        r, c = (int(x) for x in np.unravel_index(int(np.argmax(bad)), bad.shape))
+        i, j = int(rows[s + r]), (c if features else int(rows[c]))
+        value = float(M[i, j])
+        what = "not finite" if not np.isfinite(value) else "negative"
+        named = "" if ids is None else (f", id {ids[i]!r}" if features else f", ids {ids[i]!r} and {ids[j]!r}")
+        raise Refused(f"{path}: {'X' if features else 'D'}[{i}, {j}] = {value} is {what} (row and column of the "
+                      f"input{named}; {why})")
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     from streamembed import LandmarkMDS
     from streamembed.model_io import save_model
@@ -121,12 +144,19 @@ def cmd_fit(args: argparse.Namespace) -> int:
     n = args.landmarks or N
     if not 2 <= n <= N:
         raise Refused(f"--landmarks {n} must be between 2 and the {N} objects in {path}")
+    # every selection but the first n or a random draw reads rows of every object (a NaN anywhere would
+    # steer it); otherwise only the chosen landmarks' entries matter (checked after choosing)
+    reads_all = n < N and args.selection not in ("first", "random")
+    if reads_all and not sims:  # similarities: check_similarity_matrix checked the whole matrix above
+        _check_entries(M, np.arange(N), ids, path, features, f"{args.selection} selection reads every row")
     try:
         idx = _select(args, M, M_select, features, n)
     except ValueError as exc:
         raise Refused(f"cannot choose landmarks: {exc}") from None
     if idx.size < n:
         n = int(idx.size)  # fewer distinct objects than asked: the selection warned with the count
+    if not reads_all and not sims:
+        _check_entries(M, idx, ids, path, features, "an entry of the chosen landmarks")
     # the input's ids, or its row numbers: what a user needs to build rows in the model's landmark order
     lm_ids = [ids[i] for i in idx] if ids is not None else [str(int(i)) for i in idx]
     est = LandmarkMDS(n_components=args.n_components, method=args.method,

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -80,12 +81,15 @@ CHUNK_ELEMENTS = 1 << 16
 
 
 _POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
 
 
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)), thread_name_prefix="streamembed-block")
+        with _POOL_LOCK:  # threads sharing a model must not create two pools
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)), thread_name_prefix="streamembed-block")
     return _POOL
 
 

@@ -66,7 +66,9 @@ def stress_check(Y: np.ndarray, X: np.ndarray, delta: np.ndarray, length: float)
     """Certify stress placements.
 
     Args:
-        Y: (m, d) placements; X: (n, d) landmarks; delta: (m, n) dissimilarities.
+        Y: (m, d) placements; X: (n, d) landmarks; delta: (m, n) dissimilarities, or (m, n, 2)
+            (δ_i, w_i) pairs for the weighted criterion Σ_i w_i (‖y - x_i‖ - δ_i)² (each term's
+            gradient and Hessian scale by w_i: n becomes Σ w_i, δ_i becomes w_i δ_i below).
         length: the landmark map's length scale (RMS radius).
     Returns:
         status: (m,) int8 (NOT_MINIMUM, WEAK, STRICT, GLOBAL).
@@ -74,23 +76,29 @@ def stress_check(Y: np.ndarray, X: np.ndarray, delta: np.ndarray, length: float)
     """
     m, d = Y.shape
     n = X.shape[0]
+    if delta.ndim == 3:
+        delta, wt = delta[..., 0], delta[..., 1]
+        wsum, wx, wdelta = wt.sum(axis=1), wt @ X, wt * delta
+    else:
+        wt, wsum, wx, wdelta = None, np.full(m, float(n)), X.sum(axis=0), delta
     D = _diff(Y, X)
     r = np.sqrt(np.einsum("mnd,mnd->mn", D, D))
     on_landmark = r <= 1e-12 * length
     with np.errstate(divide="ignore", invalid="ignore"):
-        w = np.where(on_landmark, 0.0, delta / r)
+        w = np.where(on_landmark, 0.0, wdelta / r)
         w3 = np.where(on_landmark, 0.0, w / np.square(r))
-    g = 2.0 * (n * Y - X.sum(axis=0) - np.matmul(w[:, None, :], D)[:, 0, :])
-    H = 2.0 * ((n - w.sum(axis=1))[:, None, None] * np.eye(d) + np.matmul((w3[:, :, None] * D).transpose(0, 2, 1), D))
+    g = 2.0 * (wsum[:, None] * Y - wx - np.matmul(w[:, None, :], D)[:, 0, :])
+    H = 2.0 * ((wsum - w.sum(axis=1))[:, None, None] * np.eye(d) + np.matmul((w3[:, :, None] * D).transpose(0, 2, 1), D))
     lam, V = np.linalg.eigh(H)
-    gscale = 2.0 * (r + delta).sum(axis=1) + 1e-300
+    weight = 1.0 if wt is None else wt
+    gscale = 2.0 * (weight * (r + delta)).sum(axis=1) + 1e-300
     stationary = np.linalg.norm(g, axis=1) <= GRAD_RTOL * gscale
-    kink = (on_landmark & (delta > 1e-12 * length)).any(axis=1)
+    kink = (on_landmark & (wdelta > 1e-12 * length)).any(axis=1)
     status = np.full(m, WEAK, dtype=np.int8)
-    status[lam[:, 0] > CURV_RTOL * 2 * n] = STRICT
-    status[(lam[:, 0] < -CURV_RTOL * 2 * n) | ~stationary | kink] = NOT_MINIMUM
-    value = np.square(r - delta).sum(axis=1)
-    status[value <= ZERO_RTOL**2 * (np.square(delta).sum(axis=1) + n * length**2)] = GLOBAL
+    status[lam[:, 0] > CURV_RTOL * 2 * wsum] = STRICT
+    status[(lam[:, 0] < -CURV_RTOL * 2 * wsum) | ~stationary | kink] = NOT_MINIMUM
+    value = (weight * np.square(r - delta)).sum(axis=1)
+    status[value <= ZERO_RTOL**2 * ((weight * np.square(delta)).sum(axis=1) + wsum * length**2)] = GLOBAL
     U = V.transpose(0, 2, 1)  # rows: eigenvectors, ascending eigenvalue
     return status, np.concatenate([U, -U], axis=1).reshape(m, 2, d, d).transpose(0, 2, 1, 3).reshape(m, 2 * d, d)
 

@@ -6,7 +6,8 @@ breakpoints, so their global minimum is found by visiting every piece once:
 stress  σ(y) = Σ_i (|y - x_i| - δ_i)².  Between consecutive sorted landmarks
         the signs s_i = sign(y - x_i) are fixed and σ(y) = Σ_i (y - a_i)² with
         a_i = x_i + s_i δ_i: a convex parabola whose minimiser, the mean of the
-        a_i, is clipped to the interval. n + 1 pieces.
+        a_i, is clipped to the interval. n + 1 pieces. With weights w_i
+        (Sammon's criterion) the same, with the weighted mean.
 L1      ℓ(y) = Σ_i |(y - x_i)² - δ_i²|.  Between consecutive sorted breakpoints
         x_i ± δ_i the signs s_i of the residuals are fixed and
         ℓ(y) = K y² - 2 W y + C with K = Σ s_i, W = Σ s_i x_i,
@@ -47,12 +48,14 @@ def _pick(values: np.ndarray, points: np.ndarray, scale: np.ndarray, length: flo
     return y, far - y > 1e-9 * length
 
 
-def stress_line(x: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def stress_line(x: np.ndarray, delta: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Global minimisers of σ on a line.
 
     Args:
         x: (n,) landmark coordinates.
         delta: (m, n) dissimilarities (≥ 0) of m objects to the landmarks.
+        weights: (m, n) ≥ 0, or None (all 1): minimise Σ_i w_i (|y - x_i| - δ_i)², whose piece j
+            is Σ_i w_i (y - a_i)², minimised at the weighted mean of the a_i.
     Returns:
         y: (m,) the leftmost global minimiser of each row.
         ambiguous: (m,) True where another, distinct point attains the same minimum.
@@ -63,18 +66,22 @@ def stress_line(x: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.ndarra
     xs = x[order] - c  # centred, sorted
     ds = np.asarray(delta, dtype=np.float64)[:, order]
     m, n = ds.shape
+    ws = np.ones((m, n)) if weights is None else np.asarray(weights, dtype=np.float64)[:, order]
     zero = np.zeros((m, 1))
-    cum_d = np.hstack([zero, np.cumsum(ds, axis=1)])  # Σ_{i<j} δ_i, (m, n + 1)
-    cum_xd = np.hstack([zero, np.cumsum(xs * ds, axis=1)])
+    wd = ws * ds
+    cum_d = np.hstack([zero, np.cumsum(wd, axis=1)])  # Σ_{i<j} w_i δ_i, (m, n + 1)
+    cum_xd = np.hstack([zero, np.cumsum(xs * wd, axis=1)])
     tot_d, tot_xd = cum_d[:, -1:], cum_xd[:, -1:]
+    W = ws.sum(axis=1, keepdims=True)
     # piece j: landmarks 0..j-1 left of y (a_i = x_i + δ_i), the rest right (a_i = x_i - δ_i)
-    mean = (xs.sum() - tot_d + 2.0 * cum_d) / n
-    sum_a2 = np.square(xs).sum() + np.square(ds).sum(axis=1, keepdims=True) + 2.0 * (2.0 * cum_xd - tot_xd)
+    mean = ((ws * xs).sum(axis=1, keepdims=True) - tot_d + 2.0 * cum_d) / W
+    sum_a2 = ((ws * np.square(xs)).sum(axis=1, keepdims=True) + (wd * ds).sum(axis=1, keepdims=True)
+              + 2.0 * (2.0 * cum_xd - tot_xd))
     lo = np.concatenate([[-np.inf], xs])
     hi = np.concatenate([xs, [np.inf]])
     y = np.clip(mean, lo, hi)
-    values = n * np.square(y - mean) + (sum_a2 - n * np.square(mean))
-    scale = np.square(ds).sum(axis=1) + n * (np.square(xs).mean() + 1e-300)
+    values = W * np.square(y - mean) + (sum_a2 - W * np.square(mean))
+    scale = (wd * ds).sum(axis=1) + W[:, 0] * (np.square(xs).mean() + 1e-300)
     best, ambiguous = _pick(values, y, scale, float(np.sqrt(np.square(xs).mean())))
     return best + c, ambiguous
 

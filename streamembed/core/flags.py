@@ -34,6 +34,14 @@ FLAG_ESCAPED = np.uint32(32)
 #: docs/math.md §3.3 does not close (the block lies far outside the kept axes), so the
 #: best of several starts is returned and it may be a local minimum.
 FLAG_UNCERTIFIED = np.uint32(64)
+#: Stress and L1 in d ≥ 2: the criterion was seen to have several local minima (the descents from the
+#: further starts, or the escapes, reached a higher certified minimum elsewhere); the lowest found is
+#: kept, and a lower one may exist (docs/math.md §3.4, where the measured rates are).
+FLAG_POSSIBLY_NONGLOBAL = np.uint32(128)
+#: Block RR: the block's mutual dissimilarities contradict its rows: the block residual
+#: K0 = β − Ŷ_r Ŷ_rᵀ has an eigenvalue below −``INCONSISTENT_RTOL`` times the block's scale,
+#: which no Euclidean block has (docs/math.md §4.3).
+FLAG_INCONSISTENT_BLOCK = np.uint32(256)
 
 FLAG_NAMES: dict[int, str] = {
     int(FLAG_AMBIGUOUS): "ambiguous_sign",
@@ -43,6 +51,8 @@ FLAG_NAMES: dict[int, str] = {
     int(FLAG_NOT_CONVERGED): "not_converged",
     int(FLAG_ESCAPED): "escaped_non_minimum",
     int(FLAG_UNCERTIFIED): "uncertified",
+    int(FLAG_POSSIBLY_NONGLOBAL): "possibly_nonglobal",
+    int(FLAG_INCONSISTENT_BLOCK): "inconsistent_block",
 }
 
 

@@ -9,10 +9,20 @@ quoted in the tutorial's §5.1.3), so
 
     g(z, l_i) = min_{j ∈ N_k(z)} ( δ(z, l_j) + G(l_j, l_i) )              (1)
 
-with G the (n, n) landmark geodesic matrix. For a block, the mutual geodesic
-of two arrivals follows the same rule through the landmarks,
+with G the (n, n) landmark geodesic matrix. A block's members also know
+their mutual dissimilarities C, and the graph gains the members: each keeps
+the landmark edges of (1), and member q joins member p (edge length C_pq)
+when q is among p's k nearest objects, landmarks and members together, or p
+among q's. The map stays fixed, so a landmark-to-landmark leg costs G and
+never passes through a member: a path walks member edges, at most one leg
+through the landmarks, and member edges again. With T the shortest paths
+along member edges only (Floyd–Warshall over the b members),
 
-    g(z_p, z_q) = min_{j ∈ N_k(z_p)} ( δ(z_p, l_j) + g(z_q, l_j) ),  symmetrised by min.
+    g_B(z_p, l_i)  = min_q T_pq + g(z_q, l_i),
+    g_B(z_p, z_q)  = min( T_pq,  min_{q'} [ min_{j ∈ N_k(z_q')} g_B(z_p, l_j) + δ(z_q', l_j) ] + T_q'q ),  (2)
+
+symmetrised by min. A member without member edges gets exactly its
+single-arrival geodesics.
 
 Units: those of the input dissimilarities. The graph is symmetrised (an edge
 when either end counts the other among its k nearest); a graph in several
@@ -125,19 +135,47 @@ def object_geodesics(A: np.ndarray, G: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def block_geodesics(A: np.ndarray, A_geo: np.ndarray, k: int) -> np.ndarray:
-    """Mutual geodesics (b, b) of a block through the landmarks.
+def block_geodesics(A: np.ndarray, C: np.ndarray, G: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Geodesics of a block: to the landmarks (b, n) and between its members (b, b), by (2) of the module doc.
+
+    Each member reaches the landmarks as a single arrival does (its k nearest landmarks, ties
+    included), and is joined to every other member among its k nearest objects, landmarks and
+    members together, at their mutual dissimilarity (an edge when either end counts the other).
+    A path walks member edges, then at most one leg through the landmarks at the cost G (so the
+    block never shortens a landmark geodesic), then member edges again: a member with no member
+    edge gets exactly its single-arrival geodesics.
 
     Args:
-        A: (b, n) raw dissimilarities of the block's members to the landmarks.
-        A_geo: (b, n) their geodesic distances to the landmarks (``object_geodesics``).
-        k: neighbours each member connects to.
+        A: (b, n) raw dissimilarities of the members to the landmarks.
+        C: (b, b) their raw mutual dissimilarities (symmetric, zero diagonal).
+        G: (n, n) landmark geodesics.
+        k: neighbours per point.
+    Returns: (geodesics to the landmarks (b, n), mutual geodesics (b, b)), float64.
     """
-    b, n = A.shape
-    k = min(int(k), n)
-    J, aJ = _nearest_with_ties(np.asarray(A, dtype=np.float64), k)  # (b, K), ties included
-    # g[p, q] = min_j aJ[p, j] + A_geo[q, J[p, j]]
-    g = (aJ[:, None, :] + A_geo[:, J].transpose(1, 0, 2)).min(axis=2)
-    g = np.minimum(g, g.T)
-    np.fill_diagonal(g, 0.0)
-    return g
+    A64 = np.asarray(A, dtype=np.float64)
+    C64 = np.asarray(C, dtype=np.float64)
+    b, n = A64.shape
+    M0 = object_geodesics(A64, G, k)  # out through each member's own landmark neighbours
+    # T: member to member along member edges only (q within p's k nearest objects, or p within q's)
+    T = np.full((b, b), np.inf)
+    if b > 1:
+        off = ~np.eye(b, dtype=bool)
+        thr = neighbour_threshold(np.hstack([A64, np.where(off, C64, np.inf)]), min(int(k), n + b - 1))
+        edge = off & ((C64 <= thr[:, None]) | (C64 <= thr[None, :]))
+        T[edge] = C64[edge]
+    np.fill_diagonal(T, 0.0)
+    for q in range(b):  # Floyd–Warshall over the members (b is a block's size)
+        np.minimum(T, T[:, q : q + 1] + T[q : q + 1, :], out=T)
+    # to the landmarks: member edges, then out through the last member's landmark neighbours and G
+    geo = np.empty((b, n))
+    rows = max(1, CHUNK_ELEMENTS // max(1, b * n))
+    for s in range(0, b, rows):
+        geo[s : s + rows] = (T[s : s + rows, :, None] + M0[None, :, :]).min(axis=1)
+    # between members: member edges only, or to the landmarks, in at q''s neighbour j, member edges to q:
+    # min_{q'} [min_{j ∈ N_k(z_q')} geo(z_p, l_j) + δ(z_q', l_j)] + T_q'q
+    J, aJ = _nearest_with_ties(A64, min(int(k), n))  # (b, K), inf beyond a row's own neighbours
+    enter = (geo[:, J] + aJ[None, :, :]).min(axis=2)  # (p, q')
+    mutual = np.minimum(T, (enter[:, :, None] + T[None, :, :]).min(axis=1))
+    mutual = np.minimum(mutual, mutual.T)
+    np.fill_diagonal(mutual, 0.0)
+    return geo, mutual

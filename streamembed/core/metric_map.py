@@ -45,9 +45,10 @@ in distance units; σ in squared distance units; S in distance units.
 
 A refined map is no longer X = U Λ^{1/2}: projection and kernel restricted
 reconstruction (docs/math.md §3) belong to the CMDS map. Arrivals are placed
-on it with the stress criterion (restricted reconstruction for a stress-built
-map, Trosset, Tan, Tang & Priebe 2025, end of §4) or the L1 criterion
-(``criteria``).
+on it by the criterion it was built with, raw stress on a SMACOF map
+(restricted reconstruction for a stress-built map, Trosset, Tan, Tang &
+Priebe 2025, end of §4) and Sammon's criterion on a Sammon map, or by the
+L1 criterion (``criteria``).
 """
 
 from __future__ import annotations

@@ -10,13 +10,17 @@ version and the lineage. ``place`` embeds a batch (``core.placement``);
 
 A model never changes after it is built: ``aligned`` and ``with_version``
 return new models (they share the arrays), so a model can be handed to
-threads and processes without locks.
+threads and processes without locks of the caller's. What it derives lazily
+(projection kernels, limits) is computed once, under the model's own lock,
+and the kernels keep no per-call state between threads (``core.projection``):
+threads sharing a model get bit-identical results to one thread.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -26,7 +30,7 @@ import scipy.spatial.distance
 from . import kernel_input, placement, validation
 from .bounds import WindowBounds
 from .calibration import arrival_negative_ratio
-from .cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, fit_spectrum
+from .cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, default_partial_rank, fit_spectrum
 from .errors import InputError
 from .metric_map import LANDMARK_MAPS, refine_map
 from .projection import ProjectionKernel
@@ -98,6 +102,7 @@ class LandmarkModel:
     negative_ratio: float | None = None
     eigengap: float | None = None
     _kernels: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _lock: Any = field(default_factory=threading.RLock, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         d = int(self.n_components)
@@ -107,6 +112,17 @@ class LandmarkModel:
             object.__setattr__(self, "shift", np.zeros(d))
         if not self.lineage:
             object.__setattr__(self, "lineage", lineage_of(self))
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Copies (``copy.deepcopy``, scikit-learn's clone checks) get their own lock and an empty cache."""
+        state = self.__dict__.copy()
+        state["_kernels"] = {}
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        object.__setattr__(self, "_lock", threading.RLock())
 
     # ------------------------------------------------------------------ what it is
     @property
@@ -262,19 +278,20 @@ class LandmarkModel:
         return Z[:, :r], Z[:, r]
 
     def cached(self, key: Any, compute: Any) -> Any:
-        """A value derived from this (immutable) model, computed once (kernels, limits)."""
-        if key not in self._kernels:
-            self._kernels[key] = compute()
-        return self._kernels[key]
+        """A value derived from this (immutable) model, computed once (kernels, limits), thread-safe."""
+        try:
+            return self._kernels[key]  # the hot path: no lock once computed
+        except KeyError:
+            pass
+        with self._lock:  # re-entrant: a computation may need another cached value
+            if key not in self._kernels:
+                self._kernels[key] = compute()
+            return self._kernels[key]
 
     def kernel(self, n_coords: int, dtype: np.dtype) -> ProjectionKernel:
         """The fused projection kernel on the first ``n_coords`` eigenpairs, for rows of ``dtype`` (cached)."""
-        key = (n_coords, np.dtype(dtype).str)
-        k = self._kernels.get(key)
-        if k is None:
-            k = ProjectionKernel(self.spectrum, n_coords, np.dtype(dtype), self.n_threads)
-            self._kernels[key] = k
-        return k
+        dt = np.dtype(dtype)
+        return self.cached((n_coords, dt.str), lambda: ProjectionKernel(self.spectrum, n_coords, dt, self.n_threads))
 
     # ------------------------------------------------------------------ feature mode
     def dissimilarities_to_landmarks(self, F: object) -> np.ndarray:
@@ -347,8 +364,7 @@ def fit_model(
     spectrum = fit_spectrum(D_core, n_residual_components, eigensolver, np.dtype(input_dtype), d)
     n = spectrum.n_landmarks
     if d > spectrum.rank:
-        raise InputError(f"n_components={d} exceeds the {spectrum.rank} positive eigenvalues of the landmark kernel "
-                         f"(n = {n} landmarks)")
+        raise InputError(_too_few_eigenpairs(d, spectrum, n_residual_components))
     ids = _landmark_ids(landmark_ids, n)
     params = {"input": input, "geodesic_neighbors": None if geodesic_neighbors is None else int(geodesic_neighbors),
               "correction": correction, "landmark_map": landmark_map,
@@ -377,6 +393,21 @@ def relative_eigengap(spectrum: LandmarkSpectrum, n_components: int) -> float | 
     if not (np.isfinite(nxt) and lam.shape[0] >= d and lam[d - 1] > 0):
         return None
     return float((lam[d - 1] - nxt) / lam[d - 1])
+
+
+def _too_few_eigenpairs(d: int, spectrum: LandmarkSpectrum, n_residual: int | None) -> str:
+    """Why d eigenpairs are not there: too few positive eigenvalues, or the partial solver's truncation."""
+    n, r = spectrum.n_landmarks, spectrum.rank
+    if spectrum.exact:
+        return f"n_components={d} exceeds the {r} positive eigenvalues of the landmark kernel (n = {n} landmarks)"
+    k = default_partial_rank(n) if n_residual is None else int(n_residual)
+    if r < k:  # the partial solver found fewer positive eigenvalues than it computed: the kernel has no more
+        return (f"n_components={d} exceeds the {r} positive eigenvalues the partial eigensolver found among the top "
+                f"{k} of the landmark kernel (n = {n} landmarks)")
+    how = "n_residual_components" if n_residual is not None else "the default n_residual_components"
+    return (f"n_components={d} exceeds the {k} eigenpairs the partial eigensolver computed ({how}), all of them "
+            f"positive, so the kernel may have more: pass n_residual_components >= {d} or eigensolver='full' "
+            f"(n = {n} landmarks)")
 
 
 def _landmark_ids(landmark_ids: object, n: int) -> np.ndarray:

@@ -38,12 +38,14 @@ import numpy as np
 
 from . import validation
 from .block import solve_blocks
+from .block_consistency import inconsistent_blocks
 from .block_input import BlockBatch, BlockProblem, prepare_blocks
 from .bounds import WindowBounds, window_bounds
 from .centering import center_block
-from .criteria import solve_l1, solve_stress
+from .criteria import solve_l1, solve_sammon, solve_stress
 from .errors import InputError
-from .flags import FLAG_AMBIGUOUS, FLAG_BLOCK, FLAG_ESCAPED, FLAG_NON_EUCLIDEAN, FLAG_NOT_CONVERGED
+from .flags import (FLAG_AMBIGUOUS, FLAG_BLOCK, FLAG_ESCAPED, FLAG_INCONSISTENT_BLOCK, FLAG_NON_EUCLIDEAN,
+                    FLAG_NOT_CONVERGED, FLAG_POSSIBLY_NONGLOBAL)
 from .residuals import K0_RTOL, block_k0, k0_diagonal, landmark_trace, round_off, spectral_norm, unexplained
 from .restricted import AMBIGUITY_RTOL, AMBIGUITY_RTOL_F32, restricted_arc, solve_restricted
 from .result import EmbeddingResult
@@ -188,11 +190,17 @@ def _finish(model: "LandmarkModel", A_arr: np.ndarray, Z: np.ndarray, valid: np.
             X = model.natural_embedding
             y0 = y[rows] if model.landmark_map is None else _map_start(model, A_arr[rows])
             delta = A_arr[rows].astype(np.float64)
-            sol = solve_stress(y0, X, delta) if method == "stress" else solve_l1(y0, X, np.square(delta))
+            if method == "l1":
+                sol = solve_l1(y0, X, np.square(delta))
+            elif model.fit_params.get("landmark_map") == "sammon":  # the map's own criterion (docs/math.md §3.5)
+                sol = solve_sammon(y0, X, delta)
+            else:
+                sol = solve_stress(y0, X, delta)
             y[rows] = sol.y
             flags[rows[~sol.converged]] |= FLAG_NOT_CONVERGED
             flags[rows[sol.escaped]] |= FLAG_ESCAPED
             flags[rows[sol.ambiguous]] |= FLAG_AMBIGUOUS
+            flags[rows[sol.possibly_nonglobal]] |= FLAG_POSSIBLY_NONGLOBAL
     k0 = np.full(m, np.nan)
     sample = _k0_sample(k0_rows, np.flatnonzero(valid))
     coords = None
@@ -204,8 +212,10 @@ def _finish(model: "LandmarkModel", A_arr: np.ndarray, Z: np.ndarray, valid: np.
     lost = valid & ~np.isfinite(unexpl)  # a non-finite coordinate makes β - ‖y‖² non-finite too
     for i in np.flatnonzero(lost):  # never expected past the range guard: never an output with inf
         valid[i], reasons[i] = False, Problem("out_of_range", "the placement overflowed (non-finite result)")
+    placed = None if method == "projection" else beta - np.einsum("ij,ij->i", y, y)
     res = EmbeddingResult(y=y, beta=beta, unexplained=unexpl, k0=k0, t=t, flags=flags, valid=valid, reasons=reasons,
-                          method=method, residual_rows=sample if sample.size else None, residual_coords=coords)
+                          method=method, residual_rows=sample if sample.size else None, residual_coords=coords,
+                          unexplained_placed=placed)
     if not valid.all():
         _blank(res, ~valid)
     return res
@@ -365,13 +375,18 @@ def _blocks(model: "LandmarkModel", A: np.ndarray, cross: list, sizes: np.ndarra
         unexpl[rows] = unexplained(batch.beta_self, y_proj)
         objective[prep.valid] = sol.objective
         certified[prep.valid] = sol.certified
+        coords_r, _ = model.project_r(A[rows])  # every block: the consistency check needs its K0
+        ratio = model.negative_ratio if model.negative_ratio is not None else landmark_negative_ratio(model)
+        bad = inconsistent_blocks(batch, coords_r, ratio, A.dtype)
+        flags[rows[np.repeat(bad, batch.sizes)]] |= FLAG_INCONSISTENT_BLOCK
         if k0_rows is not None:
-            coords, _ = model.project_r(A[rows])
+            coords = coords_r
             k0[rows] = k0_diagonal(batch.beta_self, coords)
             flags[rows] |= _non_euclidean(model, k0[rows], beta[rows], A.dtype)
             norm = _largest_block_norm(batch, coords)
         flags[rows[batch.beta_self < 0]] |= FLAG_NON_EUCLIDEAN
     return EmbeddingResult(y=y, beta=beta, unexplained=unexpl, k0=k0, t=np.full(m, np.nan), flags=flags,
+                           unexplained_placed=beta - np.einsum("ij,ij->i", y, y),
                            valid=valid, reasons=reasons, method="block",
                            objective=float(objective[0]) if len(cross) == 1 else None, block_norm_k0=norm,
                            residual_rows=rows if coords is not None else None, residual_coords=coords,
@@ -434,8 +449,9 @@ def _place_transformed(model: "LandmarkModel", A: object, C: object, kappa: obje
                          f"or rows of {model.n_landmarks + 1} columns (docs/math.md §2)")
     res = _place_rows(model, rows.A, rows.valid, rows.problems, method, k0_rows, errors)
     if not known.all():  # β is unknown: the projection is exact, its residuals are not
-        for name in ("beta", "unexplained", "k0"):
-            getattr(res, name)[~known] = np.nan
+        for name in ("beta", "unexplained", "k0", "unexplained_placed"):
+            if getattr(res, name) is not None:
+                getattr(res, name)[~known] = np.nan
         res.flags[~known] &= ~FLAG_NON_EUCLIDEAN
     return res
 
@@ -521,6 +537,7 @@ def arc(model: "LandmarkModel", A: object, s: float) -> EmbeddingResult:
 def _blank(res: EmbeddingResult, rows: np.ndarray) -> None:
     res.y = res.y.copy()
     res.y[rows] = np.nan
-    for name in ("beta", "unexplained", "k0", "t"):
-        getattr(res, name)[rows] = np.nan
+    for name in ("beta", "unexplained", "k0", "t", "unexplained_placed"):
+        if getattr(res, name) is not None:
+            getattr(res, name)[rows] = np.nan
     res.flags[rows] = 0

@@ -24,11 +24,17 @@ Two implementations compute the same numbers:
   compiled; ``benchmarks/bench_core.py``).
 
 Both split the rows over two Python threads (the work runs without the GIL).
+
+A kernel is shared by every thread that places rows with one model: each
+call writes only its own outputs, the numpy path's squaring buffer belongs
+to the thread that uses it (``threading.local``: a pool worker or a caller
+running the batch itself), and the worker pool is created once, under a lock.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -120,23 +126,37 @@ class ProjectionKernel:
         self.n_threads = n_threads if n_threads is not None else min(2, os.cpu_count() or 1)
         self.block_rows = int(np.clip(BLOCK_ELEMENTS // n, 16, 1024))
         self._pool: ThreadPoolExecutor | None = None
-        self._buffers: dict[int, np.ndarray] = {}
+        self._pool_lock = threading.Lock()
+        self._local = threading.local()  # per thread: the squaring buffer of the numpy path
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_pool"] = None
-        state["_buffers"] = {}
+        for name in ("_pool", "_pool_lock", "_local"):
+            del state[name]
         return state
 
-    def _buffer(self, worker: int) -> np.ndarray:
-        buf = self._buffers.get(worker)
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._pool = None
+        self._pool_lock = threading.Lock()
+        self._local = threading.local()
+
+    def _buffer(self) -> np.ndarray:
+        """This thread's (block_rows, n) squaring buffer: threads sharing the kernel never share it."""
+        buf = getattr(self._local, "buf", None)
         if buf is None:
-            buf = np.empty((self.block_rows, self.n_landmarks), dtype=self.dtype)
-            self._buffers[worker] = buf
+            buf = self._local.buf = np.empty((self.block_rows, self.n_landmarks), dtype=self.dtype)
         return buf
 
-    def _run(self, A: np.ndarray, Z: np.ndarray, blkmin: np.ndarray, start: int, stop: int, worker: int) -> None:
-        buf = self._buffer(worker)
+    def _workers(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            with self._pool_lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(max_workers=self.n_threads, thread_name_prefix="streamembed-proj")
+        return self._pool
+
+    def _run(self, A: np.ndarray, Z: np.ndarray, blkmin: np.ndarray, start: int, stop: int) -> None:
+        buf = self._buffer()
         with np.errstate(invalid="ignore", over="ignore"):
             self._run_blocks(A, Z, blkmin, start, stop, buf)
 
@@ -148,12 +168,11 @@ class ProjectionKernel:
         if self.n_threads == 1 or m < 2 * COMPILED_ROWS_PER_TASK:
             _native.project(A, self.WT, self.const, Z, flags, 0, m)
         else:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self.n_threads, thread_name_prefix="streamembed-proj")
+            pool = self._workers()
             # Several tasks per thread, taken as threads come free: on a shared
             # machine one stalled core would otherwise hold back the whole batch.
             step = max(COMPILED_ROWS_PER_TASK, -(-m // (COMPILED_TASKS_PER_THREAD * self.n_threads)))
-            futures = [self._pool.submit(_native.project, A, self.WT, self.const, Z, flags, s, min(s + step, m))
+            futures = [pool.submit(_native.project, A, self.WT, self.const, Z, flags, s, min(s + step, m))
                        for s in range(0, m, step)]
             for f in futures:
                 f.result()
@@ -197,14 +216,13 @@ class ProjectionKernel:
         blkmin = np.zeros(-(-m // bs), dtype=self.dtype)
         workers = self.n_threads if m >= 4 * bs * self.n_threads else 1
         if workers == 1:
-            self._run(A, Z, blkmin, 0, m, 0)
+            self._run(A, Z, blkmin, 0, m)
         else:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=self.n_threads, thread_name_prefix="streamembed-proj")
+            pool = self._workers()
             # Split on block boundaries so each block's minimum has one writer.
             bounds = [min(m, (m * w // workers) // bs * bs) for w in range(workers)] + [m]
             with single_blas_thread():  # one BLAS thread per Python worker (docs/performance.md)
-                futures = [self._pool.submit(self._run, A, Z, blkmin, bounds[w], bounds[w + 1], w)
+                futures = [pool.submit(self._run, A, Z, blkmin, bounds[w], bounds[w + 1])
                            for w in range(workers)]
                 for f in futures:
                     f.result()

@@ -31,6 +31,7 @@ sign when c_G = 0 exactly; such objects carry ``FLAG_AMBIGUOUS``.
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -92,12 +93,15 @@ FINAL_STEP_RTOL = 1e-7
 NATIVE_MAX_D = 256
 
 _POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
 
 
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)), thread_name_prefix="streamembed-rr")
+        with _POOL_LOCK:  # threads sharing a model must not create two pools
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)), thread_name_prefix="streamembed-rr")
     return _POOL
 
 

@@ -16,8 +16,13 @@ class EmbeddingResult:
     Attributes:
         y: (m, d) float64 coordinates in the map's frame (NaN for invalid rows).
         beta: (m,) centred self-similarity β = k(z, z) (squared distance units).
-        unexplained: (m,) β - ‖ŷ‖², energy the d-dim projection does not explain
-            (k0 + dropped-dimension energy, docs/math.md §4).
+        unexplained: (m,) β - ‖ŷ‖², energy the d-dim *projection* ŷ does not explain
+            (k0 + dropped-dimension energy, docs/math.md §4), whatever the method:
+            the quantity drift monitoring watches.
+        unexplained_placed: (m,) β - ‖y‖² of the placement y itself (in the model's
+            own frame): for RR -t (RR matches ‖y‖² to β where it can), for a block
+            member β_pp - ‖y_p‖², for stress and L1 the placed point's; None for
+            projection, where it is ``unexplained`` (docs/math.md §4).
         k0: (m,) exact Nyström residual k0(z, z); NaN where not computed.
         t: (m,) RR multiplier t* (NaN for projection, stress and l1).
         flags: (m,) uint32 bitmask (see ``streamembed.core.flags``).
@@ -52,6 +57,7 @@ class EmbeddingResult:
     residual_rows: np.ndarray | None = None
     residual_coords: np.ndarray | None = None
     blocks: dict | None = None
+    unexplained_placed: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.y.shape[0])
@@ -65,9 +71,11 @@ class EmbeddingResult:
             where[idx] = np.arange(idx.size)
             keep = where[rows] >= 0
             rows, coords = where[rows][keep], coords[keep]
+        placed = None if self.unexplained_placed is None else self.unexplained_placed[idx]
         return replace(self, y=self.y[idx], beta=self.beta[idx], unexplained=self.unexplained[idx], k0=self.k0[idx],
                        t=self.t[idx], flags=self.flags[idx], valid=self.valid[idx],
-                       reasons=[self.reasons[i] for i in idx.tolist()], residual_rows=rows, residual_coords=coords)
+                       reasons=[self.reasons[i] for i in idx.tolist()], residual_rows=rows, residual_coords=coords,
+                       unexplained_placed=placed)
 
     @property
     def relative_unexplained(self) -> np.ndarray:

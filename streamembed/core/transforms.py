@@ -148,8 +148,9 @@ class GeodesicInput:
         return geodesic.object_geodesics(A, self.geodesics, int(self.k))
 
     def block(self, A: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        A_geo = self.rows(A)
-        return A_geo, geodesic.block_geodesics(A, A_geo, int(self.k))
+        """A block's geodesics, through the landmarks and its own member edges (``geodesic.block_geodesics``)."""
+        assert self.geodesics is not None
+        return geodesic.block_geodesics(A, C, self.geodesics, int(self.k))
 
 
 @dataclass

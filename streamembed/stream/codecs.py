@@ -637,6 +637,8 @@ def encode_result(
         flags_to_lists(result.flags, bit_names),
         event_time,
         processed,
+        _nullable(placed) if (placed := getattr(result, "unexplained_placed", None)) is not None
+        else pa.nulls(m, pa.float64()),
     ]
     return pa.RecordBatch.from_arrays(cols, schema=output_schema(d))
 

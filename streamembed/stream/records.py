@@ -130,7 +130,9 @@ def output_schema(d: int) -> pa.Schema:
     """Schema of embedded rows for a d-dimensional map.
 
     ``y`` is fixed_size_list<float64, d>; ``k0`` is null where not computed;
-    ``t`` is null for the projection method; ``flags`` lists flag names.
+    ``t`` is null for the projection method; ``flags`` lists flag names;
+    ``unexplained_placed`` (β - ‖y‖² of the placement itself, where it differs
+    from ``unexplained``, the projection's β - ‖ŷ‖²) is null for projection.
     """
     return _with_version(
         [
@@ -145,6 +147,7 @@ def output_schema(d: int) -> pa.Schema:
             pa.field("flags", pa.list_(pa.string()), nullable=False),
             pa.field("event_time", TIMESTAMP_TYPE),
             pa.field("processed_at", TIMESTAMP_TYPE, nullable=False),
+            pa.field("unexplained_placed", pa.float64()),
         ]
     )
 

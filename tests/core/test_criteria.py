@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from streamembed import LandmarkMDS
 from streamembed.core.criteria import (ROUTE_DESCENT, ROUTE_ENUMERATED, ROUTE_ESCAPED, l1_objective, solve_l1,
-                                       solve_stress, stress_objective)
+                                       solve_sammon, solve_stress, stress_objective)
 from streamembed.core.criteria_checks import GLOBAL, NOT_MINIMUM, STRICT, l1_check, stress_check
 from streamembed.core.criteria_line import l1_line, stress_line
 from streamembed.core.flags import FLAG_AMBIGUOUS, FLAG_ESCAPED, FLAG_NOT_CONVERGED
@@ -270,8 +270,11 @@ def test_example_2_placements_reach_the_global_minima() -> None:
         np.testing.assert_allclose(np.abs(y), [0.0, height], atol=1e-4)
         assert f(y, X, data) == pytest.approx(target, abs=1e-4)
         assert f(y, X, data) <= _brute_force(f, X, data, 30.0, "BFGS" if method == "stress" else "Nelder-Mead") + 1e-9
-        assert res.flags[0] & FLAG_ESCAPED and res.flags[0] & FLAG_AMBIGUOUS
+        # stress reaches the minima from its further starts as well (docs/math.md §3.4); L1 escapes the maximum
+        assert res.flags[0] & FLAG_AMBIGUOUS and bool(res.flags[0] & FLAG_ESCAPED) == (method == "l1")
         assert not res.flags[0] & FLAG_NOT_CONVERGED
+    sol = solve_stress(est.transform(a), X, a, starts=False)  # from the projection only: it must escape
+    assert sol.route[0] == ROUTE_ESCAPED and sol.ambiguous[0] and sol.objective[0] == pytest.approx(37.4747, abs=1e-4)
     sol = solve_l1(est.transform(a), X, a**2)
     assert sol.route[0] == ROUTE_ESCAPED and sol.optimality[0] == STRICT and sol.start_objective[0] == pytest.approx(1604)
     assert sol.objective[0] == pytest.approx(304.0, rel=1e-14)  # snapped onto the vertex (0, 19) where two circles meet
@@ -317,8 +320,8 @@ def test_one_dimensional_models_enumerate(rng) -> None:
 def test_sweep_never_a_saddle_or_maximum_and_mostly_global(criterion: str) -> None:
     # d = 1 is exact (previous tests); here d = 2, 3 on problems built to be hard: symmetric starts,
     # integer ties, objects far outside. Every placement must be a verified local minimum; how many
-    # are also global is measured against brute force (53 of 60 for stress, 55 of 60 for L1 when written)
-    # and held above 0.8.
+    # are also global is measured against brute force (55 of 60 for L1 when written, held above 0.8;
+    # stress, with the further starts of docs/math.md §3.4, all 60).
     rng = np.random.default_rng(2024)
     f, solve, polish = ((_stress_f, solve_stress, "BFGS") if criterion == "stress" else (_l1_f, solve_l1, "Nelder-Mead"))
     hits, escaped = [], 0
@@ -333,8 +336,11 @@ def test_sweep_never_a_saddle_or_maximum_and_mostly_global(criterion: str) -> No
         if criterion == "l1" and d == 2:
             best = min(best, _l1_exhaustive_plane(X, data))
         hits.append(sol.objective[0] <= best + 1e-7 * (1 + best))
+        if criterion == "stress":  # the escapes, from the projection alone (the further starts avoid most)
+            sol = solve(y0[None], X, data[None], starts=False)
         escaped += int(sol.route[0] == ROUTE_ESCAPED)
-    assert np.mean(hits) > 0.8 and escaped >= 3
+    # stress with its further starts: 60 of 60 (53 of 60 from the projection alone, the former rule)
+    assert np.mean(hits) >= (1.0 if criterion == "stress" else 0.8) and escaped >= 3
 
 
 def test_certificates_agree_with_sampled_directional_derivatives(rng) -> None:
@@ -373,7 +379,120 @@ def test_escapes_are_reported_and_batch_independent() -> None:
         res = est.embed(a, method=method)
         alone = np.vstack([est.embed(a[i : i + 1], method=method).y for i in range(3)])
         np.testing.assert_array_equal(res.y, alone)
-        assert res.flags[0] & FLAG_ESCAPED and not res.flags[1] & FLAG_ESCAPED
+        assert bool(res.flags[0] & FLAG_ESCAPED) == (method == "l1") and not res.flags[1] & FLAG_ESCAPED
         assert not (res.flags & FLAG_NOT_CONVERGED).any()
-    sol = solve_stress(est.transform(a), est.embedding_, a)
+    sol = solve_stress(est.transform(a), est.embedding_, a, starts=False)
     assert sol.route.tolist()[:2] == [ROUTE_ESCAPED, ROUTE_DESCENT]
+    for starts in (False, True):  # with or without the further starts, each row as if alone
+        whole = solve_stress(est.transform(a), est.embedding_, a, starts=starts).y
+        alone = np.vstack([solve_stress(est.transform(a[i:i + 1]), est.embedding_, a[i:i + 1], starts=starts).y
+                           for i in range(3)])
+        np.testing.assert_array_equal(whole, alone)
+
+
+# ----------------------------------------------------------------- further starts, Sammon's criterion
+
+
+def _brute_force_weighted(X: np.ndarray, delta: np.ndarray, w: np.ndarray) -> float:
+    """Multi-start brute force of Σ w_i (‖y - x_i‖ - δ_i)² in the plane: a 201² grid, its 8 best points polished."""
+    radius = np.abs(X).max() + 1.5 * delta.max()
+    g = np.linspace(-radius, radius, 201)
+    G = np.stack(np.meshgrid(g, g), axis=-1).reshape(-1, 2)
+    values = (w * np.square(np.sqrt(np.square(G[:, None, :] - X[None]).sum(-1)) - delta)).sum(axis=1)
+
+    def f(y: np.ndarray) -> float:
+        return float((w * np.square(np.linalg.norm(y - X, axis=1) - delta)).sum())
+
+    return min([float(values.min())] + [scipy.optimize.minimize(f, s, method="BFGS", options={"gtol": 1e-11}).fun
+                                        for s in G[np.argsort(values)[:8]]])
+
+
+@pytest.fixture(scope="module")
+def digits_problem():
+    """70 scikit-learn digits: 40 landmarks, 30 arrivals (raw pixel distances)."""
+    from sklearn.datasets import load_digits
+
+    X = load_digits().data
+    P = X[np.random.default_rng(4).choice(X.shape[0], 70, replace=False)]
+    D = np.linalg.norm(P[:, None] - P[None], axis=-1)
+    return D[:40, :40], D[40:, :40]
+
+
+def test_stress_placements_reach_the_global_minimum_of_real_arrivals(digits_problem) -> None:
+    # from the projection alone the descent stopped at a non-global minimum for 3 of these 30 digits (up
+    # to 12 % above the global one, as in the report of σ 12.874 against 11.510), with no flag
+    D, A = digits_problem
+    est = LandmarkMDS(2, method="stress").fit(D)
+    res = est.model_.place(A, method="stress")
+    X = est.model_.natural_embedding
+    f = stress_objective(res.y, X, A)
+    best = np.array([_brute_force_weighted(X, A[i], np.ones(A.shape[1])) for i in range(A.shape[0])])
+    assert (f <= best + 1e-7 * (1 + best)).all(), np.flatnonzero(f > best + 1e-7 * (1 + best))
+    assert not (res.flags & FLAG_NOT_CONVERGED).any()
+
+
+def test_sammon_maps_place_arrivals_by_sammon_s_criterion(digits_problem) -> None:
+    # a Sammon map weighs each landmark by 1/δ; its arrivals were placed by raw stress (a median 0.08 and up
+    # to 2.4 map radii from where Sammon's criterion puts them on digits, docs/math.md §3.5)
+    D, A = digits_problem
+    est = LandmarkMDS(2, method="stress", landmark_map="sammon").fit(D)
+    res = est.model_.place(A, method="stress")
+    X, w = est.model_.natural_embedding, 1.0 / A
+    f = stress_objective(res.y, X, np.stack([A, w], axis=-1))
+    best = np.array([_brute_force_weighted(X, A[i], w[i]) for i in range(A.shape[0])])
+    assert (f <= best + 1e-7 * (1 + best)).all(), np.flatnonzero(f > best + 1e-7 * (1 + best))
+    raw = solve_stress(res.y, X, A).y  # raw stress from the same points: somewhere else
+    radius = float(np.sqrt(np.square(X).sum(axis=1).mean()))
+    assert np.median(np.linalg.norm(raw - res.y, axis=1)) > 1e-3 * radius
+
+
+def test_sammon_s_criterion_is_certified_and_exact_on_a_line_and_on_a_landmark(rng) -> None:
+    D, A, _ = landmark_problem(rng, 15, 2, 12, off_span=1.0)
+    w = 1.0 / A
+    for d in (1, 2):
+        X = LandmarkMDS(d).fit(D).embedding_
+        sol = solve_sammon(np.zeros((12, d)), X, A)
+        assert sol.converged.all()
+        assert (stress_check(sol.y, X, np.stack([A, w], axis=-1), 1.0)[0] >= STRICT).all() if d == 2 else True
+        if d == 1:  # exact by enumeration, against a dense grid of the weighted criterion
+            g = np.linspace(-10, 10, 200001)[:, None]
+            for i in range(12):
+                grid = (w[i] * np.square(np.abs(g - X[:, 0]) - A[i])).sum(axis=1).min()
+                value = (w[i] * np.square(np.abs(sol.y[i, 0] - X[:, 0]) - A[i])).sum()
+                assert value <= grid + 1e-9
+    # an object on a landmark (δ = 0 there): the criterion is finite only at that landmark
+    X = LandmarkMDS(2).fit(D).embedding_
+    on = D[3:4].copy()
+    sol = solve_sammon(np.zeros((1, 2)), X, on)
+    np.testing.assert_array_equal(sol.y[0], X[3])
+    assert sol.optimality[0] == GLOBAL and sol.converged[0]
+
+
+def test_possibly_nonglobal_marks_several_minima_with_the_lowest_reached_once() -> None:
+    # the rule on hand-made candidates: row 0's lowest minimum was reached by one descent while another,
+    # higher one exists (flagged); row 1's by two (not); row 2 has a single minimum (not)
+    from streamembed.core.criteria import _select
+
+    owner = np.array([0, 0, 0, 1, 1, 1, 2, 2])
+    Y = np.array([[0.0, 0], [5, 5], [5, 5], [0, 0], [0, 0], [5, 5], [1, 1], [1, 1]])
+    f = np.array([1.0, 2.0, 2.0, 1.0, 1.0, 2.0, 3.0, 3.0])
+    st = np.full(8, STRICT, dtype=np.int8)
+    sol = _select([(owner, Y, f, st, np.zeros(8, dtype=np.int8))], np.full(3, 9.0), 1.0)
+    assert sol.multimodal.tolist() == [True, True, False] and sol.reached.tolist() == [1, 2, 2]
+    assert sol.possibly_nonglobal.tolist() == [True, False, False]
+    np.testing.assert_array_equal(sol.y, [[0, 0], [0, 0], [1, 1]])
+
+
+def test_the_placement_carries_the_possibly_nonglobal_flag_of_its_solution(digits_problem, monkeypatch) -> None:
+    from streamembed.core import criteria, placement
+    from streamembed.core.flags import FLAG_POSSIBLY_NONGLOBAL
+
+    D, A = digits_problem
+    est = LandmarkMDS(2, method="stress").fit(D)
+    sol = solve_stress(est.transform(A), est.model_.natural_embedding, A)
+    mark = np.zeros(A.shape[0], dtype=bool)
+    mark[[2, 5]] = True
+    monkeypatch.setattr(criteria.CriterionSolution, "possibly_nonglobal", property(lambda self: mark[:len(self.y)]))
+    monkeypatch.setattr(placement, "solve_stress", lambda *a, **k: sol)
+    flags = est.embed(A).flags
+    assert np.flatnonzero(flags & FLAG_POSSIBLY_NONGLOBAL).tolist() == [2, 5]

@@ -12,6 +12,7 @@ every tie, so nothing depends on the order of the landmarks.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse.csgraph
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -75,9 +76,87 @@ def test_arrivals_reach_the_graph_through_their_nearest_landmarks(rng) -> None:
         J = np.argsort(A[i])[:6]
         np.testing.assert_allclose(g[i], (A[i, J][:, None] + G[J]).min(axis=0))
     assert (g >= A - 1e-12).all()  # a path is never shorter than the straight line
-    C = block_geodesics(A, g, 6)
+    g_block, C = block_geodesics(A, euclidean(Z, Z), G, 6)
     np.testing.assert_allclose(C, C.T)
     assert (np.diagonal(C) == 0).all() and (C >= euclidean(Z, Z) - 1e-12).all()
+    assert (g_block <= g + 1e-12).all() and (g_block >= A - 1e-12).all()  # other members can only shorten paths
+
+
+def _block_graph_reference(A: np.ndarray, C: np.ndarray, G: np.ndarray, k: int) -> np.ndarray:
+    """Shortest paths (b, n + b) by Dijkstra on an explicit graph of the block rule (docs/math.md §2).
+
+    Layers: members as starts (S), the n landmarks (L, joined pairwise at G, their geodesics), members
+    as ends (E). Member p joins its k nearest landmarks (ties included) and member q when q is among
+    p's k nearest of landmarks and members together (or p among q's), at C_pq: edges S–S, S→L, L→E,
+    E–E, S_p→E_p at 0. No edge leads from L back into S, so no path crosses a member between two
+    landmarks. Returns the distances from S_p to L and to E.
+    """
+    b, n = A.shape
+    N = b + n + b
+    W = np.full((N, N), np.inf)  # inf: no edge (zero-length edges are kept)
+    W[b:b + n, b:b + n] = G
+    for p in range(b):
+        W[p, b + n + p] = 0.0
+        kth = np.sort(A[p])[k - 1] * (1 + 1e-12)
+        for j in np.flatnonzero(A[p] <= kth):
+            W[p, b + j] = W[b + j, b + n + p] = A[p, j]
+        for q in range(b):
+            kth_p = np.sort(np.concatenate([A[p], np.delete(C[p], p)]))[k - 1] * (1 + 1e-12)
+            kth_q = np.sort(np.concatenate([A[q], np.delete(C[q], q)]))[k - 1] * (1 + 1e-12)
+            if p != q and (C[p, q] <= kth_p or C[p, q] <= kth_q):
+                W[p, q] = W[b + n + p, b + n + q] = C[p, q]
+    graph = scipy.sparse.csgraph.csgraph_from_dense(W, null_value=np.inf)
+    S = scipy.sparse.csgraph.shortest_path(graph, method="D", directed=True)
+    out = S[:b, b:]
+    out[:, n:][np.eye(b, dtype=bool)] = 0.0
+    return out
+
+
+@pytest.mark.parametrize("scale", [1.0, 10.0, 0.0])
+def test_block_geodesics_are_shortest_paths_through_the_landmarks_and_the_members(rng, scale: float) -> None:
+    # Isomap blocks once ignored their mutual dissimilarities: C, 10·C and 0 gave the same geodesics
+    P = rng.normal(size=(30, 3))
+    Z = np.vstack([rng.normal(size=(3, 3)), [[2.5, 0, 0]] + 0.2 * np.arange(4)[:, None] * [[1, 0.3, 0]]])
+    D, A, C = euclidean(P, P), euclidean(Z, P), scale * euclidean(Z, Z)
+    G = landmark_geodesics(D, 4)
+    g, T = block_geodesics(A, C, G, 4)
+    ref = _block_graph_reference(A, C, G, 4)
+    np.testing.assert_allclose(g, ref[:, :30], rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(T, np.minimum(ref[:, 30:], ref[:, 30:].T), rtol=1e-13, atol=1e-13)
+    single = object_geodesics(A, G, 4)
+    assert (g <= single + 1e-12).all()
+    if scale == 0.0:  # coincident members: one point, one row of geodesics
+        np.testing.assert_allclose(g, np.broadcast_to(single.min(axis=0), g.shape))
+    through_landmarks = (single[:, None, :] + A[None, :, :]).min(axis=2)  # the former rule, which ignored C
+    if scale == 1.0:  # the chain of members off the landmarks is joined by its own edges
+        assert (T < np.minimum(through_landmarks, through_landmarks.T) - 0.5).sum() >= 6
+    # a block of one, or members with no edge between them, are single arrivals
+    np.testing.assert_array_equal(block_geodesics(A[:1], C[:1, :1], G, 4)[0], single[:1])
+    far = np.where(np.eye(7, dtype=bool), 0.0, 1e6)
+    np.testing.assert_array_equal(block_geodesics(A, far, G, 4)[0], single)
+
+
+def test_an_isomap_block_is_placed_from_its_mutual_dissimilarities() -> None:
+    # landmarks on a U (arms 4 apart, joined at x = 0); two members between the arms' ends, 1 apart:
+    # their own 2 nearest landmarks are on their own arm, so alone each reaches the other arm only
+    # around the U (about 25); in a block they are joined (C = 1), a path of 2.5 to the other arm's end
+    x = np.arange(0.0, 10.01, 0.5)
+    P = np.vstack([np.column_stack([x, 0 * x]), np.column_stack([x, 0 * x + 4]), [[0, 1], [0, 2], [0, 3]]])
+    P = np.vstack([P[:-3], [[0.0, y] for y in np.arange(0.5, 3.51, 0.5)]])
+    Z = np.array([[10.0, 1.5], [10.0, 2.5]])
+    G = landmark_geodesics(euclidean(P, P), 2)
+    A, C = euclidean(Z, P), euclidean(Z, Z)
+    top_end = int(np.argmin(euclidean(np.array([[10.0, 4.0]]), P)))
+    single = object_geodesics(A, G, 2)
+    assert single[0, top_end] > 24
+    for scale, expected in ((1.0, 2.5), (0.0, 1.5)):  # C = 0: the two coincide, at the nearer member's 1.5
+        g, T = block_geodesics(A, scale * C, G, 2)
+        assert g[0, top_end] == pytest.approx(expected)
+    g, T = block_geodesics(A, 10 * C, G, 2)  # 10 apart: not neighbours, each alone
+    np.testing.assert_array_equal(g, single)
+    est = LandmarkMDS(1, method="restricted", geodesic_neighbors=2).fit(euclidean(P, P))  # the U unrolls to a line
+    y = {s: est.embed(A, s * C).y for s in (1.0, 10.0, 0.0)}  # identical for all three, before
+    assert np.abs(y[1.0] - y[0.0]).max() > 0.3 and np.abs(y[1.0] - y[10.0]).max() > 0.5
 
 
 def test_geodesic_models_round_trip_and_embed_blocks(rng, tmp_path) -> None:
@@ -139,7 +218,9 @@ def test_tied_geodesics_and_placements_do_not_depend_on_landmark_order(problem) 
     np.testing.assert_array_equal(Gp, G[np.ix_(perm, perm)])  # integer path lengths: exact
     g, gp = object_geodesics(A, G, k), object_geodesics(Ap, Gp, k)
     np.testing.assert_array_equal(gp, g[:, perm])
-    np.testing.assert_array_equal(block_geodesics(Ap, gp, k), block_geodesics(A, g, k))
+    (gb_p, T_p), (gb, T) = block_geodesics(Ap, _city_block(Z, Z), Gp, k), block_geodesics(A, _city_block(Z, Z), G, k)
+    np.testing.assert_array_equal(gb_p, gb[:, perm])
+    np.testing.assert_array_equal(T_p, T)
     lam = LandmarkMDS(1, geodesic_neighbors=k).fit(D).spectrum_.eigenvalues
     d = min(2, lam.size)
     if np.append(lam, 0.0)[d - 1] - np.append(lam, 0.0)[d] < 1e-6 * lam[0]:

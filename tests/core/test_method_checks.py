@@ -161,3 +161,57 @@ def test_a_saved_and_loaded_model_places_identically(option: Option, tmp_path) -
     np.testing.assert_array_equal(after.y, before.y)
     np.testing.assert_array_equal(after.flags, before.flags)
     assert after.method == before.method
+
+
+# ----------------------------------------------------------------- threads sharing one model
+
+BATCHES, ROWS, L1_ROWS, BLOCKS = 6, 200, 30, 12
+
+
+def _batches(option: Option) -> tuple[Problem, list[tuple]]:
+    """The fit problem and ``BATCHES`` distinct calls' inputs against its landmarks:
+    ``ROWS`` single rows each (fewer for L1, the slowest criterion), or ``BLOCKS`` blocks of 6 rows
+    with their mutual C."""
+    per = 6 * BLOCKS if option.block else (L1_ROWS if option.params.get("method") == "l1" else ROWS)
+    problem = make_problem(option, in_span=False, seed=1, n=14, m=BATCHES * per)  # same landmarks for any m
+    out = []
+    for b in range(BATCHES):
+        rows = slice(b * per, (b + 1) * per)
+        if option.block:
+            out.append((problem.A[rows], [problem.C[s:s + 6, s:s + 6] for s in range(b * per, (b + 1) * per, 6)]))
+        else:
+            out.append((problem.A[rows],))
+    return problem, out
+
+
+def _run(est: LandmarkMDS, option: Option, args: tuple) -> list[np.ndarray]:
+    res = est.embed_blocks(*args, k0_rows="all") if option.block else est.embed(args[0], k0_rows="all")
+    return [res.y, res.beta, res.unexplained, res.k0, res.t, res.flags, res.valid]
+
+
+@pytest.mark.parametrize("backend", ["compiled", "numpy"])
+@pytest.mark.parametrize("option", OPTIONS, ids=IDS)
+def test_threads_sharing_a_model_give_bit_identical_results(option: Option, backend: str, monkeypatch) -> None:
+    # core/model.py: a model can be handed to threads; on either backend (the numpy one is what runs
+    # without the C extension) 2 and 4 threads placing batches concurrently must reproduce one thread's
+    # results bit for bit (no shared scratch buffer, no race on the lazily built kernels).
+    from concurrent.futures import ThreadPoolExecutor
+
+    from streamembed.core import projection, restricted
+
+    if backend == "numpy":
+        monkeypatch.setattr(projection, "_native", None)
+        monkeypatch.setattr(restricted, "_native", None)
+    elif projection._native is None:
+        pytest.skip("streamembed.core._native was not built (no C compiler)")
+    problem, batches = _batches(option)
+    alone = fit(option, problem)
+    assert alone.model_.kernel(2, np.dtype(np.float64)).backend == backend
+    reference = [_run(alone, option, args) for args in batches]
+    for threads in (2, 4):
+        est = fit(option, problem)  # fresh: its kernels are built lazily by the racing threads
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            got = list(pool.map(lambda args: _run(est, option, args), batches * 2))
+        for want, have in zip(reference * 2, got):
+            for a, b in zip(want, have):
+                np.testing.assert_array_equal(b, a)

@@ -39,6 +39,22 @@ def test_too_many_components(D):
         LandmarkMDS(n_components=9).fit(D)
 
 
+def test_a_partial_solver_refusal_names_its_truncation_not_a_count_of_positive_eigenvalues():
+    # 300 landmarks in R^120 have 120 positive eigenvalues; the partial solver computes the top 64 by
+    # default, and d = 100 used to be refused as exceeding "the 64 positive eigenvalues"
+    P = np.random.default_rng(0).normal(size=(300, 120))
+    D300 = np.linalg.norm(P[:, None] - P[None], axis=-1)
+    with pytest.raises(InputError) as exc:
+        LandmarkMDS(n_components=100, eigensolver="partial").fit(D300)
+    assert "64 positive eigenvalues" not in str(exc.value)
+    assert "the 64 eigenpairs the partial eigensolver computed" in str(exc.value)
+    assert "n_residual_components >= 100 or eigensolver='full'" in str(exc.value)
+    assert LandmarkMDS(n_components=100, eigensolver="partial", n_residual_components=120).fit(D300).model_.eigenvalues.size == 100
+    # a kernel that has fewer positive eigenvalues than computed: that count is right, and said so
+    with pytest.raises(InputError, match=r"exceeds the 3 positive eigenvalues the partial eigensolver found among the top 64"):
+        LandmarkMDS(n_components=5, eigensolver="partial").fit(np.linalg.norm(P[:, None, :3] - P[None, :, :3], axis=-1))
+
+
 def test_bad_parameters(D):
     with pytest.raises(InputError, match="method must be one of"):
         LandmarkMDS(method="nope").fit(D)

@@ -145,3 +145,34 @@ def test_run_refuses_a_missing_or_corrupt_model(tmp_path: Path, capsys: pytest.C
     dmodel = fitted_model()
     dmodel.save(tmp_path / "d.npz")  # a dissimilarity model cannot serve the feature generator
     assert main(base + ["--set", f"model.path={tmp_path / 'd.npz'}"]) == 2
+
+
+@pytest.mark.parametrize("selection", ["maxmin", "random", "first"])
+def test_fit_refuses_a_bad_entry_with_its_position_in_the_input(tmp_path: Path, selection: str,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # the NaN sits between objects 5 and 7 of the input: max-min selection reads every row, so it is
+    # refused whatever is chosen; random/first selections read the chosen landmarks' entries (objects
+    # 0..9 here for "first"). The message names the input's row and column, never landmark positions.
+    X = np.random.default_rng(0).standard_normal((30, 3))
+    D = cdist(X, X)
+    D[5, 7] = D[7, 5] = np.nan
+    np.save(tmp_path / "D.npy", D)
+    args = ["fit", "--dissimilarities", str(tmp_path / "D.npy"), "--landmarks", "10", "--selection", selection,
+            "--seed", "0", "-o", str(tmp_path / "m.npz")]
+    if selection == "random":  # make sure both are chosen
+        args += ["--seed", str(next(s for s in range(200) if {5, 7} <= set(
+            np.random.default_rng(s).choice(30, size=10, replace=False).tolist())))]
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "D[5, 7] = nan is not finite" in err, err
+    # a NaN outside the chosen landmarks does not matter to random/first selections
+    D = cdist(X, X)
+    D[20, 25] = D[25, 20] = np.nan
+    np.save(tmp_path / "D.npy", D)
+    code = main(["fit", "--dissimilarities", str(tmp_path / "D.npy"), "--landmarks", "10", "--selection", "first",
+                 "-o", str(tmp_path / "m.npz")])
+    assert code == 0
+    assert main(["fit", "--dissimilarities", str(tmp_path / "D.npy"), "--landmarks", "10", "-o",
+                 str(tmp_path / "m.npz")]) == 2
+    assert "D[20, 25] = nan is not finite" in capsys.readouterr().err
