@@ -309,12 +309,17 @@ class MetricsConfig:
     port_file: str = _f("", "Write the bound port to this file; empty: do not.")
     wedged_after_seconds: float = _f(120.0, "/healthz answers 503 when the loop has not made progress for this long.",
                                      min=0.0, exclusive_min=True)
-    max_connections: int = _f(32, "Connections served at once, one thread each. Beyond this a new connection closes "
-                              "the one that has waited longest for its request, so idle sockets cannot lock the "
-                              "probes out.", min=1, max=10_000)
-    request_timeout_seconds: float = _f(5.0, "A client must send its whole request within this many seconds, and take "
-                                        "the response within as many, or it is disconnected.", min=0.0,
-                                        exclusive_min=True, max=3600.0)
+    max_connections: int = _f(512, "Open connections at most (fewer if the process may open fewer files). Beyond "
+                              "this a new connection closes the one that has waited longest for its request; a "
+                              "waiting connection costs no thread, and /healthz and /readyz are answered as soon as "
+                              "their request has arrived, so slow or idle sockets cannot lock the probes out.",
+                              min=1, max=100_000)
+    max_connections_per_client: int = _f(128, "Open connections at most from one client address; beyond this a new "
+                                         "one closes that client's longest-waiting connection (not another "
+                                         "client's).", min=1, max=100_000)
+    request_timeout_seconds: float = _f(5.0, "A client must send its whole request (request line and headers) within "
+                                        "this many seconds of connecting, and take the response within as many, or "
+                                        "it is disconnected.", min=0.0, exclusive_min=True, max=3600.0)
     map_points: int = _f(2000, "/map shows the newest this many placements (a bounded sample, whatever the stream "
                          "rate) over the landmarks; 0: no /map.", min=0, max=100_000)
 

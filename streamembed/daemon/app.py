@@ -211,6 +211,7 @@ def _start_server(cfg: Config, metrics: Metrics, health: HealthState) -> OpsServ
         server = OpsServer(metrics.registry, health, cfg.metrics.host, cfg.metrics.port,
                            map_page=MapPage.load() if cfg.metrics.map_points else None,
                            max_connections=cfg.metrics.max_connections,
+                           max_per_client=cfg.metrics.max_connections_per_client,
                            request_timeout=cfg.metrics.request_timeout_seconds).start()
     except OSError as exc:
         raise EnvironmentUnavailable(f"cannot listen on metrics.host = {cfg.metrics.host!r}, metrics.port = "
