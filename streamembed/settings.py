@@ -98,7 +98,10 @@ class DirectoryConfig:
 
     path: str = _f("input", "Directory watched for Parquet (.parquet/.pq), Arrow IPC (.arrow/.arrows/.ipc/.feather) "
                    "and JSON-lines (.jsonl/.ndjson/.json) files.")
-    pattern: str = _f("*", "Glob of the files to read; with **/ or / in it subdirectories are searched.")
+    pattern: str = _f("*", "Glob of the files to read, on the path relative to directory.path: * and ? match within "
+                      "a name, **/ matches zero or more directories (**/*.parquet: every Parquet file, top-level "
+                      "ones included); without / or ** only top-level files. Hidden names and directories "
+                      "(.x, _x) are skipped; symbolic links out of the directory are not followed.")
     poll_seconds: float = _f(0.5, "Seconds between directory scans while there is nothing to read.", min=0.0,
                              max=3600.0, exclusive_min=True)
     settle_seconds: float = _f(1.0, "A file is read once its size and modification time have not changed for this "

@@ -21,6 +21,7 @@ from streamembed.core.model import LandmarkModel
 from streamembed.daemon.assembly import (KafkaIO, ModelSync, build_drift, build_file_sinks, build_io,
                                          build_kafka_source, build_registry, build_source,
                                          load_or_fit_model, model_source, open_model_topic, startup_model)
+from streamembed.daemon.config import ConfigError, check_memory
 from streamembed.daemon.errors import (EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, EnvironmentUnavailable,
                                        StartupError, is_environment_error)
 from streamembed.daemon.health import HealthState, OpsServer
@@ -124,6 +125,11 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
     """
     model_topic = open_model_topic(cfg, kafka_io, metrics=metrics, stop=stop)
     model = startup_model(cfg, model_topic, load_or_fit_model)
+    feats = model.features
+    try:  # now that the model's sizes are known, not only their lower bounds
+        check_memory(cfg, n_features=0 if feats is None else int(feats.shape[1]), n_landmarks=model.n_landmarks)
+    except ConfigError as exc:
+        raise StartupError(str(exc)) from None
     source_name = model_source(cfg)
     store = CheckpointStore(cfg.checkpoint_path)
     pid = PidLock(cfg.pid_path)

@@ -58,7 +58,7 @@ MAX_QUEUED = 64
 #: At most one WARNING about refused or closed connections this often (seconds).
 REFUSAL_LOG_SECONDS = 10.0
 #: How often the loop wakes to enforce deadlines (seconds).
-POLL_SECONDS = 0.05
+POLL_SECONDS = 0.1
 #: Connections accepted per readiness event (the rest wait in the kernel's queue for the next turn).
 ACCEPT_BURST = 64
 _KNOWN_METHODS = frozenset({"POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "TRACE", "CONNECT"})

@@ -335,21 +335,27 @@ class _Input:
             self.filling.close()
 
 
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
+
+
 def open_input(path: str | os.PathLike[str], snapshot_bytes: int | None = None, *,
-               progressive: bool = False) -> _Input:
+               progressive: bool = False, follow_symlinks: bool = True) -> _Input:
     """Open one version of ``path``: read into memory if small enough, checked for changes either way.
 
     ``progressive`` (see the module doc): Arrow IPC files are read as
     decoding reaches them; Parquet and JSON lines are still read whole.
     Raises OSError (the environment: missing, permissions, I/O) or
-    FileChanged.
+    FileChanged. ``follow_symlinks`` False: a symbolic link at ``path`` is not
+    opened (OSError ELOOP; the directory source resolves the links it allows).
     """
     p = Path(path)
+    opener = None if follow_symlinks else _no_follow
     fmt = file_format(p)
     if snapshot_bytes is None:
         snapshot_bytes = min(SNAPSHOT_BYTES, read_budget())
     if progressive and fmt == "arrow":
-        fh = open(p, "rb", buffering=0)  # noqa: SIM115 - closed by _Filling.finish/close
+        fh = open(p, "rb", buffering=0, opener=opener)  # noqa: SIM115 - closed by _Filling.finish/close
         try:
             sig = signature(os.fstat(fh.fileno()))
             if sig.size > snapshot_bytes:
@@ -359,7 +365,7 @@ def open_input(path: str | os.PathLike[str], snapshot_bytes: int | None = None, 
         except BaseException:
             fh.close()
             raise
-    with open(p, "rb", buffering=0) as fh:
+    with open(p, "rb", buffering=0, opener=opener) as fh:
         before = signature(os.fstat(fh.fileno()))
         if before.size > snapshot_bytes:
             return _Input(p, None, before)

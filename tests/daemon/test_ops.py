@@ -351,8 +351,18 @@ def test_one_client_at_its_limit_closes_its_own_oldest_sockets_not_anothers() ->
         server.stop()
 
 
-def test_refusals_are_logged_rate_limited(caplog) -> None:
-    caplog.set_level(logging.WARNING, logger="streamembed.health")
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_refusals_are_logged_rate_limited() -> None:
+    caplog = _Records()  # on the logger itself: setup_logging elsewhere may stop propagation to the root
+    logging.getLogger("streamembed.health").addHandler(caplog)
     server = _server(request_timeout=60.0, max_connections=16)
     server.refusals.every = 0.5
     flood: list[socket.socket] = []
@@ -368,6 +378,7 @@ def test_refusals_are_logged_rate_limited(caplog) -> None:
         assert sum(r.counts.get("total", 0) for r in caplog.records) == server.refusals.total["total"] \
             - sum(server.refusals.counts.values())
     finally:
+        logging.getLogger("streamembed.health").removeHandler(caplog)
         for s in flood:
             s.close()
         server.stop()
