@@ -155,6 +155,11 @@ class OutputConfig:
     parquet: bool = _f(True, "Write the Parquet output files (false: only the Kafka output topic).")
     kafka_topic: str = _f("", "Kafka topic the embedded rows are also (or, with parquet = false, only) produced to, "
                           "with the [kafka] settings; empty: none. Works with any source.")
+    file_mode: str = _f("0640", "Mode (octal) of every file the daemon creates: outputs, dead letters, checkpoint, "
+                        "models, histories, whatever the process umask (which is narrowed to match). The owner must "
+                        "be able to read and write.")
+    dir_mode: str = _f("0750", "Mode (octal) of every directory the daemon creates (existing ones are left as they "
+                       "are). The owner must have rwx; setgid (02750) is allowed.")
 
     @property
     def root_path(self) -> Path:

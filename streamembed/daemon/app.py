@@ -11,6 +11,7 @@ ready (disk full, port taken, brokers unreachable: restart later).
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from types import FrameType
@@ -18,6 +19,7 @@ from typing import Any
 
 from streamembed.atomic import atomic_write_bytes
 from streamembed.core.model import LandmarkModel
+from streamembed.fsafe import modes, parse_mode, set_modes
 from streamembed.daemon.assembly import (KafkaIO, ModelSync, build_drift, build_file_sinks, build_io,
                                          build_kafka_source, build_registry, build_source,
                                          load_or_fit_model, model_source, open_model_topic, startup_model)
@@ -29,7 +31,7 @@ from streamembed.daemon.logs import setup_logging
 from streamembed.daemon.mapview import MapPage, MapView
 from streamembed.daemon.metrics import Metrics
 from streamembed.daemon.state import (PidLock, archive_run, check_lineage, clean_refit_dirs, describe_model,
-                                      model_record)
+                                      model_record, writer_tag)
 from streamembed.settings import Config, k0_rows_value
 from streamembed.stream.checkpoint import CheckpointError, Checkpointer, CheckpointStore, CrashGuard
 from streamembed.stream.embedder import BatchEmbedder
@@ -72,6 +74,18 @@ class _Signals:
 def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Metrics | None = None) -> int:
     """Run the engine with ``cfg`` until stopped; returns the exit code."""
     setup_logging(cfg.logging.level, cfg.logging.format)
+    # every file and directory it creates gets these modes, whatever the umask (fsafe); restored on return
+    old_modes = modes()
+    old_umask = set_modes(parse_mode(cfg.output.file_mode), parse_mode(cfg.output.dir_mode))
+    try:
+        return _run(cfg, stop, metrics)
+    finally:
+        set_modes(*old_modes, umask=False)
+        if old_umask is not None:
+            os.umask(old_umask)
+
+
+def _run(cfg: Config, stop: threading.Event | None, metrics: Metrics | None) -> int:
     stop = stop or threading.Event()
     metrics = metrics or Metrics()
     health = HealthState(cfg.metrics.wedged_after_seconds)
@@ -142,6 +156,7 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
     if not cfg.run.fresh:  # after the checks: a refusal leaves nothing behind
         pid.acquire()
         closers.append(pid.release)
+    tag = writer_tag(cfg.root)
     clean_refit_dirs(cfg.model_dir)
     registry = build_registry(cfg, model)
     current = registry.current
@@ -164,7 +179,7 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
             # one replica of the group leads automatic refits: the owner of input partition 0;
             # the others take its model from the model topic (ModelSync)
             refits.may_auto_refit = lambda: 0 in inner.assigned_partitions
-    parquet, dead_files = build_file_sinks(cfg, inner.name)
+    parquet, dead_files = build_file_sinks(cfg, inner.name, tag)
     output, dead = build_io(cfg, kafka_io, inner, parquet, dead_files, metrics=metrics, stop=stop)
     closers += [output.close, dead.close]
     source = ReadAhead(inner, depth=2)

@@ -32,6 +32,7 @@ from streamembed.daemon.errors import EnvironmentUnavailable, StartupError
 from streamembed.daemon.metrics import Metrics
 from streamembed.daemon.refits import RefitManager, newest_models
 from streamembed.daemon.state import descendants
+from streamembed.fsafe import make_dirs
 from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
 from streamembed.kafka.model_topic import ModelTopic
 from streamembed.kafka.sink import FanoutSink, KafkaDeadLetterSink, KafkaOutputSink
@@ -130,7 +131,7 @@ def build_drift(cfg: Config, registry: ModelRegistry,
         raise StartupError(f"the drift detector cannot be calibrated with these settings: {exc} (or set "
                            f"drift.detector = 'rule')") from None
     monitor = DriftMonitor(registry.current, cfg.drift, trigger, metrics, history_path=cfg.drift_history_path)
-    cfg.model_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(cfg.model_dir)
     refits = RefitManager(cfg.refit, registry, monitor, cfg.model_dir, cfg.history_path, metrics)
     return monitor, refits
 
@@ -166,11 +167,13 @@ def build_source(cfg: Config, model: LandmarkModel, registry: ModelRegistry | No
                            to_dissimilarities=to_diss)
 
 
-def build_file_sinks(cfg: Config, source_name: str) -> tuple[ParquetSink | None, DeadLetterSink]:
+def build_file_sinks(cfg: Config, source_name: str, tag: str = "") -> tuple[ParquetSink | None, DeadLetterSink]:
+    """The Parquet output and dead-letter file sinks; ``tag`` (``state.writer_tag``) ends every file name."""
     o = cfg.output
     output = ParquetSink(cfg.embeddings_dir, row_group_rows=o.row_group_rows,
-                         compression=o.compression) if o.parquet else None
-    dead = DeadLetterSink(cfg.dead_letter_dir, fmt=o.dead_letter_format, source=source_name, compression=o.compression)
+                         compression=o.compression, tag=tag) if o.parquet else None
+    dead = DeadLetterSink(cfg.dead_letter_dir, fmt=o.dead_letter_format, source=source_name, compression=o.compression,
+                          tag=tag)
     return output, dead
 
 

@@ -345,7 +345,26 @@ def _cross_check(cfg: Config) -> None:
         raise ConfigError("source.kind = 'directory' needs a model: set model.path to a .npz file "
                           "(make one with `streamembed fit`)")
     _cross_check_kafka(cfg)
+    _check_modes(cfg)
     check_memory(cfg)
+
+
+def _check_modes(cfg: Config) -> None:
+    from streamembed.fsafe import parse_mode
+
+    o = cfg.output
+    for key, text, need, allowed in (("output.file_mode", o.file_mode, 0o600, 0o777),
+                                     ("output.dir_mode", o.dir_mode, 0o700, 0o2777)):
+        try:
+            mode = parse_mode(text)
+        except ValueError as exc:
+            raise ConfigError(f"{key} = {text!r}: {exc}") from None
+        if mode & need != need:
+            raise ConfigError(f"{key} = {text!r} does not let the owner {'read and write' if need == 0o600 else 'use'} "
+                              f"what the daemon creates (needs {need:04o})")
+        if mode & ~allowed:
+            raise ConfigError(f"{key} = {text!r} sets special bits (setuid, sticky{', setgid' if allowed == 0o777 else ''}"
+                              f"): not allowed")
 
 
 def memory_needs(cfg: Config, n_features: int | None = None, n_landmarks: int | None = None
