@@ -121,9 +121,9 @@ def _run(cfg: Config, stop: threading.Event | None, metrics: Metrics | None) -> 
                                        "embedded": stats.embedded, "dead_letters": stats.dead,
                                        "commits": stats.commits})
         except Exception as exc:  # noqa: BLE001 - report and exit non-zero; the checkpoint is intact
-            if is_environment_error(exc):
+            if is_environment_error(exc) or _brokers_away(exc):
                 log.error("the environment failed under the loop (exit %d, to be retried; the next start resumes "
-                          "from the last checkpoint): %s", EXIT_UNAVAILABLE, exc)
+                          "from the last checkpoint): %s: %s", EXIT_UNAVAILABLE, type(exc).__name__, exc)
                 code = EXIT_UNAVAILABLE
             else:
                 log.exception("the loop failed; restart resumes from the last checkpoint")
@@ -200,6 +200,15 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
                          metrics=metrics, health=health, stop=stop, between_batches=_chain(between),
                          crash_guard=guard)
     return loop, current
+
+
+def _brokers_away(exc: BaseException) -> bool:
+    """A transient Kafka error (the brokers away) that ended the loop, e.g. stopped while retrying a commit."""
+    if type(exc).__module__.split(".")[0] != "kafka" and "Kafka" not in type(exc).__name__:
+        return False
+    from streamembed.kafka.client import is_transient
+
+    return is_transient(exc)
 
 
 def _close(closers: list[Any], server: OpsServer | None, code: int) -> int:

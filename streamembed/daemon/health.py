@@ -2,8 +2,10 @@
 
 ``/metrics``   Prometheus text format (``generate_latest`` of the registry)
 ``/healthz``   200 while the process is alive and the loop has beaten within
-               ``wedged_after`` seconds, else 503
+               ``wedged_after`` seconds, or waits on the brokers and keeps
+               retrying (``liveness.py``: a restart cannot bring them back), else 503
 ``/readyz``    200 once the model is loaded and the loop is running, else 503
+               (naming the problems: an unreadable input, the brokers away)
 ``/map``       the live map page (``daemon/static/map.html``), and
 ``/map.json``  the data behind it (``daemon.mapview.MapView``)
 
@@ -31,6 +33,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from streamembed.daemon.httpd import HttpServer, Response
+from streamembed.liveness import WAITS
 
 __all__ = ["HealthState", "OpsServer"]
 
@@ -66,18 +69,28 @@ class HealthState:
                 self._problems[name] = problem
 
     def healthy(self) -> tuple[bool, dict[str, Any]]:
+        """Alive: the loop beat within ``wedged_after``, or it waits on the brokers and keeps retrying."""
         with self._lock:
             age = time.monotonic() - self._last_beat
             state = self.state
         ok = age <= self.wedged_after
-        return ok, {"status": "ok" if ok else "wedged", "state": state, "last_beat_age_seconds": round(age, 3)}
+        doc: dict[str, Any] = {"status": "ok" if ok else "wedged", "state": state,
+                               "last_beat_age_seconds": round(age, 3)}
+        if not ok:
+            waiting, what = WAITS.alive(self.wedged_after)
+            if waiting:  # blocked by an outside system, and retrying: restarting the process cannot help
+                ok = True
+                doc.update(status="waiting", waiting_for=what)
+        return ok, doc
 
     def ready(self) -> tuple[bool, dict[str, Any]]:
+        outside = WAITS.problems()  # e.g. the brokers away
         with self._lock:
-            ok = self.model_loaded and self.state == "running" and not self._problems
+            problems = {**self._problems, **outside}
+            ok = self.model_loaded and self.state == "running" and not problems
             doc: dict[str, Any] = {"ready": ok, "model_loaded": self.model_loaded, "state": self.state}
-            if self._problems:
-                doc["problems"] = dict(self._problems)
+            if problems:
+                doc["problems"] = problems
             return ok, doc
 
 
