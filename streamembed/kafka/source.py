@@ -211,6 +211,19 @@ def cut_batches(partition: int, recs: list[Any], batch_rows: int,
     return out
 
 
+def brokers_away(consumer: Any) -> str | None:
+    """Why the consumer cannot reach the brokers now (no connection, no known coordinator), or None."""
+    try:
+        if consumer.metrics().get("consumer-metrics", {}).get("connection-count", 1) < 1:
+            return "no connection to any broker"
+        coordinator = getattr(consumer, "_coordinator", None)
+        if coordinator is not None and coordinator.coordinator_unknown():
+            return "the group coordinator is unknown"
+    except Exception:  # noqa: BLE001 - best effort: a client without these says nothing
+        return None
+    return None
+
+
 def throttle_join_spin(consumer: Any, pause: float = JOIN_SPIN_PAUSE) -> bool:
     """Make a pending group join cost nothing: True if the consumer could be adjusted.
 
@@ -351,16 +364,7 @@ class KafkaSource:
         if now - self._checked_at < 1.0:
             return
         self._checked_at = now
-        away = None
-        try:
-            coordinator = getattr(self._consumer, "_coordinator", None)
-            if coordinator is not None and coordinator.coordinator_unknown():
-                away = "the group coordinator is unknown"
-            conns = self._consumer.metrics().get("consumer-metrics", {}).get("connection-count")
-            if conns is not None and conns < 1:
-                away = "no connection to any broker"
-        except Exception:  # noqa: BLE001 - best effort: a client without these says nothing
-            away = None
+        away = brokers_away(self._consumer)
         if away is None:
             self._away_since, self._problem = None, None
             return
