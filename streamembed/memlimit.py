@@ -21,7 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MemoryLimit", "memory_limit", "current_limit", "read_budget", "format_bytes", "READ_BUDGET_MIN", "READ_BUDGET_MAX"]
+__all__ = ["MemoryLimit", "memory_limit", "current_limit", "read_budget", "format_bytes", "READ_BUDGET_MIN",
+           "READ_BUDGET_MAX"]
 
 #: The read budget's bounds (bytes).
 READ_BUDGET_MIN, READ_BUDGET_MAX = 16 << 20, 1 << 30

@@ -363,8 +363,8 @@ def _check_modes(cfg: Config) -> None:
             raise ConfigError(f"{key} = {text!r} does not let the owner {'read and write' if need == 0o600 else 'use'} "
                               f"what the daemon creates (needs {need:04o})")
         if mode & ~allowed:
-            raise ConfigError(f"{key} = {text!r} sets special bits (setuid, sticky{', setgid' if allowed == 0o777 else ''}"
-                              f"): not allowed")
+            bits = "setuid, sticky" + (", setgid" if allowed == 0o777 else "")
+            raise ConfigError(f"{key} = {text!r} sets special bits ({bits}): not allowed")
 
 
 def memory_needs(cfg: Config, n_features: int | None = None, n_landmarks: int | None = None

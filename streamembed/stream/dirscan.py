@@ -20,7 +20,8 @@ files, every poll, forever (an idle daemon used 0.95 of a core). A
   or renamed file at the next scan.
 
 So an idle directory of 20,000 finished files costs a few directory stats and
-256 file stats per poll (measured: an idle daemon at 2 % of a core).
+256 file stats per poll (measured: after 20,000 one-row files the idle daemon
+used 0.7 % of a core).
 
 Patterns (:func:`compile_pattern`) are globs on the path relative to the
 directory, ``/``-separated: ``*``, ``?`` and ``[...]`` match within one name,

@@ -15,7 +15,8 @@ a sixteenth of the process's memory limit, at most ``SNAPSHOT_BYTES``) is read
 into memory in one go (then decoded zero-copy from that snapshot), a larger
 one streamed with plain reads, a row group or record batch at a time, so the
 memory a file takes follows the memory limit, never the file size (a Parquet
-row group too large for the limit is refused as unreadable, not read); either way :func:`open_input` checks that the file's size,
+row group too large for the limit is refused as unreadable, not read); either
+way :func:`open_input` checks that the file's size,
 modification time and inode did not change while it was read, and raises
 :class:`FileChanged` if they did, so that a file is read whole or not at all.
 Snapshots are read with ``readinto`` into a buffer of the process's slab

@@ -37,7 +37,7 @@ import pyarrow as pa
 from streamembed.stream.codecs import DeadRecord
 from streamembed.stream.dirscan import DirectoryIndex
 from streamembed.stream.records import Reason
-from streamembed.stream.readers import FileChanged, ReadChunk, Signature, file_format, iter_file, open_input, signature
+from streamembed.stream.readers import FileChanged, ReadChunk, Signature, file_format, iter_file, open_input
 from streamembed.stream.sinks import safe_label
 
 __all__ = ["SourceBatch", "Source", "DirectorySource", "FileSource", "display_name"]

@@ -15,11 +15,9 @@ import stat
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from ..stream.helpers import dissimilarities, fitted_model, input_table, objects, read_dead, read_ids, write_parquet
-from .cli import log_records
 from .daemon import Daemon, directory_env, wait_for
 
 pytestmark = [pytest.mark.e2e]
