@@ -73,7 +73,7 @@ def _mem_total(proc: Path) -> int | None:
 
 def _cgroup_mounts(proc: Path) -> list[tuple[str, str, str, str]]:
     """(fs type, mount root, mount point, super options) of every cgroup mount."""
-    out = []
+    out: list[tuple[str, str, str, str]] = []
     try:
         lines = (proc / "self" / "mountinfo").read_text().splitlines()
     except OSError:

@@ -236,9 +236,9 @@ def throttle_join_spin(consumer: Any, pause: float = JOIN_SPIN_PAUSE) -> bool:
     else changes: the join's round trips are driven as before, ~50 times a
     second at most instead of ~800). Consumers without that method are left alone.
     """
-    coordinator = getattr(consumer, "_coordinator", None)
+    coordinator: Any = getattr(consumer, "_coordinator", None)
     step = getattr(coordinator, "poll", None)
-    if step is None or getattr(step, "_streamembed_throttled", False):
+    if coordinator is None or step is None or getattr(step, "_streamembed_throttled", False):
         return False
 
     def throttled(timeout_ms: Any = None, **kw: Any) -> Any:
