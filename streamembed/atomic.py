@@ -2,7 +2,9 @@
 
 A file appears complete under its final name or not at all, and survives a
 power loss once published: write to a temporary name in the same directory,
-fsync the file, rename it over the final name, fsync the directory.
+fsync the file, rename it over the final name, fsync the directory. The
+temporary file is created by ``fsafe.create_temp``: a random name, created
+exclusively, never through a symbolic link, with the configured file mode.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import os
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
-__all__ = ["atomic_write_bytes", "atomic_file", "publish", "fsync_dir", "fsync_file"]
+from streamembed.fsafe import clean_temps, create_temp
+
+__all__ = ["atomic_write_bytes", "atomic_file", "publish", "fsync_dir", "fsync_file", "glob_escape"]
 
 
 def fsync_file(path: str | os.PathLike[str]) -> None:
@@ -38,17 +42,21 @@ def publish(tmp: str | os.PathLike[str], final: str | os.PathLike[str]) -> Path:
 
 
 @contextlib.contextmanager
-def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+def atomic_file(path: str | os.PathLike[str], *, clean: bool = True) -> Iterator[BinaryIO]:
     """``with atomic_file(p) as fh: fh.write(...)``: ``p`` appears complete or not at all.
 
-    The parent directory must exist. The temporary file is ``.<name>.tmp``
-    beside it (a crash leaves at most that one, which the next write replaces);
-    on an exception it is removed.
+    The parent directory must exist. The temporary file is
+    ``.<name>.<random>.tmp`` beside it (``fsafe.create_temp``); on an exception
+    it is removed. ``clean``: what a crashed writer left for ``p`` is removed
+    before its first write in a process (writers of many names, such as
+    sinks, clean their own prefix once instead).
     """
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
+    if clean:
+        clean_temps(path.parent, glob_escape(path.name))
+    fh, tmp = create_temp(path.parent, path.name)
     try:
-        with open(tmp, "wb") as fh:
+        with fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
@@ -60,7 +68,12 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     fsync_dir(path.parent)
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically and durably."""
-    with atomic_file(path) as fh:
+def glob_escape(name: str) -> str:
+    """``name`` as a glob that matches only itself."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, clean: bool = True) -> None:
+    """Write ``data`` to ``path`` atomically and durably (``clean``: see :func:`atomic_file`)."""
+    with atomic_file(path, clean=clean) as fh:
         fh.write(data)

@@ -103,7 +103,10 @@ class DirectoryConfig:
 
     path: str = _f("input", "Directory watched for Parquet (.parquet/.pq), Arrow IPC (.arrow/.arrows/.ipc/.feather) "
                    "and JSON-lines (.jsonl/.ndjson/.json) files.")
-    pattern: str = _f("*", "Glob of the files to read; with **/ or / in it subdirectories are searched.")
+    pattern: str = _f("*", "Glob of the files to read, on the path relative to directory.path: * and ? match within "
+                      "a name, **/ matches zero or more directories (**/*.parquet: every Parquet file, top-level "
+                      "ones included); without / or ** only top-level files. Hidden names and directories "
+                      "(.x, _x) are skipped; symbolic links out of the directory are not followed.")
     poll_seconds: float = _f(0.5, "Seconds between directory scans while there is nothing to read.", min=0.0,
                              max=3600.0, exclusive_min=True)
     settle_seconds: float = _f(1.0, "A file is read once its size and modification time have not changed for this "
@@ -157,6 +160,11 @@ class OutputConfig:
     parquet: bool = _f(True, "Write the Parquet output files (false: only the Kafka output topic).")
     kafka_topic: str = _f("", "Kafka topic the embedded rows are also (or, with parquet = false, only) produced to, "
                           "with the [kafka] settings; empty: none. Works with any source.")
+    file_mode: str = _f("0640", "Mode (octal) of every file the daemon creates: outputs, dead letters, checkpoint, "
+                        "models, histories, whatever the process umask (which is narrowed to match). The owner must "
+                        "be able to read and write.")
+    dir_mode: str = _f("0750", "Mode (octal) of every directory the daemon creates (existing ones are left as they "
+                       "are). The owner must have rwx; setgid (02750) is allowed.")
 
     @property
     def root_path(self) -> Path:
@@ -346,12 +354,17 @@ class MetricsConfig:
     port_file: str = _f("", "Write the bound port to this file; empty: do not.")
     wedged_after_seconds: float = _f(120.0, "/healthz answers 503 when the loop has not made progress for this long.",
                                      min=0.0, exclusive_min=True)
-    max_connections: int = _f(32, "Connections served at once, one thread each. Beyond this a new connection closes "
-                              "the one that has waited longest for its request, so idle sockets cannot lock the "
-                              "probes out.", min=1, max=10_000)
-    request_timeout_seconds: float = _f(5.0, "A client must send its whole request within this many seconds, and take "
-                                        "the response within as many, or it is disconnected.", min=0.0,
-                                        exclusive_min=True, max=3600.0)
+    max_connections: int = _f(512, "Open connections at most (fewer if the process may open fewer files). Beyond "
+                              "this a new connection closes the one that has waited longest for its request; a "
+                              "waiting connection costs no thread, and /healthz and /readyz are answered as soon as "
+                              "their request has arrived, so slow or idle sockets cannot lock the probes out.",
+                              min=1, max=100_000)
+    max_connections_per_client: int = _f(128, "Open connections at most from one client address; beyond this a new "
+                                         "one closes that client's longest-waiting connection (not another "
+                                         "client's).", min=1, max=100_000)
+    request_timeout_seconds: float = _f(5.0, "A client must send its whole request (request line and headers) within "
+                                        "this many seconds of connecting, and take the response within as many, or "
+                                        "it is disconnected.", min=0.0, exclusive_min=True, max=3600.0)
     map_points: int = _f(2000, "/map shows the newest this many placements (a bounded sample, whatever the stream "
                          "rate) over the landmarks; 0: no /map.", min=0, max=100_000)
 

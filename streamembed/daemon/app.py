@@ -11,6 +11,7 @@ ready (disk full, port taken, brokers unreachable: restart later).
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from types import FrameType
@@ -18,9 +19,11 @@ from typing import Any
 
 from streamembed.atomic import atomic_write_bytes
 from streamembed.core.model import LandmarkModel
+from streamembed.fsafe import modes, parse_mode, set_modes
 from streamembed.daemon.assembly import (KafkaIO, ModelSync, build_drift, build_file_sinks, build_io,
                                          build_kafka_source, build_registry, build_source,
                                          load_or_fit_model, model_source, open_model_topic, startup_model)
+from streamembed.daemon.config import ConfigError, check_memory
 from streamembed.daemon.errors import (EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, EnvironmentUnavailable,
                                        StartupError, is_environment_error)
 from streamembed.daemon.health import HealthState, OpsServer
@@ -29,7 +32,7 @@ from streamembed.daemon.mapview import MapPage, MapView
 from streamembed.daemon.metrics import Metrics
 from streamembed.daemon.refits import RefitManager
 from streamembed.daemon.state import (PidLock, archive_run, check_lineage, clean_refit_dirs, describe_model,
-                                      model_record)
+                                      model_record, writer_tag)
 from streamembed.settings import Config, k0_rows_value
 from streamembed.stream.checkpoint import CheckpointError, Checkpointer, CheckpointStore, CrashGuard
 from streamembed.stream.consistency import ConsistencyMonitor
@@ -73,6 +76,18 @@ class _Signals:
 def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Metrics | None = None) -> int:
     """Run the engine with ``cfg`` until stopped; returns the exit code."""
     setup_logging(cfg.logging.level, cfg.logging.format)
+    # every file and directory it creates gets these modes, whatever the umask (fsafe); restored on return
+    old_modes = modes()
+    old_umask = set_modes(parse_mode(cfg.output.file_mode), parse_mode(cfg.output.dir_mode))
+    try:
+        return _run(cfg, stop, metrics)
+    finally:
+        set_modes(*old_modes, umask=False)
+        if old_umask is not None:
+            os.umask(old_umask)
+
+
+def _run(cfg: Config, stop: threading.Event | None, metrics: Metrics | None) -> int:
     stop = stop or threading.Event()
     metrics = metrics or Metrics()
     health = HealthState(cfg.metrics.wedged_after_seconds)
@@ -110,9 +125,9 @@ def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Met
                                        "embedded": stats.embedded, "dead_letters": stats.dead,
                                        "commits": stats.commits})
         except Exception as exc:  # noqa: BLE001 - report and exit non-zero; the checkpoint is intact
-            if is_environment_error(exc):
+            if is_environment_error(exc) or _brokers_away(exc):
                 log.error("the environment failed under the loop (exit %d, to be retried; the next start resumes "
-                          "from the last checkpoint): %s", EXIT_UNAVAILABLE, exc)
+                          "from the last checkpoint): %s: %s", EXIT_UNAVAILABLE, type(exc).__name__, exc)
                 code = EXIT_UNAVAILABLE
             else:
                 log.exception("the loop failed; restart resumes from the last checkpoint")
@@ -128,6 +143,11 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
     """
     model_topic = open_model_topic(cfg, kafka_io, metrics=metrics, stop=stop)
     model = startup_model(cfg, model_topic, load_or_fit_model)
+    feats = model.features
+    try:  # now that the model's sizes are known, not only their lower bounds
+        check_memory(cfg, n_features=0 if feats is None else int(feats.shape[1]), n_landmarks=model.n_landmarks)
+    except ConfigError as exc:
+        raise StartupError(str(exc)) from None
     source_name = model_source(cfg)
     store = CheckpointStore(cfg.checkpoint_path)
     pid = PidLock(cfg.pid_path)
@@ -140,6 +160,7 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
     if not cfg.run.fresh:  # after the checks: a refusal leaves nothing behind
         pid.acquire()
         closers.append(pid.release)
+    tag = writer_tag(cfg.root)
     clean_refit_dirs(cfg.model_dir)
     registry = build_registry(cfg, model)
     current = registry.current
@@ -162,7 +183,7 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
             # one replica of the group leads automatic refits: the owner of input partition 0;
             # the others take its model from the model topic (ModelSync)
             refits.may_auto_refit = lambda: 0 in inner.assigned_partitions
-    parquet, dead_files = build_file_sinks(cfg, inner.name)
+    parquet, dead_files = build_file_sinks(cfg, inner.name, tag)
     output, dead = build_io(cfg, kafka_io, inner, parquet, dead_files, metrics=metrics, stop=stop)
     closers += [output.close, dead.close]
     source = ReadAhead(inner, depth=2)
@@ -186,6 +207,15 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
                          metrics=metrics, health=health, stop=stop, between_batches=_chain(between),
                          crash_guard=guard)
     return loop, current, refits
+
+
+def _brokers_away(exc: BaseException) -> bool:
+    """A transient Kafka error (the brokers away) that ended the loop, e.g. stopped while retrying a commit."""
+    if type(exc).__module__.split(".")[0] != "kafka" and "Kafka" not in type(exc).__name__:
+        return False
+    from streamembed.kafka.client import is_transient
+
+    return is_transient(exc)
 
 
 def _close(closers: list[Any], server: OpsServer | None, code: int) -> int:
@@ -218,6 +248,7 @@ def _start_server(cfg: Config, metrics: Metrics, health: HealthState) -> OpsServ
         server = OpsServer(metrics.registry, health, cfg.metrics.host, cfg.metrics.port,
                            map_page=MapPage.load() if cfg.metrics.map_points else None,
                            max_connections=cfg.metrics.max_connections,
+                           max_per_client=cfg.metrics.max_connections_per_client,
                            request_timeout=cfg.metrics.request_timeout_seconds).start()
     except OSError as exc:
         raise EnvironmentUnavailable(f"cannot listen on metrics.host = {cfg.metrics.host!r}, metrics.port = "

@@ -32,6 +32,7 @@ from streamembed.daemon.errors import EnvironmentUnavailable, StartupError
 from streamembed.daemon.metrics import Metrics
 from streamembed.daemon.refits import RefitManager, newest_models
 from streamembed.daemon.state import descendants
+from streamembed.fsafe import make_dirs
 from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
 from streamembed.kafka.limits import topic_limit
 from streamembed.kafka.model_topic import ModelTopic
@@ -130,7 +131,7 @@ def build_drift(cfg: Config, registry: ModelRegistry,
         raise StartupError(f"the drift detector cannot be calibrated with these settings: {exc} (or set "
                            f"drift.detector = 'rule')") from None
     monitor = DriftMonitor(registry.current, cfg.drift, trigger, metrics, history_path=cfg.drift_history_path)
-    cfg.model_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(cfg.model_dir)
     refits = RefitManager(cfg.refit, registry, monitor, cfg.model_dir, cfg.history_path, metrics)
     return monitor, refits
 
@@ -166,18 +167,21 @@ def build_source(cfg: Config, model: LandmarkModel, registry: ModelRegistry | No
                            to_dissimilarities=to_diss)
 
 
-def build_file_sinks(cfg: Config, source_name: str) -> tuple[Any, Any]:
+def build_file_sinks(cfg: Config, source_name: str, tag: str = "") -> tuple[Any, Any]:
     """(Parquet output or None, dead-letter files). A Kafka source gets one file per partition per roll
-    (``PerLabelSink``), so that file names stay a function of the input position whatever the interleaving."""
+    (``PerLabelSink``), so that file names stay a function of the input position whatever the interleaving
+    (untagged: the partition's next owner replaces them); other sources end every file name with ``tag``
+    (``state.writer_tag``), so daemons with their own roots can share one output directory."""
     o = cfg.output
 
     def parquet() -> ParquetSink:
         return ParquetSink(cfg.embeddings_dir, row_group_rows=o.row_group_rows, compression=o.compression,
-                           clean=source_name != "kafka")
+                           clean=source_name != "kafka", tag="" if source_name == "kafka" else tag)
 
     def dead_files() -> DeadLetterSink:
         return DeadLetterSink(cfg.dead_letter_dir, fmt=o.dead_letter_format, source=source_name,
-                              compression=o.compression, clean=source_name != "kafka")
+                              compression=o.compression, clean=source_name != "kafka",
+                              tag="" if source_name == "kafka" else tag)
 
     if source_name != "kafka":
         return (parquet() if o.parquet else None), dead_files()

@@ -7,8 +7,9 @@ Precedence, lowest first: the schema's defaults (``settings.Config()``, which
 ``config/default.toml`` renders) < a TOML file (``--config``) < environment
 variables < command-line flags.
 
-Environment overrides: ``STREAMEMBED_<SECTION>__<KEY>=<value>``, section and
-key in any case, separated by a double underscore, e.g.
+Environment overrides: ``STREAMEMBED_<SECTION>__<KEY>=<value>``, the whole
+name in any case (``streamembed_output__roll_rows`` too; two variables naming
+one key are an error), separated by a double underscore, e.g.
 ``STREAMEMBED_OUTPUT__ROLL_ROWS=5000`` or ``STREAMEMBED_METRICS__PORT=0``.
 The value is parsed by the key's type: integers and floats as numbers,
 booleans as true/false/1/0/yes/no/on/off, strings verbatim (no quotes);
@@ -18,7 +19,14 @@ and so is one without ``__`` that looks like a key (``STREAMEMBED_MODEL_PATH``:
 "did you mean STREAMEMBED_MODEL__PATH?").
 
 Any unknown section or key, wrong type or out-of-range value raises
-:class:`ConfigError` naming the key and the value.
+:class:`ConfigError` naming the key and the value. Numbers must be finite
+(``nan`` and ``inf`` are refused, from TOML, the environment and flags alike),
+every duration (``*_seconds``, ``*_ms``) is at most ``MAX_DURATION_SECONDS``
+(23 days), and settings whose memory grows with their value (the refit
+reservoir, the drift window, the largest block, a generator-fitted model, the
+Kafka buffers) are checked against the process's memory limit
+(``streamembed.memlimit``): a configuration that cannot fit is refused with
+what it needs and what there is.
 """
 
 from __future__ import annotations
@@ -26,12 +34,14 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 import textwrap
 import tomllib
 import typing
 from pathlib import Path
 from typing import Any, Mapping
 
+from streamembed.memlimit import MemoryLimit, format_bytes, memory_limit
 from streamembed.settings import K0_STATISTICS, Config
 
 __all__ = [
@@ -46,9 +56,15 @@ __all__ = [
     "to_toml",
     "to_json",
     "parse_value",
+    "check_memory",
+    "memory_needs",
+    "MAX_DURATION_SECONDS",
 ]
 
 ENV_PREFIX = "STREAMEMBED_"
+#: The longest duration any setting may name (seconds; ``*_ms`` settings in milliseconds): 23 days, below
+#: the 2^31 ms that Kafka's protocol and ``threading`` waits can take.
+MAX_DURATION_SECONDS = 2_000_000
 
 
 class ConfigError(ValueError):
@@ -91,7 +107,12 @@ def _check_value(key: str, tp: Any, f: dataclasses.Field[Any], value: Any) -> An
     elif tp is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         if ok:
-            value = float(value)
+            try:
+                value = float(value)
+            except OverflowError:  # an integer too large for a float
+                value = math.inf
+            if not math.isfinite(value):
+                raise ConfigError(f"{key} = {value!r} is not a finite number")
     elif tp is str:
         ok = isinstance(value, str)
     elif typing.get_origin(tp) is dict:  # a free-form table such as [kafka.client]
@@ -113,6 +134,10 @@ def _check_value(key: str, tp: Any, f: dataclasses.Field[Any], value: Any) -> An
             raise ConfigError(f"{key} = {value!r} is not one of {', '.join(map(repr, choices))}")
         value = cmp
     lo, hi = meta.get("min"), meta.get("max")
+    if hi is None and key.endswith("_seconds"):
+        hi = MAX_DURATION_SECONDS
+    elif hi is None and key.endswith("_ms"):
+        hi = MAX_DURATION_SECONDS * 1000
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if lo is not None and (value < lo or (meta.get("exclusive_min") and value <= lo)):
             rel = ">" if meta.get("exclusive_min") else ">="
@@ -233,21 +258,27 @@ def env_overrides(environ: Mapping[str, str]) -> list[tuple[str, str]]:
     """(``section.key``, value) pairs from ``STREAMEMBED_<SECTION>__<KEY>`` variables."""
     out = []
     known = _env_names()
+    named: dict[str, str] = {}  # key -> the variable that set it
     for var, value in sorted(environ.items()):
-        if not var.startswith(ENV_PREFIX):
+        upper = var.upper()
+        if not upper.startswith(ENV_PREFIX):
             continue
-        if "__" not in var[len(ENV_PREFIX):]:
-            near = difflib.get_close_matches(var.upper(), known, n=1, cutoff=0.85)
+        if "__" not in upper[len(ENV_PREFIX):]:
+            near = difflib.get_close_matches(upper, known, n=1, cutoff=0.85)
             if near:
                 raise ConfigError(f"environment variable {var} names no setting: did you mean {near[0]}? "
                                   f"(STREAMEMBED_<SECTION>__<KEY>, with a double underscore)")
             continue
-        section, _, name = var[len(ENV_PREFIX):].partition("__")
+        section, _, name = upper[len(ENV_PREFIX):].partition("__")
         key = f"{section.lower()}.{name.lower()}"
         try:
             _split_key(key)
         except ConfigError as exc:
             raise ConfigError(f"environment variable {var}: {exc}") from None
+        if key in named:
+            raise ConfigError(f"environment variables {named[key]} and {var} both set {key} (names are matched in "
+                              f"any case): keep one")
+        named[key] = var
         out.append((key, value))
     return out
 
@@ -271,12 +302,15 @@ def load_config(
     cfg = Config()
     if path is not None:
         _apply_doc(cfg, _read_toml(Path(path)), str(path))
-    for key, text in env_overrides(environ or {}):
+    env = environ or {}
+    named = {f"{v.upper()}": v for v in env}
+    for key, text in env_overrides(env):
         section, name = _split_key(key)
         try:
             setattr(getattr(cfg, section), name, parse_value(key, text))
         except ConfigError as exc:
-            var = f"{ENV_PREFIX}{section.upper()}__{name.upper()}"
+            var = named.get(f"{ENV_PREFIX}{section.upper()}__{name.upper()}", f"{ENV_PREFIX}{section.upper()}__"
+                                                                              f"{name.upper()}")
             raise ConfigError(f"environment variable {var}: {exc}") from None
     for key, value in (overrides or {}).items():
         section, name = _split_key(key)
@@ -311,6 +345,79 @@ def _cross_check(cfg: Config) -> None:
         raise ConfigError("source.kind = 'directory' needs a model: set model.path to a .npz file "
                           "(make one with `streamembed fit`)")
     _cross_check_kafka(cfg)
+    _check_modes(cfg)
+    check_memory(cfg)
+
+
+def _check_modes(cfg: Config) -> None:
+    from streamembed.fsafe import parse_mode
+
+    o = cfg.output
+    for key, text, need, allowed in (("output.file_mode", o.file_mode, 0o600, 0o777),
+                                     ("output.dir_mode", o.dir_mode, 0o700, 0o2777)):
+        try:
+            mode = parse_mode(text)
+        except ValueError as exc:
+            raise ConfigError(f"{key} = {text!r}: {exc}") from None
+        if mode & need != need:
+            raise ConfigError(f"{key} = {text!r} does not let the owner {'read and write' if need == 0o600 else 'use'} "
+                              f"what the daemon creates (needs {need:04o})")
+        if mode & ~allowed:
+            bits = "setuid, sticky" + (", setgid" if allowed == 0o777 else "")
+            raise ConfigError(f"{key} = {text!r} sets special bits ({bits}): not allowed")
+
+
+def memory_needs(cfg: Config, n_features: int | None = None, n_landmarks: int | None = None
+                 ) -> list[tuple[str, float, str]]:
+    """(key, bytes it needs at least, what for) of the settings whose memory grows with their value.
+
+    ``n_features`` and ``n_landmarks`` are the model's once it is known; before, the generator's settings
+    when the model is fitted from it, else the smallest possible (a lower bound).
+    """
+    m, d, k = cfg.model, cfg.drift, cfg.kafka
+    fitted_here = not m.path
+    p = n_features if n_features is not None else (cfg.generator.n_features if fitted_here else 1)
+    n = n_landmarks if n_landmarks is not None else (m.n_landmarks if fitted_here else 2)
+    block = cfg.source.max_block_rows
+    needs: list[tuple[str, float, str]] = [
+        ("drift.reservoir_objects", d.reservoir_objects * (16.0 + 8.0 * p),
+         f"each candidate keeps {p} float64 feature(s) and an id"),
+        ("drift.window_objects", d.window_objects * 8.0, "a float64 per object in the window"),
+        ("source.max_block_rows", (block + 1.0) ** 2 * 8.0 + (block + 1.0) * n * 8.0,
+         "a block of that many rows: its m x m cross dissimilarities in float64"),
+        ("source.batch_rows", cfg.source.batch_rows * (n + 8.0) * 8.0 * 3, "a batch's rows, decoded, placed and "
+                                                                           "written (about three copies)"),
+    ]
+    if fitted_here and n_landmarks is None:
+        needs.append(("model.n_landmarks", 3.0 * m.n_landmarks ** 2 * 8.0, "fitting: the n x n landmark kernel and "
+                                                                          "its eigendecomposition"))
+        needs.append(("model.fit_sample", m.fit_sample * (cfg.generator.n_features + m.n_landmarks) * 8.0,
+                      "fitting: the sample's features and their distances to the landmarks"))
+    if cfg.source.kind == "kafka" or cfg.output.kafka_topic:
+        needs.append(("kafka.fetch_max_bytes", float(k.fetch_max_bytes), "one fetch's messages"))
+        needs.append(("kafka.max_unacked_bytes", float(k.max_unacked_bytes), "produced bytes kept until acknowledged"))
+    return needs
+
+
+def check_memory(cfg: Config, limit: MemoryLimit | None = None, *, n_features: int | None = None,
+                 n_landmarks: int | None = None) -> None:
+    """Refuse (ConfigError) settings whose memory cannot fit the process's memory limit (see :func:`memory_needs`)."""
+    limit = limit if limit is not None else memory_limit()
+    if limit is None:
+        return
+    needs = memory_needs(cfg, n_features, n_landmarks)
+    where = f"the memory limit of {format_bytes(limit.bytes)} ({limit.source})"
+    for key, need, why in needs:
+        if need > limit.bytes:
+            section, name = key.split(".")
+            raise ConfigError(f"{key} = {getattr(getattr(cfg, section), name)!r} needs at least {format_bytes(need)} "
+                              f"({why}), more than {where}: lower it")
+    total = sum(need for _, need, _ in needs)
+    if total > limit.bytes:
+        top = sorted(needs, key=lambda kn: -kn[1])[:3]
+        parts = ", ".join(f"{key} {format_bytes(need)}" for key, need, _ in top)
+        raise ConfigError(f"together these settings need at least {format_bytes(total)} ({parts}), more than "
+                          f"{where}: lower them")
 
 
 def _cross_check_kafka(cfg: Config) -> None:

@@ -37,10 +37,11 @@ ENVIRONMENT_ERRNOS = frozenset(getattr(errno, name) for name in (
 
 
 def is_environment_error(exc: BaseException) -> bool:
-    """True for an OSError the environment causes (full disk, permissions, network), at any depth of causes."""
+    """True for an OSError the environment causes (full disk, permissions, network) or running out of memory,
+    at any depth of causes."""
     seen = 0
     while exc is not None and seen < 8:
-        if isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS:
+        if isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS or isinstance(exc, MemoryError):
             return True
         exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
         seen += 1

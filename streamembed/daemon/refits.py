@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from streamembed.fsafe import make_dirs, open_append
 from streamembed.core.errors import InputError
 from streamembed.core.refit import candidate_dissimilarities
 from streamembed.model_io import load_model, save_model
@@ -254,7 +255,7 @@ class RefitManager:
             if lost is not None:
                 self._superseded(job, lost)
                 return
-            self.model_dir.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.model_dir)
             final = model_path(self.model_dir, new.version)
             Path(job["new"]).replace(final)
             try:
@@ -371,7 +372,7 @@ class RefitManager:
         ms = round(time.time() * 1000)  # to the millisecond: plot drift marks the refit between the updates around it
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
         doc = {"time": stamp, "unix": ms / 1000, **doc}
-        self.history_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.history_path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(doc, default=float) + "\n")
+        make_dirs(self.history_path.parent)
+        with open_append(self.history_path) as fh:  # never through a link; created with the file mode
+            fh.write((json.dumps(doc, default=float) + "\n").encode("utf-8"))
             fh.flush()

@@ -14,22 +14,27 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import secrets
 import shutil
 import time
 from pathlib import Path
 
+from streamembed.atomic import atomic_write_bytes
+
 from streamembed.core.model import LandmarkModel
 from streamembed.daemon.errors import EnvironmentUnavailable, StartupError
+from streamembed.fsafe import make_dirs, open_state
 from streamembed.settings import Config
 from streamembed.stream.checkpoint import Checkpoint
 
 __all__ = ["describe_model", "check_lineage", "archive_run", "descendants", "clean_refit_dirs", "PidLock",
-           "process_start_time", "model_record"]
+           "process_start_time", "model_record", "writer_tag", "WRITER_ID_FILE"]
 
 log = logging.getLogger("streamembed.daemon")
 
 #: What ``--fresh`` moves aside (relative to output.root, when they are the default locations).
-_RUN_FILES = ("checkpoint.json", "crash-guard.json", "models", "model-history.jsonl", "drift-history.jsonl")
+_RUN_FILES = ("checkpoint.json", "crash-guard.json", "models", "model-history.jsonl", "drift-history.jsonl",
+              "writer-id")
 
 
 def model_record(model: LandmarkModel, source: str) -> dict[str, object]:
@@ -99,7 +104,7 @@ def archive_run(cfg: Config) -> Path | None:
     while dest.exists():
         dest = root / f"previous-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{k}"
         k += 1
-    dest.mkdir(parents=True)
+    make_dirs(dest)
     for p in present:
         target = dest / p.name
         if target.exists():  # two moved paths with one name (e.g. a checkpoint_path outside the root)
@@ -150,31 +155,48 @@ def process_start_time(pid: int) -> int | None:
 
 
 class PidLock:
-    """``<root>/streamembed.pid``: the running daemon's pid and start time, under an exclusive ``flock``.
+    """The one daemon of an ``output.root``: an exclusive ``flock`` on the root directory itself.
 
-    The lock dies with the process, so ``streamembed refit`` can tell a live
-    daemon from a stale file (a killed daemon's pid may belong to a stranger
-    by now) and never signals the wrong process.
+    The lock is held on the directory, not on a file in it, so deleting
+    ``<root>/streamembed.pid`` (or anything else in the root) cannot let a
+    second daemon run on the same root. ``streamembed.pid`` only says who
+    holds the lock: the daemon's pid and start time, so ``streamembed refit``
+    can tell a live daemon from a stale file (a killed daemon's pid may belong
+    to a stranger by now) and never signals the wrong process. The lock dies
+    with the process.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self._dir_fd: int | None = None
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        root = make_dirs(self.path.parent)
+        dir_fd = _lock_fd(root)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(dir_fd)
+            other = PidLock.running(self.path)
+            who = f"pid {other}" if other is not None else "its pid file is gone"
+            raise EnvironmentUnavailable(f"another streamembed daemon ({who}) is running with this output.root "
+                                         f"({root}); stop it first, or use another output.root") from None
+        try:
+            fd = open_state(self.path)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # what older versions lock, and look for
         except BlockingIOError:
             os.close(fd)
-            other = PidLock.running(self.path)
-            raise EnvironmentUnavailable(f"another streamembed daemon (pid {other}) is running with this output.root "
-                                         f"({self.path.parent}); stop it first, or use another output.root") from None
+            os.close(dir_fd)
+            raise EnvironmentUnavailable(f"another streamembed daemon (pid {PidLock.running(self.path)}) holds "
+                                         f"{self.path}; stop it first, or use another output.root") from None
+        except BaseException:
+            os.close(dir_fd)
+            raise
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()} {process_start_time(os.getpid())}\n".encode())
         os.fsync(fd)
-        self._fd = fd
+        self._dir_fd, self._fd = dir_fd, fd
 
     def release(self) -> None:
         if self._fd is not None:
@@ -183,20 +205,36 @@ class PidLock:
             finally:
                 os.close(self._fd)
                 self._fd = None
+        if self._dir_fd is not None:
+            os.close(self._dir_fd)
+            self._dir_fd = None
 
     @staticmethod
     def running(path: Path) -> int | None:
-        """The pid of the live daemon holding ``path``, or None (no file, a stale file, or a stranger's pid)."""
+        """The pid of the live daemon holding the root of ``path``, or None (none, a stale file, a stranger's pid)."""
+        held = False
         try:
-            fd = os.open(path, os.O_RDONLY)
+            dir_fd = _lock_fd(Path(path).parent)
+        except OSError:
+            dir_fd = None
+        if dir_fd is not None:
+            try:
+                fcntl.flock(dir_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                held = True
+            finally:
+                os.close(dir_fd)
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             return None
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                return None  # nobody holds the lock: the daemon that wrote this file is gone
-            except BlockingIOError:
-                pass
+            if not held:  # an older daemon locked only the file
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    return None  # nobody holds a lock: the daemon that wrote this file is gone
+                except BlockingIOError:
+                    pass
             text = os.read(fd, 100).decode(errors="replace").split()
         finally:
             os.close(fd)
@@ -205,3 +243,33 @@ class PidLock:
         except (IndexError, ValueError):
             return None
         return pid if process_start_time(pid) == start else None
+
+
+def _lock_fd(root: Path) -> int:
+    """A file descriptor of the directory ``root`` to ``flock`` (read-only; directories cannot be opened otherwise)."""
+    return os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+
+
+#: ``<root>/writer-id``: this root's random id, in every output file name (``-w<id>``).
+WRITER_ID_FILE = "writer-id"
+
+
+def writer_tag(root: Path) -> str:
+    """``-w<8 hex digits>``: the id of the run in ``root``, made once and kept (``--fresh`` makes a new one).
+
+    Output and dead-letter names carry it, so daemons with their own roots can share an embeddings or
+    dead-letter directory without overwriting each other's files (their inputs may have the same names),
+    while a restart of one keeps its names (a replayed roll replaces its own file).
+    """
+    path = Path(root) / WRITER_ID_FILE
+    try:
+        text = path.read_text().strip()
+        if len(text) == 8 and all(c in "0123456789abcdef" for c in text):
+            return f"-w{text}"
+        log.warning("%s is not an 8-digit hex id; making a new one", path)
+    except FileNotFoundError:
+        pass
+    make_dirs(root)
+    text = secrets.token_hex(4)
+    atomic_write_bytes(path, f"{text}\n".encode())
+    return f"-w{text}"

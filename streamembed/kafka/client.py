@@ -28,6 +28,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
+from streamembed.liveness import WAITS
+
 __all__ = [
     "MANAGED_KEYS",
     "is_too_large",
@@ -44,6 +46,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("streamembed.kafka")
+
+#: ReliableProducer.flush waits for acknowledgements in rounds of this many seconds (each a sign of life).
+FLUSH_WAIT_SECONDS = 10.0
 
 T = TypeVar("T")
 
@@ -159,24 +164,32 @@ def retry(fn: Callable[[], T], what: str, *, stop: threading.Event | None = None
 
     Gives up (re-raising the last error) when ``stop`` is set or the
     monotonic ``deadline`` has passed; permanent errors are raised at once.
+    While it retries, the process counts as alive but unready (``liveness.WAITS``).
     """
     backoff = Backoff(maximum=max_backoff)
-    while True:
-        try:
-            return fn()
-        except Exception as exc:  # noqa: BLE001 - classified below
-            if not is_transient(exc):
-                raise
-            if (stop is not None and stop.is_set()) or (deadline is not None and time.monotonic() >= deadline):
-                raise
-            delay = backoff.next_delay()
-            if metrics is not None:
-                metrics.kafka_retries.inc()
-            log.warning("%s failed transiently (%s: %s); retrying in %.2f s", what, type(exc).__name__, exc, delay)
-            if stop is not None:
-                stop.wait(delay)
-            else:
-                time.sleep(delay)
+    with WAITS.waiting(what) as attempt_failed:  # alive while retrying, not ready (liveness.py)
+        while True:
+            try:
+                return fn()
+            except Exception as exc:  # noqa: BLE001 - classified below
+                if not is_transient(exc):
+                    raise
+                if (stop is not None and stop.is_set()) or (deadline is not None and time.monotonic() >= deadline):
+                    raise
+                attempt_failed(f"{type(exc).__name__}: {exc}")
+                _backoff(what, exc, backoff, stop, metrics)
+
+
+def _backoff(what: str, exc: BaseException, backoff: Backoff, stop: threading.Event | None, metrics: Any) -> None:
+    """Log the failed attempt and sleep its backoff (cut short by ``stop``)."""
+    delay = backoff.next_delay()
+    if metrics is not None:
+        metrics.kafka_retries.inc()
+    log.warning("%s failed transiently (%s: %s); retrying in %.2f s", what, type(exc).__name__, exc, delay)
+    if stop is not None:
+        stop.wait(delay)
+    else:
+        time.sleep(delay)
 
 
 # ----------------------------------------------------------------------------- settings
@@ -335,11 +348,32 @@ class ReliableProducer:
             self.metrics.kafka_messages_out.labels(topic=topic).inc(n)
 
     def flush(self) -> int:
-        """Block until every message sent so far is acknowledged; returns how many were pending."""
+        """Block until every message sent so far is acknowledged; returns how many were pending.
+
+        Waits in rounds of ``FLUSH_WAIT_SECONDS`` (each a sign of life for the probes, ``liveness.py``), so
+        a broker outage keeps the daemon alive but unready instead of wedged.
+        """
+        with WAITS.waiting("waiting for the brokers to acknowledge produced messages") as attempt_failed:
+            return self._flush(attempt_failed)
+
+    def _wait_acknowledged(self, attempt_failed: Callable[[str], None]) -> None:
+        """``KafkaProducer.flush()`` in rounds of FLUSH_WAIT_SECONDS until every send has an outcome."""
+        from kafka.errors import KafkaTimeoutError
+
+        while True:
+            try:
+                self._producer.flush(timeout=FLUSH_WAIT_SECONDS)
+                return
+            except KafkaTimeoutError as exc:
+                attempt_failed(f"not acknowledged within {FLUSH_WAIT_SECONDS:g} s: {exc}")
+                if self.stop.is_set():
+                    return  # the undone sends count as failed below: stopping raises KafkaDeliveryError
+
+    def _flush(self, attempt_failed: Callable[[str], None]) -> int:
         total = 0
         backoff = Backoff(maximum=self.max_backoff)
         while self._pending:
-            self._producer.flush()
+            self._wait_acknowledged(attempt_failed)
             failed: list[_Pending] = []
             too_large: list[_Pending] = []
             counts: dict[str, int] = {}
@@ -377,6 +411,7 @@ class ReliableProducer:
                 raise KafkaDeliveryError(f"stopping with {len(failed)} messages not acknowledged (they will be "
                                          "produced again from the uncommitted input)")
             delay = backoff.next_delay()
+            attempt_failed(f"{len(failed)} messages failed transiently")
             log.warning("%d messages failed transiently; producing them again in %.2f s", len(failed), delay)
             self.stop.wait(delay)
             for p in failed:

@@ -76,12 +76,18 @@ from streamembed.stream.records import INPUT_BLOCK, INPUT_CROSS, INPUT_DISSIMILA
 from streamembed.stream.sinks import safe_label
 from streamembed.stream.sources import SourceBatch
 
-__all__ = ["KafkaSource", "KafkaDeadRecord", "Coordinates", "cut_batches"]
+__all__ = ["KafkaSource", "KafkaDeadRecord", "Coordinates", "cut_batches", "throttle_join_spin"]
 
 log = logging.getLogger("streamembed.kafka.source")
 
 #: A blocking consumer poll waits in slices of this many ms while another thread may want the consumer.
 POLL_SLICE_MS = 10
+#: The brokers unreachable this long (seconds) make the source unready (``problem``, /readyz).
+BROKER_GRACE_SECONDS = 5.0
+#: Longest wait of one offset-commit attempt (ms); a failed attempt is retried with backoff.
+COMMIT_TIMEOUT_MS = 10_000
+#: Seconds a consumer poll rests after a coordinator step that returned at once (a pending group join).
+JOIN_SPIN_PAUSE = 0.02
 
 
 @dataclass
@@ -238,6 +244,51 @@ def cut_batches(partition: int, recs: list[Any], batch_rows: int,
     return out
 
 
+def brokers_away(consumer: Any) -> str | None:
+    """Why the consumer cannot reach the brokers now (no connection, no known coordinator), or None."""
+    try:
+        if consumer.metrics().get("consumer-metrics", {}).get("connection-count", 1) < 1:
+            return "no connection to any broker"
+        coordinator = getattr(consumer, "_coordinator", None)
+        if coordinator is not None and coordinator.coordinator_unknown():
+            return "the group coordinator is unknown"
+    except Exception:  # noqa: BLE001 - best effort: a client without these says nothing
+        return None
+    return None
+
+
+def throttle_join_spin(consumer: Any, pause: float = JOIN_SPIN_PAUSE) -> bool:
+    """Make a pending group join cost nothing: True if the consumer could be adjusted.
+
+    While a JoinGroup is pending (Tansu holds it ~half the session timeout,
+    ~20 s by default), kafka-python 3's coordinator step returns False within
+    about a millisecond and ``KafkaConsumer.poll`` calls it again at once until
+    its timeout: ~800 rounds a second, a third of a core. Wrapped here, a
+    coordinator step that returns False that quickly is followed by a
+    ``pause``-second sleep (the poll still blocks for its timeout, so nothing
+    else changes: the join's round trips are driven as before, ~50 times a
+    second at most instead of ~800). Consumers without that method are left alone.
+    """
+    coordinator: Any = getattr(consumer, "_coordinator", None)
+    step = getattr(coordinator, "poll", None)
+    if coordinator is None or step is None or getattr(step, "_streamembed_throttled", False):
+        return False
+
+    def throttled(timeout_ms: Any = None, **kw: Any) -> Any:
+        t0 = time.monotonic()
+        done = step(timeout_ms=timeout_ms, **kw)
+        spent = time.monotonic() - t0
+        if not done and spent < pause / 2:
+            rest = pause if timeout_ms is None else min(pause, timeout_ms / 1000 - spent)
+            if rest > 0:
+                time.sleep(rest)  # within the poll's own timeout: the poll lasts no longer
+        return done
+
+    throttled._streamembed_throttled = True  # type: ignore[attr-defined]
+    coordinator.poll = throttled
+    return True
+
+
 def _listener(source: "KafkaSource") -> Any:
     from kafka import ConsumerRebalanceListener
 
@@ -290,6 +341,7 @@ class KafkaSource:
         deadline = time.monotonic() + startup_timeout
         self._consumer = retry(lambda: make(**settings), "connecting the consumer", stop=self.stop, metrics=metrics,
                                max_backoff=max_backoff, deadline=deadline)
+        throttle_join_spin(self._consumer)
         self._consumer.subscribe([topic], listener=_listener(self))
         self._queue: deque[_Queued] = deque()
         self._handed: dict[int, int] = {}  # partition -> next offset handed to the loop (this epoch)
@@ -310,6 +362,9 @@ class KafkaSource:
         self.skipped = 0  # offsets skipped because the client could not read their batch
         #: Set by a thread waiting to use the consumer (``pipeline.ReadAhead``): a blocking poll ends early.
         self.preempt: threading.Event | None = None
+        self._problem: str | None = None
+        self._away_since: float | None = None
+        self._checked_at = 0.0
 
     # ------------------------------------------------------------------ the Source interface
     def restore(self, state: Any) -> None:
@@ -334,8 +389,29 @@ class KafkaSource:
     def paused(self) -> bool:
         return self._paused
 
+    @property
+    def problem(self) -> str | None:
+        """Why the source cannot work now (the brokers unreachable for BROKER_GRACE_SECONDS), for /readyz."""
+        return self._problem
+
+    def _check_brokers(self) -> None:
+        """Note whether the brokers are reachable (at most once a second; on the polling thread)."""
+        now = time.monotonic()
+        if now - self._checked_at < 1.0:
+            return
+        self._checked_at = now
+        away = brokers_away(self._consumer)
+        if away is None:
+            self._away_since, self._problem = None, None
+            return
+        if self._away_since is None:
+            self._away_since = now
+        if now - self._away_since >= BROKER_GRACE_SECONDS:
+            self._problem = f"the brokers are unreachable ({away}) for {now - self._away_since:.0f} s"
+
     def poll(self) -> SourceBatch | None:
         """The next batch, or None (nothing new, or paused for backpressure)."""
+        self._check_brokers()
         if self._apply_backpressure():
             self._caught_up = False
             self._keep_alive()
@@ -368,8 +444,9 @@ class KafkaSource:
         if not offsets:
             return
         try:
-            retry(lambda: self._consumer.commit(offsets), "committing offsets", stop=self.stop, metrics=self.metrics,
-                  max_backoff=self.max_backoff)
+            # a bounded wait per attempt: a broker away makes attempts fail (and retried), not hang (liveness.py)
+            retry(lambda: self._consumer.commit(offsets, timeout_ms=COMMIT_TIMEOUT_MS), "committing offsets",
+                  stop=self.stop, metrics=self.metrics, max_backoff=self.max_backoff)
         except Exception as exc:  # noqa: BLE001 - a lost generation is expected during rebalances
             if is_transient(exc):
                 raise
@@ -441,8 +518,8 @@ class KafkaSource:
         While ``preempt`` (an Event the read-ahead sets when its caller waits
         for the lock) is set, the poll returns after its current slice.
         """
-        if self.preempt is None or timeout_ms <= POLL_SLICE_MS:
-            return self._consumer_poll(timeout_ms)
+        if self.preempt is None or timeout_ms <= POLL_SLICE_MS or not self._assigned_parts:
+            return self._consumer_poll(timeout_ms)  # (nothing to commit before a partition is assigned)
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
             left_ms = int((deadline - time.monotonic()) * 1000)

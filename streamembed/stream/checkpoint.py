@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from streamembed.atomic import atomic_write_bytes
+from streamembed.fsafe import make_dirs, open_state, temporary_file
 from streamembed.stream.sinks import Sink
 
 __all__ = ["CHECKPOINT_SCHEMA_VERSION", "Checkpoint", "CheckpointError", "CheckpointStore", "Checkpointer",
@@ -98,14 +99,15 @@ class CheckpointStore:
 
     def save(self, checkpoint: Checkpoint) -> None:
         """Commit ``checkpoint`` atomically."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.path.parent)
         doc = {
             "schema_version": CHECKPOINT_SCHEMA_VERSION,
             "written_at": datetime.now(timezone.utc).isoformat(),
             "model": checkpoint.model,
             "sources": checkpoint.sources,
         }
-        atomic_write_bytes(self.path, json.dumps(doc, indent=1, sort_keys=True).encode("utf-8"))
+        # compact: json's C encoder (indent= uses the pure-Python one, 5x slower: 0.35 s for 20,000 files done)
+        atomic_write_bytes(self.path, json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("utf-8"))
         self.commits += 1
 
 
@@ -225,7 +227,9 @@ class CrashGuard:
     def _load(self) -> None:
         assert self.path is not None
         try:
-            doc = json.loads(self.path.read_text(encoding="utf-8"))
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # never through a link
+            with os.fdopen(fd, "rb") as fh:
+                doc = json.loads(fh.read().decode("utf-8"))
             crashed = doc.get("crashed", {})
             current = doc.get("current")
             if not isinstance(crashed, dict) or not all(isinstance(k, str) and _is_int(v) for k, v in crashed.items()) \
@@ -274,14 +278,14 @@ class CrashGuard:
             # in place, padded with spaces (valid JSON) to the file's size: one write of less than a
             # page, which a dying process cannot leave half done; ~100x cheaper than a rename here
             if self._fd is None:
-                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                self._fd = open_state(self.path)  # never through a link; created with the file mode
                 self._size = os.fstat(self._fd).st_size
             self._size = max(self._size, len(data))
             os.pwrite(self._fd, data.ljust(self._size), 0)
             return
         self._close_fd()
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_bytes(data)
+        with temporary_file(self.path.parent, self.path.name) as (fh, tmp):
+            fh.write(data)
         os.replace(tmp, self.path)
         self._size = len(data)
 

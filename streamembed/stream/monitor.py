@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from streamembed.fsafe import make_dirs, open_append
 from streamembed.core.detector import CusumDetector, SequentialTrigger, check_detector_settings
 from streamembed.core.drift import DriftStatistics, DriftWindow, RefitTrigger
 from streamembed.core.result import EmbeddingResult
@@ -186,9 +187,9 @@ class DriftMonitor:
         }
         self._fired_since_record = False
         try:
-            self.history_path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.history_path, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(doc) + "\n")
+            make_dirs(self.history_path.parent)
+            with open_append(self.history_path) as fh:  # never through a link; created with the file mode
+                fh.write((json.dumps(doc) + "\n").encode("utf-8"))
         except OSError as exc:  # the stream goes on; the history has a gap
             log.warning("cannot append to %s: %s", self.history_path, exc)
 

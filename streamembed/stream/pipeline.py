@@ -26,6 +26,8 @@ __all__ = ["ReadAhead"]
 log = logging.getLogger("streamembed.pipeline")
 
 _END = object()
+#: Longest wait of the reader thread after the source had nothing (it follows the source's ``wait_hint``).
+MAX_IDLE_WAIT = 1.0
 
 
 class _Failure:
@@ -138,7 +140,8 @@ class ReadAhead:
                     self._put(_END)
                     return
                 self._caught_up, self._idle = caught_up, True
-                self._stop.wait(max(0.001, min(hint, self.idle_sleep)) if hint > 0 else 0.001)
+                # the source's own pace (a directory: poll_seconds between scans), at most MAX_IDLE_WAIT
+                self._stop.wait(max(0.001, min(hint, MAX_IDLE_WAIT)) if hint > 0 else 0.001)
         except BaseException as exc:  # noqa: BLE001 - handed to the loop's thread
             self._put(_Failure(exc))
 

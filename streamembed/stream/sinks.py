@@ -27,12 +27,13 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, BinaryIO, Callable, Protocol, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from streamembed.atomic import atomic_write_bytes, fsync_dir, publish
+from streamembed.atomic import atomic_write_bytes, fsync_dir, glob_escape, publish
+from streamembed.fsafe import clean_temps, create_temp, make_dirs
 from streamembed.stream.codecs import DeadRecord, encode_dead_letters
 
 __all__ = [
@@ -67,12 +68,6 @@ def safe_label(text: str, limit: int = 96) -> str:
     return _UNSAFE.sub("_", text).strip("._")[:limit] or "x"
 
 
-def _clean_temp(directory: Path, prefix: str) -> None:
-    for p in directory.glob(f".{prefix}-*.tmp"):
-        try:
-            p.unlink()
-        except OSError:
-            pass
 
 
 def _remove_stale(path: Path) -> None:
@@ -143,13 +138,17 @@ class _WriteBehind:
 
 
 class ParquetSink:
-    """Rolling Parquet files ``<prefix>-<label>.parquet`` in ``directory`` (or one file, ``final_name``).
+    """Rolling Parquet files ``<prefix>-<label><tag>.parquet`` in ``directory`` (or one file, ``final_name``).
 
     Rows stream into a temporary Parquet file (row groups of
-    ``row_group_rows``); ``flush(label)`` closes it and publishes it atomically.
-    The schema's key-value metadata (``streamembed.schema_version``) is kept.
-    With ``final_name`` every flush publishes to ``directory / final_name``
-    (the one-shot ``embed``, which flushes once).
+    ``row_group_rows``; ``fsafe.create_temp``: a random name, created
+    exclusively, the configured file mode); ``flush(label)`` closes it and
+    publishes it atomically. The schema's key-value metadata
+    (``streamembed.schema_version``) is kept. ``tag`` (the daemon's writer
+    id, ``-w<hex>``) makes the names of two daemons sharing ``directory``
+    distinct; what a crashed writer of the same prefix and tag left is removed
+    at start, and nobody else's. With ``final_name`` every flush publishes to
+    ``directory / final_name`` (the one-shot ``embed``, which flushes once).
     """
 
     def __init__(
@@ -161,14 +160,16 @@ class ParquetSink:
         compression: str = "zstd",
         final_name: str | None = None,
         clean: bool = True,
+        tag: str = "",
     ) -> None:
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory = make_dirs(directory)
         self.final_name = final_name
         self.prefix = prefix
+        self.tag = tag
         self.row_group_rows = int(row_group_rows)
         self.compression = compression
         self._writer: _WriteBehind | None = None
+        self._fh: BinaryIO | None = None
         self._tmp: Path | None = None
         self._schema: pa.Schema | None = None
         self._buffer: list[pa.RecordBatch] = []
@@ -177,7 +178,7 @@ class ParquetSink:
         self._since: float | None = None
         self.files_written = 0
         if clean:
-            _clean_temp(self.directory, prefix)
+            clean_temps(self.directory, glob_escape(final_name) if final_name else f"{prefix}-*{tag}.parquet")
 
     @property
     def pending_rows(self) -> int:
@@ -195,8 +196,8 @@ class ParquetSink:
             return
         if self._writer is None:
             self._schema = data.schema
-            self._tmp = self.directory / f".{self.prefix}-{safe_label(label)}.parquet.tmp"
-            self._writer = _WriteBehind(pq.ParquetWriter(self._tmp, data.schema, compression=self.compression,
+            self._fh, self._tmp = create_temp(self.directory, self.final_path(label).name)
+            self._writer = _WriteBehind(pq.ParquetWriter(self._fh, data.schema, compression=self.compression,
                                                          use_dictionary=_dictionary_columns(data.schema)))
             self._since = time.monotonic()
         batches = data.to_batches() if isinstance(data, pa.Table) else [data]
@@ -216,7 +217,7 @@ class ParquetSink:
     def final_path(self, label: str) -> Path:
         if self.final_name is not None:
             return self.directory / self.final_name
-        return self.directory / f"{self.prefix}-{safe_label(label)}.parquet"
+        return self.directory / f"{self.prefix}-{safe_label(label)}{self.tag}.parquet"
 
     def flush(self, label: str) -> Path | None:
         """Publish the buffered rows as ``<prefix>-<label>.parquet``; None if empty.
@@ -231,8 +232,10 @@ class ParquetSink:
         self._write_buffer()
         self._writer.drain()
         self._writer.close()
+        assert self._fh is not None
+        self._fh.close()
         final = publish(self._tmp, self.final_path(label))
-        self._writer, self._tmp, self._since = None, None, None
+        self._writer, self._fh, self._tmp, self._since = None, None, None, None
         self._rows = 0
         self.files_written += 1
         return final
@@ -244,9 +247,11 @@ class ParquetSink:
                 self._writer.close()
             except Exception:  # noqa: BLE001 - the file is dropped anyway
                 pass
-        if self._tmp is not None and self._tmp.exists():
-            self._tmp.unlink()
-        self._writer, self._tmp, self._since, self._buffer, self._rows = None, None, None, [], 0
+        if self._fh is not None:
+            self._fh.close()
+        if self._tmp is not None:
+            self._tmp.unlink(missing_ok=True)
+        self._writer, self._fh, self._tmp, self._since, self._buffer, self._rows = None, None, None, None, [], 0
 
 
 def dead_letter_path(directory: str | os.PathLike[str], fmt: str, label: str) -> Path:
@@ -255,9 +260,10 @@ def dead_letter_path(directory: str | os.PathLike[str], fmt: str, label: str) ->
 
 
 class DeadLetterSink:
-    """Dead letters as Parquet (``dead-<label>.parquet``) or JSON lines (``dead-<label>.jsonl``).
+    """Dead letters as Parquet (``dead-<label><tag>.parquet``) or JSON lines (``dead-<label><tag>.jsonl``).
 
     JSON lines hold the same fields as the Parquet schema; ``raw`` is base64.
+    ``tag``: as for :class:`ParquetSink`.
     """
 
     def __init__(
@@ -268,10 +274,12 @@ class DeadLetterSink:
         source: str = "",
         compression: str = "zstd",
         clean: bool = True,
+        tag: str = "",
     ) -> None:
         if fmt not in ("parquet", "jsonl"):
             raise ValueError(f"dead-letter format must be 'parquet' or 'jsonl', got {fmt!r}")
         self.directory = Path(directory)
+        self.tag = tag
         self.fmt = fmt
         self.source = source
         self.compression = compression
@@ -284,11 +292,12 @@ class DeadLetterSink:
             self._open()
 
     def _open(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.directory)
         if self.fmt == "parquet" and self._parquet is None:
-            self._parquet = ParquetSink(self.directory, prefix="dead", compression=self.compression, clean=self.clean)
+            self._parquet = ParquetSink(self.directory, prefix="dead", compression=self.compression, clean=self.clean,
+                                        tag=self.tag)
         elif self.fmt == "jsonl" and self.clean:
-            _clean_temp(self.directory, "dead")
+            clean_temps(self.directory, f"dead-*{self.tag}.jsonl")
 
     @property
     def pending_rows(self) -> int:
@@ -332,13 +341,13 @@ class DeadLetterSink:
             return path
         if self.fmt == "parquet":
             return None  # nothing was ever written (the directory does not exist)
-        final = self.directory / f"dead-{safe_label(label)}.jsonl"
+        final = self.directory / f"dead-{safe_label(label)}{self.tag}.jsonl"
         if not self.directory.is_dir():
             return None
         if not self._lines:
             _remove_stale(final)
             return None
-        atomic_write_bytes(final, b"".join(self._lines))
+        atomic_write_bytes(final, b"".join(self._lines), clean=False)
         self._lines, self._since = [], None
         self.files_written += 1
         return final
@@ -365,7 +374,7 @@ class PerLabelSink:
         self._sinks: dict[str, Any] = {}
         self.files_written = 0
         if Path(directory).is_dir():
-            _clean_temp(Path(directory), prefix)
+            clean_temps(Path(directory), f"{prefix}-*")
 
     @property
     def pending_rows(self) -> int:

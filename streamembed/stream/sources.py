@@ -23,7 +23,6 @@ was read is read again (appended rows only, for JSON lines and Arrow streams).
 from __future__ import annotations
 
 import errno
-import fnmatch
 import hashlib
 import logging
 import os
@@ -36,8 +35,9 @@ import numpy as np
 import pyarrow as pa
 
 from streamembed.stream.codecs import DeadRecord
+from streamembed.stream.dirscan import DirectoryIndex
 from streamembed.stream.records import Reason
-from streamembed.stream.readers import FileChanged, ReadChunk, Signature, file_format, iter_file, open_input, signature
+from streamembed.stream.readers import FileChanged, ReadChunk, Signature, file_format, iter_file, open_input
 from streamembed.stream.sinks import safe_label
 
 __all__ = ["SourceBatch", "Source", "DirectorySource", "FileSource", "display_name"]
@@ -170,7 +170,11 @@ class DirectorySource:
 
     New files are picked up as they appear, oldest modification time first
     (ties by name). Hidden files (``.x``, ``_x``) and names ending in
-    ``.tmp``/``.part`` are ignored. Large files are read ``batch_rows`` rows at
+    ``.tmp``/``.part`` are ignored; ``pattern`` is a glob on the relative path
+    (``**/`` matches zero or more directories: ``dirscan.compile_pattern``);
+    symbolic links out of the directory are not followed. A scan costs what
+    changed since the last one, not the files already read
+    (``dirscan.DirectoryIndex``). Large files are read ``batch_rows`` rows at
     a time. Position: ``{"done": {rel: {"sig": [size, mtime_ns, inode], "rows": n, "tail": str | None,
     "gen": g}}, "current": {"file": rel, "row": r, "sig": [...], "gen": g} | None}``.
     """
@@ -209,6 +213,9 @@ class DirectorySource:
         self._warned: set[str] = set()
         self._ready: list[tuple[str, int, Signature]] = []  # files found ready by the last scan, in order
         self._ready_at = 0.0
+        self._index = DirectoryIndex(self.directory, pattern)
+        self._scan_cost = 0.0  # seconds the last scan took
+        self._pruned = False
 
     # -- state -------------------------------------------------------------
     def _position(self) -> dict[str, Any]:
@@ -253,59 +260,55 @@ class DirectorySource:
         """Positions are kept by the checkpoint file."""
 
     # -- discovery ---------------------------------------------------------
-    def _scan(self) -> list[tuple[int, str, Signature]]:
-        """(mtime_ns, rel, signature) of every candidate file; sets ``problem`` when the directory is unusable."""
-        if not self.directory.is_dir():
-            self._listing_problem = f"input directory {self.directory} does not exist (yet)"
-            return []
-        deep = "**" in self.pattern or "/" in self.pattern
-        found: list[tuple[int, str, Signature]] = []
-        try:
-            entries = list(self.directory.rglob("*") if deep else self.directory.iterdir())
-        except OSError as exc:
-            self._environment_problem(f"cannot list input directory {self.directory}: {exc}", "listing", exc)
-            return []
-        self._listing_problem = None
-        for p in entries:
-            rel = p.relative_to(self.directory).as_posix()
-            base = p.name
-            if base.startswith((".", "_")) or base.endswith(_SKIP_SUFFIXES):
-                continue
-            if not fnmatch.fnmatch(rel, self.pattern) and not fnmatch.fnmatch(base, self.pattern):
-                continue
-            try:
-                st = p.stat()
-            except OSError:
-                continue  # vanished or unreadable metadata: try again at the next scan
-            if p.is_file():
-                found.append((st.st_mtime_ns, rel, signature(st)))
-        return found
-
     def _next_ready(self) -> tuple[str, int, Signature] | None:
         """The next file to read (rel, first row, signature), or None.
 
         One scan finds every file that is ready; they are read in order
-        without listing the directory again (a listing stats every file, so
-        listing per file made a directory of many small files quadratic),
-        until the list is used up or ``poll_seconds`` have passed. Each file
-        is checked again when it is opened.
+        without scanning again until the list is used up or ``poll_seconds``
+        have passed (each file is checked again when it is opened). A scan
+        costs what changed, not what was read before
+        (``dirscan.DirectoryIndex``); with nothing to read, the caller waits
+        ``wait_hint()`` (``poll_seconds``) before polling again.
         """
         now = time.monotonic()
-        if self._ready and now - self._ready_at < max(self.poll_seconds, 1.0):
+        # a scan costs O(files not yet read): with a large backlog, scan at most ~5 % of the time
+        if self._ready and now - self._ready_at < max(self.poll_seconds, 1.0, 20 * self._scan_cost):
             return self._ready.pop(0)
         ready = self._scan_ready(now)
+        self._scan_cost = time.monotonic() - now
         self._ready, self._ready_at = ready[1:], now
         return ready[0] if ready else None
 
     def _scan_ready(self, now: float) -> list[tuple[str, int, Signature]]:
         """Every file ready to be read now, in reading order (resumed first, then by modification time)."""
         wall_ns = time.time_ns()
+        scan = self._index.scan()
+        for gone in scan.gone:
+            self._waiting.pop(gone, None)
+            self._file_problems.pop(gone, None)
+            self._done.pop(gone, None)  # deleted after it was read: nothing left to remember
+        if scan.problem is not None:
+            if scan.error is not None:
+                self._environment_problem(scan.problem, "listing", scan.error)
+            else:
+                self._listing_problem = scan.problem
+            return []
+        self._listing_problem = None
+        if not self._pruned:  # files read by an earlier run and deleted since: forget them (once)
+            for gone in [k for k in self._done if k not in self._index.files]:
+                del self._done[gone]
+            self._pruned = True
+        for rel, target in self._index.outside.items():
+            if rel not in self._warned:
+                log.warning("%s is a symbolic link out of the watched directory (to %s): not followed",
+                            display_name(rel), display_name(target))
+                self._warned.add(rel)
         ready: list[tuple[int, int, str, int, Signature]] = []
-        present = set()
-        for mtime_ns, rel, sig in self._scan():
-            present.add(rel)
+        for mtime_ns, rel, sig in scan.hot:
             start = self._start_row(rel, sig)
             if start is None:
+                self._index.cool(rel)  # read, and unchanged: recheck it round-robin only
+                self._waiting.pop(rel, None)
                 continue
             w = self._waiting.get(rel)
             if w is None or w.sig != sig:
@@ -320,12 +323,6 @@ class DirectorySource:
             if not settled or (self._unfinished(rel, sig) and now - w.since < self.incomplete_seconds):
                 continue  # still being written, or unfinished and unchanged: give its writer time
             ready.append((0 if rel in self._resume else 1, mtime_ns, rel, start, sig))
-        for gone in set(self._waiting) - present:
-            del self._waiting[gone]
-        for gone in set(self._file_problems) - present:
-            del self._file_problems[gone]
-        for gone in [k for k in self._done if k not in present]:
-            del self._done[gone]  # deleted after it was read: nothing left to remember
         ready.sort()
         return [(rel, start, sig) for _, _, rel, start, sig in ready]
 
@@ -367,7 +364,7 @@ class DirectorySource:
     def _open(self, rel: str, start: int, sig: Signature) -> bool:
         final = self._unfinished(rel, sig)  # unfinished for incomplete_seconds: take it as it is now
         try:
-            opened = open_input(self.directory / rel)
+            opened = open_input(self._index.real_path(rel), follow_symlinks=False)
         except FileChanged:
             return False  # still changing: the next scan sees its new signature
         except FileNotFoundError:
@@ -384,7 +381,7 @@ class DirectorySource:
         resumed = self._resume.pop(rel, None)
         self._waiting.pop(rel, None)
         gen = resumed[2] if resumed is not None else int(self._done.get(rel, {}).get("gen") or 0) + 1
-        chunks = iter_file(self.directory / rel, batch_rows=self.batch_rows, start_row=start,
+        chunks = iter_file(opened.path, batch_rows=self.batch_rows, start_row=start,
                            max_block_rows=self.max_block_rows, name=display_name(rel), final=final, opened=opened)
         self._reading = _Reading(rel, start, opened.signature, chunks, gen)
         log.info("reading %s from row %d", display_name(rel), start)

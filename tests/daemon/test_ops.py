@@ -14,6 +14,7 @@ import urllib.error
 import urllib.request
 
 import numpy as np
+import pytest
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
 from streamembed.daemon.health import HealthState, OpsServer
@@ -268,3 +269,206 @@ def test_only_get_is_served_and_every_response_forbids_sniffing_and_caching() ->
             assert headers["content-security-policy"].startswith("default-src 'none'")
     finally:
         server.stop()
+
+
+def test_headers_a_byte_at_a_time_do_not_escape_the_request_deadline() -> None:
+    """The deadline covers the headers too: a request line, then a header byte every 0.1 s (no single read
+    ever times out) is closed once ``request_timeout`` has passed since it connected."""
+    timeout = 0.6
+    server = _server(request_timeout=timeout)
+    s = _connect(server.port, b"GET /healthz HTTP/1.1\r\n")
+    t0 = time.monotonic()
+    closed_after = None
+    try:
+        for _ in range(50):  # 5 s at most
+            try:
+                s.sendall(b"a")
+            except OSError:
+                closed_after = time.monotonic() - t0
+                break
+            if _closed_by_server(s):
+                closed_after = time.monotonic() - t0
+                break
+            time.sleep(0.1)
+        assert closed_after is not None and timeout * 0.9 <= closed_after < timeout + 1.0, closed_after
+        assert _get(f"http://127.0.0.1:{server.port}/healthz")[0] == 200
+    finally:
+        s.close()
+        server.stop()
+
+
+def test_a_slow_metrics_endpoint_cannot_starve_the_probes() -> None:
+    """/metrics runs on worker threads; /healthz and /readyz are answered by the server's own thread."""
+    from prometheus_client.registry import Collector
+
+    release = threading.Event()
+
+    class Slow(Collector):
+        def collect(self):  # noqa: ANN201 - prometheus_client API
+            release.wait(10)
+            return []
+
+    metrics = Metrics()
+    metrics.registry.register(Slow())
+    health = HealthState(wedged_after=60)
+    health.model_loaded = True
+    health.set_state("running")
+    server = OpsServer(metrics.registry, health, port=0).start()
+    scrapes = [threading.Thread(target=_get, args=(f"http://127.0.0.1:{server.port}/metrics", 15), daemon=True)
+               for _ in range(12)]
+    try:
+        for t in scrapes:
+            t.start()
+        _wait(lambda: server.open_connections >= 12, 5, "the scrapes to be waiting")
+        worst = 0.0
+        for _ in range(20):
+            for path in ("/healthz", "/readyz"):
+                t0 = time.monotonic()
+                assert _get(f"http://127.0.0.1:{server.port}{path}", timeout=2)[0] == 200
+                worst = max(worst, time.monotonic() - t0)
+        assert worst < 0.5, worst
+    finally:
+        release.set()
+        for t in scrapes:
+            t.join(15)
+        server.stop()
+
+
+def test_one_client_at_its_limit_closes_its_own_oldest_sockets_not_anothers() -> None:
+    server = _server(request_timeout=60.0, max_connections=100, max_per_client=8)
+    port = server.port
+    mine = [_connect(port) for _ in range(4)]  # 127.0.0.1: idle, within its limit
+    other = [socket.create_connection(("127.0.0.1", port), timeout=5, source_address=("127.0.0.2", 0))
+             for _ in range(50)]
+    try:
+        _wait(lambda: sum(_closed_by_server(s) for s in other) >= 42, 5, "the other client's oldest sockets closed")
+        assert not any(_closed_by_server(s) for s in mine)
+        assert server.open_connections == 4 + 8
+        assert _get(f"http://127.0.0.1:{port}/healthz")[0] == 200
+    finally:
+        for s in mine + other:
+            s.close()
+        server.stop()
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_refusals_are_logged_rate_limited() -> None:
+    caplog = _Records()  # on the logger itself: setup_logging elsewhere may stop propagation to the root
+    logging.getLogger("streamembed.health").addHandler(caplog)
+    server = _server(request_timeout=60.0, max_connections=16)
+    server.refusals.every = 0.5
+    flood: list[socket.socket] = []
+    try:
+        for _ in range(300):
+            flood.append(_connect(server.port))
+        _wait(lambda: server.refusals.total["total"] >= 250, 10, "the flood to be refused")
+        time.sleep(0.7)  # past the interval: the summary line comes with the server's next turn
+        _wait(lambda: len(caplog.records) >= 2, 2, "the summary line")
+        lines = [r.getMessage() for r in caplog.records if r.name == "streamembed.health"]
+        assert len(lines) <= 4, lines  # one at once, then summaries: never one per connection
+        assert any("in the last" in line and "total" in line for line in lines), lines
+        assert sum(r.counts.get("total", 0) for r in caplog.records) == server.refusals.total["total"] \
+            - sum(server.refusals.counts.values())
+    finally:
+        logging.getLogger("streamembed.health").removeHandler(caplog)
+        for s in flood:
+            s.close()
+        server.stop()
+
+
+def test_oversized_and_malformed_heads_are_refused() -> None:
+    server = _server()
+    try:
+        s = _connect(server.port, b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * 20_000 + b"\r\n\r\n")
+        s.settimeout(5)
+        assert s.recv(100).startswith(b"HTTP/1.0 431")
+        s.close()
+        s = _connect(server.port, b"this is not http\r\n\r\n")
+        s.settimeout(5)
+        assert s.recv(100).startswith(b"HTTP/1.0 400")
+        s.close()
+        assert _get(f"http://127.0.0.1:{server.port}/healthz")[0] == 200
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_probes_answer_under_64_header_dribblers_and_300_slowloris_sockets() -> None:
+    """Issue 24 item 4: 64 sockets sending a request line then a header byte every 2 s, and 300 slowloris
+    sockets (a partial head, a header line every 3 s), all reopened as soon as the server closes them, from
+    the probes' own address: /healthz answers at least 99 % of probes within 1 s. (The previous
+    thread-per-connection server answered none: the dribblers held every slot.)"""
+    from tests.daemon.slow_clients import ProbeStats, SlowClients, probe
+
+    server = _server()
+    attack = SlowClients(server.port, dribblers=64, loris=300)
+    attack.start()
+    stats = ProbeStats()
+    try:
+        assert attack.ready.wait(30)
+        _wait(lambda: attack.live() >= 364, 10, "the 364 slow sockets")
+        time.sleep(1.0)
+        end = time.monotonic() + 12.0
+        while time.monotonic() < end:
+            code, seconds = probe(server.port, "/healthz", timeout=1.0)
+            (stats.answered if code == 200 else stats.failed).append(seconds if code == 200 else f"{code}")
+            time.sleep(0.1)
+        assert attack.live() >= 300  # the attack was still on at the end
+    finally:
+        attack.stop()
+        server.stop()
+    assert stats.total >= 80
+    assert stats.within(1.0) >= 0.99 * stats.total, (stats.within(1.0), stats.total, stats.failed[:5])
+
+
+def _formatted(fmt: str, *args, exc: BaseException | None = None, **extra) -> str:
+    from streamembed.daemon.logs import setup_logging
+
+    stream = io.StringIO()
+    setup_logging("INFO", fmt)
+    logger = logging.getLogger("streamembed")
+    handler = logger.handlers[0]
+    handler.setStream(stream)  # type: ignore[attr-defined]
+    try:
+        if exc is not None:
+            try:
+                raise exc
+            except BaseException:
+                logging.getLogger("streamembed.test").exception(*args, extra=extra)
+        else:
+            logging.getLogger("streamembed.test").error(*args, extra=extra)
+    finally:
+        logger.removeHandler(handler)
+    return stream.getvalue()
+
+
+EVIL = "in\n2026-01-01 00:00:00,000 ERROR streamembed.daemon: forged\r\x1b[2J\x1b]0;title\x07\x9b31m\u2028x.jsonl"
+
+
+def test_no_log_field_can_forge_a_line_or_reach_the_terminal_raw() -> None:
+    """Issue 24 item 5: a file name with a newline and ESC bytes, in the message, an extra field and an
+    exception's message: one line per call (a traceback's lines all indented), no control character."""
+    for fmt in ("text", "json"):
+        out = _formatted(fmt, "reading %s", EVIL, file=EVIL)
+        assert out.count("\n") == 1, (fmt, out)
+        assert not any(ord(ch) < 0x20 and ch != "\n" or 0x7F <= ord(ch) <= 0x9F or ch == "\u2028" for ch in out)
+        if fmt == "json":
+            doc = json.loads(out)
+            assert doc["msg"] == f"reading {EVIL}" and doc["file"] == EVIL  # escaped, not altered
+        else:
+            assert "reading in\\n2026-01-01" in out and "\\x1b[2J" in out and "file=in\\n" in out
+        out = _formatted(fmt, "failed", exc=ValueError(EVIL))
+        lines = out.splitlines()
+        if fmt == "json":
+            assert len(lines) == 1 and EVIL in json.loads(out)["exc"]
+        else:
+            assert all(line.startswith("  | ") for line in lines[1:]) and "forged" in out
+            assert not any(ord(ch) < 0x20 and ch != "\n" or 0x7F <= ord(ch) <= 0x9F for ch in out)

@@ -32,7 +32,7 @@ def checkout_path(env: dict[str, str]) -> dict[str, str]:
 def clean_env(env: dict[str, str] | None = None) -> dict[str, str]:
     """This process's environment without ``STREAMEMBED_*`` variables, one BLAS thread, this checkout first on
     PYTHONPATH, plus ``env``."""
-    full = {k: v for k, v in os.environ.items() if not k.startswith("STREAMEMBED_")}
+    full = {k: v for k, v in os.environ.items() if not k.upper().startswith("STREAMEMBED_")}  # names in any case
     full["OPENBLAS_NUM_THREADS"] = "1"
     checkout_path(full)
     full.update(env or {})

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ..soak import _soak_kinds, directory_soak, table
+from ..soak import _soak_kinds, directory_soak, shared_output_soak, table
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -28,6 +28,20 @@ def test_directory_soak_random_kill_9_with_good_and_poison_files(tmp_path: Path)
     assert res.details["kills"] >= 5, report
     assert res.details["poison_kinds"] == len(_soak_kinds("file")), report
     assert res.details["checkpoint_samples"] >= 20, report
+
+
+def test_shared_output_soak_two_daemons_hostile_names_links_and_pid_files(tmp_path: Path) -> None:
+    """Issue 24 items 5 and 7: two daemons with their own roots share one output directory (inputs of the same
+    names) under random kill -9s and umask 000, with files named with a newline and ESC bytes, links out of
+    the watched directories, a link planted at the old temporary name, and pid files deleted under running
+    daemons: nothing lost, nothing read through a link, no second daemon on a held root, modes 0640/0750."""
+    seed = random.randrange(1 << 30)
+    res = shared_output_soak(tmp_path / "soak", seconds=20.0, seed=seed)
+    report = f"seed {seed} (python -m tests.soak --mode shared --seed {seed})\n{table(res.rows)}\n{res.details}"
+    print(report)
+    assert res.problems == [], report
+    assert sum(r["lost"] for r in res.rows) == 0, report
+    assert res.details["kills"] >= 5 and res.details["hostile_files"] >= 5, report
 
 
 def test_the_soak_ledger_counts_lost_duplicated_and_quarantined() -> None:

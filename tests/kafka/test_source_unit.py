@@ -78,7 +78,7 @@ class FakeConsumer:
         assert tp.partition in self.assigned
         self.pos[tp.partition] = offset
 
-    def commit(self, offsets: dict[TopicPartition, Any]) -> None:
+    def commit(self, offsets: dict[TopicPartition, Any], timeout_ms: int | None = None) -> None:
         self.commits.append({tp.partition: om.offset for tp, om in offsets.items()})
 
     def pause(self, *tps: TopicPartition) -> None:
@@ -229,7 +229,7 @@ class FakeProducer:
         self.sent.append((topic, value))
         return FakeFuture(self.failures.pop(0) if self.failures else None)
 
-    def flush(self) -> None:
+    def flush(self, timeout: float | None = None) -> None:
         pass
 
     def close(self, timeout: float = 0) -> None:

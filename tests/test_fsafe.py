@@ -1,0 +1,108 @@
+"""Safe file creation: exclusive random temporary names, no links followed, explicit modes whatever the umask."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from streamembed import fsafe
+from streamembed.atomic import atomic_write_bytes
+from streamembed.stream.checkpoint import Checkpoint, CheckpointError, CheckpointStore, CrashGuard
+
+
+@pytest.fixture
+def umask000():
+    old = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def _mode(p: Path) -> int:
+    return stat.S_IMODE(p.lstat().st_mode)
+
+
+def test_temporary_files_are_new_random_and_private(tmp_path: Path, umask000) -> None:
+    names = set()
+    for _ in range(20):
+        fh, path = fsafe.create_temp(tmp_path, "checkpoint.json")
+        fh.close()
+        assert path.parent == tmp_path and path.name.startswith(".checkpoint.json.") and path.name.endswith(".tmp")
+        assert _mode(path) == 0o640
+        names.add(path.name)
+    assert len(names) == 20
+
+
+def test_a_link_planted_at_a_temporary_name_is_never_followed(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    os.symlink(victim, tmp_path / ".checkpoint.json.tmp")  # the old predictable name
+    store = CheckpointStore(tmp_path / "checkpoint.json")
+    store.save(Checkpoint(sources={"files": {}}))
+    assert victim.read_text() == "precious"
+    assert (tmp_path / "checkpoint.json").is_file() and not (tmp_path / "checkpoint.json").is_symlink()
+    assert not (tmp_path / ".checkpoint.json.tmp").exists() and not (tmp_path / ".checkpoint.json.tmp").is_symlink()
+    # appended and in-place state files refuse a link outright
+    os.symlink(victim, tmp_path / "history.jsonl")
+    with pytest.raises(OSError) as e:
+        fsafe.open_append(tmp_path / "history.jsonl")
+    assert e.value.errno == errno.ELOOP
+    os.symlink(victim, tmp_path / "crash-guard.json")
+    with pytest.raises(CheckpointError, match="crash-guard.json is unreadable"):
+        CrashGuard(tmp_path / "crash-guard.json")
+    assert victim.read_text() == "precious"
+
+
+def test_modes_are_explicit_whatever_the_umask(tmp_path: Path, umask000) -> None:
+    d = fsafe.make_dirs(tmp_path / "a" / "b")
+    assert _mode(tmp_path / "a") == _mode(d) == 0o750
+    atomic_write_bytes(d / "f", b"x")
+    assert _mode(d / "f") == 0o640
+    with fsafe.open_append(d / "h.jsonl") as fh:
+        fh.write(b"{}\n")
+    assert _mode(d / "h.jsonl") == 0o640
+    old = fsafe.modes()
+    try:
+        fsafe.set_modes(0o600, 0o700, umask=False)
+        atomic_write_bytes(d / "g", b"x")
+        assert _mode(d / "g") == 0o600 and _mode(fsafe.make_dirs(tmp_path / "c")) == 0o700
+        assert _mode(tmp_path / "a") == 0o750  # existing directories are left alone
+    finally:
+        fsafe.set_modes(*old, umask=False)
+
+
+def test_set_modes_narrows_the_umask_for_files_made_elsewhere(tmp_path: Path) -> None:
+    old_modes, old_umask = fsafe.modes(), os.umask(0)
+    try:
+        fsafe.set_modes(0o640, 0o750)
+        (tmp_path / "plain").write_text("made by other code")
+        assert _mode(tmp_path / "plain") == 0o640
+    finally:
+        fsafe.set_modes(*old_modes, umask=False)
+        os.umask(old_umask)
+
+
+@pytest.mark.parametrize("text, mode", [("0640", 0o640), ("640", 0o640), ("0o750", 0o750), ("2750", 0o2750)])
+def test_parse_mode(text: str, mode: int) -> None:
+    assert fsafe.parse_mode(text) == mode
+
+
+@pytest.mark.parametrize("text", ["", "0x640", "888", "rw-r-----", "07777777"])
+def test_parse_mode_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        fsafe.parse_mode(text)
+
+
+def test_mode_settings_are_validated() -> None:
+    from streamembed.daemon.config import ConfigError, load_config
+
+    assert load_config(overrides={"output.file_mode": "0600", "output.dir_mode": "2770"}).output.dir_mode == "2770"
+    for key, value, needle in [("output.file_mode", "0440", "read and write"), ("output.dir_mode", "0650", "use"),
+                               ("output.file_mode", "4640", "special bits"), ("output.dir_mode", "x", "octal")]:
+        with pytest.raises(ConfigError, match=needle):
+            load_config(overrides={key: value})
