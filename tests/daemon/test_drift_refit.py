@@ -106,9 +106,10 @@ def test_drift_triggers_one_refit_and_the_residuals_recover(tmp_path):
     assert DRIFT_AT < rec["triggered_after_objects"] <= DRIFT_AT + 10_000 + 5_000 + 1024
     assert rec["triggered_after_objects"] < first_v2 <= rec["installed_after_objects"] + 1024
     assert (versions[index < DRIFT_AT] == 1).all()
-    # after the refit the new landmarks span the stream again: k0 and its bound fall back
+    # after the refit the new landmarks span the stream again: k0 falls back, and so does the bound (Σu also
+    # holds the energy off the d-dimensional map, which no refit of the same d removes)
     assert _gauge(metrics, "streamembed_drift_relative_k0_mean") < 0.01
-    assert _gauge(metrics, "streamembed_drift_kernel_distance_bound") < 0.1 * at_trigger["kernel_distance_bound"]
+    assert _gauge(metrics, "streamembed_drift_kernel_distance_bound") < 0.8 * at_trigger["kernel_distance_bound"]
     assert _gauge(metrics, "streamembed_refits_total", trigger="auto") == 1
     assert _gauge(metrics, "streamembed_model_version") == 2
     assert Path(rec["path"]).exists()
