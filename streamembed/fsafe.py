@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import secrets
 from pathlib import Path
@@ -88,8 +89,9 @@ def temp_name(final_name: str) -> str:
 def create_temp(directory: str | os.PathLike[str], final_name: str) -> tuple[BinaryIO, Path]:
     """A new, empty temporary file for ``final_name`` in ``directory``: (binary file object, its path).
 
-    Created exclusively and without following links, with the file mode; the caller writes,
-    fsyncs and renames it (``atomic.publish``), or unlinks it.
+    Created exclusively and without following links, with the file mode, and held under an exclusive
+    ``flock`` while it is open, so that :func:`clean_temps` of another process sharing the directory
+    never removes it; the caller writes, fsyncs and renames it (``atomic.publish``), or unlinks it.
     """
     d = Path(directory)
     for _ in range(16):
@@ -97,6 +99,11 @@ def create_temp(directory: str | os.PathLike[str], final_name: str) -> tuple[Bin
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, _MODES[0])
         except FileExistsError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another process's clean_temps took it in between: it removes it
+            os.close(fd)
             continue
         try:
             os.fchmod(fd, _MODES[0])  # the umask may have taken bits the mode grants
@@ -129,6 +136,8 @@ def clean_temps(directory: str | os.PathLike[str], final_name_glob: str, *, once
 
     ``once``: at most once per process for a (directory, glob) (leftovers come only from an earlier process).
     ``legacy``: also the fixed ``.<name>.tmp`` of older versions (a link there is removed, not followed).
+    A file a live writer holds (its ``flock``, :func:`create_temp`) is left alone: a directory may be
+    shared by processes writing files of the same names (Kafka replicas).
     """
     key = (os.fspath(directory), final_name_glob)
     if once and key in _CLEANED:
@@ -140,12 +149,29 @@ def clean_temps(directory: str | os.PathLike[str], final_name_glob: str, *, once
         found += [p for p in Path(directory).glob(f".{final_name_glob}.tmp") if p not in found]
     for p in found:
         try:
+            if p.is_file() and not p.is_symlink() and _held(p):
+                continue
             if p.is_file() or p.is_symlink():
                 p.unlink()
                 n += 1
         except OSError:
             pass
     return n
+
+
+def _held(path: Path) -> bool:
+    """Whether another open file holds ``path``'s ``flock`` (a live writer's temporary file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def _open_flags(path: Path, flags: int) -> int:

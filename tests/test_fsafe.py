@@ -106,3 +106,23 @@ def test_mode_settings_are_validated() -> None:
                                ("output.file_mode", "4640", "special bits"), ("output.dir_mode", "x", "octal")]:
         with pytest.raises(ConfigError, match=needle):
             load_config(overrides={key: value})
+
+
+def test_clean_temps_leaves_the_temporary_file_a_live_writer_holds(tmp_path):
+    """Replicas share a Kafka output directory: one starting up must not remove the file another is writing."""
+    import subprocess
+    import sys
+
+    from streamembed.fsafe import clean_temps, create_temp
+
+    fh, live = create_temp(tmp_path, "part-x.parquet")
+    fh.write(b"rows")
+    crashed = tmp_path / ".part-y.parquet.0123456789abcdef.tmp"
+    crashed.write_bytes(b"left by a crash")
+    code = ("import sys; from streamembed.fsafe import clean_temps; "
+            "print(clean_temps(sys.argv[1], 'part-*'))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"
+    assert live.exists() and not crashed.exists()
+    fh.close()  # the writer is gone (a crash closes its files too): now it is a leftover
+    assert clean_temps(tmp_path, "part-*", once=False) == 1 and not live.exists()

@@ -366,7 +366,8 @@ class PerLabelSink:
     apart, so that every file name is a function of one stream's position and
     a restart that interleaves the streams differently still rewrites the same
     files. ``flush`` publishes them all (the label it is given is not used).
-    Leftover temporary files of ``prefix`` in ``directory`` are removed once, here.
+    Leftover temporary files of ``prefix`` in ``directory`` are removed once, here (those a live replica
+    sharing the directory holds are not: ``fsafe.clean_temps``).
     """
 
     def __init__(self, make: Callable[[], Any], directory: str | os.PathLike[str], prefix: str) -> None:
