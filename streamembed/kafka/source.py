@@ -289,6 +289,24 @@ def throttle_join_spin(consumer: Any, pause: float = JOIN_SPIN_PAUSE) -> bool:
     return True
 
 
+def _skip_unreadable(source: "KafkaSource", exc: BaseException) -> bool:
+    """Dead-letter the offset whose batch the client cannot read, and seek past it; False if not found."""
+    found = skip_unreadable(source._consumer, source.topic, exc, source._assigned_parts, source._settings)
+    if found is None:
+        return False
+    p, offset, detail = found
+    if p < 0:
+        return True  # revoked meanwhile: nothing to skip here
+    dead = KafkaDeadRecord(reason=Reason.UNDECODABLE, detail=detail, raw=b"", topic=source.topic, partition=p,
+                           offset=offset)
+    source._queue.append(_Queued(p, offset, offset, dead=[dead]))
+    source.skipped += 1
+    if source.skipped <= 3 or source.skipped % 1000 == 0:
+        log.warning("skipping offset %d of partition %d: %s (%d skipped so far; each is a dead letter)", offset,
+                    p, detail, source.skipped, extra={"topic": source.topic, "partition": p, "offset": offset})
+    return True
+
+
 def _listener(source: "KafkaSource") -> Any:
     from kafka import ConsumerRebalanceListener
 
@@ -485,38 +503,19 @@ class KafkaSource:
                 log.warning("polling the consumer failed transiently (%s: %s)", type(exc).__name__, exc)
                 if self.metrics is not None:
                     self.metrics.kafka_retries.inc()
-            elif not (is_unreadable_data(exc) and self._skip_unreadable(exc)):
+            elif not (is_unreadable_data(exc) and _skip_unreadable(self, exc)):
                 raise
             records = {}
         self._last_consumer_poll = time.monotonic()
         return records
 
-    def _skip_unreadable(self, exc: BaseException) -> bool:
-        """Dead-letter the offset whose batch the client cannot read, and seek past it; False if not found."""
-        found = skip_unreadable(self._consumer, self.topic, exc, self._assigned_parts, self._settings)
-        if found is None:
-            return False
-        p, offset, detail = found
-        if p < 0:
-            return True  # revoked meanwhile: nothing to skip here
-        dead = KafkaDeadRecord(reason=Reason.UNDECODABLE, detail=detail, raw=b"", topic=self.topic, partition=p,
-                               offset=offset)
-        self._queue.append(_Queued(p, offset, offset, dead=[dead]))
-        self.skipped += 1
-        if self.skipped <= 3 or self.skipped % 1000 == 0:
-            log.warning("skipping offset %d of partition %d: %s (%d skipped so far; each is a dead letter)", offset,
-                        p, detail, self.skipped, extra={"topic": self.topic, "partition": p, "offset": offset})
-        return True
-
     def _waiting_poll(self, timeout_ms: int) -> dict[Any, list[Any]]:
         """``_consumer_poll(timeout_ms)``, in slices when another thread may be waiting to use the consumer.
 
-        The read-ahead calls ``poll`` under a lock that ``commit`` needs too
-        (the consumer is not thread-safe); a poll blocking for the whole
-        ``poll_timeout_ms`` held each offset commit back by up to one fetch
-        (about 0.1 s a commit, measured: a fifth of a 1 s benchmark run).
-        While ``preempt`` (an Event the read-ahead sets when its caller waits
-        for the lock) is set, the poll returns after its current slice.
+        The read-ahead polls under a lock ``commit`` needs too (the consumer is not thread-safe): a poll
+        blocking for ``poll_timeout_ms`` held each commit back by up to one fetch (0.1 s a commit, measured).
+        While ``preempt`` (set by the read-ahead when its caller waits for the lock) is set, the poll
+        returns after its current slice.
         """
         if self.preempt is None or timeout_ms <= POLL_SLICE_MS or not self._assigned_parts:
             return self._consumer_poll(timeout_ms)  # (nothing to commit before a partition is assigned)

@@ -42,7 +42,7 @@ class LimitedProducer:
         self.sent.append((topic, key, value, list(headers or [])))
         return FakeFuture(None)
 
-    def flush(self) -> None:
+    def flush(self, timeout: float | None = None) -> None:
         pass
 
     def close(self, timeout: float = 0) -> None:
