@@ -65,7 +65,7 @@ def test_a_broker_away_longer_than_wedged_after_is_unready_not_dead(tmp_path: Pa
         find_tansu()
     except TansuNotFoundError as exc:
         pytest.skip(str(exc))
-    wedged_after, outage = 20, 50
+    wedged_after, outage = 16, 34
     model = tmp_path / "model.npz"
     fitted_model().save(model)
     with TansuBroker() as b:  # its own broker: it is paused

@@ -17,7 +17,7 @@ def test_kafka_soak_random_kill_9_with_good_and_poison_messages(broker, topic_fa
     topic, out = topic_factory(partitions=2, prefix="soak"), topic_factory(prefix="soak-out")
     broker.create_topic(f"{topic}.dlq")
     seed = random.randrange(1 << 30)
-    res = kafka_soak(tmp_path / "soak", broker.bootstrap, topic, out, seconds=25.0, seed=seed)
+    res = kafka_soak(tmp_path / "soak", broker.bootstrap, topic, out, seconds=20.0, seed=seed)
     report = f"seed {seed} (python -m tests.soak --mode kafka --seed {seed})\n{table(res.rows)}\n{res.details}"
     print(report)
     assert res.problems == [], report
@@ -33,7 +33,7 @@ def test_kafka_soak_random_kill_9_with_transport_faults(broker, topic_factory, t
     topic, out = topic_factory(partitions=2, prefix="soakf"), topic_factory(prefix="soakf-out")
     broker.create_topic(f"{topic}.dlq")
     seed = random.randrange(1 << 30)
-    res = kafka_soak(tmp_path / "soak", broker.bootstrap, topic, out, seconds=20.0, seed=seed, faults=True)
+    res = kafka_soak(tmp_path / "soak", broker.bootstrap, topic, out, seconds=15.0, seed=seed, faults=True)
     report = f"seed {seed} (python -m tests.soak --mode kafka-faults --seed {seed})\n{table(res.rows)}\n{res.details}"
     print(report)
     assert res.problems == [], report
