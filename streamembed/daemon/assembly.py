@@ -271,6 +271,10 @@ def build_io(cfg: Config, io: KafkaIO, source: Any, parquet: ParquetSink | None,
         outputs.append(KafkaOutputSink(producer, cfg.output.kafka_topic, fmt=cfg.kafka.output_format,
                                        max_message_bytes=message_limit(cfg, cfg.output.kafka_topic), refuse=refuse))
     output = outputs[0] if len(outputs) == 1 else FanoutSink(outputs)
+    if metrics is not None:  # the topics' series exist from the start (0), not from their first message
+        for t in ([dead_letter_topic(cfg)] if isinstance(source, KafkaSource) else []) + (
+                [cfg.output.kafka_topic] if cfg.output.kafka_topic else []):
+            metrics.kafka_messages_out.labels(topic=t)
     return output, dead
 
 
@@ -295,6 +299,8 @@ def open_model_topic(cfg: Config, io: KafkaIO, *, metrics: Metrics | None = None
                                 producer_settings=producer_settings(k), metrics=metrics, stop=stop,
                                 read_timeout=max(10.0, k.startup_timeout_seconds))
     io.closers.append(io.model_topic.close)
+    if metrics is not None:
+        metrics.kafka_messages_out.labels(topic=k.model_topic)
     return io.model_topic
 
 
