@@ -26,8 +26,10 @@ from streamembed.core.model import CORRECTIONS, INPUTS, METHODS
 __all__ = ["Config", "ModelConfig", "SourceConfig", "DirectoryConfig", "GeneratorConfig", "OutputConfig",
            "RunConfig", "DriftConfig", "ConsistencyConfig", "RefitConfig", "KafkaConfig", "MetricsConfig",
            "LoggingConfig",
-           "DRIFT_STATISTICS", "K0_STATISTICS", "k0_rows_value"]
+           "DRIFT_STATISTICS", "K0_STATISTICS", "EVENT_TIME_MODES", "k0_rows_value"]
 
+#: Where a Kafka row's event time comes from (``kafka.event_time``; streamembed.kafka.event_time).
+EVENT_TIME_MODES = ("auto", "record", "create_time", "log_append_time", "none")
 #: Statistics the refit trigger may watch (``core.drift.STATISTICS``).
 DRIFT_STATISTICS = ("relative_unexplained_mean", "relative_unexplained_p90", "relative_k0_mean",
                     "kernel_distance_bound", "gap_ratio")
@@ -275,6 +277,11 @@ class KafkaConfig:
     client_id: str = _f("streamembed", "Client id prefix (-consumer / -producer is appended).")
     auto_offset_reset: str = _f("earliest", "Where a group without committed offsets starts.",
                                 choices=("earliest", "latest"))
+    event_time: str = _f("auto", "Event time of each row (latency = processed_at - event_time): auto (the row's "
+                         "event_time field, else its message's timestamp), record (the field only), create_time or "
+                         "log_append_time (the message timestamp when it is of that type, replacing the field; rows "
+                         "of messages of the other type have none), none (no event time: latency not observed).",
+                         choices=EVENT_TIME_MODES)
     dead_letter_topic: str = _f("", "Refused messages and rows, with headers naming the reason and the source "
                                 "topic/partition/offset; empty: <input_topic>.dlq.")
     output_format: str = _f("arrow", "Messages of output.kafka_topic: arrow (one Arrow IPC stream per batch, keyed by "
