@@ -112,7 +112,8 @@ class DirectoryConfig:
                                "long (it is complete). Better still: write to a hidden or .tmp name, then rename.",
                                min=0.0, max=3600.0)
     exit_when_idle: bool = _f(False, "Batch mode: stop (exit 0) once every file has been read and no file is still "
-                              "settling, instead of waiting for more.")
+                              "settling, instead of waiting for more. A path that is not a directory then refuses to "
+                              "start (exit 2).")
     incomplete_seconds: float = _f(60.0, "A file whose last part is unfinished (a JSON line without its newline, an "
                                    "Arrow stream cut inside a message, a Parquet or Arrow file without its footer) "
                                    "is read up to there and resumed when it grows; if it does not change for this "

@@ -19,7 +19,7 @@ from typing import Any
 from streamembed.atomic import atomic_write_bytes
 from streamembed.core.model import LandmarkModel
 from streamembed.daemon.assembly import (KafkaIO, ModelSync, build_drift, build_file_sinks, build_io,
-                                         build_kafka_source, build_registry, build_source,
+                                         build_kafka_source, build_registry, build_source, check_input_directory,
                                          load_or_fit_model, model_source, open_model_topic, startup_model)
 from streamembed.daemon.errors import (EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, EnvironmentUnavailable,
                                        StartupError, is_environment_error)
@@ -126,6 +126,7 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
 
     Whatever needs closing is appended to ``closers`` as it is made (closed in reverse).
     """
+    check_input_directory(cfg)
     model_topic = open_model_topic(cfg, kafka_io, metrics=metrics, stop=stop)
     model = startup_model(cfg, model_topic, load_or_fit_model)
     source_name = model_source(cfg)

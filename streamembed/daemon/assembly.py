@@ -45,8 +45,8 @@ from streamembed.stream.monitor import DriftMonitor, build_trigger
 from streamembed.stream.sinks import DeadLetterSink, ParquetSink, PerLabelSink, dead_letter_path
 from streamembed.stream.sources import DirectorySource
 
-__all__ = ["load_or_fit_model", "build_registry", "build_drift", "build_source", "KafkaIO",
-           "ModelSync", "build_kafka_source", "build_io", "open_model_topic", "startup_model", "dead_letter_topic",
+__all__ = ["load_or_fit_model", "build_registry", "build_drift", "build_source", "check_input_directory",
+           "KafkaIO", "ModelSync", "build_kafka_source", "build_io", "open_model_topic", "startup_model", "dead_letter_topic",
            "model_source", "own_lineage", "message_limit"]
 
 log = logging.getLogger("streamembed.daemon")
@@ -135,14 +135,28 @@ def build_drift(cfg: Config, registry: ModelRegistry,
     return monitor, refits
 
 
+def check_input_directory(cfg: Config) -> None:
+    """Batch mode on a directory that does not exist would end at once, having read nothing, and exit 0 as if
+    it had succeeded: refuse it (StartupError naming the path). A watching daemon waits for it instead."""
+    d = cfg.directory
+    path = Path(d.path)
+    if cfg.source.kind != "directory" or not d.exit_when_idle or path.is_dir():
+        return
+    what = "is not a directory" if path.exists() else "does not exist"
+    raise StartupError(f"directory.path = {d.path!r} ({path.absolute()}) {what}: batch mode "
+                       f"(directory.exit_when_idle = true) has nothing to read; fix the path or create the directory")
+
+
 def build_source(cfg: Config, model: LandmarkModel, registry: ModelRegistry | None = None,
                  metrics: Metrics | None = None) -> DirectorySource | GeneratorSource:
     """The directory or generator source (Kafka: ``build_kafka_source``)."""
     s = cfg.source
     if s.kind == "directory":
         d = cfg.directory
+        check_input_directory(cfg)
         if not Path(d.path).is_dir():
-            log.warning("directory.path = %r does not exist (yet); waiting for it to appear", d.path)
+            log.warning("directory.path = %r (%s) does not exist (yet); waiting for it to appear", d.path,
+                        Path(d.path).absolute())
         return DirectorySource(d.path, pattern=d.pattern, batch_rows=s.batch_rows, settle_seconds=d.settle_seconds,
                                poll_seconds=d.poll_seconds, max_block_rows=s.max_block_rows,
                                exit_when_idle=d.exit_when_idle, incomplete_seconds=d.incomplete_seconds,

@@ -18,6 +18,7 @@ import shutil
 import time
 from pathlib import Path
 
+from streamembed.atomic import naming_path
 from streamembed.core.model import LandmarkModel
 from streamembed.daemon.errors import EnvironmentUnavailable, StartupError
 from streamembed.settings import Config
@@ -39,8 +40,15 @@ def model_record(model: LandmarkModel, source: str) -> dict[str, object]:
 
 
 def describe_model(model: LandmarkModel, source: str) -> str:
+    """One line for the start-up log: lineage, version, size, what input rows carry, where the model came from."""
+    if model.features is None:
+        rows = f"{model.input_kind} input"
+    else:  # rows carry features (the engine computes their dissimilarities); precomputed rows work too
+        how = "kernel" if model.input_kind == "similarity" else "metric"
+        rows = (f"feature input (p = {model.features.shape[1]}, {model.metric} {how}; {model.input_kind} rows "
+                f"also accepted)")
     return (f"lineage {model.lineage} version {model.version} ({model.n_landmarks} landmarks, d = "
-            f"{model.n_components}, {model.input_kind} input, from {source})")
+            f"{model.n_components}, {rows}, from {source})")
 
 
 def check_lineage(ckpt: Checkpoint | None, model: LandmarkModel, source: str, cfg: Config) -> None:
@@ -171,9 +179,14 @@ class PidLock:
             other = PidLock.running(self.path)
             raise EnvironmentUnavailable(f"another streamembed daemon (pid {other}) is running with this output.root "
                                          f"({self.path.parent}); stop it first, or use another output.root") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()} {process_start_time(os.getpid())}\n".encode())
-        os.fsync(fd)
+        try:
+            with naming_path(self.path):
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()} {process_start_time(os.getpid())}\n".encode())
+                os.fsync(fd)
+        except OSError:
+            os.close(fd)
+            raise
         self._fd = fd
 
     def release(self) -> None:

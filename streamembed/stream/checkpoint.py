@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from streamembed.atomic import atomic_write_bytes
+from streamembed.atomic import atomic_write_bytes, naming_path
 from streamembed.stream.sinks import Sink
 
 __all__ = ["CHECKPOINT_SCHEMA_VERSION", "Checkpoint", "CheckpointError", "CheckpointStore", "Checkpointer",
@@ -277,11 +277,13 @@ class CrashGuard:
                 self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
                 self._size = os.fstat(self._fd).st_size
             self._size = max(self._size, len(data))
-            os.pwrite(self._fd, data.ljust(self._size), 0)
+            with naming_path(self.path):
+                os.pwrite(self._fd, data.ljust(self._size), 0)
             return
         self._close_fd()
         tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_bytes(data)
+        with naming_path(tmp):
+            tmp.write_bytes(data)
         os.replace(tmp, self.path)
         self._size = len(data)
 

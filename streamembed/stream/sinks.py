@@ -32,7 +32,7 @@ from typing import Any, Callable, Protocol, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from streamembed.atomic import atomic_write_bytes, fsync_dir, publish
+from streamembed.atomic import atomic_write_bytes, fsync_dir, naming_path, publish
 from streamembed.stream.codecs import DeadRecord, encode_dead_letters
 
 __all__ = [
@@ -196,15 +196,17 @@ class ParquetSink:
         if self._writer is None:
             self._schema = data.schema
             self._tmp = self.directory / f".{self.prefix}-{safe_label(label)}.parquet.tmp"
-            self._writer = _WriteBehind(pq.ParquetWriter(self._tmp, data.schema, compression=self.compression,
-                                                         use_dictionary=_dictionary_columns(data.schema)))
+            with naming_path(self._tmp):
+                self._writer = _WriteBehind(pq.ParquetWriter(self._tmp, data.schema, compression=self.compression,
+                                                             use_dictionary=_dictionary_columns(data.schema)))
             self._since = time.monotonic()
         batches = data.to_batches() if isinstance(data, pa.Table) else [data]
         self._buffer.extend(batches)
         self._buffered += data.num_rows
         self._rows += data.num_rows
         if self._buffered >= self.row_group_rows:
-            self._write_buffer()
+            with naming_path(self._tmp):
+                self._write_buffer()
 
     def _write_buffer(self) -> None:
         if self._buffer and self._writer is not None:
@@ -228,9 +230,10 @@ class ParquetSink:
         if self._writer is None or self._tmp is None:
             _remove_stale(self.final_path(label))
             return None
-        self._write_buffer()
-        self._writer.drain()
-        self._writer.close()
+        with naming_path(self._tmp):
+            self._write_buffer()
+            self._writer.drain()
+            self._writer.close()
         final = publish(self._tmp, self.final_path(label))
         self._writer, self._tmp, self._since = None, None, None
         self._rows = 0
