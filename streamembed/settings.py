@@ -72,7 +72,8 @@ class ModelConfig:
                                  choices=LANDMARK_SELECTIONS)
     fit_sample: int = _f(2000, "Generator objects drawn to choose the landmarks from.", min=2, max=10_000_000)
     metric: str = _f("euclidean", "Metric between generator feature vectors (any scipy.spatial.distance.cdist name).")
-    save_path: str = _f("", "Save the generator-fitted model here (.npz); empty: do not save.")
+    save_path: str = _f("", "Save the generator-fitted model here (.npz); empty: <root>/model.npz (where `streamembed "
+                        "model info` and `streamembed plot map` take it from); none: do not save.")
     input: str = _f("dissimilarity", "What a generator-fitted model embeds: dissimilarities (model.metric between "
                     "features) or similarities (model.kernel between features; docs/math.md §2).", choices=INPUTS)
     kernel: str = _f("linear", "Kernel for input = similarity: linear, cosine or rbf (gamma = 1/n_features).",

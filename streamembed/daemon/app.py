@@ -20,7 +20,8 @@ from streamembed.atomic import atomic_write_bytes
 from streamembed.core.model import LandmarkModel
 from streamembed.daemon.assembly import (KafkaIO, ModelSync, build_drift, build_file_sinks, build_io,
                                          build_kafka_source, build_registry, build_source, check_input_directory,
-                                         load_or_fit_model, model_source, open_model_topic, startup_model)
+                                         load_or_fit_model, model_source, open_model_topic, save_generator_model,
+                                         startup_model)
 from streamembed.daemon.errors import (EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, EnvironmentUnavailable,
                                        StartupError, is_environment_error)
 from streamembed.daemon.health import HealthState, OpsServer
@@ -141,6 +142,7 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
     if not cfg.run.fresh:  # after the checks: a refusal leaves nothing behind
         pid.acquire()
         closers.append(pid.release)
+    save_generator_model(cfg, model)
     clean_refit_dirs(cfg.model_dir)
     registry = build_registry(cfg, model)
     current = registry.current

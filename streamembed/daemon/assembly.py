@@ -47,9 +47,12 @@ from streamembed.stream.sources import DirectorySource
 
 __all__ = ["load_or_fit_model", "build_registry", "build_drift", "build_source", "check_input_directory",
            "KafkaIO", "ModelSync", "build_kafka_source", "build_io", "open_model_topic", "startup_model", "dead_letter_topic",
-           "model_source", "own_lineage", "message_limit"]
+           "model_source", "own_lineage", "message_limit", "save_generator_model", "DEFAULT_MODEL_NAME"]
 
 log = logging.getLogger("streamembed.daemon")
+
+#: Where the run keeps a generator-fitted model (in output.root) unless model.save_path says otherwise.
+DEFAULT_MODEL_NAME = "model.npz"
 
 
 def model_source(cfg: Config) -> str:
@@ -64,7 +67,6 @@ def model_source(cfg: Config) -> str:
 
 def load_or_fit_model(cfg: Config) -> LandmarkModel:
     """The configured model: loaded from ``model.path``, else fitted from generator samples."""
-    from streamembed import LandmarkMDS
     from streamembed.core.landmarks import select_landmarks
 
     m = cfg.model
@@ -87,9 +89,7 @@ def load_or_fit_model(cfg: Config) -> LandmarkModel:
     try:
         idx = select_landmarks(m.landmark_selection, m.n_landmarks, X=X, metric=m.metric, seed=cfg.generator.seed,
                                n_components=m.n_components)
-        fitted = LandmarkMDS(n_components=m.n_components, method=m.method, input=m.input,
-                             geodesic_neighbors=m.geodesic_neighbors or None, correction=m.correction,
-                             landmark_map=m.landmark_map)
+        fitted = _generator_estimator(cfg)
         fitted.fit_features(X[idx], metric=m.kernel if m.input == "similarity" else m.metric)
         model = fitted.model_
     except ValueError as exc:
@@ -97,10 +97,37 @@ def load_or_fit_model(cfg: Config) -> LandmarkModel:
     log.info("fitted a model from generator samples",
              extra={"landmarks": m.n_landmarks, "dims": m.n_components,
                     "metric": f"{m.kernel} kernel" if m.input == "similarity" else m.metric})
-    if m.save_path:
+    if m.save_path and m.save_path != "none":  # the default place is written later: save_generator_model
         save_model(model, m.save_path, params=fitted.get_params())
         log.info("saved the fitted model", extra={"path": m.save_path})
     return model
+
+
+def _generator_estimator(cfg: Config) -> Any:
+    """The (unfitted) LandmarkMDS that fits the generator's model, as [model] configures it."""
+    from streamembed import LandmarkMDS
+
+    m = cfg.model
+    return LandmarkMDS(n_components=m.n_components, method=m.method, input=m.input,
+                       geodesic_neighbors=m.geodesic_neighbors or None, correction=m.correction,
+                       landmark_map=m.landmark_map)
+
+
+def save_generator_model(cfg: Config, model: LandmarkModel) -> Path | None:
+    """Keep a generator-fitted model at its default place, ``<output.root>/model.npz`` (``model.save_path``
+    empty), where `streamembed model info` and `streamembed plot map` find it; returns the path, or None.
+
+    Called once the run's state is checked (a refused start overwrites nothing). Models from ``model.path``
+    or the model topic are not copied.
+    """
+    if cfg.model.path or cfg.model.save_path or model_source(cfg) != "generator":
+        return None
+    path = cfg.root / DEFAULT_MODEL_NAME
+    cfg.root.mkdir(parents=True, exist_ok=True)
+    save_model(model, path, params=_generator_estimator(cfg).get_params())
+    log.info("saved the generator-fitted model (streamembed model info / plot map read it)",
+             extra={"path": str(path)})
+    return path
 
 
 def build_registry(cfg: Config, model: LandmarkModel) -> ModelRegistry:

@@ -82,7 +82,7 @@ def _inside(path: Path, root: Path) -> bool:
 def archive_run(cfg: Config) -> Path | None:
     """``--fresh``: move the previous run aside to ``<root>/previous-<time>/``; returns where, or None.
 
-    Moved: its state (checkpoint, crash guard, refitted models, histories) and, when they lie inside
+    Moved: its state (checkpoint, crash guard, saved and refitted models, histories) and, when they lie inside
     output.root, its output and dead-letter directories, so that the new run's output holds one map's
     rows only. Output directories configured outside output.root stay where they are (a WARNING names
     them: they still hold the old run's rows).
@@ -92,6 +92,9 @@ def archive_run(cfg: Config) -> Path | None:
     for extra in (cfg.checkpoint_path, cfg.model_dir, cfg.history_path):
         if extra.exists() and extra not in present:
             present.append(extra)
+    saved = root / "model.npz"  # the map a generator-fitted run kept (unless it is the model this run loads)
+    if saved.is_file() and not (cfg.model.path and Path(cfg.model.path).resolve() == saved.resolve()):
+        present.append(saved)
     for outdir in (cfg.embeddings_dir, cfg.dead_letter_dir):
         if not outdir.is_dir() or outdir in present or not any(outdir.iterdir()):
             continue
