@@ -16,14 +16,41 @@ from typing import BinaryIO, Iterator
 
 from streamembed.fsafe import clean_temps, create_temp
 
-__all__ = ["atomic_write_bytes", "atomic_file", "publish", "fsync_dir", "fsync_file", "glob_escape"]
+__all__ = ["atomic_write_bytes", "atomic_file", "publish", "fsync_dir", "fsync_file", "glob_escape", "with_path",
+           "naming_path"]
+
+
+def with_path(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """``exc`` naming ``path`` (an OSError of the same errno, caused by ``exc``); ``exc`` itself if it names one.
+
+    ``write``/``fsync`` (and pyarrow's writers) raise "[Errno 28] No space left
+    on device" without the file: the operator must be told which disk.
+    """
+    if exc.filename is not None or exc.errno is None:
+        return exc
+    named = OSError(exc.errno, exc.strerror or str(exc), os.fspath(path))  # the errno's subclass
+    named.__cause__ = exc
+    return named
+
+
+@contextlib.contextmanager
+def naming_path(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Re-raise an OSError of the block that names no file as one that names ``path`` (:func:`with_path`)."""
+    try:
+        yield
+    except OSError as exc:
+        named = with_path(exc, path)
+        if named is exc:
+            raise
+        raise named from exc
 
 
 def fsync_file(path: str | os.PathLike[str]) -> None:
     """fsync the file at ``path`` (by name: for files another library wrote and closed)."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        with naming_path(path):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -56,7 +83,7 @@ def atomic_file(path: str | os.PathLike[str], *, clean: bool = True) -> Iterator
         clean_temps(path.parent, glob_escape(path.name))
     fh, tmp = create_temp(path.parent, path.name)
     try:
-        with fh:
+        with naming_path(tmp), fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())

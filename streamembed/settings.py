@@ -26,8 +26,10 @@ from streamembed.core.model import CORRECTIONS, INPUTS, METHODS
 __all__ = ["Config", "ModelConfig", "SourceConfig", "DirectoryConfig", "GeneratorConfig", "OutputConfig",
            "RunConfig", "DriftConfig", "ConsistencyConfig", "RefitConfig", "KafkaConfig", "MetricsConfig",
            "LoggingConfig",
-           "DRIFT_STATISTICS", "K0_STATISTICS", "k0_rows_value"]
+           "DRIFT_STATISTICS", "K0_STATISTICS", "EVENT_TIME_MODES", "k0_rows_value"]
 
+#: Where a Kafka row's event time comes from (``kafka.event_time``; streamembed.kafka.event_time).
+EVENT_TIME_MODES = ("auto", "record", "create_time", "log_append_time", "none")
 #: Statistics the refit trigger may watch (``core.drift.STATISTICS``).
 DRIFT_STATISTICS = ("relative_unexplained_mean", "relative_unexplained_p90", "relative_k0_mean",
                     "kernel_distance_bound", "gap_ratio")
@@ -70,7 +72,8 @@ class ModelConfig:
                                  choices=LANDMARK_SELECTIONS)
     fit_sample: int = _f(2000, "Generator objects drawn to choose the landmarks from.", min=2, max=10_000_000)
     metric: str = _f("euclidean", "Metric between generator feature vectors (any scipy.spatial.distance.cdist name).")
-    save_path: str = _f("", "Save the generator-fitted model here (.npz); empty: do not save.")
+    save_path: str = _f("", "Save the generator-fitted model here (.npz); empty: <root>/model.npz (where `streamembed "
+                        "model info` and `streamembed plot map` take it from); none: do not save.")
     input: str = _f("dissimilarity", "What a generator-fitted model embeds: dissimilarities (model.metric between "
                     "features) or similarities (model.kernel between features; docs/math.md §2).", choices=INPUTS)
     kernel: str = _f("linear", "Kernel for input = similarity: linear, cosine or rbf (gamma = 1/n_features).",
@@ -113,7 +116,8 @@ class DirectoryConfig:
                                "long (it is complete). Better still: write to a hidden or .tmp name, then rename.",
                                min=0.0, max=3600.0)
     exit_when_idle: bool = _f(False, "Batch mode: stop (exit 0) once every file has been read and no file is still "
-                              "settling, instead of waiting for more.")
+                              "settling, instead of waiting for more. A path that is not a directory then refuses to "
+                              "start (exit 2).")
     incomplete_seconds: float = _f(60.0, "A file whose last part is unfinished (a JSON line without its newline, an "
                                    "Arrow stream cut inside a message, a Parquet or Arrow file without its footer) "
                                    "is read up to there and resumed when it grows; if it does not change for this "
@@ -286,6 +290,11 @@ class KafkaConfig:
     client_id: str = _f("streamembed", "Client id prefix (-consumer / -producer is appended).")
     auto_offset_reset: str = _f("earliest", "Where a group without committed offsets starts.",
                                 choices=("earliest", "latest"))
+    event_time: str = _f("auto", "Event time of each row (latency = processed_at - event_time): auto (the row's "
+                         "event_time field, else its message's timestamp), record (the field only), create_time or "
+                         "log_append_time (the message timestamp when it is of that type, replacing the field; rows "
+                         "of messages of the other type have none), none (no event time: latency not observed).",
+                         choices=EVENT_TIME_MODES)
     dead_letter_topic: str = _f("", "Refused messages and rows, with headers naming the reason and the source "
                                 "topic/partition/offset; empty: <input_topic>.dlq.")
     output_format: str = _f("arrow", "Messages of output.kafka_topic: arrow (one Arrow IPC stream per batch, keyed by "

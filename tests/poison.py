@@ -223,7 +223,7 @@ def json_kinds() -> list[Kind]:
         kafka=[(None, "undecodable")])
     one("json_null", "a line that is null (a row without an id)", b"null", "missing_id", with_id=False,
         kafka=[(None, "undecodable")])
-    one("json_id_number", "a numeric id", {"id": 12345, "dissimilarities": A}, "bad_id", with_id=False)
+    one("json_id_number", "a fractional numeric id", {"id": 12345.5, "dissimilarities": A}, "bad_id", with_id=False)
     one("json_id_list", "an id that is a list", {"id": ["a", "b"], "dissimilarities": A}, "bad_id", with_id=False)
     one("json_id_object", "an id that is an object", {"id": {"x": 1}, "dissimilarities": A}, "bad_id",
         with_id=False)
@@ -719,7 +719,7 @@ def file_kinds() -> list[Kind]:
         b"file_binary_junk_jsonl.jsonl", bytes(range(256)).replace(b"\n", b"") * 4 + b"\n")],
         [Outcome(0, 0, "undecodable")])
     name = "file_non_utf8_name"
-    lines = [jsonl_line(_good_obj(f"{name}.0.0", 310)), b'{"id": 5}', jsonl_line(_good_obj(f"{name}.0.2", 311))]
+    lines = [jsonl_line(_good_obj(f"{name}.0.0", 310)), b'{"id": 5.5}', jsonl_line(_good_obj(f"{name}.0.2", 311))]
     add(name, "issue item 1: a file name that is not UTF-8", [Entry(b"file_non_utf8_name-\xff\xfe.jsonl",
                                                                     b"\n".join(lines) + b"\n")],
         [Outcome(0, 0, EMBEDDED, f"{name}.0.0"), Outcome(0, 1, "bad_id"), Outcome(0, 2, EMBEDDED, f"{name}.0.2")])

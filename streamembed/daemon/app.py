@@ -21,8 +21,9 @@ from streamembed.atomic import atomic_write_bytes
 from streamembed.core.model import LandmarkModel
 from streamembed.fsafe import modes, parse_mode, set_modes
 from streamembed.daemon.assembly import (KafkaIO, ModelSync, build_drift, build_file_sinks, build_io,
-                                         build_kafka_source, build_registry, build_source,
-                                         load_or_fit_model, model_source, open_model_topic, startup_model)
+                                         build_kafka_source, build_registry, build_source, check_input_directory,
+                                         load_or_fit_model, model_source, open_model_topic, save_generator_model,
+                                         startup_model)
 from streamembed.daemon.config import ConfigError, check_memory
 from streamembed.daemon.errors import (EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, EnvironmentUnavailable,
                                        StartupError, is_environment_error)
@@ -141,6 +142,7 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
 
     Whatever needs closing is appended to ``closers`` as it is made (closed in reverse).
     """
+    check_input_directory(cfg)
     model_topic = open_model_topic(cfg, kafka_io, metrics=metrics, stop=stop)
     model = startup_model(cfg, model_topic, load_or_fit_model)
     feats = model.features
@@ -161,6 +163,7 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
         pid.acquire()
         closers.append(pid.release)
     tag = writer_tag(cfg.root)
+    save_generator_model(cfg, model)
     clean_refit_dirs(cfg.model_dir)
     registry = build_registry(cfg, model)
     current = registry.current

@@ -46,11 +46,14 @@ from streamembed.stream.monitor import DriftMonitor, build_trigger
 from streamembed.stream.sinks import DeadLetterSink, ParquetSink, PerLabelSink, dead_letter_path
 from streamembed.stream.sources import DirectorySource
 
-__all__ = ["load_or_fit_model", "build_registry", "build_drift", "build_source", "KafkaIO",
-           "ModelSync", "build_kafka_source", "build_io", "open_model_topic", "startup_model", "dead_letter_topic",
-           "model_source", "own_lineage", "message_limit"]
+__all__ = ["load_or_fit_model", "build_registry", "build_drift", "build_source", "check_input_directory",
+           "KafkaIO", "ModelSync", "build_kafka_source", "build_io", "open_model_topic", "startup_model", "dead_letter_topic",
+           "model_source", "own_lineage", "message_limit", "save_generator_model", "DEFAULT_MODEL_NAME"]
 
 log = logging.getLogger("streamembed.daemon")
+
+#: Where the run keeps a generator-fitted model (in output.root) unless model.save_path says otherwise.
+DEFAULT_MODEL_NAME = "model.npz"
 
 
 def model_source(cfg: Config) -> str:
@@ -65,7 +68,6 @@ def model_source(cfg: Config) -> str:
 
 def load_or_fit_model(cfg: Config) -> LandmarkModel:
     """The configured model: loaded from ``model.path``, else fitted from generator samples."""
-    from streamembed import LandmarkMDS
     from streamembed.core.landmarks import select_landmarks
 
     m = cfg.model
@@ -88,9 +90,7 @@ def load_or_fit_model(cfg: Config) -> LandmarkModel:
     try:
         idx = select_landmarks(m.landmark_selection, m.n_landmarks, X=X, metric=m.metric, seed=cfg.generator.seed,
                                n_components=m.n_components)
-        fitted = LandmarkMDS(n_components=m.n_components, method=m.method, input=m.input,
-                             geodesic_neighbors=m.geodesic_neighbors or None, correction=m.correction,
-                             landmark_map=m.landmark_map)
+        fitted = _generator_estimator(cfg)
         fitted.fit_features(X[idx], metric=m.kernel if m.input == "similarity" else m.metric)
         model = fitted.model_
     except ValueError as exc:
@@ -98,10 +98,37 @@ def load_or_fit_model(cfg: Config) -> LandmarkModel:
     log.info("fitted a model from generator samples",
              extra={"landmarks": m.n_landmarks, "dims": m.n_components,
                     "metric": f"{m.kernel} kernel" if m.input == "similarity" else m.metric})
-    if m.save_path:
+    if m.save_path and m.save_path != "none":  # the default place is written later: save_generator_model
         save_model(model, m.save_path, params=fitted.get_params())
         log.info("saved the fitted model", extra={"path": m.save_path})
     return model
+
+
+def _generator_estimator(cfg: Config) -> Any:
+    """The (unfitted) LandmarkMDS that fits the generator's model, as [model] configures it."""
+    from streamembed import LandmarkMDS
+
+    m = cfg.model
+    return LandmarkMDS(n_components=m.n_components, method=m.method, input=m.input,
+                       geodesic_neighbors=m.geodesic_neighbors or None, correction=m.correction,
+                       landmark_map=m.landmark_map)
+
+
+def save_generator_model(cfg: Config, model: LandmarkModel) -> Path | None:
+    """Keep a generator-fitted model at its default place, ``<output.root>/model.npz`` (``model.save_path``
+    empty), where `streamembed model info` and `streamembed plot map` find it; returns the path, or None.
+
+    Called once the run's state is checked (a refused start overwrites nothing). Models from ``model.path``
+    or the model topic are not copied.
+    """
+    if cfg.model.path or cfg.model.save_path or model_source(cfg) != "generator":
+        return None
+    path = cfg.root / DEFAULT_MODEL_NAME
+    cfg.root.mkdir(parents=True, exist_ok=True)
+    save_model(model, path, params=_generator_estimator(cfg).get_params())
+    log.info("saved the generator-fitted model (streamembed model info / plot map read it)",
+             extra={"path": str(path)})
+    return path
 
 
 def build_registry(cfg: Config, model: LandmarkModel) -> ModelRegistry:
@@ -136,14 +163,28 @@ def build_drift(cfg: Config, registry: ModelRegistry,
     return monitor, refits
 
 
+def check_input_directory(cfg: Config) -> None:
+    """Batch mode on a directory that does not exist would end at once, having read nothing, and exit 0 as if
+    it had succeeded: refuse it (StartupError naming the path). A watching daemon waits for it instead."""
+    d = cfg.directory
+    path = Path(d.path)
+    if cfg.source.kind != "directory" or not d.exit_when_idle or path.is_dir():
+        return
+    what = "is not a directory" if path.exists() else "does not exist"
+    raise StartupError(f"directory.path = {d.path!r} ({path.absolute()}) {what}: batch mode "
+                       f"(directory.exit_when_idle = true) has nothing to read; fix the path or create the directory")
+
+
 def build_source(cfg: Config, model: LandmarkModel, registry: ModelRegistry | None = None,
                  metrics: Metrics | None = None) -> DirectorySource | GeneratorSource:
     """The directory or generator source (Kafka: ``build_kafka_source``)."""
     s = cfg.source
     if s.kind == "directory":
         d = cfg.directory
+        check_input_directory(cfg)
         if not Path(d.path).is_dir():
-            log.warning("directory.path = %r does not exist (yet); waiting for it to appear", d.path)
+            log.warning("directory.path = %r (%s) does not exist (yet); waiting for it to appear", d.path,
+                        Path(d.path).absolute())
         return DirectorySource(d.path, pattern=d.pattern, batch_rows=s.batch_rows, settle_seconds=d.settle_seconds,
                                poll_seconds=d.poll_seconds, max_block_rows=s.max_block_rows,
                                exit_when_idle=d.exit_when_idle, incomplete_seconds=d.incomplete_seconds,
@@ -229,7 +270,8 @@ def build_kafka_source(cfg: Config, io: KafkaIO, *, metrics: Metrics | None = No
         source = KafkaSource(consumer_settings(k), k.input_topic, batch_rows=cfg.source.batch_rows,
                              poll_timeout_ms=k.poll_timeout_ms, metrics=metrics, stop=stop,
                              backpressure=io.backpressure, resume_when=io.resume,
-                             startup_timeout=k.startup_timeout_seconds, max_backoff=k.retry_backoff_max_seconds)
+                             startup_timeout=k.startup_timeout_seconds, max_backoff=k.retry_backoff_max_seconds,
+                             event_time=k.event_time)
     except Exception as exc:  # noqa: BLE001 - the brokers are unreachable: retry later
         raise EnvironmentUnavailable(f"cannot consume {k.input_topic!r} from kafka.bootstrap_servers = "
                                      f"{k.bootstrap_servers!r}: {type(exc).__name__}: {exc}") from None
@@ -275,6 +317,10 @@ def build_io(cfg: Config, io: KafkaIO, source: Any, parquet: ParquetSink | None,
         outputs.append(KafkaOutputSink(producer, cfg.output.kafka_topic, fmt=cfg.kafka.output_format,
                                        max_message_bytes=message_limit(cfg, cfg.output.kafka_topic), refuse=refuse))
     output = outputs[0] if len(outputs) == 1 else FanoutSink(outputs)
+    if metrics is not None:  # the topics' series exist from the start (0), not from their first message
+        for t in ([dead_letter_topic(cfg)] if isinstance(source, KafkaSource) else []) + (
+                [cfg.output.kafka_topic] if cfg.output.kafka_topic else []):
+            metrics.kafka_messages_out.labels(topic=t)
     return output, dead
 
 
@@ -299,6 +345,8 @@ def open_model_topic(cfg: Config, io: KafkaIO, *, metrics: Metrics | None = None
                                 producer_settings=producer_settings(k), metrics=metrics, stop=stop,
                                 read_timeout=max(10.0, k.startup_timeout_seconds))
     io.closers.append(io.model_topic.close)
+    if metrics is not None:
+        metrics.kafka_messages_out.labels(topic=k.model_topic)
     return io.model_topic
 
 

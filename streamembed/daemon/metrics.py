@@ -16,9 +16,12 @@ from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from streamembed.core.flags import FLAG_NAMES
+from streamembed.core.model import METHODS
 from streamembed.stream.records import REASONS
 
-__all__ = ["BulkHistogram", "Metrics", "LATENCY_BUCKETS", "RATIO_BUCKETS", "BATCH_BUCKETS"]
+__all__ = ["BulkHistogram", "Metrics", "LATENCY_BUCKETS", "RATIO_BUCKETS", "BATCH_BUCKETS", "EMBED_METHODS",
+           "OUTPUT_FILE_KINDS", "READ_RETRY_REASONS"]
 
 #: seconds, event_time -> processed_at
 LATENCY_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
@@ -26,6 +29,12 @@ LATENCY_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25
 RATIO_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 #: seconds per batch
 BATCH_BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10)
+#: ``method`` values of streamembed_records_embedded_total: the single-object methods, and block RR.
+EMBED_METHODS: tuple[str, ...] = (*METHODS, "block")
+#: ``kind`` values of streamembed_output_files_total.
+OUTPUT_FILE_KINDS: tuple[str, ...] = ("output", "dead_letter")
+#: ``reason`` values of streamembed_read_retries_total present from the start (any other errno name may follow).
+READ_RETRY_REASONS: tuple[str, ...] = ("EACCES", "EPERM", "EIO")
 
 
 class BulkHistogram(Collector):
@@ -87,6 +96,8 @@ class Metrics:
         self.records_embedded = Counter("streamembed_records_embedded_total",
                                         "Records embedded and written to the output, by method.",
                                         ["method"], registry=r)
+        for method in EMBED_METHODS:
+            self.records_embedded.labels(method=method)
         self.records_failed = Counter("streamembed_records_failed_total",
                                       "Records refused, by reason (each also becomes a dead letter).",
                                       ["reason"], registry=r)
@@ -95,6 +106,8 @@ class Metrics:
         self.dead_letters = Counter("streamembed_dead_letters_total", "Dead letters written.", registry=r)
         self.flags = Counter("streamembed_flags_total", "Embedded records carrying each flag.", ["flag"],
                              registry=r)
+        for name in FLAG_NAMES.values():
+            self.flags.labels(flag=name)
         self.batch_seconds = Histogram("streamembed_batch_processing_seconds",
                                        "Wall time to decode, embed and encode one batch.",
                                        buckets=BATCH_BUCKETS, registry=r)
@@ -111,10 +124,14 @@ class Metrics:
         self.checkpoints = Counter("streamembed_checkpoints_total", "Checkpoints committed.", registry=r)
         self.files_written = Counter("streamembed_output_files_total", "Output and dead-letter files published.",
                                      ["kind"], registry=r)
+        for kind in OUTPUT_FILE_KINDS:
+            self.files_written.labels(kind=kind)
         self.read_retries = Counter("streamembed_read_retries_total",
                                     "Input files or directories that could not be read for a reason of the environment "
                                     "(permissions, I/O), by errno name; each is retried with backoff.", ["reason"],
                                     registry=r)
+        for reason in READ_RETRY_REASONS:
+            self.read_retries.labels(reason=reason)
         self.files_reread = Counter("streamembed_files_reread_total",
                                     "Input files read again because they changed after they were read.", registry=r)
         self.quarantined_batches = Counter("streamembed_quarantined_batches_total",
@@ -235,11 +252,11 @@ DRIFT_GAUGES: dict[str, str] = {
 #: Label values shown in the reference table: (metric, label) -> the closed set, or what the values are.
 LABEL_VALUES: dict[tuple[str, str], str] = {
     ("streamembed_records_failed_total", "reason"): ", ".join(REASONS),
-    ("streamembed_records_embedded_total", "method"): "projection, restricted, stress, l1, block",
-    ("streamembed_read_retries_total", "reason"): "errno name: EACCES, EIO, ...",
+    ("streamembed_records_embedded_total", "method"): ", ".join(EMBED_METHODS),
+    ("streamembed_read_retries_total", "reason"): "errno name: " + ", ".join(READ_RETRY_REASONS) + ", ...",
     ("streamembed_refits_total", "trigger"): "auto, manual, remote",
     ("streamembed_refits_kept_total", "trigger"): "auto, manual",
-    ("streamembed_output_files_total", "kind"): "output, dead_letter",
+    ("streamembed_output_files_total", "kind"): ", ".join(OUTPUT_FILE_KINDS),
     ("streamembed_drift_detector_info", "kind"): "cusum, rule",
     ("streamembed_drift_relative_unexplained_quantile", "q"): "0.5, 0.9, 0.99",
     ("streamembed_model_info", "*"): "`lineage`, `landmarks`, `dims`, `method`, `metric`, `source`",
@@ -251,8 +268,6 @@ def reference_table() -> str:
 
     README's metrics list is this table (a test keeps them equal).
     """
-    from streamembed.core.flags import FLAG_NAMES
-
     values = dict(LABEL_VALUES)
     values[("streamembed_flags_total", "flag")] = ", ".join(FLAG_NAMES[b] for b in sorted(FLAG_NAMES))
     m = Metrics(CollectorRegistry())

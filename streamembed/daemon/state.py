@@ -19,7 +19,7 @@ import shutil
 import time
 from pathlib import Path
 
-from streamembed.atomic import atomic_write_bytes
+from streamembed.atomic import atomic_write_bytes, naming_path
 
 from streamembed.core.model import LandmarkModel
 from streamembed.daemon.errors import EnvironmentUnavailable, StartupError
@@ -44,8 +44,15 @@ def model_record(model: LandmarkModel, source: str) -> dict[str, object]:
 
 
 def describe_model(model: LandmarkModel, source: str) -> str:
+    """One line for the start-up log: lineage, version, size, what input rows carry, where the model came from."""
+    if model.features is None:
+        rows = f"{model.input_kind} input"
+    else:  # rows carry features (the engine computes their dissimilarities); precomputed rows work too
+        how = "kernel" if model.input_kind == "similarity" else "metric"
+        rows = (f"feature input (p = {model.features.shape[1]}, {model.metric} {how}; {model.input_kind} rows "
+                f"also accepted)")
     return (f"lineage {model.lineage} version {model.version} ({model.n_landmarks} landmarks, d = "
-            f"{model.n_components}, {model.input_kind} input, from {source})")
+            f"{model.n_components}, {rows}, from {source})")
 
 
 def check_lineage(ckpt: Checkpoint | None, model: LandmarkModel, source: str, cfg: Config) -> None:
@@ -79,7 +86,7 @@ def _inside(path: Path, root: Path) -> bool:
 def archive_run(cfg: Config) -> Path | None:
     """``--fresh``: move the previous run aside to ``<root>/previous-<time>/``; returns where, or None.
 
-    Moved: its state (checkpoint, crash guard, refitted models, histories) and, when they lie inside
+    Moved: its state (checkpoint, crash guard, saved and refitted models, histories) and, when they lie inside
     output.root, its output and dead-letter directories, so that the new run's output holds one map's
     rows only. Output directories configured outside output.root stay where they are (a WARNING names
     them: they still hold the old run's rows).
@@ -89,6 +96,9 @@ def archive_run(cfg: Config) -> Path | None:
     for extra in (cfg.checkpoint_path, cfg.model_dir, cfg.history_path):
         if extra.exists() and extra not in present:
             present.append(extra)
+    saved = root / "model.npz"  # the map a generator-fitted run kept (unless it is the model this run loads)
+    if saved.is_file() and not (cfg.model.path and Path(cfg.model.path).resolve() == saved.resolve()):
+        present.append(saved)
     for outdir in (cfg.embeddings_dir, cfg.dead_letter_dir):
         if not outdir.is_dir() or outdir in present or not any(outdir.iterdir()):
             continue
@@ -193,9 +203,15 @@ class PidLock:
         except BaseException:
             os.close(dir_fd)
             raise
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()} {process_start_time(os.getpid())}\n".encode())
-        os.fsync(fd)
+        try:
+            with naming_path(self.path):
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()} {process_start_time(os.getpid())}\n".encode())
+                os.fsync(fd)
+        except OSError:
+            os.close(fd)
+            os.close(dir_fd)
+            raise
         self._dir_fd, self._fd = dir_fd, fd
 
     def release(self) -> None:

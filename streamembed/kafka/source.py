@@ -47,6 +47,11 @@ is particular to Kafka:
   mismatch: :mod:`~streamembed.kafka.unreadable`) is an ``undecodable`` dead
   letter per offset, skipped by seeking past it - never an exit, which would
   only fail on the same batch again after the restart.
+* **Event time** (``kafka.event_time``, :mod:`~streamembed.kafka.event_time`):
+  by default a row without its own ``event_time`` takes its message's
+  timestamp, so end-to-end latency is observed with any producer.
+* **Backlog** (the progress line's): the sum of the last lag measured over
+  the assigned partitions.
 * **Labels** (which name output files) are a function of the input position,
   ``kafka-<topic>-p<partition>-o<first offset>``, so that the batches a
   restart reads again are written under the same names; ``stream`` is the
@@ -69,6 +74,7 @@ import pyarrow as pa
 
 from streamembed.kafka.client import is_transient, retry
 from streamembed.kafka.codec import decode_message
+from streamembed.kafka.event_time import with_message_time
 from streamembed.kafka.unreadable import is_unreadable_data, skip_unreadable
 from streamembed.stream.codecs import DeadRecord
 from streamembed.stream.landmark_order import schema_order_key
@@ -180,7 +186,7 @@ def _same_order(a: pa.Schema, b: pa.Schema) -> bool:
 
 def cut_batches(partition: int, recs: list[Any], batch_rows: int,
                 make_dead: Callable[[DeadRecord, int, Any, str], "KafkaDeadRecord"],
-                max_message_bytes: int | None = None) -> list[_Queued]:
+                max_message_bytes: int | None = None, event_time: str = "auto") -> list[_Queued]:
     """Decode one partition's messages (consumer records, in offset order) into batches.
 
     Consecutive messages of one schema share a batch up to ``batch_rows``
@@ -190,6 +196,8 @@ def cut_batches(partition: int, recs: list[Any], batch_rows: int,
     column (several blocks) is a batch of its own. Messages that decode to
     no rows contribute their dead letters (``make_dead``) and offsets. A
     message over ``max_message_bytes`` is a ``too_large`` dead letter, undecoded.
+    ``event_time`` is the ``kafka.event_time`` mode: whether rows take their
+    message's timestamp as event time (:func:`~streamembed.kafka.event_time.with_message_time`).
     """
     out: list[_Queued] = []
     cur: _Queued | None = None
@@ -219,6 +227,8 @@ def cut_batches(partition: int, recs: list[Any], batch_rows: int,
             continue
         table = msg.table
         assert table is not None
+        table = with_message_time(table, getattr(rec, "timestamp", None), getattr(rec, "timestamp_type", None),
+                                  event_time)
         own_blocks = INPUT_BLOCK in table.schema.names
         if msg.block and not own_blocks:
             marked = _as_marked_block(table, rec.offset)
@@ -307,6 +317,30 @@ def _skip_unreadable(source: "KafkaSource", exc: BaseException) -> bool:
     return True
 
 
+def measure_lag(consumer: Any, topic: str, partitions: set[int], queue: deque[_Queued],
+                handed: Mapping[int, int]) -> dict[int, int]:
+    """Lag per partition: fetch high watermark - the next offset to hand out (queued first, else handed,
+    else the consumer's position). Best effort: a partition that cannot be measured now is left out."""
+    from kafka import TopicPartition
+
+    queued_first: dict[int, int] = {}
+    for q in queue:
+        queued_first.setdefault(q.partition, q.first_offset)
+    lag: dict[int, int] = {}
+    for p in sorted(partitions):
+        tp = TopicPartition(topic, p)
+        try:
+            hw = consumer.highwater(tp)
+            nxt = queued_first.get(p, handed.get(p))
+            if nxt is None:
+                nxt = consumer.position(tp, timeout_ms=100)
+        except Exception:  # noqa: BLE001 - lag is best effort (e.g. revoked meanwhile)
+            continue
+        if hw is not None and nxt is not None:
+            lag[p] = max(0, hw - nxt)
+    return lag
+
+
 def _listener(source: "KafkaSource") -> Any:
     from kafka import ConsumerRebalanceListener
 
@@ -340,6 +374,7 @@ class KafkaSource:
         startup_timeout: float = 60.0,
         max_backoff: float = 10.0,
         consumer_factory: Callable[..., Any] | None = None,
+        event_time: str = "auto",
     ) -> None:
         from kafka import KafkaConsumer
 
@@ -354,6 +389,7 @@ class KafkaSource:
         self.resume_when = resume_when
         self.max_backoff = max_backoff
         self.max_message_bytes = int(settings.get("max_partition_fetch_bytes", 1 << 20))
+        self.event_time = event_time
         self._settings = dict(settings)
         make = consumer_factory or KafkaConsumer
         deadline = time.monotonic() + startup_timeout
@@ -375,6 +411,7 @@ class KafkaSource:
         self._seq = itertools.count()
         self._last_consumer_poll = time.monotonic()
         self._last_lag = 0.0
+        self._lag: dict[int, int] = {}  # partition -> last measured lag
         self.rebalances = 0
         self.commits = 0
         self.skipped = 0  # offsets skipped because the client could not read their batch
@@ -402,6 +439,12 @@ class KafkaSource:
     @property
     def assigned_partitions(self) -> set[int]:
         return set(self._assigned_parts)
+
+    @property
+    def backlog(self) -> int | None:
+        """Messages not yet handed out over the assigned partitions (last measured lag), None before any."""
+        lags = [self._lag[p] for p in self._assigned_parts if p in self._lag]
+        return sum(lags) if lags else None
 
     @property
     def paused(self) -> bool:
@@ -544,7 +587,8 @@ class KafkaSource:
                 continue  # revoked inside this very poll
             n_msgs += len(recs)
             n_bytes += sum(len(r.value) for r in recs if r.value is not None)
-            self._queue.extend(cut_batches(tp.partition, recs, self.batch_rows, self._dead, self.max_message_bytes))
+            self._queue.extend(cut_batches(tp.partition, recs, self.batch_rows, self._dead, self.max_message_bytes,
+                                           self.event_time))
         if self.metrics is not None and n_msgs:
             self.metrics.kafka_messages_in.inc(n_msgs)
             self.metrics.kafka_bytes_in.inc(n_bytes)
@@ -607,25 +651,14 @@ class KafkaSource:
             self._fetch(0)  # a rebalance may add unpaused partitions: their records are queued
 
     def _update_lag(self) -> None:
-        if self.metrics is None or time.monotonic() - self._last_lag < 1.0:
-            return
+        since = time.monotonic() - self._last_lag
+        if since < 0.1 or (since < 1.0 and self._assigned_parts <= self._lag.keys()):
+            return  # once a second; a newly assigned partition's first lag within 0.1 s
         self._last_lag = time.monotonic()
-        from kafka import TopicPartition
-
-        queued_first: dict[int, int] = {}
-        for q in self._queue:
-            queued_first.setdefault(q.partition, q.first_offset)
-        for p in sorted(self._assigned_parts):
-            tp = TopicPartition(self.topic, p)
-            try:
-                hw = self._consumer.highwater(tp)
-                nxt = queued_first.get(p, self._handed.get(p))
-                if nxt is None:
-                    nxt = self._consumer.position(tp, timeout_ms=100)
-            except Exception:  # noqa: BLE001 - lag is best effort (e.g. revoked meanwhile)
-                continue
-            if hw is not None and nxt is not None:
-                self.metrics.kafka_consumer_lag.labels(topic=self.topic, partition=str(p)).set(max(0, hw - nxt))
+        self._lag.update(measure_lag(self._consumer, self.topic, self._assigned_parts, self._queue, self._handed))
+        if self.metrics is not None:
+            for p in self._assigned_parts & self._lag.keys():
+                self.metrics.kafka_consumer_lag.labels(topic=self.topic, partition=str(p)).set(self._lag[p])
 
     # ------------------------------------------------------------------ rebalance callbacks
     def _revoked(self, tps: set[Any]) -> None:
@@ -641,6 +674,7 @@ class KafkaSource:
             self._handed.pop(p, None)
             self._committed.pop(p, None)
             self._epoch[p] = next(self._epochs)
+            self._lag.pop(p, None)
             if self.metrics is not None:
                 try:
                     self.metrics.kafka_consumer_lag.remove(self.topic, str(p))

@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from streamembed.atomic import atomic_write_bytes
+from streamembed.atomic import atomic_write_bytes, naming_path
 from streamembed.fsafe import make_dirs, open_state, temporary_file
 from streamembed.stream.sinks import Sink
 
@@ -281,10 +281,11 @@ class CrashGuard:
                 self._fd = open_state(self.path)  # never through a link; created with the file mode
                 self._size = os.fstat(self._fd).st_size
             self._size = max(self._size, len(data))
-            os.pwrite(self._fd, data.ljust(self._size), 0)
+            with naming_path(self.path):
+                os.pwrite(self._fd, data.ljust(self._size), 0)
             return
         self._close_fd()
-        with temporary_file(self.path.parent, self.path.name) as (fh, tmp):
+        with temporary_file(self.path.parent, self.path.name) as (fh, tmp), naming_path(tmp):
             fh.write(data)
         os.replace(tmp, self.path)
         self._size = len(data)

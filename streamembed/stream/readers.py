@@ -772,6 +772,8 @@ _JSON_SCHEMA = pa.schema(
     ]
 )
 _VECTOR_FIELDS = (INPUT_DISSIMILARITIES, INPUT_FEATURES, INPUT_CROSS)
+#: The same with integer ids (``{"id": 12345}``): read as int64, then kept as their decimal text.
+_JSON_SCHEMA_INT_IDS = _JSON_SCHEMA.set(_JSON_SCHEMA.get_field_index(INPUT_ID), pa.field(INPUT_ID, pa.int64()))
 
 
 def _drop_unused(table: pa.Table) -> pa.Table:
@@ -829,16 +831,23 @@ def _parse_lines(lines: list[bytes], start: int, name: str) -> ReadChunk:
     """Fast path: one vectorised pyarrow JSON parse of the whole chunk."""
     end = start + len(lines)
     if min(map(len, lines)) > 2:  # no blank lines (pyarrow would skip them, shifting rows)
-        try:
-            table = pajson.read_json(
-                pa.py_buffer(b"".join(lines)),
-                read_options=pajson.ReadOptions(use_threads=False, block_size=sum(map(len, lines)) + 1),
-                parse_options=pajson.ParseOptions(explicit_schema=_JSON_SCHEMA, unexpected_field_behavior="infer"),
-            )
-            if table.num_rows == len(lines):
-                return ReadChunk(_drop_unused(table), start, end)
-        except (pa.ArrowException, ValueError, RecursionError):
-            pass
+        data = pa.py_buffer(b"".join(lines))
+        # string ids; else (a producer that numbers its objects) integer ids, as their decimal text
+        for schema in (_JSON_SCHEMA, _JSON_SCHEMA_INT_IDS):
+            try:
+                table = pajson.read_json(
+                    data,
+                    read_options=pajson.ReadOptions(use_threads=False, block_size=len(data) + 1),
+                    parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer"),
+                )
+            except (pa.ArrowException, ValueError, RecursionError):
+                continue
+            if table.num_rows != len(lines):
+                break
+            if schema is _JSON_SCHEMA_INT_IDS:
+                i = table.schema.get_field_index(INPUT_ID)
+                table = table.set_column(i, INPUT_ID, table.column(i).cast(pa.string()))
+            return ReadChunk(_drop_unused(table), start, end)
     return _parse_lines_slowly(lines, start, name)
 
 
@@ -878,9 +887,11 @@ def _parse_lines_slowly(lines: list[bytes], start: int, name: str) -> ReadChunk:
                                    record=text))
             continue
         rid = obj.get(INPUT_ID)
+        if isinstance(rid, int) and not isinstance(rid, bool):
+            rid = obj[INPUT_ID] = str(rid)  # an integer id is its decimal text
         if rid is not None and not isinstance(rid, str):
-            dead.append(DeadRecord(Reason.BAD_ID, f"id must be a string, got {type(rid).__name__} {rid!r:.40}",
-                                   file=name, row=row, record=text))
+            dead.append(DeadRecord(Reason.BAD_ID, f"id must be a string or an integer, got {type(rid).__name__} "
+                                   f"{rid!r:.40}", file=name, row=row, record=text))
             continue
         problem = _object_problem(obj)
         if problem is not None:

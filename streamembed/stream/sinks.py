@@ -32,7 +32,7 @@ from typing import Any, BinaryIO, Callable, Protocol, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from streamembed.atomic import atomic_write_bytes, fsync_dir, glob_escape, publish
+from streamembed.atomic import atomic_write_bytes, fsync_dir, glob_escape, naming_path, publish
 from streamembed.fsafe import clean_temps, create_temp, make_dirs
 from streamembed.stream.codecs import DeadRecord, encode_dead_letters
 
@@ -197,15 +197,17 @@ class ParquetSink:
         if self._writer is None:
             self._schema = data.schema
             self._fh, self._tmp = create_temp(self.directory, self.final_path(label).name)
-            self._writer = _WriteBehind(pq.ParquetWriter(self._fh, data.schema, compression=self.compression,
-                                                         use_dictionary=_dictionary_columns(data.schema)))
+            with naming_path(self._tmp):
+                self._writer = _WriteBehind(pq.ParquetWriter(self._fh, data.schema, compression=self.compression,
+                                                             use_dictionary=_dictionary_columns(data.schema)))
             self._since = time.monotonic()
         batches = data.to_batches() if isinstance(data, pa.Table) else [data]
         self._buffer.extend(batches)
         self._buffered += data.num_rows
         self._rows += data.num_rows
         if self._buffered >= self.row_group_rows:
-            self._write_buffer()
+            with naming_path(self._tmp):
+                self._write_buffer()
 
     def _write_buffer(self) -> None:
         if self._buffer and self._writer is not None:
@@ -229,9 +231,10 @@ class ParquetSink:
         if self._writer is None or self._tmp is None:
             _remove_stale(self.final_path(label))
             return None
-        self._write_buffer()
-        self._writer.drain()
-        self._writer.close()
+        with naming_path(self._tmp):
+            self._write_buffer()
+            self._writer.drain()
+            self._writer.close()
         assert self._fh is not None
         self._fh.close()
         final = publish(self._tmp, self.final_path(label))

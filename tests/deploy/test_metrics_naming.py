@@ -33,7 +33,7 @@ CLOSED_LABEL_VALUES = {
     ("streamembed_records_failed_total", "reason"): set(REASONS),
     ("streamembed_flags_total", "flag"): set(FLAG_NAMES.values()),
     ("streamembed_refits_total", "trigger"): {"auto", "manual", "remote"},
-    ("streamembed_records_embedded_total", "method"): {"projection", "restricted", "block"},  # core/result.py
+    ("streamembed_records_embedded_total", "method"): {"projection", "restricted", "stress", "l1", "block"},  # result
     ("streamembed_output_files_total", "kind"): {"output", "dead_letter"},
 }
 MAX_SERIES_PER_FAMILY = 64

@@ -54,7 +54,7 @@ def _corpus(indir: Path) -> tuple[set[str], set[tuple[str, int | None, str]]]:
         b"\xff\xfe\xfa binary junk",
         b"{this is not json",
         b'{"id": "letters", "dissimilarities": ["a", "b"]}',
-        b'{"id": 12345, "dissimilarities": [1, 2]}',
+        b'{"id": 12345.5, "dissimilarities": [1, 2]}',
     ]
     write_jsonl(indir / "06-lines.jsonl", [{"id": "j-ok", "dissimilarities": A[0].tolist()}], lines)
     good.add("j-ok")

@@ -80,13 +80,13 @@ def test_embed_where_every_row_has_the_wrong_length_names_the_model(work: Path) 
 
 
 def test_embed_with_some_bad_rows_exits_1_and_keeps_the_good_ones(work: Path) -> None:
-    """Integer ids are `bad_id` (not `missing_id`); a misspelt key in one JSON line is `missing_vector` with
+    """Fractional ids are `bad_id` (not `missing_id`); a misspelt key in one JSON line is `missing_vector` with
     a did-you-mean; the good rows are written; exit 1 with the reasons counted."""
     A = dissimilarities(objects(6, seed=4), dtype=np.float64)
     lines = [{"id": f"ok{i}", "dissimilarities": A[i].tolist()} for i in range(3)]
     lines.append({"id": "typo", "dissimilarity": A[3].tolist()})
     (work / "a.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    lines = [{"id": 7, "dissimilarities": A[4].tolist()}, {"id": "ok4", "dissimilarities": A[5].tolist()}]
+    lines = [{"id": 7.5, "dissimilarities": A[4].tolist()}, {"id": "ok4", "dissimilarities": A[5].tolist()}]
     (work / "b.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
 
     r = cli("embed", "a.jsonl", "-m", "model.npz", "-o", "a.parquet", cwd=work)
@@ -99,7 +99,7 @@ def test_embed_with_some_bad_rows_exits_1_and_keeps_the_good_ones(work: Path) ->
 
     r = cli("embed", "b.jsonl", "-m", "model.npz", "-o", "b.parquet", cwd=work)
     assert r.returncode == 1, r.stderr
-    assert "bad_id 1" in r.stderr and "id must be a string, got int 7" in r.stderr
+    assert "bad_id 1" in r.stderr and "id must be a string or an integer, got float 7.5" in r.stderr
     assert pq.read_table(work / "b.parquet").column("id").to_pylist() == ["ok4"]
     (dead,) = read_dead(work / "b.dead-letter")
     assert dead["reason"] == "bad_id" and dead["row"] == 0
@@ -107,7 +107,7 @@ def test_embed_with_some_bad_rows_exits_1_and_keeps_the_good_ones(work: Path) ->
 
 def test_a_misspelt_key_is_named_even_beside_a_bad_line(work: Path) -> None:
     A = dissimilarities(objects(2, seed=4), dtype=np.float64)
-    lines = [{"id": 7, "dissimilarities": A[0].tolist()}, {"id": "typo", "dissimilarity": A[1].tolist()}]
+    lines = [{"id": 7.5, "dissimilarities": A[0].tolist()}, {"id": "typo", "dissimilarity": A[1].tolist()}]
     (work / "c.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     r = cli("embed", "c.jsonl", "-m", "model.npz", "-o", "c.parquet", cwd=work)
     assert r.returncode == 2

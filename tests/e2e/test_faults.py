@@ -501,6 +501,7 @@ def test_a_full_disk_exits_3_at_start_and_mid_run_and_resumes_without_loss(tmp_p
     code, log = _refuse(tmp_path, env)
     assert code == 3, log
     assert "No space left on device" in log and "to be retried" in log, log
+    assert f"'{small_disk}/" in log, log  # the message names the file it could not write (issue 26)
     filler.unlink()
     d = Daemon(tmp_path, env)
     try:
@@ -513,6 +514,8 @@ def test_a_full_disk_exits_3_at_start_and_mid_run_and_resumes_without_loss(tmp_p
         d.close()
     assert rc == 3, d.log()
     assert "the environment failed under the loop" in d.log()
+    failed = [line for line in d.log().splitlines() if "the environment failed under the loop" in line]
+    assert f"{small_disk}/" in failed[0], failed
     filler.unlink()
     d = Daemon(tmp_path, env)
     try:

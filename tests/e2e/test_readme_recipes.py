@@ -109,6 +109,18 @@ def test_quick_start_installs_and_runs_the_default_job(quick_start: QuickStart, 
     assert table.num_rows > 0 and table.schema.metadata[b"streamembed.schema_version"] == b"1"
 
 
+def test_the_quick_start_run_keeps_its_model_for_model_info_and_plot_map(quick_start: QuickStart) -> None:
+    """README's third quick-start command, verbatim, on the first one's run: its own model and its output."""
+    command = _quick_start_command("# 3.")
+    assert "streamembed-out/model.npz" in command and "plot map" in command, command
+    (quick_start.repo / "map.png").unlink(missing_ok=True)
+    r = subprocess.run(["bash", "-euo", "pipefail", "-c", command], check=False, cwd=quick_start.repo,
+                       env=quick_start.env, capture_output=True, text=True, timeout=RECIPE_TIMEOUT)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "landmarks" in r.stdout and "lineage" in r.stdout
+    assert (quick_start.repo / "map.png").stat().st_size > 1000
+
+
 def test_your_own_data_recipe_runs_verbatim_in_the_fresh_venv(quick_start: QuickStart, tmp_path: Path) -> None:
     blocks = _sh_blocks("Your own data")
     assert blocks, "README's 'Your own data' has no sh block"

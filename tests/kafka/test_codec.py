@@ -158,7 +158,7 @@ def test_json_block_with_a_bad_cross_matrix_is_refused_whole() -> None:
 
 def test_json_bad_rows_inside_a_good_message_are_refused_one_by_one() -> None:
     good = {"id": "g", "dissimilarities": [1.0] * N_LANDMARKS}
-    msg = decode_message(*json_message([good, 5, {"id": 3, "dissimilarities": []}, good | {"id": "h"}]))
+    msg = decode_message(*json_message([good, 5, {"id": 3.5, "dissimilarities": []}, good | {"id": "h"}]))
     assert msg.table.column("id").to_pylist() == ["g", "h"]
     assert msg.rows.tolist() == [0, 3]  # each kept row's index within the message
     assert [(d.reason, d.row) for d in msg.dead] == [(Reason.UNDECODABLE, 1), (Reason.BAD_ID, 2)]
@@ -292,3 +292,12 @@ def test_consecutive_messages_naming_different_orders_do_not_share_a_batch() -> 
         recs.append(Rec(k, *arrow_message(t.cast(schema))))
     batches = cut_batches(0, recs, 1000, lambda d, *a: d)
     assert [q.offsets for q in batches] == [[0], [1, 2], [3]]
+
+
+def test_json_integer_ids_are_embedded_under_their_decimal_text() -> None:
+    """Issue 26: a plain producer's {"id": 12345, ...} is embedded as id "12345", not dead-lettered as bad_id."""
+    A = dissimilarities(objects(3, seed=5)).astype(float)
+    msg = decode_message(*json_message([{"id": 10 + i, "dissimilarities": A[i].tolist()} for i in range(3)]))
+    assert not msg.dead and msg.table.column("id").to_pylist() == ["10", "11", "12"]
+    done = BatchEmbedder(fitted_model().model_).process(msg.table)
+    assert done.dead == [] and done.output.column("id").to_pylist() == ["10", "11", "12"]

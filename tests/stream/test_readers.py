@@ -81,7 +81,7 @@ def test_jsonl_bad_lines_are_dead_lettered_one_by_one(tmp_path: Path) -> None:
         b"{not json",
         b'{"id": "n1", "dissimilarities": [1, "x", 3, 4]}',
         b'[1, 2]',
-        b'{"id": 7, "dissimilarities": [1, 2, 3, 4]}',
+        b'{"id": 7.5, "dissimilarities": [1, 2, 3, 4]}',
         b"",
         b'{"id": "g2", "dissimilarities": [1, 2, 3, 4], "extra": true}',
     ]
@@ -111,3 +111,22 @@ def test_parquet_block_file_is_one_chunk(tmp_path: Path) -> None:
     path = write_parquet(tmp_path / "b.parquet", input_table(list("abcde"), A, cross=C), row_group_size=2)
     chunks = list(iter_file(path, batch_rows=2))
     assert len(chunks) == 1 and chunks[0].table.num_rows == 5
+
+
+def test_jsonl_integer_ids_are_their_decimal_text(tmp_path: Path) -> None:
+    """Issue 26: a producer that numbers its objects sends {"id": 12345}; the id is "12345", not a bad_id.
+    All-integer chunks take the vectorised path; mixed, huge and fractional ones the line-by-line path."""
+    row = "[1, 2, 3, 4]"
+    path = tmp_path / "ints.jsonl"
+    path.write_text("".join(f'{{"id": {i}, "dissimilarities": {row}}}\n' for i in (7, -3, 0)))
+    (chunk,) = iter_file(path, batch_rows=100)
+    assert chunk.table.column("id").to_pylist() == ["7", "-3", "0"] and not chunk.dead
+    assert chunk.table.schema.field("id").type == pa.string()
+    lines = [f'{{"id": 12, "dissimilarities": {row}}}', f'{{"id": "s", "dissimilarities": {row}}}',
+             f'{{"id": 123456789012345678901234567890, "dissimilarities": {row}}}',
+             f'{{"id": 1.0, "dissimilarities": {row}}}', f'{{"id": false, "dissimilarities": {row}}}']
+    path.write_text("".join(line + "\n" for line in lines))
+    (chunk,) = iter_file(path, batch_rows=100)
+    assert chunk.table.column("id").to_pylist() == ["12", "s", "123456789012345678901234567890"]
+    assert [(d.row, d.reason) for d in chunk.dead] == [(3, Reason.BAD_ID), (4, Reason.BAD_ID)]
+    assert "a string or an integer, got float 1.0" in chunk.dead[0].detail
