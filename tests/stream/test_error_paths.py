@@ -40,5 +40,5 @@ def test_a_failed_parquet_write_names_its_file(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(pa.parquet.ParquetWriter, "write_table", _enospc)
     with pytest.raises(OSError) as info:
         sink.flush("lab")
-    assert info.value.errno == errno.ENOSPC and ".part-lab.parquet.tmp" in str(info.value), info.value
+    assert info.value.errno == errno.ENOSPC and ".part-lab.parquet." in str(info.value), info.value
     assert str(tmp_path) in str(info.value)
