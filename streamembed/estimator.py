@@ -18,7 +18,6 @@ import os
 from typing import Any, Literal
 
 import numpy as np
-import scipy.spatial.distance
 
 from .core import kernel_input, validation
 from .core.bounds import WindowBounds
@@ -239,6 +238,7 @@ class LandmarkMDS(_FittedAttributes):
             M = kernel_input.feature_kernel(X64, X64, metric)
         else:
             try:
+                import scipy.spatial.distance  # lazily: keeps `streamembed embed`'s start-up short
                 M = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(X64, metric=metric))
             except ValueError as exc:
                 raise InputError(f"metric {metric!r} failed on X of shape {X64.shape}: {exc}") from exc
