@@ -46,7 +46,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamembed.stream.output import flag_names_of, y_matrix
+from streamembed.stream.output import flag_names_of, schema_version_of, y_matrix
 
 __all__ = ["MapView", "MapPage", "MAX_LANDMARKS", "MAX_HISTORY", "MAX_SWITCHES", "MAX_ID_CHARS"]
 
@@ -287,8 +287,9 @@ def _sample(batches: list[pa.RecordBatch], points: int, now: float) -> dict[str,
                              "unexplained": [], "k0": [], "flags": [], "model_version": [], "age": []}
     if not batches:
         return empty
-    newest = batches[-1].schema  # rows of another precision (a float64 file among float32 ones) are left out
-    table = pa.Table.from_batches([b for b in batches if b.schema.equals(newest)], newest)
+    newest = batches[-1].schema  # rows of the newest output version; within one, precisions are widened together
+    kept = [pa.Table.from_batches([b]) for b in batches if schema_version_of(b.schema) == schema_version_of(newest)]
+    table = pa.concat_tables(kept, promote_options="permissive")
     if table.num_rows > points:
         table = table.slice(table.num_rows - points)
     table = table.combine_chunks()

@@ -70,6 +70,7 @@ __all__ = [
     "flag_names_of",
     "flag_lists",
     "methods_of",
+    "as_version1",
 ]
 
 #: The newest output version.
@@ -284,15 +285,23 @@ def flag_bits(table: pa.Table | pa.RecordBatch) -> np.ndarray:
     return out
 
 
+def _bit_names(schema: pa.Schema) -> list[str]:
+    """The name of each of the 32 flag bits of a version-2 schema (its metadata; ``bitN`` where unnamed)."""
+    raw = (schema.metadata or {}).get(FLAG_BITS_KEY.encode())
+    bits = json.loads(raw) if raw is not None else {name: bit for bit, name in FLAG_NAMES.items()}
+    names = [f"bit{b}" for b in range(32)]
+    for name, value in bits.items():
+        b = int(value).bit_length() - 1
+        if 0 <= b < 32:
+            names[b] = str(name)
+    return names
+
+
 def flag_names_of(table: pa.Table | pa.RecordBatch) -> list[list[str]]:
     """The flag names of every output row of either version (version 2: from the schema's bit map)."""
     if schema_version_of(table.schema) == 1:
         return table.column("flags").to_pylist()
-    raw = (table.schema.metadata or {}).get(FLAG_BITS_KEY.encode())
-    bits = json.loads(raw) if raw is not None else {name: bit for bit, name in FLAG_NAMES.items()}
-    order = sorted(bits.items(), key=lambda kv: kv[1])
-    values = table.column("flag_bits").to_numpy().astype(np.int64)
-    return [[name for name, bit in order if v & bit] for v in values.tolist()]
+    return flag_lists(flag_bits(table), _bit_names(table.schema)).to_pylist()
 
 
 def methods_of(table: pa.Table | pa.RecordBatch) -> pa.Array:
@@ -300,3 +309,39 @@ def methods_of(table: pa.Table | pa.RecordBatch) -> pa.Array:
     col = table.column("method")
     col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     return col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col
+
+
+def as_version1(table: pa.Table | pa.RecordBatch) -> pa.Table:
+    """Output rows of either version as version 1 (the migration's other direction, for readers not yet migrated).
+
+    Version-2 numbers are widened to float64 (exactly), ``method`` becomes a
+    string, ``flag_bits`` the list of names, the coordinates the ``y`` list;
+    columns version 1 does not have are dropped.
+    """
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    if schema_version_of(table.schema) == 1:
+        return table
+    table = table.combine_chunks()
+    m = table.num_rows
+    Y = np.ascontiguousarray(y_matrix(table), dtype=np.float64)
+    d = Y.shape[1]
+
+    def f64(name: str) -> pa.Array:
+        return table.column(name).chunk(0).cast(pa.float64()) if m else pa.array([], pa.float64())
+
+    cols = [
+        table.column("id"),
+        table.column("model_version"),
+        methods_of(table),
+        pa.FixedSizeListArray.from_arrays(pa.array(Y.reshape(-1)), d),
+        f64("beta"),
+        f64("unexplained"),
+        f64("k0"),
+        f64("t"),
+        flag_lists(flag_bits(table), _bit_names(table.schema)),
+        table.column("event_time"),
+        table.column("processed_at"),
+    ]
+    return pa.Table.from_arrays([pa.chunked_array([c]) if isinstance(c, pa.Array) else c for c in cols],
+                                schema=output_schema_v1(d))

@@ -199,11 +199,12 @@ class ParquetSink:
         """Whether rows of ``schema`` can go into the open file (its columns and types; always, with none open).
 
         A file has one schema: rows of another precision (output version 2
-        writes the input's) must start a new file (the loop publishes this one
-        first) or, for a single-file sink, be written in the file's own
-        precision by the embedder (``streamembed embed`` decides it up front).
+        writes the input's) or of another model lineage (in the schema
+        metadata) must start a new file (the loop publishes this one first)
+        or, for a single-file sink, be written in the file's own precision by
+        the embedder (``streamembed embed`` decides it up front).
         """
-        return self._schema is None or self._writer is None or schema.equals(self._schema)
+        return self._schema is None or self._writer is None or schema.equals(self._schema, check_metadata=True)
 
     def write(self, data: pa.RecordBatch | pa.Table, label: str) -> None:
         """Buffer rows; ``label`` names the file if this opens a new one."""
