@@ -200,3 +200,16 @@ def test_the_loop_starts_a_new_file_where_the_input_precision_changes(tmp_path: 
     assert Counter(got + [d["id"] for d in read_dead(out / "dead")]) == Counter(ids)
     jsonl = [f for f, t in zip(files, types) if t == pa.float64()]
     assert {i for f in jsonl for i in pq.read_table(f).column("id").to_pylist()} == {f"j{i}" for i in range(15)}
+
+
+def test_duckdb_and_pyarrow_read_a_version_2_file(tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    table, _ = _batch(m=50)
+    out = BatchEmbedder(fitted(), output_version=2).process(table).output
+    sink = ParquetSink(tmp_path, final_name="out.parquet")
+    sink.write(out, "x")
+    path = sink.flush("x")
+    n, y0, flagged = duckdb.execute("SELECT count(*), sum(y0), count(*) FILTER (WHERE flag_bits & 1 <> 0) "
+                                    "FROM read_parquet(?)", [str(path)]).fetchone()
+    assert n == 50 and y0 == pytest.approx(float(y_matrix(out)[:, 0].astype(np.float64).sum()), rel=1e-5)
+    assert flagged == int(np.count_nonzero(flag_bits(out) & 1))
