@@ -30,11 +30,11 @@ from scipy.spatial.distance import cdist
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 
-from streamembed import LandmarkMDS  # noqa: E402
-from streamembed.stream.codecs import encode_result  # noqa: E402
-from streamembed.stream.embedder import BatchEmbedder  # noqa: E402
-from streamembed.stream.output import y_matrix  # noqa: E402
-from streamembed.stream.sinks import ParquetSink  # noqa: E402
+from streamembed import LandmarkMDS
+from streamembed.stream.codecs import encode_result
+from streamembed.stream.embedder import BatchEmbedder
+from streamembed.stream.output import y_matrix
+from streamembed.stream.sinks import ParquetSink
 
 
 def main(argv: list[str] | None = None) -> int:

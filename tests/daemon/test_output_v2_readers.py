@@ -12,10 +12,19 @@ import pytest
 
 from streamembed.cli import main
 from streamembed.daemon.mapview import MapView
-from streamembed.kafka.codec import SCHEMA_VERSION_HEADER, output_arrow_messages, output_json_messages
+from streamembed.kafka.codec import (
+    SCHEMA_VERSION_HEADER,
+    output_arrow_messages,
+    output_json_messages,
+)
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.models import ModelRegistry
-from streamembed.stream.output import as_version1, flag_names_of, schema_version_of, y_matrix
+from streamembed.stream.output import (
+    as_version1,
+    flag_names_of,
+    schema_version_of,
+    y_matrix,
+)
 from streamembed.stream.records import SCHEMA_VERSION_KEY
 
 from ..stream.helpers import dissimilarities, fitted, fitted_model, input_table, objects

@@ -98,7 +98,7 @@ def test_unknown_method_is_refused_not_miswritten() -> None:
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_embedder_writes_the_input_precision_and_the_same_numbers_as_version_1(dtype) -> None:
     model = fitted()
-    table, A = _batch(dtype=dtype)
+    table, _ = _batch(dtype=dtype)
     v1 = BatchEmbedder(model, output_version=1).process(table).output
     v2 = BatchEmbedder(model, output_version=2).process(table).output
     assert schema_version_of(v1.schema) == 1 and schema_version_of(v2.schema) == 2
