@@ -28,6 +28,10 @@ SCRIPTS = {
     "refit_policies.py": (["--seeds", "1", "--policies", "none,adaptive", "--datasets", "digits"],
                           "| digits | new classes, abrupt | adaptive |"),
     "bench_consistency.py": (["--quick"], "Total false alarms: 0"),
+    "bench_output_bytes.py": (["--objects", "3000", "--landmarks", "40", "--dims", "3", "--repeat", "1"],
+                              "| 2 |"),
+    "bench_file_ceiling.py": (["--objects", "3000", "--landmarks", "40", "--dims", "3", "--repeat", "1",
+                               "--embed-args", "--schema-version 2 --mmap always"], "| parquet-fsb |"),
 }
 
 

@@ -119,3 +119,25 @@ def test_kafka_output_messages_carry_the_version_and_its_columns() -> None:
     assert [doc["y0"], doc["y1"]] == v1.column("y")[0].as_py()
     key, value, headers = next(output_json_messages(BatchEmbedder(model, output_version=1).process(t).output))
     assert dict(headers)[SCHEMA_VERSION_HEADER] == b"1" and len(json.loads(value)["y"]) == 2
+
+
+def test_backfill_tasks_write_version_2_parts_in_the_data_sets_precision(tmp_path: Path) -> None:
+    from streamembed.backfill import plan, run_task
+    from streamembed.stream.input_precision import common_precision
+
+    est = fitted_model()
+    est.save(tmp_path / "m.npz")
+    t32, t64 = _tables(30, (np.float32, np.float64))
+    pq.write_table(t32, tmp_path / "a.parquet")
+    pq.write_table(t64, tmp_path / "b.parquet")
+    paths = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    precision = common_precision(paths)
+    assert precision == np.float64 and common_precision(paths[:1]) == np.float32
+    out = tmp_path / "out"
+    (out / "dead-letter").mkdir(parents=True)
+    results = [run_task(t, (tmp_path / "m.npz").read_bytes(), str(out), schema_version=2, precision=precision.name)
+               for t in plan(paths)]
+    parts = [pq.read_table(r.output) for r in results]
+    assert [p.schema.field("y0").type for p in parts] == [pa.float64(), pa.float64()]  # one data set, one schema
+    A = np.array(t32.column("dissimilarities").to_pylist() + t64.column("dissimilarities").to_pylist())
+    np.testing.assert_allclose(np.concatenate([y_matrix(p) for p in parts]), est.transform(A), rtol=1e-5, atol=1e-6)
