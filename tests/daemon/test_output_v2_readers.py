@@ -141,3 +141,23 @@ def test_backfill_tasks_write_version_2_parts_in_the_data_sets_precision(tmp_pat
     assert [p.schema.field("y0").type for p in parts] == [pa.float64(), pa.float64()]  # one data set, one schema
     A = np.array(t32.column("dissimilarities").to_pylist() + t64.column("dissimilarities").to_pylist())
     np.testing.assert_allclose(np.concatenate([y_matrix(p) for p in parts]), est.transform(A), rtol=1e-5, atol=1e-6)
+
+
+def test_the_daemon_writes_the_configured_output_version(tmp_path: Path) -> None:
+    import pyarrow.dataset as ds
+
+    from streamembed.daemon.app import run_daemon
+    from streamembed.daemon.config import load_config
+
+    root = Path(__file__).resolve().parents[2]
+    for version in (1, 2):
+        out = tmp_path / f"v{version}"
+        cfg = load_config(root / "config" / "restricted.toml", environ={}, overrides={
+            "output.root": str(out), "metrics.enabled": False, "run.max_batches": 2, "source.batch_rows": 256,
+            "generator.rate": 0.0, "model.n_landmarks": 60, "output.schema_version": version})
+        assert run_daemon(cfg) == 0
+        files = sorted((out / "embeddings").glob("*.parquet"))
+        assert files and {schema_version_of(pq.read_schema(f)) for f in files} == {version}
+        table = ds.dataset(out / "embeddings").to_table()
+        assert y_matrix(table).shape == (512, 2) and np.isfinite(y_matrix(table)).all()
+        assert set(as_version1(table).column("method").to_pylist()) == {"restricted"}
