@@ -18,6 +18,7 @@ import os
 from typing import Any, Literal
 
 import numpy as np
+import scipy.spatial.distance
 
 from .core import kernel_input, validation
 from .core.bounds import WindowBounds
@@ -238,7 +239,6 @@ class LandmarkMDS(_FittedAttributes):
             M = kernel_input.feature_kernel(X64, X64, metric)
         else:
             try:
-                import scipy.spatial.distance  # lazily: keeps `streamembed embed`'s start-up short
                 M = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(X64, metric=metric))
             except ValueError as exc:
                 raise InputError(f"metric {metric!r} failed on X of shape {X64.shape}: {exc}") from exc
