@@ -129,7 +129,7 @@ def compare(before: Path, after: Path) -> list[dict]:
                                     *fit_flags, "-o", "model.npz"], work)
                         _run(tree, ["embed", str(inp), "-m", "model.npz", "-o", "out.parquet", "--k0-rows", "all",
                                     "--dead-letter", "dead", *embed_flags], work)
-                        tables[tree_name] = pq.read_table(work / "out.parquet")
+                        tables[tree_name] = _as_v1(pq.read_table(work / "out.parquet"))
                         deads[tree_name] = _dead(work / "dead")
                     rows.append(_compare_tables(f"{metric} {name} {dtype}", tables["before"], tables["after"],
                                                 deads["before"], deads["after"], bitwise=True))
@@ -143,11 +143,21 @@ def compare(before: Path, after: Path) -> list[dict]:
                 for f in sorted(blocks.glob("*.parquet")):  # one call per file: older versions take one input
                     _run(tree, ["embed", str(f), "-m", "model.npz", "-o", f"out-{f.stem}.parquet", "--k0-rows", "all",
                                 "--method", "restricted"], work)
-                    parts.append(pq.read_table(work / f"out-{f.stem}.parquet"))
+                    parts.append(_as_v1(pq.read_table(work / f"out-{f.stem}.parquet")))
                 tables[tree_name] = pa.concat_tables(parts, promote_options="permissive")
             rows.append(_compare_tables(f"{metric} block RR k=8 float64", tables["before"], tables["after"], [], [],
                                         bitwise=False))
     return rows
+
+
+def _as_v1(table: pa.Table) -> pa.Table:
+    """Output of either version as version 1 (a tree that writes version 2 compares with one that writes 1)."""
+    if (table.schema.metadata or {}).get(b"streamembed.schema_version", b"1") == b"1":
+        return table
+    sys.path.insert(0, str(HERE))
+    from streamembed.stream.output import as_version1
+
+    return as_version1(table)
 
 
 def _compare_tables(case: str, b: pa.Table, a: pa.Table, dead_b: list, dead_a: list, bitwise: bool) -> dict:

@@ -205,7 +205,8 @@ def _model(model_bytes: bytes) -> Any:
 
 def run_task(task: Task, model_bytes: bytes, out_dir: str, *, method: str = "projection",
              k0_rows: None | str | int = None, batch_rows: int = 8192, max_block_rows: int = 4096,
-             row_group_rows: int = 65536, compression: str = "zstd") -> TaskResult:
+             row_group_rows: int = 65536, compression: str = "zstd", schema_version: int = 1,
+             precision: str | None = None) -> TaskResult:
     """Embed one task's rows into its own published Parquet part (and dead letters); see the module doc."""
     from streamembed.stream.codecs import DeadRecord, encode_dead_letters
     from streamembed.stream.embedder import BatchEmbedder
@@ -215,7 +216,8 @@ def run_task(task: Task, model_bytes: bytes, out_dir: str, *, method: str = "pro
 
     t0 = time.perf_counter()
     model = _model(model_bytes)
-    embedder = BatchEmbedder(model, method=method, k0_rows=k0_rows, max_block_rows=max_block_rows)
+    embedder = BatchEmbedder(model, method=method, k0_rows=k0_rows, max_block_rows=max_block_rows,
+                             output_version=schema_version, output_dtype=precision)
     out = Path(out_dir)
     # the temporary file is named for this attempt (two attempts of one task never share it), the
     # published file for the task (a retry replaces it)
@@ -313,17 +315,21 @@ def backfill(inputs: Iterable[str | os.PathLike[str]], model: str | os.PathLike[
              out_dir: str | os.PathLike[str], scheduler: Any, *, method: str = "projection",
              k0_rows: None | str | int = None, batch_rows: int = 8192, max_block_rows: int = 4096,
              row_group_rows: int = 65536, compression: str = "zstd", rows_per_task: int = 1 << 20,
-             progress: Any = None) -> BackfillReport:
+             progress: Any = None, schema_version: int = 1) -> BackfillReport:
     """Embed every row of ``inputs`` (files, directories, globs) on Dask into parts in ``out_dir``.
 
     ``model``: the ``.npz`` path (or its bytes), sent to every worker once.
     ``scheduler``: a ``distributed.Client``, a scheduler address
     (``tcp://host:8786``) or a cluster object (e.g. ``LocalCluster``).
-    ``progress(result)`` is called as each task finishes. Raises ImportError
+    ``progress(result)`` is called as each task finishes. ``schema_version``:
+    the output record format (``stream.output``); in version 2 every part is
+    written in the precision of all the inputs together (one data set, one
+    schema: ``stream.input_precision``). Raises ImportError
     without the ``dask`` extra, FileNotFoundError for inputs naming nothing,
     ``ModelFileError`` for an unusable model (checked here, before any task).
     """
     from streamembed.model_io import load_model
+    from streamembed.stream.input_precision import common_precision
 
     paths = expand_inputs(inputs)
     if isinstance(model, (bytes, bytearray)):
@@ -335,6 +341,7 @@ def backfill(inputs: Iterable[str | os.PathLike[str]], model: str | os.PathLike[
     out = Path(out_dir)
     (out / DEAD_LETTER_DIR).mkdir(parents=True, exist_ok=True)
     tasks = plan(paths, rows_per_task=rows_per_task)
+    precision = common_precision(paths).name if schema_version >= 2 else None
     client, own = _client(scheduler)
     report = BackfillReport()
     t0 = time.perf_counter()
@@ -345,6 +352,7 @@ def backfill(inputs: Iterable[str | os.PathLike[str]], model: str | os.PathLike[
         futures = {client.submit(run_task, t, shared, str(out), method=method, k0_rows=k0_rows,
                                  batch_rows=batch_rows, max_block_rows=max_block_rows,
                                  row_group_rows=row_group_rows, compression=compression,
+                                 schema_version=schema_version, precision=precision,
                                  key=f"streamembed-backfill-{t.stem}-{os.urandom(3).hex()}", pure=False): t
                    for t in tasks}
         for fut in as_completed(list(futures)):

@@ -115,6 +115,12 @@ class DirectoryConfig:
     settle_seconds: float = _f(1.0, "A file is read once its size and modification time have not changed for this "
                                "long (it is complete). Better still: write to a hidden or .tmp name, then rename.",
                                min=0.0, max=3600.0)
+    mmap: str = _f("never", "Memory-map Arrow IPC and Parquet files instead of copying them (zero-copy; a file "
+                   "truncated while mapped kills the process, so it is off by default): always, for producers that "
+                   "publish by renaming finished files into place and never rewrite them; never; or auto, files whose "
+                   "inode changed after their last write (renamed, linked, times restored), never those being "
+                   "written in place.",
+                   choices=("auto", "always", "never"))
     exit_when_idle: bool = _f(False, "Batch mode: stop (exit 0) once every file has been read and no file is still "
                               "settling, instead of waiting for more. A path that is not a directory then refuses to "
                               "start (exit 2).")
@@ -159,6 +165,10 @@ class OutputConfig:
     roll_rows: int = _f(100_000, "Publish the output files and commit the checkpoint after this many rows ...", min=1)
     roll_seconds: float = _f(5.0, "... or this many seconds after the first unpublished row (and whenever the source "
                              "has nothing new, and on shutdown).", min=0.0, exclusive_min=True)
+    schema_version: int = _f(1, "Output record format (files and Kafka output messages): 1 (y list of float64, "
+                             "flags list of names) or 2, the lean format (coordinates as columns y0..y{d-1} and "
+                             "numbers in the input's precision, flags as the flag_bits bitmask, constants in the "
+                             "schema metadata): README, Record formats (migration).", choices=(1, 2))
     row_group_rows: int = _f(65536, "Rows per Parquet row group.", min=1)
     compression: str = _f("zstd", "Parquet compression.", choices=("zstd", "snappy", "gzip", "lz4", "none"))
     parquet: bool = _f(True, "Write the Parquet output files (false: only the Kafka output topic).")

@@ -116,7 +116,8 @@ def _cmd_dask(args: argparse.Namespace, paths: list[Path], k0: Any) -> int:
     try:
         report = backfill(paths, args.model, out, scheduler, method=args.method, k0_rows=k0,
                           batch_rows=args.batch_rows, max_block_rows=args.max_block_rows,
-                          row_group_rows=args.row_group_rows, compression=args.compression, progress=progress)
+                          row_group_rows=args.row_group_rows, compression=args.compression, progress=progress,
+                          schema_version=args.schema_version)
     except OSError as exc:
         raise Refused(f"--dask {args.dask}: {exc}") from None
     finally:
@@ -168,6 +169,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     from streamembed.stream.checkpoint import Checkpointer
     from streamembed.stream.consistency import ConsistencyMonitor
     from streamembed.stream.embedder import BatchEmbedder
+    from streamembed.stream.input_precision import common_precision
     from streamembed.stream.loop import EmbeddingLoop
     from streamembed.stream.pipeline import ReadAhead
     from streamembed.stream.sinks import DeadLetterSink, ParquetSink
@@ -194,14 +196,16 @@ def cmd_embed(args: argparse.Namespace) -> int:
     dead_dir = Path(args.dead_letter) if args.dead_letter else out.with_name(out.stem + ".dead-letter")
     names = [str(p) for p in paths] if len(paths) > 1 else [paths[0].name]
     source = FileSource(list(paths), batch_rows=args.batch_rows, max_block_rows=args.max_block_rows,
-                        names=names, name="embed")
+                        names=names, name="embed", mapping=args.mmap)
     output = ParquetSink(out.parent, final_name=out.name, row_group_rows=args.row_group_rows,
                          compression=args.compression)
     dead = _DeadTally(DeadLetterSink(dead_dir, fmt=args.dead_letter_format, source="embed"))
     ahead = ReadAhead(source, depth=2)
     consistency = None if args.no_order_check else ConsistencyMonitor(warn=False)
+    # one output file, one schema: version 2 writes the precision of the inputs (float64 if any is)
     embedder = BatchEmbedder(model, method=args.method, k0_rows=k0, max_block_rows=args.max_block_rows,
-                             consistency=consistency)
+                             consistency=consistency, output_version=args.schema_version,
+                             output_dtype=common_precision(paths) if args.schema_version >= 2 else None)
     progress = Progress(_total_rows(paths), {"always": True, "never": False}.get(args.progress, sys.stderr.isatty()))
     everything = 1 << 62  # one output file: published once, at the end
     loop = EmbeddingLoop(embedder, ahead, output, dead, Checkpointer([output, dead], ahead, None),
@@ -268,6 +272,14 @@ def add_parser(add: Any) -> None:
                         "batches are embedded)")
     e.add_argument("--max-block-rows", type=int, default=4096, metavar="N", help="largest block with 'cross'")
     e.add_argument("--compression", default="zstd", choices=("zstd", "snappy", "gzip", "lz4", "none"))
+    e.add_argument("--schema-version", type=int, default=1, choices=(1, 2),
+                   help="output record format: 1 (default: y list of float64, flags list of names) or 2 (the lean "
+                        "format: y0..y{d-1} columns in the input's precision, flag_bits; README, Record formats)")
+    e.add_argument("--mmap", choices=("auto", "always", "never"), default="never",
+                   help="memory-map Arrow IPC and Parquet inputs instead of copying them: always (inputs are never "
+                        "truncated or rewritten while embed runs: a file truncated under a mapping kills the "
+                        "process), never (default), or auto: files renamed, linked or with restored times since "
+                        "their last write; files written in place are copied")
     e.add_argument("--no-order-check", action="store_true",
                    help="do not score the rows' consistency with the model's landmark order (docs/math.md 4.5)")
     e.add_argument("--dead-letter", metavar="DIR", help="dead-letter directory")

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse.linalg
 
 from .errors import InputError
 
@@ -206,6 +205,8 @@ def partial_eigh(B: np.ndarray, d: int, k: int, rtol: float = 1e-10, max_iterati
             break
         Q = _orthonormalize(BQ)
     if w is None:
+        import scipy.sparse.linalg  # lazily: keeps `streamembed embed`'s start-up short
+
         try:
             wd, Vd = scipy.sparse.linalg.eigsh(B, k=d, which="LA", v0=_v0(n), tol=0.0, maxiter=20 * n)
         except scipy.sparse.linalg.ArpackNoConvergence:

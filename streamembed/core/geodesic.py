@@ -44,11 +44,14 @@ with many ties, a min-plus product over more than k landmarks.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse
-import scipy.sparse.csgraph
 
 from .errors import InputError
+
+if TYPE_CHECKING:
+    import scipy.sparse
 
 #: (rows × neighbours × n) elements per chunk of the min-plus product (16 MB of float64).
 CHUNK_ELEMENTS = 2_000_000
@@ -78,6 +81,8 @@ def knn_graph(D: np.ndarray, k: int) -> scipy.sparse.csr_matrix:
     included, module docstring). Zero dissimilarities between distinct points
     are kept as edges of (numerically) zero length.
     """
+    import scipy.sparse  # lazily: keeps `streamembed embed`'s start-up short
+
     n = D.shape[0]
     if not 1 <= k < n:
         raise InputError(f"geodesic_neighbors must be between 1 and n - 1 = {n - 1}, got {k}")
@@ -96,6 +101,8 @@ def landmark_geodesics(D: np.ndarray, k: int) -> np.ndarray:
     Raises InputError naming the number of connected components when the
     graph falls apart (increase k).
     """
+    import scipy.sparse.csgraph
+
     W = knn_graph(D, int(k))
     n_comp, labels = scipy.sparse.csgraph.connected_components(W, directed=False)
     if n_comp > 1:

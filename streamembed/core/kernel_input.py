@@ -34,7 +34,6 @@ Feature kernels for ``fit_features``: ``linear`` (x·y), ``cosine``
 from __future__ import annotations
 
 import numpy as np
-import scipy.spatial.distance
 
 from .errors import InputError
 from .validation import Problem
@@ -142,6 +141,7 @@ def feature_kernel(F: np.ndarray, L: np.ndarray, kernel: str) -> np.ndarray:
     if kernel == "cosine":
         return _unit(F) @ _unit(L).T
     if kernel == "rbf":
+        import scipy.spatial.distance  # lazily: keeps `streamembed embed`'s start-up short
         return np.exp(-scipy.spatial.distance.cdist(F, L, "sqeuclidean") / F.shape[1])
     raise InputError(f"kernel must be one of {FEATURE_KERNELS}, got {kernel!r}")
 

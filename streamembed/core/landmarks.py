@@ -38,7 +38,6 @@ import logging
 from typing import Callable
 
 import numpy as np
-import scipy.spatial.distance
 
 from .blas import single_blas_thread
 from .errors import InputError
@@ -94,12 +93,16 @@ class Dissimilarities:
         idx = np.asarray(idx, dtype=np.int64)
         if self.D is not None:
             return np.asarray(self.D[idx], dtype=np.float64)
+        import scipy.spatial.distance  # lazily: keeps `streamembed embed`'s start-up short
+
         return scipy.spatial.distance.cdist(self.X[idx], self.X, metric=self.metric)
 
     def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """(len(rows), len(cols)) float64 dissimilarities."""
         if self.D is not None:
             return np.asarray(self.D[np.ix_(rows, cols)], dtype=np.float64)
+        import scipy.spatial.distance  # lazily: keeps `streamembed embed`'s start-up short
+
         return scipy.spatial.distance.cdist(self.X[rows], self.X[cols], metric=self.metric)
 
     def squared_row_means(self) -> np.ndarray:

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
-import scipy.spatial.distance
 
 from . import kernel_input, placement, validation
 from .bounds import WindowBounds
@@ -309,6 +308,7 @@ class LandmarkModel:
         if self.pipeline.similarity is not None:
             K = kernel_input.feature_kernel(F64, self.features, self.metric)
             return np.hstack([K, kernel_input.feature_self_similarity(F64, self.metric)[:, None]])
+        import scipy.spatial.distance  # lazily: keeps `streamembed embed`'s start-up short
         return scipy.spatial.distance.cdist(F64, self.features, metric=self.metric)
 
 

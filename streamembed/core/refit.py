@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
-import scipy.spatial.distance
 
 from .errors import InputError
 from .landmarks import LANDMARK_SELECTIONS, residual_pivoted_select, select_landmarks
@@ -135,6 +134,7 @@ def candidate_dissimilarities(
             raise InputError(f"features must be (k, p) with one row per candidate id and old_features (n, p); got "
                              f"{F.shape}, {F_old.shape}, {len(cand)} ids, {n_old} landmarks")
         stacked = np.vstack([F_old, F[keep]])
+        import scipy.spatial.distance  # lazily: keeps `streamembed embed`'s start-up short
         D = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(stacked, metric=metric))
         return CandidateSet(D, ids, stacked, n_old)
     if old_dissimilarities is None:

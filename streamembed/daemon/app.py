@@ -204,7 +204,8 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
     embedder = BatchEmbedder(current, method=cfg.model.method, k0_rows=k0_rows_value(cfg.model.k0_rows),
                              max_block_rows=cfg.source.max_block_rows, registry=registry, monitor=monitor,
                              max_batch_seconds=cfg.model.max_batch_seconds, cancelled=stop.is_set,
-                             consistency=ConsistencyMonitor(cfg.consistency, metrics=metrics, health=health))
+                             consistency=ConsistencyMonitor(cfg.consistency, metrics=metrics, health=health),
+                             output_version=cfg.output.schema_version)
     guard = CrashGuard(cfg.root / "crash-guard.json", cfg.run.max_batch_attempts)
     loop = EmbeddingLoop(embedder, source, output, dead, checkpointer, run=cfg.run, output_cfg=cfg.output,
                          metrics=metrics, health=health, stop=stop, between_batches=_chain(between),

@@ -188,7 +188,7 @@ def build_source(cfg: Config, model: LandmarkModel, registry: ModelRegistry | No
         return DirectorySource(d.path, pattern=d.pattern, batch_rows=s.batch_rows, settle_seconds=d.settle_seconds,
                                poll_seconds=d.poll_seconds, max_block_rows=s.max_block_rows,
                                exit_when_idle=d.exit_when_idle, incomplete_seconds=d.incomplete_seconds,
-                               metrics=metrics)
+                               metrics=metrics, mapping=d.mmap)
     g = cfg.generator
     feats = model.features
     if feats is None or feats.shape[1] != g.n_features:

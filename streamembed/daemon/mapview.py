@@ -46,6 +46,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamembed.stream.output import flag_names_of, schema_version_of, y_matrix
+
 __all__ = ["MapView", "MapPage", "MAX_LANDMARKS", "MAX_HISTORY", "MAX_SWITCHES", "MAX_ID_CHARS"]
 
 log = logging.getLogger("streamembed.mapview")
@@ -285,17 +287,16 @@ def _sample(batches: list[pa.RecordBatch], points: int, now: float) -> dict[str,
                              "unexplained": [], "k0": [], "flags": [], "model_version": [], "age": []}
     if not batches:
         return empty
-    table = pa.Table.from_batches(batches)
+    newest = batches[-1].schema  # rows of the newest output version; within one, precisions are widened together
+    kept = [pa.Table.from_batches([b]) for b in batches if schema_version_of(b.schema) == schema_version_of(newest)]
+    table = pa.concat_tables(kept, promote_options="permissive")
     if table.num_rows > points:
         table = table.slice(table.num_rows - points)
     table = table.combine_chunks()
     m = table.num_rows
     if m == 0:
         return empty
-    yl = table.column("y").chunk(0)
-    d = yl.type.list_size
-    Y = yl.flatten().to_numpy(zero_copy_only=False).reshape(m, d)
-    x, y = _axes(Y)
+    x, y = _axes(y_matrix(table).astype(np.float64))
     processed = pc.cast(table.column("processed_at"), pa.int64()).to_numpy(zero_copy_only=False) / 1e6
     return {
         "capacity": points,
@@ -306,7 +307,7 @@ def _sample(batches: list[pa.RecordBatch], points: int, now: float) -> dict[str,
         "beta": _floats(table.column("beta").to_numpy(zero_copy_only=False)),
         "unexplained": _floats(table.column("unexplained").to_numpy(zero_copy_only=False)),
         "k0": _floats(table.column("k0").to_numpy(zero_copy_only=False)),
-        "flags": table.column("flags").to_pylist(),
+        "flags": flag_names_of(table),
         "model_version": table.column("model_version").to_pylist(),
         "age": _floats(np.maximum(now - processed, 0.0)),
     }

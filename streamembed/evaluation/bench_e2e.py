@@ -39,6 +39,7 @@ from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from streamembed.evaluation.bench import EndToEndUnavailable, register_end_to_end
 
@@ -131,11 +132,11 @@ def file_rows(quick: bool) -> _Files:
     return _FILES[quick]
 
 
-def _embed_cli(files: _Files, src: Path, repeat: int) -> float:
+def _embed_cli(files: _Files, src: Path, repeat: int, extra: tuple[str, ...] = ()) -> float:
     from streamembed.cli import main as cli
 
     out = files.dir / "out.parquet"
-    argv = ["embed", str(src), "-m", str(files.dir / "model.npz"), "-o", str(out), "--progress", "never"]
+    argv = ["embed", str(src), "-m", str(files.dir / "model.npz"), "-o", str(out), "--progress", "never", *extra]
     with contextlib.redirect_stderr(open(os.devnull, "w")):  # noqa: SIM115
         t = _best(lambda: _check(cli(argv)), repeat)
     return files.m / t
@@ -154,6 +155,67 @@ def _file_row(quick: bool, which: str) -> dict:
     rate = _embed_cli(files, src, 2 if quick else 3)
     return {"objects_per_s": rate, "in_memory_objects_per_s": mem, "over_in_memory": rate / mem, "n": N,
             "dtype": "float32", "objects": files.m, "note": f"{files.m:,} x {N} float32, projection, d={D}"}
+
+
+def io_ceiling(src: Path, out: Path, schema: pa.Schema, batch_rows: int = 65536) -> None:
+    """The I/O-only ceiling of ``embed``: read the Arrow IPC stream ``src`` (memory-mapped) and write ``out``, a
+    zstd Parquet file of the same rows in ``schema`` (``embed``'s output schema), with no computation.
+
+    Float columns are copies of input columns (they compress like real values; zeros would compress to
+    nothing), strings the ids, dictionaries and the rest constants; row groups and dictionary choices as
+    ``stream.sinks.ParquetSink`` makes them.
+    """
+    import pyarrow.ipc as ipc
+
+    from streamembed.stream.sinks import _dictionary_columns
+
+    reader = ipc.open_stream(pa.memory_map(str(src)))
+    writer = pq.ParquetWriter(out, schema, compression="zstd", use_dictionary=_dictionary_columns(schema))
+    pending: list[pa.RecordBatch] = []
+    for b in reader:
+        m = b.num_rows
+        A = b.column(1).flatten().to_numpy().reshape(m, -1)
+        cols, k = [], 0
+        for f in schema:
+            t = f.type
+            if pa.types.is_string(t):
+                cols.append(b.column(0))
+            elif pa.types.is_fixed_size_list(t):
+                cols.append(pa.FixedSizeListArray.from_arrays(
+                    pa.array(A[:, :t.list_size].astype(t.value_type.to_pandas_dtype()).ravel()), t.list_size))
+            elif pa.types.is_floating(t):
+                cols.append(pa.array(A[:, k % A.shape[1]].astype(t.to_pandas_dtype())))
+                k += 1
+            elif pa.types.is_dictionary(t):
+                cols.append(pa.DictionaryArray.from_arrays(pa.array(np.zeros(m, t.index_type.to_pandas_dtype())),
+                                                           pa.array(["projection"])).cast(t))
+            elif pa.types.is_list(t):
+                cols.append(pa.array([[]] * m, t))
+            else:
+                cols.append(pa.array(np.zeros(m, np.int64)).cast(t))
+        pending.append(pa.RecordBatch.from_arrays(cols, schema=schema))
+        if sum(p.num_rows for p in pending) >= batch_rows:
+            writer.write_table(pa.Table.from_batches(pending, schema), row_group_size=batch_rows)
+            pending = []
+    if pending:
+        writer.write_table(pa.Table.from_batches(pending, schema), row_group_size=batch_rows)
+    writer.close()
+
+
+def _ceiling_row(quick: bool) -> dict:
+    """``embed`` (output version 2, memory-mapped Arrow IPC) over the I/O-only ceiling, in this process."""
+    files = file_rows(quick)
+    extra = ("--schema-version", "2", "--mmap", "always")
+    _embed_cli(files, files.arrow, 1, extra)  # warm-up, and the output whose schema the ceiling writes
+    schema = pq.read_schema(files.dir / "out.parquet")
+    ceiling_out = files.dir / "ceiling.parquet"
+    io_ceiling(files.arrow, ceiling_out, schema)
+    ceiling = files.m / _best(lambda: io_ceiling(files.arrow, ceiling_out, schema), 2 if quick else 3)
+    rate = _embed_cli(files, files.arrow, 2 if quick else 3, extra)
+    return {"objects_per_s": rate, "peer_objects_per_s": ceiling, "over_peer": rate / ceiling, "n": N,
+            "dtype": "float32", "objects": files.m,
+            "note": "peer: the I/O-only ceiling (read the same file, write the same rows and schema, no computation; "
+                    "target ours/peer >= 0.8); whole processes: benchmarks/bench_file_ceiling.py"}
 
 
 # ----------------------------------------------------------------------------- the directory daemon
@@ -448,6 +510,7 @@ def _dask_backfill(quick: bool) -> dict:
 register_end_to_end("embed arrow-ipc", lambda q: _file_row(q, "arrow"), replace=True)
 register_end_to_end("embed parquet (list)", lambda q: _file_row(q, "list"), replace=True)
 register_end_to_end("embed parquet (fixed_size_binary)", lambda q: _file_row(q, "fsb"), replace=True)
+register_end_to_end("embed arrow-ipc (output v2, mmap) vs I/O ceiling", _ceiling_row, replace=True)
 register_end_to_end("daemon directory (batch)", _daemon_directory, replace=True)
 register_end_to_end("daemon kafka vs raw consume", _daemon_kafka, replace=True)
 register_end_to_end("dask backfill (2 local workers)", _dask_backfill, replace=True)

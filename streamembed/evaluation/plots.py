@@ -562,13 +562,13 @@ def read_records(path: str | os.PathLike) -> list[dict]:
 def _read_embedded(path: str) -> dict[str, np.ndarray]:
     import pyarrow.parquet as pq
 
+    from ..stream.output import schema_version_of, y_columns, y_matrix
+
     table = pq.read_table(path)
     names = table.schema.names
-    if "y" not in names:
-        raise ValueError(f"{path} has no 'y' column (expected the output of 'streamembed embed')")
-    col = table.column("y").combine_chunks()
-    Y = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float64).reshape(len(table), -1)
-    out = {"y": Y}
+    if ("y" not in names) if schema_version_of(table.schema) == 1 else not y_columns(table.schema):
+        raise ValueError(f"{path} has no coordinates ('y' or y0, y1, ...: expected the output of 'streamembed embed')")
+    out = {"y": np.asarray(y_matrix(table), dtype=np.float64)}  # either output version (stream.output)
     if "id" in names:
         out["id"] = np.asarray(table.column("id").to_pylist(), dtype=object)
     for name in ("beta", "unexplained", "k0", "model_version"):

@@ -42,6 +42,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from streamembed.stream.codecs import DeadRecord
+from streamembed.stream.output import schema_version_of
 from streamembed.stream.readers import parse_json_lines
 from streamembed.stream.records import (
     INPUT_CROSS,
@@ -278,8 +279,8 @@ def json_message(doc: Any, *, landmark_version: int | None = None,
     return json.dumps(doc).encode("utf-8"), headers
 
 
-def _output_headers(content_type: str, model_version: int | None) -> list[tuple[str, bytes]]:
-    headers = [(CONTENT_TYPE_HEADER, content_type.encode()), (SCHEMA_VERSION_HEADER, str(SCHEMA_VERSION).encode())]
+def _output_headers(content_type: str, model_version: int | None, version: int) -> list[tuple[str, bytes]]:
+    headers = [(CONTENT_TYPE_HEADER, content_type.encode()), (SCHEMA_VERSION_HEADER, str(version).encode())]
     if model_version is not None:
         headers.append((MODEL_VERSION_HEADER, str(model_version).encode()))
     return headers
@@ -312,7 +313,7 @@ def output_arrow_message(part: pa.RecordBatch | pa.Table) -> tuple[bytes | None,
     first_id = part.column("id")[0].as_py()
     version = part.column("model_version")[0].as_py()
     return (first_id.encode("utf-8") if first_id is not None else None, encode_arrow(part),
-            _output_headers(ARROW_CONTENT_TYPE, version))
+            _output_headers(ARROW_CONTENT_TYPE, version, schema_version_of(part.schema)))
 
 
 def _json_value(v: Any) -> Any:
@@ -324,10 +325,11 @@ def _json_value(v: Any) -> Any:
 
 
 def output_json_messages(batch: pa.RecordBatch | pa.Table) -> Iterator[tuple[bytes | None, bytes, list[tuple[str, bytes]]]]:
-    """(key, value, headers): one JSON object per output row, keyed by its id."""
+    """(key, value, headers): one JSON object per output row (the output columns by name), keyed by its id."""
+    version = schema_version_of(batch.schema)
     for row in batch.to_pylist():
         doc = {k: _json_value(v) for k, v in row.items()}
         rid = doc.get("id")
         yield (rid.encode("utf-8") if rid is not None else None,
                json.dumps(doc, separators=(",", ":")).encode("utf-8"),
-               _output_headers(JSON_CONTENT_TYPE, doc.get("model_version")))
+               _output_headers(JSON_CONTENT_TYPE, doc.get("model_version"), version))

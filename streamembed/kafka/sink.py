@@ -356,6 +356,10 @@ class FanoutSink:
     def pending_age(self) -> float:
         return max(s.pending_age for s in self.sinks)
 
+    def accepts(self, schema: pa.Schema, label: str | None = None) -> bool:
+        """Whether every sink that has the notion (a Parquet file) can take rows of ``schema`` now."""
+        return all(getattr(s, "accepts", lambda *a: True)(schema, label) for s in self.sinks)
+
     def write(self, *args: Any, **kwargs: Any) -> None:
         for s in self.sinks:
             s.write(*args, **kwargs)

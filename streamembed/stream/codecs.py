@@ -39,8 +39,8 @@ from streamembed.stream.records import (
     TIMESTAMP_TYPE,
     Reason,
     dead_letter_schema,
-    output_schema,
 )
+from streamembed.stream.output import encode_output, flag_lists
 
 __all__ = [
     "DeadRecord",
@@ -573,35 +573,9 @@ def _dead_records(
 # --------------------------------------------------------------------------- encode
 
 
-_FLAG_BITS = np.array([1 << b for b in range(32)], dtype=np.uint32)
-
-
 def flags_to_lists(flags: np.ndarray, bit_names: Sequence[str]) -> pa.ListArray:
-    """uint32 bitmasks (m,) -> list<string> of flag names, vectorised.
-
-    ``bit_names[b]`` names bit b (32 entries). Names appear in bit order.
-    """
-    flags = np.asarray(flags, dtype=np.uint32)
-    m = flags.shape[0]
-    names = pa.array(list(bit_names), type=pa.string())
-    if not flags.any():
-        return pa.ListArray.from_arrays(pa.array(np.zeros(m + 1, np.int32)), pa.array([], pa.string()))
-    bits = (flags[:, None] & _FLAG_BITS[None, :]) != 0  # (m, 32)
-    offsets = np.zeros(m + 1, dtype=np.int32)
-    np.cumsum(bits.sum(axis=1), out=offsets[1:])
-    _, which = np.nonzero(bits)  # row-major: per row, bits in increasing order
-    return pa.ListArray.from_arrays(pa.array(offsets), names.take(pa.array(which)))
-
-
-def _nullable(x: np.ndarray) -> pa.Array:
-    """float64 Arrow array with NaN as null (validity bitmap built by numpy: ``pa.array(mask=)`` is 40x slower)."""
-    x = np.ascontiguousarray(x, dtype=np.float64)
-    nan = np.isnan(x)
-    n_null = int(nan.sum())
-    if n_null == 0:
-        return pa.array(x)
-    valid = np.packbits(~nan, bitorder="little")
-    return pa.Array.from_buffers(pa.float64(), x.size, [pa.py_buffer(valid), pa.py_buffer(x)], null_count=n_null)
+    """uint32 bitmasks (m,) -> list<string> of flag names (``bit_names[b]`` names bit b), as version 1 writes them."""
+    return flag_lists(flags, bit_names)
 
 
 def encode_result(
@@ -612,35 +586,20 @@ def encode_result(
     event_time: pa.Array,
     processed_at_us: int,
     bit_names: Sequence[str],
+    version: int = 1,
+    dtype: Any = np.float64,
+    lineage: str | None = None,
 ) -> pa.RecordBatch:
-    """An :class:`EmbeddingResult` for the accepted rows -> output RecordBatch.
+    """An :class:`EmbeddingResult` for the accepted rows -> output RecordBatch in output ``version``
+    (:mod:`streamembed.stream.output`; ``dtype`` and ``lineage`` matter for version 2).
 
     Rows the core marked invalid (``result.valid`` False) must already have
     been removed by the caller (see :func:`split_valid`). ``processed_at_us``
     is microseconds since the epoch (UTC), shared by the batch.
     """
-    y = np.ascontiguousarray(result.y, dtype=np.float64)
-    m, d = y.shape
-    y_arr = pa.FixedSizeListArray.from_arrays(pa.array(y.reshape(-1)), d)
-    processed = pa.array(np.full(m, processed_at_us, dtype="datetime64[us]")).cast(TIMESTAMP_TYPE)
-    method = pa.DictionaryArray.from_arrays(pa.array(np.zeros(m, np.int32)),
-                                            pa.array([str(result.method)])).cast(pa.string())
-    cols = [
-        ids,
-        pa.array(np.full(m, model_version, dtype=np.int64)),
-        method,
-        y_arr,
-        pa.array(np.asarray(result.beta, dtype=np.float64)),
-        pa.array(np.asarray(result.unexplained, dtype=np.float64)),
-        _nullable(result.k0),
-        _nullable(result.t),
-        flags_to_lists(result.flags, bit_names),
-        event_time,
-        processed,
-        _nullable(placed) if (placed := getattr(result, "unexplained_placed", None)) is not None
-        else pa.nulls(m, pa.float64()),
-    ]
-    return pa.RecordBatch.from_arrays(cols, schema=output_schema(d))
+    return encode_output(ids, result, model_version=model_version, event_time=event_time,
+                         processed_at_us=processed_at_us, version=version, dtype=dtype, lineage=lineage,
+                         bit_names=bit_names)
 
 
 def encode_dead_letters(

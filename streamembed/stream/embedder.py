@@ -31,6 +31,7 @@ from streamembed.core.validation import Problem
 from streamembed.stream.blocks import Blocks, block_units
 from streamembed.stream.codecs import DeadRecord, DecodedBatch, decode_batch, encode_result, row_as_json, split_valid
 from streamembed.stream.models import ModelRegistry
+from streamembed.stream.output import DEFAULT_OUTPUT_VERSION, OUTPUT_VERSIONS
 from streamembed.stream.records import INPUT_FEATURES, REASONS, Reason
 
 __all__ = ["BatchEmbedder", "Processed", "bit_names"]
@@ -83,11 +84,16 @@ class BatchEmbedder:
     interrupts them with ``budget.Cancelled``, leaving the batch unprocessed.
     ``consistency`` (a ``stream.consistency.ConsistencyMonitor``), when given,
     scores the dissimilarity rows embedded with the current model.
+    ``output_version`` is the output record format (:mod:`streamembed.stream.output`: 2, or 1 on request);
+    version 2 writes its numbers in ``output_dtype``, or when None in the precision of each batch's rows.
     """
 
     def __init__(self, model: LandmarkModel, *, method: str = "projection", k0_rows: None | str | int = None,
                  max_block_rows: int = 4096, registry: ModelRegistry | None = None, monitor: Any = None,
-                 max_batch_seconds: float | None = None, cancelled: Any = None, consistency: Any = None) -> None:
+                 max_batch_seconds: float | None = None, cancelled: Any = None, consistency: Any = None,
+                 output_version: int = DEFAULT_OUTPUT_VERSION, output_dtype: Any = None) -> None:
+        if output_version not in OUTPUT_VERSIONS:
+            raise ValueError(f"output schema version must be one of {OUTPUT_VERSIONS}, got {output_version!r}")
         self.registry = registry if registry is not None else ModelRegistry(model, retain=0)
         self.max_batch_seconds = max_batch_seconds
         self.cancelled = cancelled
@@ -97,6 +103,8 @@ class BatchEmbedder:
         self.monitor = monitor
         self.consistency = consistency
         self.bit_names = bit_names()
+        self.output_version = int(output_version)
+        self.output_dtype = None if output_dtype is None else np.dtype(output_dtype)
 
     @property
     def model(self) -> LandmarkModel:
@@ -237,7 +245,10 @@ class BatchEmbedder:
                 self.monitor.observe(A, res, ids=ids, features=features,
                                      block=None if blocks is None else _last_whole_block(blocks, valid, A, ids))
         out.output = encode_result(ids, res, model_version=version, event_time=event_time,
-                                   processed_at_us=time.time_ns() // 1000, bit_names=self.bit_names)
+                                   processed_at_us=time.time_ns() // 1000, bit_names=self.bit_names,
+                                   version=self.output_version,
+                                   dtype=dec.matrix.dtype if self.output_dtype is None else self.output_dtype,
+                                   lineage=model.lineage)
         out.results.append(res)
         return out
 

@@ -202,6 +202,13 @@ class EmbeddingLoop:
             done = Processed()
         dead = list(batch.dead) + done.dead
         if done.output is not None and done.output.num_rows:
+            accepts = getattr(self.output, "accepts", None)
+            if self._uncommitted and accepts is not None and not accepts(done.output.schema, label):
+                # the open output file holds rows of another schema (another input precision): publish it
+                # and the position before this batch, and start a new roll with this batch
+                self.commit()
+                self._roll_label = batch.label
+                label = self._stream_labels.setdefault(batch.stream, batch.label)
             self.output.write(done.output, label)
         if dead:
             self.dead.write(dead, label, model_version=self.model_version, source=self.source.name)

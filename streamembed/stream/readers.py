@@ -9,14 +9,17 @@ at block boundaries only (:func:`_whole_blocks`): each chunk is the longest
 run of whole blocks of at most ``batch_rows`` rows from its first row (one
 longer block alone), so resumed files are still cut the same way.
 
-Files are never memory-mapped: a file that shrinks under a mapping kills the
-process with SIGBUS. A file up to the read budget (``memlimit.read_budget``:
-a sixteenth of the process's memory limit, at most ``SNAPSHOT_BYTES``) is read
-into memory in one go (then decoded zero-copy from that snapshot), a larger
-one streamed with plain reads, a row group or record batch at a time, so the
-memory a file takes follows the memory limit, never the file size (a Parquet
-row group too large for the limit is refused as unreadable, not read); either
-way :func:`open_input` checks that the file's size,
+Files are memory-mapped only when the caller's ``mapping`` mode selects them
+(:mod:`streamembed.stream.mapped`; off by default: a file that shrinks under a
+mapping kills the process with SIGBUS, so only files immutable once published
+may be mapped); a mapped Arrow IPC file is decoded in place, a mapped Parquet
+file from the page cache. Otherwise a file up to the read budget
+(``memlimit.read_budget``: a sixteenth of the process's memory limit, at most
+``SNAPSHOT_BYTES``) is read into memory in one go (then decoded zero-copy
+from that snapshot), a larger one streamed with plain reads, a row group or
+record batch at a time, so the memory a file takes follows the memory limit,
+never the file size (a Parquet row group too large for the limit is refused
+as unreadable, not read); either way :func:`open_input` checks that the file's size,
 modification time and inode did not change while it was read, and raises
 :class:`FileChanged` if they did, so that a file is read whole or not at all.
 Snapshots are read with ``readinto`` into a buffer of the process's slab
@@ -69,6 +72,7 @@ import pyarrow.parquet as pq
 from streamembed.memlimit import READ_BUDGET_MAX, current_limit, format_bytes, read_budget
 from streamembed.stream.blocks import block_units
 from streamembed.stream.codecs import DeadRecord, writable_text
+from streamembed.stream.mapped import MappedFile, map_file, should_map
 from streamembed.stream.records import (
     INPUT_BLOCK,
     INPUT_CROSS,
@@ -311,8 +315,9 @@ class _Input:
     """
 
     def __init__(self, path: Path, snapshot: np.ndarray | bytes | None, sig: Signature,
-                 filling: _Filling | None = None) -> None:
+                 filling: _Filling | None = None, mapped: MappedFile | None = None) -> None:
         self.path, self.snapshot, self.signature, self.filling = path, snapshot, sig, filling
+        self.mapped = mapped  # the snapshot is a memory mapping of the file (``stream.mapped``)
 
     def _whole(self) -> np.ndarray | bytes | None:
         if self.filling is not None and self.snapshot is None:
@@ -328,13 +333,20 @@ class _Input:
         return io.BytesIO(memoryview(whole)) if whole is not None else open(self.path, "rb")  # noqa: SIM115
 
     def check(self) -> None:
-        """Raise FileChanged if the file on disk is no longer the version being read (streamed reads)."""
+        """Raise FileChanged if the file on disk is no longer the version being read (streamed or mapped reads)."""
+        if self.mapped is not None:
+            if self.mapped.fd is not None and signature(self.mapped.stat()) != self.signature:
+                raise FileChanged(f"{self.path} changed while it was read (it is memory-mapped: files that change "
+                                  f"in place must not be, see --mmap / directory.mmap)")
+            return
         if self.snapshot is None and self.filling is None and signature(os.stat(self.path)) != self.signature:
             raise FileChanged(f"{self.path} changed while it was read")
 
     def close(self) -> None:
         if self.filling is not None:
             self.filling.close()
+        if self.mapped is not None:
+            self.mapped.close()
 
 
 def _no_follow(path: str, flags: int) -> int:
@@ -342,11 +354,13 @@ def _no_follow(path: str, flags: int) -> int:
 
 
 def open_input(path: str | os.PathLike[str], snapshot_bytes: int | None = None, *,
-               progressive: bool = False, follow_symlinks: bool = True) -> _Input:
+               progressive: bool = False, follow_symlinks: bool = True, mapping: str = "never") -> _Input:
     """Open one version of ``path``: read into memory if small enough, checked for changes either way.
 
     ``progressive`` (see the module doc): Arrow IPC files are read as
     decoding reaches them; Parquet and JSON lines are still read whole.
+    ``mapping`` (``stream.mapped``: never, auto, always): an Arrow IPC or
+    Parquet file it selects is memory-mapped instead, whatever its size.
     Raises OSError (the environment: missing, permissions, I/O) or
     FileChanged. ``follow_symlinks`` False: a symbolic link at ``path`` is not
     opened (OSError ELOOP; the directory source resolves the links it allows).
@@ -354,6 +368,10 @@ def open_input(path: str | os.PathLike[str], snapshot_bytes: int | None = None, 
     p = Path(path)
     opener = None if follow_symlinks else _no_follow
     fmt = file_format(p)
+    if mapping != "never" and fmt in ("arrow", "parquet"):
+        opened = _open_mapped(p, mapping)
+        if opened is not None:
+            return opened
     if snapshot_bytes is None:
         snapshot_bytes = min(SNAPSHOT_BYTES, read_budget())
     if progressive and fmt == "arrow":
@@ -381,6 +399,20 @@ def open_input(path: str | os.PathLike[str], snapshot_bytes: int | None = None, 
     return _Input(p, data[:got], before)
 
 
+def _open_mapped(p: Path, mode: str) -> _Input | None:
+    """``p`` memory-mapped when ``mode`` selects it (``stream.mapped.should_map``), else None (copy it)."""
+    if not should_map(p, os.stat(p), mode):
+        return None
+    try:
+        mf, st = map_file(p)
+    except (OSError, ValueError):  # no address space for it (RLIMIT_AS), an empty file: read it as any other
+        return None
+    if not should_map(p, st, mode):  # replaced by another version between the stat and the open
+        mf.close()
+        return None
+    return _Input(p, mf.data, signature(st), mapped=mf)
+
+
 def iter_file(
     path: str | os.PathLike[str],
     *,
@@ -391,6 +423,7 @@ def iter_file(
     final: bool = True,
     opened: _Input | None = None,
     progressive: bool = False,
+    mapping: str = "never",
 ) -> Iterator[ReadChunk]:
     """Chunks of ``path`` from ``start_row`` on; ``name`` is used in dead letters.
 
@@ -398,7 +431,7 @@ def iter_file(
     opened here, with ``progressive`` when ``final``, and an OSError or
     FileChanged while opening becomes an ``unreadable_file`` dead letter). A
     streamed or progressively read file that changes while read raises
-    FileChanged between chunks.
+    FileChanged between chunks. ``mapping``: see :func:`open_input`.
     """
     name = name if name is not None else str(path)
     fmt = file_format(path)
@@ -408,7 +441,7 @@ def iter_file(
         return
     if opened is None:
         try:
-            opened = open_input(path, progressive=progressive and final)
+            opened = open_input(path, progressive=progressive and final, mapping=mapping)
         except (OSError, FileChanged) as exc:
             yield _unreadable(name, start_row, f"cannot read: {exc}")
             return
@@ -420,6 +453,7 @@ def iter_file(
             yield chunk
         if opened.filling is not None:
             opened.filling.finish()  # the whole file was this one version
+        opened.check()  # a mapped file: the same version to its end
     finally:
         opened.close()
 
@@ -635,6 +669,8 @@ def _iter_arrow(src: _Input, batch_rows: int, start_row: int, max_block_rows: in
             yield _unreadable(name, start_row, f"not a readable Arrow IPC file or stream: {exc}")
         return
     rows = _chunk_rows(schema, batch_rows, None, max_block_rows)
+    if src.mapped is not None:
+        batches = _small_columns_copied(batches, schema)
     end = start_row
     for chunk in _rebatch(batches, schema, rows, start_row, start_row, name, final):
         end = chunk.end_row
@@ -669,8 +705,6 @@ def _framed_stream(fill: _Filling) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]
     schema = ipc.read_schema(msg)
     if any(_has_dictionary(f.type) for f in schema):
         return None
-    small = [i for i, f in enumerate(schema) if f.name not in _VECTOR_FIELDS]
-
     def batches() -> Iterator[pa.RecordBatch]:
         nonlocal pos
         while True:
@@ -681,14 +715,26 @@ def _framed_stream(fill: _Filling) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]
                 raise pa.ArrowInvalid(f"unexpected {m.type} message in the stream")
             b = ipc.read_record_batch(m, schema)
             del m
-            if small:
-                cols = b.columns
-                for i in small:
-                    cols[i] = pa.concat_arrays([cols[i]])
-                b = pa.RecordBatch.from_arrays(cols, schema=schema)
             yield b
 
-    return schema, batches()
+    return schema, _small_columns_copied(batches(), schema)
+
+
+def _small_columns_copied(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """``batches`` with every column but the vectors copied out of the buffer they were decoded from.
+
+    The vectors stay zero-copy views of the file's slab or mapping; the ids
+    and other small columns (a few bytes a row) are copied, so that the
+    output, which keeps the ids, never refers to the input's memory.
+    """
+    small = [i for i, f in enumerate(schema) if f.name not in _VECTOR_FIELDS]
+    for b in batches:
+        if small:
+            cols = b.columns
+            for i in small:
+                cols[i] = pa.concat_arrays([cols[i]])
+            b = pa.RecordBatch.from_arrays(cols, schema=schema)
+        yield b
 
 
 def _has_dictionary(t: pa.DataType) -> bool:

@@ -25,7 +25,8 @@ Input rows (one per object)
                           without a ``block`` column, a batch whose rows carry
                           ``cross`` is ONE block (a file or message of its own)
 
-Output rows (one per embedded object): see :func:`output_schema`.
+Output rows (one per embedded object): see :mod:`streamembed.stream.output`
+(version 2 by default; :func:`output_schema` is version 1).
 Dead letters (one per rejected record): see :func:`dead_letter_schema`.
 
 Nothing here does I/O; the schemas are built by functions so ``d`` is explicit.
@@ -56,8 +57,9 @@ __all__ = [
     "dead_letter_schema",
 ]
 
-#: Version of the output and dead-letter record formats. Bump on any change a
-#: reader could notice (a renamed/removed column or a changed type).
+#: Version of the input and dead-letter record formats (and of version-1 output). Bump on any change a
+#: reader could notice (a renamed/removed column or a changed type). The output format has versions of its
+#: own (:mod:`streamembed.stream.output`: 2 by default, 1 on request).
 SCHEMA_VERSION: Final[int] = 1
 #: Parquet key-value metadata key that carries :data:`SCHEMA_VERSION`.
 SCHEMA_VERSION_KEY: Final[str] = "streamembed.schema_version"
@@ -127,12 +129,13 @@ def _with_version(fields: list[pa.Field]) -> pa.Schema:
 
 
 def output_schema(d: int) -> pa.Schema:
-    """Schema of embedded rows for a d-dimensional map.
+    """Schema of embedded rows for a d-dimensional map in output version 1 (``output.schema_version = 1``).
 
     ``y`` is fixed_size_list<float64, d>; ``k0`` is null where not computed;
     ``t`` is null for the projection method; ``flags`` lists flag names;
     ``unexplained_placed`` (β - ‖y‖² of the placement itself, where it differs
     from ``unexplained``, the projection's β - ‖ŷ‖²) is null for projection.
+    Version 2: :func:`streamembed.stream.output.output_schema_v2`.
     """
     return _with_version(
         [

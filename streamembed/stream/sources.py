@@ -192,8 +192,10 @@ class DirectorySource:
         incomplete_seconds: float = 60.0,
         name: str = "files",
         metrics: Any = None,
+        mapping: str = "never",
     ) -> None:
         self.directory = Path(directory)
+        self.mapping = mapping  # which files are memory-mapped instead of copied (``stream.mapped``)
         self.pattern = pattern
         self.batch_rows = int(batch_rows)
         self.settle_seconds = float(settle_seconds)
@@ -364,7 +366,7 @@ class DirectorySource:
     def _open(self, rel: str, start: int, sig: Signature) -> bool:
         final = self._unfinished(rel, sig)  # unfinished for incomplete_seconds: take it as it is now
         try:
-            opened = open_input(self._index.real_path(rel), follow_symlinks=False)
+            opened = open_input(self._index.real_path(rel), follow_symlinks=False, mapping=self.mapping)
         except FileChanged:
             return False  # still changing: the next scan sees its new signature
         except FileNotFoundError:
@@ -493,8 +495,9 @@ class FileSource:
     """
 
     def __init__(self, paths: list[str | os.PathLike[str]], *, batch_rows: int = 8192, max_block_rows: int = 4096,
-                 names: list[str] | None = None, name: str = "files") -> None:
+                 names: list[str] | None = None, name: str = "files", mapping: str = "never") -> None:
         self.name = name
+        self.mapping = mapping  # which files are memory-mapped instead of read progressively (``stream.mapped``)
         self.paths = [Path(p) for p in paths]
         self.names = names or [p.name for p in self.paths]
         self.batch_rows = int(batch_rows)
@@ -515,7 +518,7 @@ class FileSource:
             path, name = self.paths[self._i], self.names[self._i]
             if self._chunks is None:
                 self._chunks = iter_file(path, batch_rows=self.batch_rows, max_block_rows=self.max_block_rows,
-                                         name=name, progressive=True)
+                                         name=name, progressive=True, mapping=self.mapping)
                 self._row = 0
             try:
                 chunk = next(self._chunks, None)

@@ -1,0 +1,264 @@
+"""`streamembed embed` and the directory daemon against the I/O-only ceiling and a hand-written script.
+
+    python benchmarks/bench_file_ceiling.py [--objects 300000] [--landmarks 500] [--dims 10] [--repeat 5]
+                                            [--formats arrows,parquet-fsb,parquet-list] [--no-daemon]
+                                            [--tree PATH] [--json OUT.json]
+
+Every command is a whole process (``python``, this interpreter, ``PYTHONPATH``
+= the tree), run one after the other on the same input in the page cache, in
+rounds; each round runs every command once, in a rotating order, and the
+ratios are taken within a round (the machine is shared: only ratios of one
+round mean anything; the table gives their median and range over the rounds).
+Per input format (Arrow IPC stream; Parquet in the fast ``fixed_size_binary``
+layout; Parquet ``fixed_size_list<float32>``):
+
+* ``embed``: ``streamembed embed IN -m model.npz -o OUT --progress never``;
+* ``ceiling``: the I/O-only ceiling (:data:`CEILING`): memory-map the input,
+  read it, and write an output of the same rows *and schema* as ``embed``'s
+  (its schema is read from ``embed``'s output) with no computation: float
+  columns are copies of input columns (they compress like real values; a zero
+  output compresses to nothing), strings are the ids, the rest constants;
+  zstd Parquet with the same dictionary choices and row groups;
+* ``script``: the 15-line program a user would write (:data:`SCRIPT`):
+  memory-mapped read, ``LandmarkMDS.transform`` per record batch, write id +
+  float32 ``y`` as zstd Parquet;
+* ``daemon`` (Arrow IPC only): ``streamembed run`` on a directory holding the
+  file, batch mode (``directory.exit_when_idle``), the default drift monitor,
+  whole process; ``daemon-startup`` is the same command on an empty directory.
+
+Targets (issue 27): ``ceiling / embed >= 0.8`` and ``script / embed >= 1.2``
+for Arrow IPC and fast-layout Parquet, ``ceiling / daemon >= 0.6``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+HERE = Path(__file__).resolve().parents[1]
+
+#: The I/O-only ceiling: read IN (memory-mapped), write OUT with the schema of SCHEMA_FROM, no computation.
+CEILING = r"""
+import sys, numpy as np, pyarrow as pa, pyarrow.ipc as ipc, pyarrow.parquet as pq
+src, out, schema_from = sys.argv[1:4]
+schema = pq.read_schema(schema_from)
+if src.endswith(".parquet"):
+    batches = pq.ParquetFile(pa.memory_map(src)).iter_batches(batch_size=65536)
+else:
+    f = pa.memory_map(src)
+    r = ipc.open_file(f) if f.read(6) == b"ARROW1" else None
+    batches = (r.get_batch(i) for i in range(r.num_record_batches)) if r else (f.seek(0), ipc.open_stream(f))[1]
+def values(col, m):
+    if pa.types.is_fixed_size_binary(col.type):
+        return np.frombuffer(col.buffers()[1], np.float32, m * col.type.byte_width // 4).reshape(m, -1)
+    return col.flatten().to_numpy().reshape(m, -1)
+writer, k = None, 0
+for b in batches:
+    m = b.num_rows
+    A = values(b.column(b.schema.get_field_index("dissimilarities")), m)
+    cols = []
+    for f in schema:
+        t = f.type
+        if pa.types.is_string(t):
+            cols.append(b.column(b.schema.get_field_index("id")))
+        elif pa.types.is_fixed_size_list(t):
+            cols.append(pa.FixedSizeListArray.from_arrays(pa.array(A[:, :t.list_size].astype(t.value_type.to_pandas_dtype()).ravel()), t.list_size))
+        elif pa.types.is_floating(t):
+            cols.append(pa.array(A[:, k % A.shape[1]].astype(t.to_pandas_dtype()))); k += 1
+        elif pa.types.is_dictionary(t):
+            cols.append(pa.DictionaryArray.from_arrays(pa.array(np.zeros(m, t.index_type.to_pandas_dtype())), pa.array(["projection"])).cast(t))
+        elif pa.types.is_list(t):
+            cols.append(pa.array([[]] * m, t))
+        else:
+            cols.append(pa.array(np.zeros(m, np.int64)).cast(t))
+    k = 0
+    if writer is None:
+        dictionary = [f.name for f in schema if not (pa.types.is_floating(t := f.type) or pa.types.is_fixed_size_list(t))]
+        writer = pq.ParquetWriter(out, schema, compression="zstd", use_dictionary=dictionary)
+    writer.write_batch(pa.RecordBatch.from_arrays(cols, schema=schema))
+writer.close()
+"""
+
+#: The program a user would write: memory-mapped read, LandmarkMDS.transform, write id + float32 y (zstd Parquet).
+SCRIPT = r"""
+import sys, numpy as np, pyarrow as pa, pyarrow.ipc as ipc, pyarrow.parquet as pq
+from streamembed import LandmarkMDS
+src, model, out = sys.argv[1:4]
+est = LandmarkMDS.load(model)
+if src.endswith(".parquet"):
+    batches = pq.ParquetFile(pa.memory_map(src)).iter_batches(batch_size=65536)
+else:
+    f = pa.memory_map(src)
+    r = ipc.open_file(f) if f.read(6) == b"ARROW1" else None
+    batches = (r.get_batch(i) for i in range(r.num_record_batches)) if r else (f.seek(0), ipc.open_stream(f))[1]
+ids, ys = [], []
+for b in batches:
+    col = b.column(b.schema.get_field_index("dissimilarities"))
+    if pa.types.is_fixed_size_binary(col.type):
+        A = np.frombuffer(col.buffers()[1], np.float32, len(col) * col.type.byte_width // 4).reshape(len(col), -1)
+    else:
+        A = col.flatten().to_numpy().reshape(len(col), -1)
+    ys.append(est.transform(A).astype(np.float32)); ids.append(b.column(b.schema.get_field_index("id")))
+Y = np.concatenate(ys)
+y = pa.FixedSizeListArray.from_arrays(pa.array(Y.ravel()), Y.shape[1])
+pq.write_table(pa.table({"id": pa.chunked_array(ids), "y": y}), out, compression="zstd")
+"""
+
+
+def _env(tree: Path, **more: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMEMBED_")}
+    env["PYTHONPATH"] = str(tree)
+    env.update(more)
+    return env
+
+
+def _run(tree: Path, args: list[str], cwd: Path, ok: tuple[int, ...] = (0,), **env: str) -> float:
+    """Wall seconds of one whole process (``nice``d as the caller is)."""
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, *args], env=_env(tree, **env), cwd=cwd, capture_output=True, text=True,
+                       timeout=1800)
+    seconds = time.perf_counter() - t0
+    if r.returncode not in ok:
+        raise RuntimeError(f"{' '.join(args[:4])} exited {r.returncode}:\n{r.stderr[-3000:]}")
+    return seconds
+
+
+def make_inputs(base: Path, m: int, n: int, d: int, formats: list[str]) -> dict[str, Path]:
+    """The model and the input files (the same rows in every format)."""
+    from scipy.spatial.distance import cdist
+
+    rng = np.random.default_rng(0)
+    L = rng.standard_normal((n, 20)) * 3.0
+    np.save(base / "D.npy", cdist(L, L))
+    A = np.empty((m, n), dtype=np.float32)
+    for s in range(0, m, 65536):
+        e = min(m, s + 65536)
+        A[s:e] = cdist(rng.standard_normal((e - s, 20)) * 3.0, L)
+    ids = pa.array([f"o{i}" for i in range(m)], pa.string())
+    paths = {}
+    for fmt in formats:
+        if fmt == "arrows":
+            table = pa.table({"id": ids, "dissimilarities": pa.FixedSizeListArray.from_arrays(pa.array(A.ravel()), n)})
+            paths[fmt] = base / "in.arrows"
+            with pa.OSFile(str(paths[fmt]), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as w:
+                for b in table.to_batches(max_chunksize=8192):
+                    w.write_batch(b)
+        else:
+            if fmt == "parquet-fsb":
+                col = pa.FixedSizeBinaryArray.from_buffers(pa.binary(4 * n), m, [None, pa.py_buffer(A)])
+            else:
+                col = pa.FixedSizeListArray.from_arrays(pa.array(A.ravel()), n)
+            paths[fmt] = base / f"in-{fmt}.parquet"
+            pq.write_table(pa.table({"id": ids, "dissimilarities": col}), paths[fmt], compression="none",
+                           row_group_size=65536, use_dictionary=["id"])
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--objects", type=int, default=300_000)
+    ap.add_argument("--landmarks", type=int, default=500)
+    ap.add_argument("--dims", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--formats", default="arrows,parquet-fsb,parquet-list")
+    ap.add_argument("--no-daemon", dest="daemon", action="store_false")
+    ap.add_argument("--tree", type=Path, default=HERE, help="the checkout whose streamembed runs (default: this one)")
+    ap.add_argument("--embed-args", default="", help="extra arguments for streamembed embed (e.g. '--schema-version 1')")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    tree = args.tree.resolve()
+    formats = [f for f in args.formats.split(",") if f]
+    m = args.objects
+    times: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-ceiling-") as tmp:
+        base = Path(tmp)
+        paths = make_inputs(base, m, args.landmarks, args.dims, formats)
+        model = base / "model.npz"
+        _run(tree, ["-m", "streamembed", "fit", "--dissimilarities", str(base / "D.npy"), "--n-components",
+                    str(args.dims), "-o", str(model)], base)
+        (base / "dir").mkdir()
+        (base / "empty").mkdir()
+        if "arrows" in paths:
+            os.link(paths["arrows"], base / "dir" / "in.arrows")
+        daemon_env = {"STREAMEMBED_MODEL__PATH": str(model), "STREAMEMBED_SOURCE__KIND": "directory",
+                      "STREAMEMBED_DIRECTORY__SETTLE_SECONDS": "0", "STREAMEMBED_DIRECTORY__EXIT_WHEN_IDLE": "true",
+                      "STREAMEMBED_METRICS__ENABLED": "false", "STREAMEMBED_LOGGING__LEVEL": "WARNING"}
+        extra = args.embed_args.split()
+
+        def commands(fmt: str, rnd: int) -> dict[str, list]:
+            src, out = str(paths[fmt]), base / f"out-{fmt}-{rnd}"
+            cmds = {
+                f"{fmt} embed": [["-m", "streamembed", "embed", src, "-m", str(model), "-o", f"{out}-embed.parquet",
+                                  "--progress", "never", *extra], {}],
+                f"{fmt} ceiling": [["-c", CEILING, src, f"{out}-ceiling.parquet", str(base / f"schema-{fmt}.parquet")],
+                                   {}],
+                f"{fmt} script": [["-c", SCRIPT, src, str(model), f"{out}-script.parquet"], {}],
+            }
+            if fmt == "arrows" and args.daemon:
+                cmds["arrows daemon"] = [["-m", "streamembed", "run"], dict(
+                    STREAMEMBED_DIRECTORY__PATH=str(base / "dir"), STREAMEMBED_OUTPUT__ROOT=str(base / f"root-{rnd}"),
+                    **daemon_env)]
+                cmds["arrows daemon-startup"] = [["-m", "streamembed", "run"], dict(
+                    STREAMEMBED_DIRECTORY__PATH=str(base / "empty"),
+                    STREAMEMBED_OUTPUT__ROOT=str(base / f"empty-{rnd}"), **daemon_env)]
+            return cmds
+
+        for fmt in formats:  # warm-up: the page cache, and the output schema the ceiling copies
+            warm = base / f"schema-{fmt}.parquet"
+            _run(tree, ["-m", "streamembed", "embed", str(paths[fmt]), "-m", str(model), "-o", str(warm),
+                        "--progress", "never", *extra], base)
+            got = pq.ParquetFile(warm).metadata.num_rows
+            if got != m:
+                raise RuntimeError(f"embed wrote {got} of {m} rows")
+        for rnd in range(args.repeat):
+            order = [(name, cmd) for fmt in formats for name, cmd in commands(fmt, rnd).items()]
+            k = rnd % len(order)
+            for name, (cmd, env) in order[k:] + order[:k]:
+                times.setdefault(name, []).append(_run(tree, cmd, base, ok=(0, 1), **env))
+            for p in base.glob(f"out-*-{rnd}-*.parquet"):
+                p.unlink()
+            print(f"round {rnd + 1}/{args.repeat} done", file=sys.stderr, flush=True)
+
+    def ratios(num: str, den: str) -> list[float]:
+        return [a / b for a, b in zip(times[num], times[den])]
+
+    print(f"{m:,} objects x {args.landmarks} landmarks float32, projection, d = {args.dims}; {args.repeat} rounds; "
+          f"tree {tree}\n")
+    print("| input | embed s (median) | ceiling s | script s | ceiling / embed (median, range) | "
+          "script / embed (median, range) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    summary: dict[str, object] = {"times": times}
+    for fmt in formats:
+        e, c, s = (f"{fmt} {w}" for w in ("embed", "ceiling", "script"))
+        rc, rs = ratios(c, e), ratios(s, e)
+        summary[fmt] = {"ceiling_over_embed": rc, "script_over_embed": rs}
+        print(f"| {fmt} | {statistics.median(times[e]):.2f} | {statistics.median(times[c]):.2f} | "
+              f"{statistics.median(times[s]):.2f} | {statistics.median(rc):.2f} ({min(rc):.2f}-{max(rc):.2f}) | "
+              f"{statistics.median(rs):.2f} ({min(rs):.2f}-{max(rs):.2f}) |")
+    if "arrows" in formats and args.daemon:
+        rd = ratios("arrows ceiling", "arrows daemon")
+        net = [c / max(dm - st, 1e-3) for c, dm, st in zip(times["arrows ceiling"], times["arrows daemon"],
+                                                            times["arrows daemon-startup"])]
+        summary["daemon"] = {"ceiling_over_daemon": rd, "ceiling_over_daemon_net_of_startup": net}
+        print(f"\ndirectory daemon (arrows, whole process): {statistics.median(times['arrows daemon']):.2f} s, "
+              f"start-up alone {statistics.median(times['arrows daemon-startup']):.2f} s; ceiling / daemon "
+              f"{statistics.median(rd):.2f} ({min(rd):.2f}-{max(rd):.2f}); net of start-up "
+              f"{statistics.median(net):.2f} ({min(net):.2f}-{max(net):.2f})")
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

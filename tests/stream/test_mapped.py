@@ -1,0 +1,101 @@
+"""Memory-mapped inputs: which files are mapped, the same chunks as a copied read, zero-copy vectors, changes seen."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from streamembed.stream.mapped import published_by_rename, should_map
+from streamembed.stream.readers import FileChanged, iter_file, open_input
+
+from .helpers import input_table, write_arrow, write_jsonl, write_parquet
+
+N = 6
+
+
+def _table(m: int) -> pa.Table:
+    A = np.arange(m * N, dtype=np.float32).reshape(m, N) / 7.0
+    return input_table([f"r{i}" for i in range(m)], A, event_time=False)
+
+
+def _write(tmp_path: Path, kind: str, m: int = 40) -> Path:
+    t = _table(m)
+    if kind == "parquet":
+        return write_parquet(tmp_path / "x.parquet", t, row_group_size=9)
+    if kind == "arrow-file":
+        return write_arrow(tmp_path / "x.arrow", t, file_format=True, chunk=7)
+    return write_arrow(tmp_path / "x.arrows", t, chunk=7)
+
+
+def _age_mtime(path: Path) -> None:
+    """Restore an older modification time (as ``cp -p`` or ``rsync`` do): the inode changed after the last write."""
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 10**9))
+
+
+def test_modes_select_files(tmp_path: Path) -> None:
+    arrows = _write(tmp_path, "arrow-stream")
+    jsonl = write_jsonl(tmp_path / "x.jsonl", [{"id": "a", "dissimilarities": [1.0] * N}])
+    empty = tmp_path / "e.parquet"
+    empty.write_bytes(b"")
+    st = arrows.stat()
+    assert not should_map(arrows, st, "never") and should_map(arrows, st, "always")
+    assert not should_map(jsonl, jsonl.stat(), "always") and not should_map(empty, empty.stat(), "always")
+    # written in place, just now: copied; its modification time restored afterwards (inode changed since): mapped
+    assert not published_by_rename(st) and not should_map(arrows, st, "auto")
+    _age_mtime(arrows)
+    assert published_by_rename(arrows.stat()) and should_map(arrows, arrows.stat(), "auto")
+    with pytest.raises(ValueError, match="mmap mode"):
+        should_map(arrows, st, "sometimes")
+
+
+@pytest.mark.parametrize("kind", ["parquet", "arrow-stream", "arrow-file"])
+def test_a_mapped_file_reads_as_the_copied_one_with_vectors_in_place(tmp_path: Path, kind: str) -> None:
+    path = _write(tmp_path, kind)
+    copied = list(iter_file(path, batch_rows=10))
+    mapped = list(iter_file(path, batch_rows=10, mapping="always"))
+    assert [(c.start_row, c.end_row) for c in mapped] == [(c.start_row, c.end_row) for c in copied]
+    for a, b in zip(copied, mapped):
+        assert a.table.equals(b.table)
+    resumed = list(iter_file(path, batch_rows=10, start_row=13, mapping="always"))
+    assert resumed[0].start_row == 13 and resumed[0].table.column("id")[0].as_py() == "r13"
+    opened = open_input(path, mapping="always")
+    assert opened.mapped is not None
+    if kind != "parquet":  # Arrow IPC: the vectors are views of the mapping, the ids copies
+        lo = opened.mapped.data.ctypes.data
+        hi = lo + opened.mapped.data.size
+        chunk = next(iter(iter_file(path, batch_rows=10, opened=opened)))
+        values = chunk.table.column("dissimilarities").chunk(0).values.buffers()[1]
+        ids = chunk.table.column("id").chunk(0).buffers()[2]
+        assert lo <= values.address < hi and not lo <= ids.address < hi
+    opened.close()
+
+
+def test_never_and_a_file_written_in_place_are_copied(tmp_path: Path) -> None:
+    path = _write(tmp_path, "arrow-stream")
+    assert open_input(path, mapping="never").mapped is None
+    assert open_input(path, mapping="auto").mapped is None
+
+
+def test_a_mapped_file_that_grows_while_read_is_a_changed_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, "arrow-stream", m=40)
+    chunks = iter_file(path, batch_rows=10, mapping="always")
+    next(chunks)
+    with open(path, "ab") as f:  # appended in place (never truncated: that would be SIGBUS, hence the modes)
+        f.write(b"\0" * 64)
+    with pytest.raises(FileChanged, match="memory-mapped"):
+        list(chunks)
+
+
+def test_a_mapped_file_replaced_by_rename_is_read_to_its_end_as_it_was(tmp_path: Path) -> None:
+    path = _write(tmp_path, "arrow-stream", m=40)
+    chunks = iter_file(path, batch_rows=10, mapping="always")
+    first = next(chunks)
+    newer = write_arrow(tmp_path / "new.arrows", _table(3))
+    os.replace(newer, path)
+    rest = list(chunks)
+    assert first.start_row == 0 and rest[-1].end_row == 40
