@@ -55,8 +55,8 @@ def _encode(res, version: int, dtype=np.float64, lineage: str | None = "abc") ->
 def test_version_2_columns_types_and_metadata(dtype) -> None:
     out = _encode(_result(dtype=dtype), 2, dtype=dtype)
     want = pa.float32() if dtype == np.float32 else pa.float64()
-    assert out.schema.names == ["id", "y0", "y1", "beta", "unexplained", "k0", "t", "flag_bits", "model_version",
-                                "method", "event_time", "processed_at"]
+    assert out.schema.names == ["id", "y0", "y1", "beta", "unexplained", "k0", "t", "unexplained_placed", "flag_bits",
+                                "model_version", "method", "event_time", "processed_at"]
     for name in ("y0", "y1", "beta", "unexplained", "k0", "t"):
         assert out.schema.field(name).type == want, name
     assert out.schema.field("flag_bits").type == pa.int32()
