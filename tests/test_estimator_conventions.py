@@ -137,6 +137,22 @@ def test_a_similarity_matrix_given_as_dissimilarities_is_refused_with_the_hint()
     assert "similarity" not in str(err.value)
 
 
+def test_fit_dissimilarities_on_a_kernel_or_features_says_which_flag_was_meant(tmp_path, capsys) -> None:
+    # before: "D must have a zero diagonal" / "must be square", with no word of --similarities / --features
+    from streamembed.cli import main
+
+    K, _, _ = _kernel()
+    L, _ = _features(n=20, p=5)
+    np.save(tmp_path / "K.npy", K)
+    np.save(tmp_path / "F.npy", L)
+    out = str(tmp_path / "m.npz")
+    assert main(["fit", "--dissimilarities", str(tmp_path / "K.npy"), "-o", out]) == 2
+    assert f"did you mean --similarities {tmp_path / 'K.npy'}?" in capsys.readouterr().err
+    assert main(["fit", "--dissimilarities", str(tmp_path / "F.npy"), "-o", out]) == 2
+    assert f"fit them with --features {tmp_path / 'F.npy'}" in capsys.readouterr().err
+    assert main(["fit", "--similarities", str(tmp_path / "K.npy"), "-o", out]) == 0  # the hint's command works
+
+
 @pytest.mark.parametrize("name", ["digits", "iris", "stdlib_docstrings"])
 def test_squared_distances_fit_with_a_warning_and_distances_without(name: str, caplog) -> None:
     pytest.importorskip("sklearn")

@@ -109,7 +109,17 @@ def cmd_fit(args: argparse.Namespace) -> int:
     M, ids = read_matrix(path, "features" if features else "dissimilarities")
     N = M.shape[0]
     if not features and M.shape[1] != N:
-        raise Refused(f"{path}: a {'similarity' if sims else 'dissimilarity'} matrix must be square, got shape {M.shape}")
+        raise Refused(f"{path}: a {'similarity' if sims else 'dissimilarity'} matrix must be square, got shape {M.shape}"
+                      + ("" if sims else f"; if its rows are feature vectors, fit them with --features {path} "
+                         f"(and --metric)"))
+    if not features and not sims:
+        from streamembed.core.input_hints import looks_like_similarity
+
+        if looks_like_similarity(M):
+            i = int(np.argmax(np.abs(np.diagonal(M))))
+            raise Refused(f"{path}: a dissimilarity matrix has a zero diagonal, but D[{i}, {i}] = {M[i, i]:.6g} and "
+                          f"each diagonal entry bounds its row as in a similarity (kernel) matrix: did you mean "
+                          f"--similarities {path}?")
     M_select = M
     if sims:  # landmarks are chosen on the equivalent dissimilarities (docs/math.md §2)
         from streamembed.core.kernel_input import check_similarity_matrix, landmark_dissimilarities
