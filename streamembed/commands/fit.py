@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from streamembed.commands import EXIT_OK, Refused
+from streamembed.core.metric_map import LANDMARK_MAPS
 
 __all__ = ["cmd_fit", "read_matrix"]
 
@@ -196,8 +197,9 @@ def add_parser(add: Any) -> None:
                    help="landmark Isomap: geodesic distances through the K-nearest-neighbour graph (docs/math.md §3)")
     f.add_argument("--correction", choices=("none", "cailliez"), default="none",
                    help="non-Euclidean correction: cailliez adds the constant making the kernel PSD")
-    f.add_argument("--landmark-map", choices=("cmds", "smacof", "sammon"), default="cmds",
-                   help="refine the landmark map by SMACOF or Sammon (needs --method stress or l1)")
+    f.add_argument("--landmark-map", choices=LANDMARK_MAPS, default="cmds",
+                   help="refine the landmark map by SMACOF or Sammon, or fit an ordinal one (nonmetric: only the "
+                        "order of the dissimilarities counts); needs --method stress or l1")
     f.add_argument("--seed", type=int, default=0, help="seed of the landmark selection (default 0)")
     f.add_argument("-o", "--output", required=True, metavar="MODEL.npz", help="where to write the model")
     f.add_argument("--landmarks-out", metavar="FILE", help="also write the landmark ids in model order, one per line")
