@@ -248,7 +248,7 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
         self.model_ = fit_model(M, **self._fit_kwargs(), landmark_ids=landmark_ids)
         self.landmark_indices_ = idx
         self._n_fit_objects = n_objects if idx is not None else None
-        self._feature_names = None
+        self._feature_names: np.ndarray | None = None
         if self.input == "dissimilarity" and self.landmark_map != "nonmetric":  # an ordinal map needs the order only
             evidence = input_hints.squared_evidence(M)
             if evidence.likely:
@@ -512,7 +512,7 @@ def _takes_features(est: LandmarkMDS, X: object) -> bool:
     names, fitted = column_names(X), est.__dict__.get("_feature_names")
     if names is not None and fitted is not None:
         return set(names) == set(fitted)
-    shape = np.shape(X)  # type: ignore[arg-type]
+    shape = np.shape(X)  # type: ignore[call-overload]
     width = shape[1] if len(shape) == 2 else None
     p = int(model.features.shape[1])
     if width == p and width in (model.n_landmarks, model.input_width):

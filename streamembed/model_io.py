@@ -223,7 +223,7 @@ def _map_transform(files: dict[str, np.ndarray], kind: str) -> MonotoneTransform
     if (kind == "nonmetric") != (x is not None and y is not None):
         raise ValueError(f"landmark_map={kind!r} " + ("needs" if kind == "nonmetric" else "cannot have")
                          + " the monotone transformation's knots map_transform_x and map_transform_y")
-    return None if x is None else MonotoneTransform(knots_x=x, knots_y=y)
+    return None if x is None or y is None else MonotoneTransform(knots_x=x, knots_y=y)
 
 
 def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[LandmarkModel, dict[str, Any]]:

@@ -73,9 +73,9 @@ def in_model_order(X: object, ids: np.ndarray, *, named: bool, width: int, what:
     if names is None:
         return X
     if not named:
-        order = "the model's landmark order" if what == "landmark ids" else "the order of fit"
+        taken = "the model's landmark order" if what == "landmark ids" else "the order of fit"
         warnings.warn(f"X has feature names, but LandmarkMDS was fitted without {what}; its columns are taken "
-                      f"in {order}", UserWarning, stacklevel=3)
+                      f"in {taken}", UserWarning, stacklevel=3)
         return X
     ids_list = [str(x) for x in ids]
     cols = [str(c) for c in names]

@@ -17,7 +17,6 @@ from streamembed.core.errors import InputError, ModelFileError
 from streamembed.core.flags import FLAG_NOT_CONVERGED
 from streamembed.core.metric_map import LANDMARK_MAPS, MAP_RTOL, map_stress, refine_map
 from streamembed.core.ordinal_map import MonotoneTransform, OrdinalProblem, kruskal_stress1, rank_start
-from streamembed.core.procrustes import orthogonal_procrustes_align
 
 #: Strictly increasing transforms with g(0) = 0 (a dissimilarity matrix keeps its zero diagonal).
 INCREASING = {"expm1": np.expm1, "cube": lambda x: x**3, "log1p": np.log1p, "sqrt": np.sqrt}
