@@ -172,6 +172,24 @@ def test_grid_search_over_n_components_picks_the_known_dimension_not_the_largest
     assert np.all(np.diff(energy) > 0)  # the old score keeps rising: it cannot choose d
 
 
+def test_grid_search_on_iris_picks_the_dimension_pca_likelihood_and_minkas_estimate_agree_on() -> None:
+    # real data: iris's 4 features, whose dimension by Minka's PCA(n_components="mle") is 3
+    from sklearn.decomposition import PCA
+
+    from streamembed.evaluation.datasets import load_dataset
+
+    ds = load_dataset("iris")
+    assert PCA(n_components="mle").fit(ds.X).n_components_ == 3
+    D = ds.dissimilarities()
+    cv = KFold(5, shuffle=True, random_state=0)
+    search = GridSearchCV(LandmarkMDS(), {"n_components": [1, 2, 3, 4]}, cv=cv).fit(D)
+    assert search.best_params_ == {"n_components": 3}, search.cv_results_["mean_test_score"]
+    # the share of energy explained, the score before, picks the largest d of the grid
+    energy = [np.mean([LandmarkMDS(d).fit(D[np.ix_(tr, tr)]).explained_energy(D[np.ix_(te, tr)])
+                       for tr, te in cv.split(D)]) for d in (1, 2, 3, 4)]
+    assert int(np.argmax(energy)) == 3
+
+
 def test_score_is_scikit_learns_pca_score_for_euclidean_features() -> None:
     from sklearn.decomposition import PCA
 
