@@ -28,6 +28,9 @@ SCRIPTS = {
     "refit_policies.py": (["--seeds", "1", "--policies", "none,adaptive", "--datasets", "digits"],
                           "| digits | new classes, abrupt | adaptive |"),
     "bench_consistency.py": (["--quick"], "Total false alarms: 0"),
+    "choose_n_components.py": (["--datasets", "flat3,iris", "--n", "120", "--grid", "1,2,3,4", "--folds", "3"],
+                               "| flat3 | 120 | 3 | 3 |"),
+    "bench_input_hints.py": (["--datasets", "iris,wine", "--n", "100"], "Wrong calls: 0"),
 }
 
 
