@@ -31,6 +31,7 @@ SCRIPTS = {
     "choose_n_components.py": (["--datasets", "flat3,iris", "--n", "120", "--grid", "1,2,3,4", "--folds", "3"],
                                "| flat3 | 120 | 3 | 3 |"),
     "bench_input_hints.py": (["--datasets", "iris,wine", "--n", "100"], "Wrong calls: 0"),
+    "nonmetric_vs_sklearn.py": (["--datasets", "iris", "--n", "60"], "(within 1 %: yes)"),
 }
 
 
