@@ -343,7 +343,11 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
                               width=model.input_width)
 
     def transform_block(self, A: object, C: object) -> np.ndarray:
-        """Multi-point RR of a block: A (m, n), C (m, m) mutual dissimilarities -> (m, d)."""
+        """Multi-point RR of a block: A (m, n), C (m, m) mutual dissimilarities -> (m, d).
+
+        For a similarity model C holds similarities and its diagonal is k(z, z): block methods need no
+        ``self_similarity``.
+        """
         return self.embed(A, C).y
 
     def transform_blocks(self, A: object, C_list: Any) -> np.ndarray:
