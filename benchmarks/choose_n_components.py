@@ -110,8 +110,8 @@ def cv_scores(D: np.ndarray, X: np.ndarray | None, grid: list[int], folds: int, 
             try:
                 est.fit(D[np.ix_(train, train)])
             except ValueError:
-                for key in out:
-                    out[key][gi] = np.nan
+                for scores in out.values():
+                    scores[gi] = np.nan
                 continue
             A = D[np.ix_(test, train)]
             out["ppca"][gi] += est.score(A) / folds
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         geo = 10 if name.endswith("-isomap") else None
         sc = cv_scores(D, X, grid, args.folds, geo)
 
-        def pick(key: str) -> str:
+        def pick(key: str, sc: dict = sc) -> str:
             if key not in sc:
                 return "—"
             v = sc[key]

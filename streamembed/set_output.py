@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SetOutputMixin", "OUTPUT_KINDS"]
+__all__ = ["OUTPUT_KINDS", "SetOutputMixin"]
 
 #: What ``set_output(transform=...)`` accepts.
 OUTPUT_KINDS = ("default", "pandas", "polars")

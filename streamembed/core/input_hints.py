@@ -25,8 +25,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["looks_like_similarity", "triangle_violations", "SquaredEvidence", "squared_evidence",
-           "N_TRIANGLES", "MIN_VIOLATION_SHARE", "SQRT_RATIO"]
+__all__ = [
+    "MIN_VIOLATION_SHARE",
+    "N_TRIANGLES",
+    "SQRT_RATIO",
+    "SquaredEvidence",
+    "looks_like_similarity",
+    "squared_evidence",
+    "triangle_violations",
+]
 
 #: Triangles (i, j, k) sampled to count violations.
 N_TRIANGLES = 50_000

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ppca_loglik", "SIGMA2_FLOOR"]
+__all__ = ["SIGMA2_FLOOR", "ppca_loglik"]
 
 #: σ² is at least this share of the largest covariance eigenvalue (d = r leaves no discarded eigenvalue).
 SIGMA2_FLOOR = 1e-12
@@ -48,7 +48,7 @@ def ppca_loglik(y: np.ndarray, unexplained: np.ndarray, eigenvalues: np.ndarray,
         n_landmarks: n.
     """
     y = np.asarray(y, dtype=np.float64)
-    m, d = y.shape
+    d = y.shape[1]
     lam = np.asarray(eigenvalues, dtype=np.float64)
     r = int(lam.size)
     s = lam / float(max(n_landmarks - 1, 1))  # scikit-learn's unbiased explained_variance_

@@ -7,6 +7,8 @@ scikit-learn's ``IsotonicRegression`` for the disparities, strictly increasing t
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
@@ -16,7 +18,12 @@ from streamembed.core.criteria import solve_stress, stress_objective
 from streamembed.core.errors import InputError, ModelFileError
 from streamembed.core.flags import FLAG_NOT_CONVERGED
 from streamembed.core.metric_map import LANDMARK_MAPS, MAP_RTOL, map_stress, refine_map
-from streamembed.core.ordinal_map import MonotoneTransform, OrdinalProblem, kruskal_stress1, rank_start
+from streamembed.core.ordinal_map import (
+    MonotoneTransform,
+    OrdinalProblem,
+    kruskal_stress1,
+    rank_start,
+)
 
 #: Strictly increasing transforms with g(0) = 0 (a dissimilarity matrix keeps its zero diagonal).
 INCREASING = {"expm1": np.expm1, "cube": lambda x: x**3, "log1p": np.log1p, "sqrt": np.sqrt}
@@ -105,7 +112,7 @@ def test_the_criterion_never_increases_along_the_iteration() -> None:
     prob = OrdinalProblem(D)
     values = [prob.criterion(cdist(r.X, r.X)) for r in (refine_map(X0, D, "nonmetric", max_iter=k, rtol=0.0)
                                                        for k in range(0, 60, 3))]
-    assert all(b <= a * (1 + 1e-12) for a, b in zip(values, values[1:]))
+    assert all(b <= a * (1 + 1e-12) for a, b in itertools.pairwise(values))
     assert values[-1] < 0.9 * values[0]
 
 
