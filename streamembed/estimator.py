@@ -6,9 +6,16 @@ parameters untouched, ``fit(X, y=None)`` validates them and sets ``model_``
 fitted attribute ends in ``_`` and reads from ``model_``; methods used before
 ``fit`` raise ``NotFittedError``. ``get_params(deep=True)``, ``set_params``,
 ``fit_transform`` and ``score`` make it work with ``clone``, ``Pipeline`` and
-``GridSearchCV``; ``__sklearn_tags__`` declares pairwise input (X is a
-dissimilarity matrix: rows are objects, columns the landmarks), so model
-selection slices both axes (``streamembed.sklearn``).
+``GridSearchCV``; ``set_output`` and ``get_feature_names_out`` come from
+``streamembed.set_output``. With ``metric="precomputed"`` (the default)
+``__sklearn_tags__`` declares pairwise input (X is a dissimilarity matrix:
+rows are objects, columns the landmarks), so model selection slices both
+axes (``streamembed.sklearn``); any other ``metric`` makes X feature vectors.
+
+Landmark ids: the ids given, a DataFrame's column names, or else the row
+numbers of the fit data, "0", "1", ... (as ``streamembed fit``); ids equal to
+the row numbers, or to "L0", "L1", ... (the default of models saved before
+0.x), mean "fitted without ids" (``named_columns.default_ids``).
 """
 
 from __future__ import annotations
@@ -20,14 +27,16 @@ from typing import Any, Literal
 import numpy as np
 import scipy.spatial.distance
 
-from .core import kernel_input, validation
+from .core import input_hints, kernel_input, validation
 from .core.bounds import WindowBounds
 from .core.errors import InputError, NotFittedError
+from .core.likelihood import ppca_loglik
 from .core.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS, select_landmarks
 from .core.metric_map import LANDMARK_MAPS
 from .core.model import CORRECTIONS, INPUTS, METHODS, LandmarkModel, Method, fit_model
 from .core.result import EmbeddingResult
 from .named_columns import column_names, default_ids, in_model_order
+from .set_output import SetOutputMixin
 
 __all__ = ["LandmarkMDS", "METHODS"]
 
@@ -50,18 +59,30 @@ class _FittedAttributes:
     embedding_ = _fitted("embedding", "(n, d) landmark configuration in the output frame")
     @property
     def n_features_in_(self) -> int:
-        """Columns of X seen by fit: the n landmarks, or all N objects when ``n_landmarks`` chose among them."""
+        """Columns of X seen by fit: the n landmarks, all N objects when ``n_landmarks`` chose among them, or p
+        features (``metric`` other than "precomputed")."""
+        model = self._model()
+        if model.features is not None and self.__dict__.get("metric", "precomputed") != "precomputed":
+            return int(model.features.shape[1])
         n_objects = self.__dict__.get("_n_fit_objects")
-        return self._model().n_landmarks if n_objects is None else int(n_objects)
+        return model.n_landmarks if n_objects is None else int(n_objects)
 
     @property
     def feature_names_in_(self) -> np.ndarray:
-        """(n,) object array: the landmark ids, for a model fitted with ids (else there is no such attribute).
+        """(k,) object array: the column names ``transform`` checks (else there is no such attribute).
 
-        DataFrames handed to ``transform``/``embed`` with string column names
-        must name exactly these ids; any order of them is put in model order.
+        A feature-mode model fitted on a DataFrame: its feature names. Any other
+        model fitted with landmark ids: the ids; DataFrames handed to
+        ``transform``/``embed`` with string column names must name exactly these
+        ids, in any order (it is put in model order).
         """
-        ids = self._model().landmark_ids
+        names = self.__dict__.get("_feature_names")
+        if names is not None:
+            return names.copy()
+        model = self._model()
+        if model.features is not None and self.__dict__.get("metric", "precomputed") != "precomputed":
+            raise AttributeError("feature_names_in_: this LandmarkMDS was fitted on features without column names")
+        ids = model.landmark_ids
         if default_ids(ids):
             raise AttributeError("feature_names_in_: this LandmarkMDS was fitted without landmark ids")
         return np.asarray([str(x) for x in ids], dtype=object)
@@ -111,7 +132,7 @@ class _FittedAttributes:
 
 
 
-class LandmarkMDS(_FittedAttributes):
+class LandmarkMDS(SetOutputMixin, _FittedAttributes):
     """Classical MDS of landmarks plus out-of-sample embedding of new objects.
 
     Args:
@@ -124,8 +145,7 @@ class LandmarkMDS(_FittedAttributes):
             None: every positive eigenvalue with the full eigensolver, else a
             documented truncation (``cmds.default_partial_rank``), which makes
             k0 an upper bound.
-        eigensolver: "auto" (full LAPACK up to 1500 landmarks, partial above),
-            "full" or "partial".
+        eigensolver: "auto" (full LAPACK up to 1500 landmarks, partial above), "full" or "partial".
         n_threads: threads for the projection hot path (default: up to 2).
         random_state: seed for the block solver's perturbed starts.
         input: "dissimilarity" (default) or "similarity": ``fit`` takes an (n, n)
@@ -136,22 +156,28 @@ class LandmarkMDS(_FittedAttributes):
             through the landmarks' k-nearest-neighbour graph (``core.geodesic``).
         correction: "none" (negative eigenvalues are dropped) or "cailliez"
             (the additive constant that makes the landmark kernel PSD, ``core.cailliez``).
-        landmark_map: "cmds" (classical MDS), or "smacof" / "sammon": the CMDS
-            configuration refined by metric MDS (``core.metric_map``); a refined
-            map needs method "stress" or "l1".
+        landmark_map: "cmds" (classical MDS), "smacof" / "sammon" (the CMDS
+            configuration refined by metric MDS, ``core.metric_map``) or
+            "nonmetric" (ordinal MDS: Kruskal's stress-1 with monotone regression,
+            ``core.ordinal_map``); a refined map needs method "stress" or "l1".
         n_landmarks: None (every object ``fit`` sees is a landmark), or n: ``fit``
             takes all N objects, (N, N), and keeps n of them as landmarks, chosen by
             ``landmark_selection``; ``transform`` then takes rows of dissimilarities to
             all N (their landmark columns are used) or to the n landmarks.
         landmark_selection: how ``n_landmarks`` are chosen (``core.landmarks.select_landmarks``;
             default "max-variance", measured in docs/landmarks.md), seeded by ``random_state``.
+        metric: "precomputed" (default: X holds dissimilarities, or similarities
+            for input="similarity"), or the scipy metric (for input="similarity":
+            the kernel of ``core.kernel_input.FEATURE_KERNELS``) of feature
+            vectors: then ``fit(X)`` is ``fit_features(X, metric)`` and
+            ``transform``/``score`` take feature rows (m, p).
 
     Fitted attributes (read from ``model_``):
         model_ (LandmarkModel), embedding_ (n, d), eigenvalues_ (d,), spectrum_,
         negative_share_, n_landmarks_, landmark_ids_ (n,) str, feature_names_in_
-        (the landmark ids, when fitted with ids), model_version_,
-        lineage_, input_width_, landmark_indices_ (rows of the fit data kept as landmarks, or
-        None), dissimilarities_ (n, n) or None,
+        (the landmark ids, when fitted with ids; a feature model's column names),
+        model_version_, lineage_, input_width_, landmark_indices_ (rows of the fit
+        data kept as landmarks, or None), dissimilarities_ (n, n) or None,
         landmark_features_ (n, p) or None, metric_, alignment_rotation_ (d, d)
         and alignment_shift_ (d,) (outputs are y·R + shift), and the input
         pipeline's state: landmark_self_similarity_, geodesic_distances_,
@@ -172,6 +198,7 @@ class LandmarkMDS(_FittedAttributes):
         landmark_map: str = "cmds",
         n_landmarks: int | None = None,
         landmark_selection: str = DEFAULT_LANDMARK_SELECTION,
+        metric: str = "precomputed",
     ):
         self.n_components = n_components
         self.method = method
@@ -185,26 +212,36 @@ class LandmarkMDS(_FittedAttributes):
         self.landmark_map = landmark_map
         self.n_landmarks = n_landmarks
         self.landmark_selection = landmark_selection
+        self.metric = metric
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X: object, y: object = None, *, landmark_ids: object = None) -> "LandmarkMDS":
         """Fit the landmark map from X (n, n) dissimilarities (not squared); ``y`` is ignored.
 
-        With ``input="similarity"``, X is an (n, n) symmetric similarity matrix.
-        ``landmark_ids`` (n,) names the landmarks (default: the column names of
-        a DataFrame X, else "L0", "L1", ...); a model fitted with ids has
-        ``feature_names_in_`` and checks the column names of the DataFrames it
-        embeds (``streamembed.named_columns``). With ``n_landmarks`` set, X holds
-        all N objects and ``landmark_ids`` (N,) names them (default: the column
-        names, else their row numbers "0", "1", ...); the chosen ones are kept.
+        With ``input="similarity"``, X is an (n, n) symmetric similarity matrix;
+        with a ``metric`` other than "precomputed", X (n, p) holds feature vectors
+        (``fit_features``). ``landmark_ids`` (n,) names the landmarks (default: the
+        column names of a DataFrame X, else the row numbers "0", "1", ...); a model
+        fitted with ids has ``feature_names_in_`` and checks the column names of
+        the DataFrames it embeds (``streamembed.named_columns``). With
+        ``n_landmarks`` set, X holds all N objects and ``landmark_ids`` (N,) names
+        them; the chosen ones are kept. Matrices that look like similarities are
+        refused with that hint; ones that look like squared distances fit with a
+        WARNING (``core.input_hints``).
         """
         self._check_params()
+        if self.metric != "precomputed":
+            return self.fit_features(X, metric=self.metric, landmark_ids=landmark_ids)
         names = column_names(X)
         if names is not None and landmark_ids is not None and [str(x) for x in landmark_ids] != list(names):
             raise InputError("landmark_ids and the column names of X name different landmarks")
         if landmark_ids is None and names is not None:
             landmark_ids = names
         M = validation.check_array(X, "D")
+        if self.input == "dissimilarity" and input_hints.looks_like_similarity(M):
+            i = int(np.argmax(np.abs(np.diagonal(M))))
+            raise InputError(f"D must have a zero diagonal: D[{i}, {i}] = {M[i, i]}; each diagonal entry is its "
+                             f"row's largest, as in a similarity matrix: fit it with input='similarity'")
         n_objects = M.shape[0]
         idx = _kept_landmarks(self, M=M)
         if idx is not None:
@@ -213,6 +250,11 @@ class LandmarkMDS(_FittedAttributes):
         self.model_ = fit_model(M, **self._fit_kwargs(), landmark_ids=landmark_ids)
         self.landmark_indices_ = idx
         self._n_fit_objects = n_objects if idx is not None else None
+        self._feature_names: np.ndarray | None = None
+        if self.input == "dissimilarity" and self.landmark_map != "nonmetric":  # an ordinal map needs the order only
+            evidence = input_hints.squared_evidence(M)
+            if evidence.likely:
+                log.warning("%s", evidence.message("D"))
         self._warn_fit()
         return self
 
@@ -236,17 +278,22 @@ class LandmarkMDS(_FittedAttributes):
                         "criterion change fell to %g (criterion %.6g); the map is not converged (map_converged_ is "
                         "False)", self.landmark_map, info["iterations"], info["tolerance"], info["criterion"])
 
-    def fit_features(self, X: object, metric: str = "euclidean", landmark_ids: object = None) -> "LandmarkMDS":
+    def fit_features(self, X: object, metric: str | None = None, landmark_ids: object = None) -> "LandmarkMDS":
         """Fit from landmark feature vectors X (n, p); distances by ``scipy.spatial.distance.cdist``.
 
-        With ``input="similarity"``, ``metric`` names a kernel of
+        ``metric`` defaults to the estimator's (or "euclidean" when that is
+        "precomputed"). With ``input="similarity"``, it names a kernel of
         ``core.kernel_input.FEATURE_KERNELS`` ("linear", "cosine", "rbf") instead.
+        ``transform`` then takes feature rows (m, p) as well as dissimilarity rows
+        (m, n), told apart by their width (p ≠ n; refused as ambiguous when p = n
+        unless ``metric`` is set on the estimator). A DataFrame's column names
+        become ``feature_names_in_``.
         """
         self._check_params()
-        X64 = validation.as_float_array(X, "X", 2).astype(np.float64)
-        if not np.isfinite(X64).all():
-            idx = np.argwhere(~np.isfinite(X64))[0]
-            raise InputError(f"X has a non-finite entry: X[{idx[0]}, {idx[1]}] = {X64[tuple(idx)]}")
+        if metric is None:
+            metric = "euclidean" if self.metric == "precomputed" else self.metric
+        names = column_names(X)
+        X64 = validation.check_array(X, "X").astype(np.float64)
         if self.input == "similarity":
             if metric not in kernel_input.FEATURE_KERNELS:
                 raise InputError(f"with input='similarity' the metric names a kernel, one of "
@@ -264,10 +311,11 @@ class LandmarkMDS(_FittedAttributes):
         self.model_ = fit_model(M, **self._fit_kwargs(), landmark_ids=landmark_ids, features=X64, metric=metric)
         self.landmark_indices_ = idx
         self._n_fit_objects = None  # feature-mode rows hold dissimilarities to the landmarks only
+        self._feature_names = names
         self._warn_fit()
         return self
 
-    def fit_transform(self, X: object, y: object = None, **fit_params: Any) -> np.ndarray:
+    def fit_transform(self, X: object, y: object = None, **fit_params: Any) -> Any:
         """``fit(X)`` then ``transform(X)``: the landmarks' own placements (n, d)."""
         return self.fit(X, y, **fit_params).transform(X)
 
@@ -279,28 +327,7 @@ class LandmarkMDS(_FittedAttributes):
                 "random_state": self.random_state, "n_threads": self.n_threads}
 
     def _check_params(self) -> None:
-        if self.method not in METHODS:
-            raise InputError(f"method must be one of {METHODS}, got {self.method!r}")
-        if (not isinstance(self.n_components, (int, np.integer)) or isinstance(self.n_components, bool)
-                or self.n_components < 1):
-            raise InputError(f"n_components must be a positive integer, got {self.n_components!r}")
-        if self.input not in INPUTS:
-            raise InputError(f"input must be one of {INPUTS}, got {self.input!r}")
-        k = self.geodesic_neighbors
-        if k is not None and (not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1):
-            raise InputError(f"geodesic_neighbors must be None or a positive integer, got {k!r}")
-        if self.correction not in CORRECTIONS:
-            raise InputError(f"correction must be one of {CORRECTIONS}, got {self.correction!r}")
-        if self.landmark_map not in LANDMARK_MAPS:
-            raise InputError(f"landmark_map must be one of {LANDMARK_MAPS}, got {self.landmark_map!r}")
-        n = self.n_landmarks
-        if n is not None and (not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 2):
-            raise InputError(f"n_landmarks must be None or an integer ≥ 2, got {n!r}")
-        if self.landmark_selection not in LANDMARK_SELECTIONS:
-            raise InputError(f"landmark_selection must be one of {LANDMARK_SELECTIONS}, got {self.landmark_selection!r}")
-        if self.landmark_map != "cmds" and self.method not in ("stress", "l1"):
-            raise InputError(f"method={self.method!r} needs the classical-MDS map; landmark_map="
-                             f"{self.landmark_map!r} places objects with method 'stress' or 'l1'")
+        _check_params(self)
 
     def _model(self) -> LandmarkModel:
         model = self.__dict__.get("model_")
@@ -312,13 +339,17 @@ class LandmarkMDS(_FittedAttributes):
         return "model_" in self.__dict__
 
     # ------------------------------------------------------------------ embedding
-    def transform(self, X: object) -> np.ndarray:
-        """Embed m objects from X (m, n) dissimilarities to the landmarks -> (m, d).
+    def transform(self, X: object, *, self_similarity: object = None) -> Any:
+        """Embed m objects from X (m, n) dissimilarities to the landmarks -> (m, d), in X's float dtype.
 
         A DataFrame whose columns are the landmark ids may give them in any
-        order (see ``feature_names_in_``).
+        order (see ``feature_names_in_``); a feature-mode model also takes
+        feature rows (m, p). ``self_similarity`` (m,): k(z, z) for a similarity
+        model's (m, n) rows. The output follows ``set_output`` (a DataFrame keeps X's index).
         """
-        return self.embed(self._rows(X)).y
+        A, dtype = _input_rows(self, X)
+        Y = self.embed(A, self_similarity=self_similarity).y
+        return self._wrap_output(Y.astype(dtype, copy=False), X)
 
     def _in_order(self, A: object) -> object:
         """A DataFrame named by landmark id in model order (checked); anything else as it is."""
@@ -326,21 +357,12 @@ class LandmarkMDS(_FittedAttributes):
         return in_model_order(A, model.landmark_ids, named=not default_ids(model.landmark_ids),
                               width=model.input_width)
 
-    def _rows(self, X: object) -> np.ndarray:
-        """X checked as a whole (``validation.check_array``) and against the landmarks, as scikit-learn expects."""
-        A = validation.check_array(self._in_order(X), "X")
-        model = self._model()
-        idx = self.__dict__.get("landmark_indices_")
-        if self.__dict__.get("_n_fit_objects") is not None and A.shape[1] == self.n_features_in_:
-            A = np.ascontiguousarray(A[:, idx])  # rows to every object fit saw: keep the landmarks' columns
-        if A.shape[1] not in (model.n_landmarks, model.input_width):
-            raise InputError(f"X has {A.shape[1]} features, but LandmarkMDS is expecting {model.n_landmarks} features "
-                             f"as input: one column per landmark, in the model's landmark order"
-                             + (" (or one more: k(z, z) last)" if model.input_width > model.n_landmarks else ""))
-        return A
-
     def transform_block(self, A: object, C: object) -> np.ndarray:
-        """Multi-point RR of a block: A (m, n), C (m, m) mutual dissimilarities -> (m, d)."""
+        """Multi-point RR of a block: A (m, n), C (m, m) mutual dissimilarities -> (m, d).
+
+        For a similarity model C holds similarities and its diagonal is k(z, z): block methods need no
+        ``self_similarity``.
+        """
         return self.embed(A, C).y
 
     def transform_blocks(self, A: object, C_list: Any) -> np.ndarray:
@@ -368,24 +390,39 @@ class LandmarkMDS(_FittedAttributes):
         return self._model().place(self._in_order(A), C, method=self.method if method is None else method,
                                    k0_rows=k0_rows, errors=errors, self_similarity=self_similarity)
 
-    def score(self, X: object, y: object = None) -> float:
-        """Share of the objects' energy the map explains: 1 − Σ unexplained / Σ β over the rows of X.
+    def score(self, X: object, y: object = None, *, self_similarity: object = None) -> float:
+        """Mean held-out log-likelihood of the rows of X under the map's probabilistic PCA (docs/math.md §4.7).
 
-        1 means every object lies in the map's span (docs/math.md §4); higher
-        is better, so ``GridSearchCV`` can choose n_components or neighbours.
+        scikit-learn's ``PCA.score`` in the landmark kernel's feature space
+        (``core.likelihood``): each kept axis must earn its cost, so the score
+        peaks at a d where the discarded axes look like noise, and
+        ``GridSearchCV`` over ``n_components`` can choose d (higher is better;
+        nats per object). X as for ``transform``; a similarity model needs
+        k(z, z) (``self_similarity`` or (m, n + 1) rows). See
+        ``explained_energy`` for the share of energy the map explains.
         """
-        res = self.embed(self._rows(X), method="projection")
-        ok = np.isfinite(res.beta) & (res.beta > 0)
-        return float(1.0 - res.unexplained[ok].sum() / res.beta[ok].sum()) if ok.any() else float("nan")
+        model = self._model()
+        y_r, e_d = _projections(self, X, self_similarity)
+        return float(ppca_loglik(y_r, e_d, model.spectrum.eigenvalues, model.n_landmarks).mean())
+
+    def explained_energy(self, X: object, *, self_similarity: object = None) -> float:
+        """Share of the rows' energy the map's d axes explain: 1 − Σ unexplained / Σ β (docs/math.md §4).
+
+        1 means every object lies in the map's span; it rises with d (use ``score`` to choose d).
+        """
+        y_r, e_d = _projections(self, X, self_similarity)
+        beta = e_d + np.einsum("ij,ij->i", y_r, y_r)
+        ok = beta > 0
+        return float(1.0 - e_d[ok].sum() / beta[ok].sum()) if ok.any() else float("nan")
 
     def residuals(self, A: object, C: object = None, k0_rows: None | Literal["all"] | int = "all",
                   n_window: int | None = None, self_similarity: object = None) -> tuple[EmbeddingResult, WindowBounds]:
         """Per-object residuals (β, unexplained, exact k0) and the window bounds (docs/math.md §4)."""
         return self._model().residuals(self._in_order(A), C, k0_rows, n_window, self_similarity)
 
-    def arc(self, A: object, s: float) -> np.ndarray:
+    def arc(self, A: object, s: float, *, self_similarity: object = None) -> np.ndarray:
         """The point at fraction s ∈ [0, 1] of the arc from projection (0) to RR (1), (m, d)."""
-        return self._model().arc(self._in_order(A), s)
+        return self._model().arc(self._in_order(A), s, self_similarity=self_similarity)
 
     def set_alignment(self, rotation: np.ndarray, shift: np.ndarray) -> "LandmarkMDS":
         """Map every output into another frame: y ↦ y·R + shift (docs/math.md §5)."""
@@ -439,7 +476,8 @@ class LandmarkMDS(_FittedAttributes):
     def __sklearn_tags__(self) -> Any:
         from .sklearn import estimator_tags
 
-        return estimator_tags()
+        pairwise = self.metric == "precomputed"
+        return estimator_tags(pairwise=pairwise, positive_only=pairwise and self.input == "dissimilarity")
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
@@ -447,7 +485,95 @@ class LandmarkMDS(_FittedAttributes):
 
 
 _PARAMS = ("n_components", "method", "n_residual_components", "eigensolver", "n_threads", "random_state", "input",
-           "geodesic_neighbors", "correction", "landmark_map", "n_landmarks", "landmark_selection")
+           "geodesic_neighbors", "correction", "landmark_map", "n_landmarks", "landmark_selection", "metric")
+
+
+def _check_params(est: LandmarkMDS) -> None:
+    """Refuse invalid estimator parameters with the allowed values (scikit-learn checks them in ``fit``)."""
+    if est.method not in METHODS:
+        raise InputError(f"method must be one of {METHODS}, got {est.method!r}")
+    if (not isinstance(est.n_components, (int, np.integer)) or isinstance(est.n_components, bool)
+            or est.n_components < 1):
+        raise InputError(f"n_components must be a positive integer, got {est.n_components!r}")
+    if est.input not in INPUTS:
+        raise InputError(f"input must be one of {INPUTS}, got {est.input!r}")
+    k = est.geodesic_neighbors
+    if k is not None and (not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1):
+        raise InputError(f"geodesic_neighbors must be None or a positive integer, got {k!r}")
+    if est.correction not in CORRECTIONS:
+        raise InputError(f"correction must be one of {CORRECTIONS}, got {est.correction!r}")
+    if est.landmark_map not in LANDMARK_MAPS:
+        raise InputError(f"landmark_map must be one of {LANDMARK_MAPS}, got {est.landmark_map!r}")
+    n = est.n_landmarks
+    if n is not None and (not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 2):
+        raise InputError(f"n_landmarks must be None or an integer ≥ 2, got {n!r}")
+    if est.landmark_selection not in LANDMARK_SELECTIONS:
+        raise InputError(f"landmark_selection must be one of {LANDMARK_SELECTIONS}, got {est.landmark_selection!r}")
+    if est.landmark_map != "cmds" and est.method not in ("stress", "l1"):
+        raise InputError(f"method={est.method!r} needs the classical-MDS map; landmark_map="
+                         f"{est.landmark_map!r} places objects with method 'stress' or 'l1'")
+    if not isinstance(est.metric, str) or not est.metric:
+        raise InputError(f"metric must be 'precomputed' or the name of a metric (kernel), got {est.metric!r}")
+
+
+def _takes_features(est: LandmarkMDS, X: object) -> bool:
+    """Does X hold feature rows (m, p) rather than input rows (m, n)? Only a feature-mode model takes them.
+
+    With ``metric`` set on the estimator, always; else a DataFrame named by the
+    fitted feature names, or a width p that is not n (nor n + 1 for a similarity
+    model). A width both could be is refused: nothing says which X is.
+    """
+    model = est._model()
+    if model.features is None:
+        return False
+    if est.metric != "precomputed":
+        return True
+    names, fitted = column_names(X), est.__dict__.get("_feature_names")
+    if names is not None and fitted is not None:
+        return set(names) == set(fitted)
+    shape = np.shape(X)  # type: ignore[call-overload]
+    width = shape[1] if len(shape) == 2 else None
+    p = int(model.features.shape[1])
+    if width == p and width in (model.n_landmarks, model.input_width):
+        raise InputError(f"X has {width} columns: as many as the model's features and as its landmarks' input row, "
+                         f"so it is ambiguous. Set metric={model.metric!r} on the estimator "
+                         f"(set_params(metric={model.metric!r})) for transform to take feature rows, or call "
+                         f"embed(rows) with dissimilarity rows (dissimilarities_to_landmarks(F) computes them)")
+    return width == p
+
+
+def _input_rows(est: LandmarkMDS, X: object) -> tuple[np.ndarray, np.dtype]:
+    """(the model's input rows (m, n) [or (m, n + 1)], X's float dtype) for X, checked as a whole as scikit-learn expects."""
+    model = est._model()
+    if _takes_features(est, X):
+        fitted = est.__dict__.get("_feature_names")
+        p = int(model.features.shape[1])  # type: ignore[union-attr]
+        F = validation.check_array(in_model_order(X, np.asarray([] if fitted is None else fitted, dtype=object),
+                                                  named=fitted is not None, width=p, what="feature names"), "X")
+        if F.shape[1] != p:
+            raise InputError(f"X has {F.shape[1]} features, but LandmarkMDS is expecting {p} features as input "
+                             f"(the landmarks' feature vectors have {p})")
+        return model.dissimilarities_to_landmarks(F), F.dtype
+    A = validation.check_array(est._in_order(X), "X")
+    idx = est.__dict__.get("landmark_indices_")
+    if est.__dict__.get("_n_fit_objects") is not None and A.shape[1] == est.n_features_in_:
+        A = np.ascontiguousarray(A[:, idx])  # rows to every object fit saw: keep the landmarks' columns
+    if A.shape[1] not in (model.n_landmarks, model.input_width):
+        raise InputError(f"X has {A.shape[1]} features, but LandmarkMDS is expecting {model.n_landmarks} features "
+                         f"as input: one column per landmark, in the model's landmark order"
+                         + (" (or one more: k(z, z) last)" if model.input_width > model.n_landmarks else "")
+                         + (f", or {model.features.shape[1]} feature columns" if model.features is not None else ""))
+    return A, A.dtype
+
+
+def _projections(est: LandmarkMDS, X: object, self_similarity: object) -> tuple[np.ndarray, np.ndarray]:
+    """(ŷ (m, d) in the model's own frame, unexplained β − ‖ŷ‖² (m,)) of X's rows, on the CMDS kernel of any map."""
+    model = est._model()
+    A, _ = _input_rows(est, X)
+    core, _ = model.core_dissimilarities(A, None, self_similarity)
+    y_r, beta = model.project_r(core)
+    y = y_r[:, : int(model.n_components)]
+    return y, beta - np.einsum("ij,ij->i", y, y)
 
 
 def _named(landmark_ids: object, M: np.ndarray) -> np.ndarray:

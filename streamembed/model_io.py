@@ -31,6 +31,7 @@ from .core.cmds import LandmarkSpectrum
 from .core.errors import InputError, ModelFileError
 from .core.metric_map import LANDMARK_MAPS
 from .core.model import CORRECTIONS, INPUTS, METHODS, LandmarkModel, relative_eigengap
+from .core.ordinal_map import MonotoneTransform
 from .core.transforms import InputPipeline
 
 __all__ = ["SCHEMA_VERSION", "FORMAT_NAME", "save_model", "load_model", "read_model_file", "model_arrays"]
@@ -76,6 +77,9 @@ def model_arrays(model: LandmarkModel) -> dict[str, np.ndarray]:
         arrays["landmark_features"] = model.features
     if model.landmark_map is not None:
         arrays["landmark_map"] = model.landmark_map
+    if model.map_transform is not None:  # a non-metric map's monotone transformation (core.ordinal_map)
+        arrays["map_transform_x"] = model.map_transform.knots_x
+        arrays["map_transform_y"] = model.map_transform.knots_y
     return arrays
 
 
@@ -227,6 +231,15 @@ def _eigengap(meta: dict[str, Any], spectrum: LandmarkSpectrum, d: int) -> float
     return float(v)
 
 
+def _map_transform(files: dict[str, np.ndarray], kind: str) -> MonotoneTransform | None:
+    """A non-metric map's monotone transformation from its knots (files written before it have none)."""
+    x, y = files.get("map_transform_x"), files.get("map_transform_y")
+    if (kind == "nonmetric") != (x is not None and y is not None):
+        raise ValueError(f"landmark_map={kind!r} " + ("needs" if kind == "nonmetric" else "cannot have")
+                         + " the monotone transformation's knots map_transform_x and map_transform_y")
+    return None if x is None or y is None else MonotoneTransform(knots_x=x, knots_y=y)
+
+
 def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[LandmarkModel, dict[str, Any]]:
     required = {"eigenvalues", "eigenvectors", "row_means", "grand_mean", "landmark_ids"}
     missing = required - set(files)
@@ -264,6 +277,7 @@ def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[Landmark
     X_map = files.get("landmark_map")
     if (fp["landmark_map"] != "cmds") != (X_map is not None) or (X_map is not None and X_map.shape != (n, d)):
         raise ValueError(f"landmark_map={fp['landmark_map']!r} needs a refined (n, d) = ({n}, {d}) configuration")
+    transform = _map_transform(files, fp["landmark_map"])
     ids = files["landmark_ids"].tolist()
     if len(set(ids)) != n:
         raise ValueError("landmark ids must be unique")
@@ -276,7 +290,7 @@ def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[Landmark
         raise ValueError(f"dissimilarities must have shape ({n}, {n}), got {D.shape}")
     lineage = _expect(meta, "lineage", (str,))
     model = LandmarkModel(spectrum=spectrum, n_components=d, landmark_ids=np.asarray(ids), pipeline=pipeline,
-                          fit_params=dict(fp), landmark_map=X_map,
+                          fit_params=dict(fp), landmark_map=X_map, map_transform=transform,
                           map_info=_expect(meta, "map_info", (dict,), allow_none=True), version=version,
                           lineage=lineage, dissimilarities=D, features=features, metric=metric,
                           random_state=int(_expect(meta, "random_state", (int,))),

@@ -2,7 +2,7 @@
 
 A ``LandmarkMDS`` fitted with landmark ids (``fit(D, landmark_ids=...)``, a
 DataFrame whose columns name the landmarks, or a model file whose ids are
-not the defaults L0, L1, ...) knows which landmark each column of X stands
+not the defaults: the row numbers 0, 1, ..., or L0, L1, ... in older files) knows which landmark each column of X stands
 for. A DataFrame handed to ``transform``/``embed`` with string column names
 is then checked against those ids: a permutation of them is applied by one
 gather (the values are moved, not recomputed, so the placements are
@@ -40,8 +40,14 @@ def column_names(X: object) -> np.ndarray | None:
 
 
 def default_ids(ids: Sequence[str]) -> bool:
-    """True for the ids a model gets when none are given (L0, L1, ...): it was not fitted with names."""
-    return all(str(x) == f"L{i}" for i, x in enumerate(ids))
+    """True for the ids a model gets when none are given: it was not fitted with names.
+
+    The default ids are the row numbers of the fit data, "0", "1", ... (the API
+    and ``streamembed fit`` alike); models saved before that convention have
+    "L0", "L1", ..., which count as defaults too.
+    """
+    strs = [str(x) for x in ids]
+    return all(x == str(i) for i, x in enumerate(strs)) or all(x == f"L{i}" for i, x in enumerate(strs))
 
 
 def _listed(names: Sequence[str]) -> str:
@@ -53,21 +59,23 @@ def _listed(names: Sequence[str]) -> str:
     return out
 
 
-def in_model_order(X: object, ids: np.ndarray, *, named: bool, width: int) -> object:
+def in_model_order(X: object, ids: np.ndarray, *, named: bool, width: int, what: str = "landmark ids") -> object:
     """``X`` with its columns in the model's landmark order (a frame becomes an array); raises on foreign names.
 
     Args:
         X: the input; returned unchanged unless it is a frame with string column names.
-        ids: (n,) the model's landmark ids in model order.
+        ids: (n,) the model's landmark ids in model order (or a feature model's feature names).
         named: the model was fitted with landmark ids (else names are ignored, with a warning).
         width: columns of an input row (n, or n + 1 with k(z, z) last for a similarity model).
+        what: what the names are, for the messages ("landmark ids" or "feature names").
     """
     names = column_names(X)
     if names is None:
         return X
     if not named:
-        warnings.warn("X has feature names, but LandmarkMDS was fitted without landmark ids; its columns are taken "
-                      "in the model's landmark order", UserWarning, stacklevel=3)
+        taken = "the model's landmark order" if what == "landmark ids" else "the order of fit"
+        warnings.warn(f"X has feature names, but LandmarkMDS was fitted without {what}; its columns are taken "
+                      f"in {taken}", UserWarning, stacklevel=3)
         return X
     ids_list = [str(x) for x in ids]
     cols = [str(c) for c in names]
@@ -85,7 +93,7 @@ def in_model_order(X: object, ids: np.ndarray, *, named: bool, width: int) -> ob
             msg += "Feature names seen at fit time, yet now missing:\n" + _listed(missing)
         if twice:
             msg += "Feature names repeated:\n" + _listed(twice)
-        msg += ("(LandmarkMDS: the columns are the model's landmark ids; any order of them is accepted and put in "
+        msg += (f"(LandmarkMDS: the columns are the model's {what}; any order of them is accepted and put in "
                 "model order, nothing else)")
         raise InputError(msg)
     where = {c: j for j, c in enumerate(cols)}

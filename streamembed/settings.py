@@ -82,7 +82,8 @@ class ModelConfig:
                                  "(0: off).", min=0, max=100_000)
     correction: str = _f("none", "Non-Euclidean correction: none (drop negative eigenvalues) or cailliez (the "
                          "additive constant that makes the landmark kernel PSD).", choices=CORRECTIONS)
-    landmark_map: str = _f("cmds", "Landmark map: cmds, or refined by smacof (stress) or sammon; a refined map needs "
+    landmark_map: str = _f("cmds", "Landmark map: cmds, or refined by smacof (stress) or sammon, or nonmetric "
+                           "(ordinal MDS: only the order of the dissimilarities counts); a refined map needs "
                            "method = stress or l1.", choices=LANDMARK_MAPS)
 
 

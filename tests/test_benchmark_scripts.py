@@ -34,6 +34,10 @@ SCRIPTS = {
                               "| 2 |"),
     "bench_file_ceiling.py": (["--objects", "3000", "--landmarks", "40", "--dims", "3", "--repeat", "1",
                                "--embed-args", "--schema-version 2 --mmap always"], "| parquet-fsb |"),
+    "choose_n_components.py": (["--datasets", "flat3,iris", "--n", "120", "--grid", "1,2,3,4", "--folds", "3"],
+                               "| flat3 | 120 | 3 | 3 |"),
+    "bench_input_hints.py": (["--datasets", "iris,wine", "--n", "100"], "Wrong calls: 0"),
+    "nonmetric_vs_sklearn.py": (["--datasets", "iris", "--n", "60"], "(within 1 %: yes)"),
 }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from streamembed.commands import EXIT_OK, Refused
+from streamembed.core.metric_map import LANDMARK_MAPS
 
 __all__ = ["cmd_fit", "read_matrix"]
 
@@ -132,7 +133,17 @@ def cmd_fit(args: argparse.Namespace) -> int:
     M, ids = read_matrix(path, "features" if features else "dissimilarities")
     N = M.shape[0]
     if not features and M.shape[1] != N:
-        raise Refused(f"{path}: a {'similarity' if sims else 'dissimilarity'} matrix must be square, got shape {M.shape}")
+        raise Refused(f"{path}: a {'similarity' if sims else 'dissimilarity'} matrix must be square, got shape {M.shape}"
+                      + ("" if sims else f"; if its rows are feature vectors, fit them with --features {path} "
+                         f"(and --metric)"))
+    if not features and not sims:
+        from streamembed.core.input_hints import looks_like_similarity
+
+        if looks_like_similarity(M):
+            i = int(np.argmax(np.abs(np.diagonal(M))))
+            raise Refused(f"{path}: a dissimilarity matrix has a zero diagonal, but D[{i}, {i}] = {M[i, i]:.6g} and "
+                          f"each diagonal entry bounds its row as in a similarity (kernel) matrix: did you mean "
+                          f"--similarities {path}?")
     M_select = M
     if sims:  # landmarks are chosen on the equivalent dissimilarities (docs/math.md §2)
         from streamembed.core.kernel_input import check_similarity_matrix, landmark_dissimilarities
@@ -216,8 +227,9 @@ def add_parser(add: Any) -> None:
                    help="landmark Isomap: geodesic distances through the K-nearest-neighbour graph (docs/math.md §3)")
     f.add_argument("--correction", choices=("none", "cailliez"), default="none",
                    help="non-Euclidean correction: cailliez adds the constant making the kernel PSD")
-    f.add_argument("--landmark-map", choices=("cmds", "smacof", "sammon"), default="cmds",
-                   help="refine the landmark map by SMACOF or Sammon (needs --method stress or l1)")
+    f.add_argument("--landmark-map", choices=LANDMARK_MAPS, default="cmds",
+                   help="refine the landmark map by SMACOF or Sammon, or fit an ordinal one (nonmetric: only the "
+                        "order of the dissimilarities counts); needs --method stress or l1")
     f.add_argument("--seed", type=int, default=0, help="seed of the landmark selection (default 0)")
     f.add_argument("-o", "--output", required=True, metavar="MODEL.npz", help="where to write the model")
     f.add_argument("--landmarks-out", metavar="FILE", help="also write the landmark ids in model order, one per line")

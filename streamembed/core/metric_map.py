@@ -58,8 +58,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InputError
+from .ordinal_map import MonotoneTransform, OrdinalProblem, kruskal_stress1
 
-LANDMARK_MAPS = ("cmds", "smacof", "sammon")
+#: "nonmetric": ordinal MDS, Kruskal's stress-1 with monotone regression (``core.ordinal_map``, docs/math.md §3.6).
+LANDMARK_MAPS = ("cmds", "smacof", "sammon", "nonmetric")
 #: An iteration that lowers the criterion by at most this share of it ends the refinement (converged).
 MAP_RTOL = 1e-10
 #: Budget of Guttman sweeps. The slowest case measured, SMACOF on 150
@@ -80,6 +82,7 @@ class MapRefinement:
         converged: True if the last iteration lowered the criterion by at most
             ``tolerance`` of its value; False if the sweep budget ended first.
         tolerance: the relative criterion change used as the stopping rule.
+        transform: "nonmetric": the fitted monotone transformation δ ↦ d̂ (else None).
     """
 
     X: np.ndarray
@@ -87,6 +90,7 @@ class MapRefinement:
     iterations: int
     converged: bool
     tolerance: float
+    transform: MonotoneTransform | None = None
 
 
 def _distances(X: np.ndarray) -> np.ndarray:
@@ -96,7 +100,9 @@ def _distances(X: np.ndarray) -> np.ndarray:
 
 
 def map_stress(X: np.ndarray, D: np.ndarray, kind: str) -> float:
-    """The criterion of ``kind`` ("smacof" raw stress or "sammon") of X (n, d) against D (n, n)."""
+    """The criterion of ``kind`` ("smacof" raw stress, "sammon", "nonmetric" Kruskal's stress-1) of X (n, d) against D (n, n)."""
+    if kind == "nonmetric":
+        return kruskal_stress1(X, D)
     iu = np.triu_indices(D.shape[0], 1)
     diff = _distances(X)[iu] - D[iu]
     if kind == "sammon":
@@ -153,7 +159,8 @@ def refine_map(X0: np.ndarray, D: np.ndarray, kind: str, max_iter: int | None = 
     """Refine the landmark configuration X0 (n, d) against dissimilarities D (n, n).
 
     Args:
-        kind: "smacof" or "sammon".
+        kind: "smacof", "sammon" or "nonmetric" (``core.ordinal_map``: the criterion the
+            iteration compares is the raw stress against normalised disparities).
         max_iter: budget of Guttman sweeps (default ``MAP_MAX_ITER``, read at call time).
         rtol: relative criterion change that ends the iteration (default ``MAP_RTOL``).
         accelerate: SQUAREM steps (default) or plain Guttman sweeps.
@@ -161,12 +168,12 @@ def refine_map(X0: np.ndarray, D: np.ndarray, kind: str, max_iter: int | None = 
         ``MapRefinement``: the centred map, its criterion, the sweeps done and
         whether the tolerance was reached within the budget.
     """
-    if kind not in ("smacof", "sammon"):
+    if kind not in LANDMARK_MAPS[1:]:
         raise InputError(f"landmark_map must be one of {LANDMARK_MAPS}, got {kind!r}")
     budget = MAP_MAX_ITER if max_iter is None else int(max_iter)
     tol = MAP_RTOL if rtol is None else float(rtol)
     D = np.asarray(D, dtype=np.float64)
-    maj = _Majorizer(D, kind)
+    maj: _Majorizer | OrdinalProblem = OrdinalProblem(D) if kind == "nonmetric" else _Majorizer(D, kind)
     X = np.asarray(X0, dtype=np.float64) - np.asarray(X0, dtype=np.float64).mean(axis=0)
     dist = _distances(X)
     f = maj.criterion(dist)
@@ -197,4 +204,6 @@ def refine_map(X0: np.ndarray, D: np.ndarray, kind: str, max_iter: int | None = 
                     Xn, dn, fn = X3, d3, f3
         converged = f - fn <= tol * f
         X, dist, f = Xn, dn, fn
-    return MapRefinement(X=X, criterion=map_stress(X, D, kind), iterations=sweeps, converged=bool(converged), tolerance=tol)
+    transform = maj.transform(dist) if isinstance(maj, OrdinalProblem) else None
+    return MapRefinement(X=X, criterion=map_stress(X, D, kind), iterations=sweeps, converged=bool(converged),
+                         tolerance=tol, transform=transform)

@@ -32,6 +32,7 @@ from .calibration import arrival_negative_ratio
 from .cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, default_partial_rank, fit_spectrum
 from .errors import InputError
 from .metric_map import LANDMARK_MAPS, refine_map
+from .ordinal_map import MonotoneTransform, rank_start
 from .projection import ProjectionKernel
 from .result import EmbeddingResult
 from .transforms import InputPipeline
@@ -65,8 +66,11 @@ class LandmarkModel:
         pipeline: the fitted input transforms.
         fit_params: how it was fitted: input, geodesic_neighbors, correction,
             landmark_map, n_residual_components, eigensolver (refits reuse them).
-        landmark_map: (n, d) refined natural-frame map (SMACOF / Sammon), or None.
+        landmark_map: (n, d) refined natural-frame map (SMACOF / Sammon / non-metric), or None.
         map_info: convergence of that refinement (iterations, criterion, ...), or None.
+        map_transform: a non-metric map's fitted monotone transformation δ ↦ d̂
+            (``core.ordinal_map``): arrivals' dissimilarities go through it
+            before the stress criterion places them; None for every other map.
         rotation, shift: (d, d) orthogonal R and (d,) translation: outputs are y·R + shift.
         version: model version (1 for a fit; refits count up).
         lineage: identity of the map this model belongs to; refits inherit it.
@@ -89,6 +93,7 @@ class LandmarkModel:
     fit_params: dict[str, Any]
     landmark_map: np.ndarray | None = None
     map_info: dict[str, Any] | None = None
+    map_transform: MonotoneTransform | None = None
     rotation: np.ndarray | None = None
     shift: np.ndarray | None = None
     version: int = 1
@@ -219,6 +224,12 @@ class LandmarkModel:
         return replace(self, n_threads=self.n_threads if n_threads is None else n_threads,
                        random_state=self.random_state if random_state is None else random_state)
 
+    def map_dissimilarities(self, A_rows: np.ndarray) -> np.ndarray:
+        """(m, n) float64 what the criteria fit on this map: f(δ) on a non-metric map, δ itself otherwise."""
+        if self.map_transform is None:
+            return np.asarray(A_rows, dtype=np.float64)
+        return self.map_transform(A_rows)
+
     # ------------------------------------------------------------------ placing objects
     def place(self, A: object, C: object = None, *, method: str = "projection",
               k0_rows: None | Literal["all"] | int = None, errors: Literal["raise", "mask"] = "raise",
@@ -248,9 +259,9 @@ class LandmarkModel:
         res, bounds = placement.residuals(self, A, C, k0_rows, n_window, self_similarity)
         return self.to_frame(res), bounds
 
-    def arc(self, A: object, s: float) -> np.ndarray:
+    def arc(self, A: object, s: float, self_similarity: object = None) -> np.ndarray:
         """The point at fraction s ∈ [0, 1] of the arc from projection (0) to RR (1), (m, d)."""
-        return self.to_frame(placement.arc(self, A, s)).y
+        return self.to_frame(placement.arc(self, A, s, self_similarity)).y
 
     def core_dissimilarities(self, A: object, C: object = None,
                              self_similarity: object = None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -348,7 +359,8 @@ def fit_model(
     The input pipeline, in order: similarities -> dissimilarities -> geodesic
     distances -> + additive constant -> the landmark spectrum (β, k0 and the
     bounds are those of this corrected kernel) -> the map (classical MDS, or
-    refined by SMACOF / Sammon). Raises InputError naming what is wrong.
+    refined by SMACOF / Sammon, or the ordinal map of ``core.ordinal_map`` started
+    from the classical MDS of the ranks). Raises InputError naming what is wrong.
     """
     if input not in INPUTS:
         raise InputError(f"input must be one of {INPUTS}, got {input!r}")
@@ -374,8 +386,9 @@ def fit_model(
                           dissimilarities=raw, features=features, metric=metric, random_state=random_state,
                           n_threads=n_threads, negative_ratio=negative_ratio, eigengap=relative_eigengap(spectrum, d))
     if landmark_map != "cmds":
-        ref = refine_map(model.natural_embedding, D_core, landmark_map)
-        model = replace(model, landmark_map=ref.X, lineage="",
+        start = rank_start(D_core, d) if landmark_map == "nonmetric" else None
+        ref = refine_map(model.natural_embedding if start is None else start, D_core, landmark_map)
+        model = replace(model, landmark_map=ref.X, lineage="", map_transform=ref.transform,
                         map_info={"criterion": float(ref.criterion), "iterations": int(ref.iterations),
                                   "converged": bool(ref.converged), "tolerance": float(ref.tolerance)})
     return model
@@ -411,8 +424,8 @@ def _too_few_eigenpairs(d: int, spectrum: LandmarkSpectrum, n_residual: int | No
 
 
 def _landmark_ids(landmark_ids: object, n: int) -> np.ndarray:
-    if landmark_ids is None:
-        return np.array([f"L{i}" for i in range(n)])
+    if landmark_ids is None:  # the row numbers, as `streamembed fit` names landmarks of an input without ids
+        return np.array([str(i) for i in range(n)])
     ids = np.asarray([str(x) for x in landmark_ids])  # type: ignore[union-attr]
     if ids.shape != (n,):
         raise InputError(f"landmark_ids must have {n} entries, got shape {ids.shape}")

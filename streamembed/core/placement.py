@@ -188,8 +188,8 @@ def _finish(model: "LandmarkModel", A_arr: np.ndarray, Z: np.ndarray, valid: np.
         rows = np.flatnonzero(valid)
         if rows.size:
             X = model.natural_embedding
-            y0 = y[rows] if model.landmark_map is None else _map_start(model, A_arr[rows])
-            delta = A_arr[rows].astype(np.float64)
+            delta = model.map_dissimilarities(A_arr[rows])  # f(δ) on a non-metric map (core.ordinal_map)
+            y0 = y[rows] if model.landmark_map is None else _map_start(model, delta)
             if method == "l1":
                 sol = solve_l1(y0, X, np.square(delta))
             elif model.fit_params.get("landmark_map") == "sammon":  # the map's own criterion (docs/math.md §3.5)
@@ -225,12 +225,15 @@ def _map_start(model: "LandmarkModel", A_rows: np.ndarray) -> np.ndarray:
     """Least-squares start on a refined map: y0 = (XᵀX)⁻¹ Xᵀ b (m, d) (docs/math.md §3 with X the map).
 
     X is centred, so b's constant terms vanish: y0 = -½ (a2 - m_Δ) X (XᵀX)⁻¹.
-    For the CMDS map this is the projection ŷ.
+    For the CMDS map this is the projection ŷ. On a non-metric map A_rows are
+    disparities f(δ) and m_Δ the map's own ‖x_i‖² (its disparities' row means
+    up to a constant, which cancels).
     """
     X = model.landmark_map
     assert X is not None
     a2 = np.square(A_rows.astype(np.float64))
-    return -0.5 * (a2 - model.spectrum.row_means) @ (X @ np.linalg.inv(X.T @ X))
+    m_delta = model.spectrum.row_means if model.map_transform is None else np.einsum("ij,ij->i", X, X)
+    return -0.5 * (a2 - m_delta) @ (X @ np.linalg.inv(X.T @ X))
 
 
 def _k0_sample(k0_rows: None | str | int, valid_rows: np.ndarray) -> np.ndarray:
@@ -525,11 +528,11 @@ def residuals(model: "LandmarkModel", A: object, C: object, k0_rows: object, n_w
     return res, bounds
 
 
-def arc(model: "LandmarkModel", A: object, s: float) -> EmbeddingResult:
+def arc(model: "LandmarkModel", A: object, s: float, self_similarity: object = None) -> EmbeddingResult:
     """RR result whose ``y`` is moved to fraction s of the arc from projection (0) to RR (1)."""
-    res = place(model, A, method="restricted")
+    res = place(model, A, method="restricted", self_similarity=self_similarity)
     if s != 1.0:
-        y_proj = place(model, A, method="projection").y
+        y_proj = place(model, A, method="projection", self_similarity=self_similarity).y
         res.y = restricted_arc(y_proj * np.sqrt(model.eigenvalues), model.eigenvalues, res.t, s)
     return res
 

@@ -106,7 +106,8 @@ def check_finite_nonnegative(arr: np.ndarray, name: str) -> None:
     neg = arr < 0
     if neg.any():
         idx = _first_index(neg)
-        raise InputError(f"{name} has a negative dissimilarity: {name}{list(idx)} = {arr[idx]}")
+        raise InputError(f"{name} has a negative dissimilarity: {name}{list(idx)} = {arr[idx]}. Negative values in "
+                         f"data cannot be dissimilarities")
 
 
 def check_dissimilarity_matrix(D: object, name: str = "D", rtol: float = 1e-7) -> np.ndarray:

@@ -29,6 +29,7 @@ CONFIGS = {
     "cailliez": ("projection", lambda m: m.pipeline.constant.constant > 0 and m.negative_share < 1e-9),
     "smacof": ("stress", lambda m: m.landmark_map is not None and m.fit_params["landmark_map"] == "smacof"),
     "sammon": ("stress", lambda m: m.landmark_map is not None and m.fit_params["landmark_map"] == "sammon"),
+    "nonmetric": ("stress", lambda m: m.map_transform is not None and m.fit_params["landmark_map"] == "nonmetric"),
 }
 
 

@@ -47,7 +47,7 @@ def test_manual_refit_then_old_new_and_unknown_landmark_versions(tmp_path: Path)
         rec = history[-1]
         assert rec["status"] == "installed" and rec["trigger"] == "manual" and rec["model_version"] == 2
         new_ids = rec["new_landmarks"]
-        pool = {f"L{i}": L[i] for i in range(len(L))} | {f"b{i}": Zb[i] for i in range(40)}
+        pool = {str(i): L[i] for i in range(len(L))} | {f"b{i}": Zb[i] for i in range(40)}  # default ids: row numbers
         L2 = np.vstack([pool[i] for i in new_ids])
 
         Z = objects(30, seed=8)

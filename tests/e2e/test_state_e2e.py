@@ -93,7 +93,7 @@ def _manual_refit(workdir: Path, indir: Path, out: Path, model: Path) -> dict:
     Zb = objects(40, seed=5) + 4.0
     write_parquet(indir / "a0-block.parquet",
                   input_table([f"blk{i}" for i in range(40)], cdist(Zb, landmark_points()), cross=cdist(Zb, Zb)))
-    pool = {f"L{i}": p for i, p in enumerate(landmark_points())} | {f"blk{i}": z for i, z in enumerate(Zb)}
+    pool = {str(i): p for i, p in enumerate(landmark_points())} | {f"blk{i}": z for i, z in enumerate(Zb)}
     env = directory_env(indir, out, model, STREAMEMBED_REFIT__AUTO="false")
     d = Daemon(workdir, env)
     try:

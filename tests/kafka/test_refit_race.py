@@ -45,7 +45,7 @@ def test_two_replicas_refitting_at_once_end_on_one_map(broker, topic_factory, tm
     roots = [tmp_path / "a", tmp_path / "b"]
     a = Daemon(tmp_path, _env(broker, roots[0], model, group, topic, out, **more))
     b: Daemon | None = None
-    pool = {f"L{i}": L[i] for i in range(len(L))}
+    pool = {str(i): L[i] for i in range(len(L))}  # default landmark ids: row numbers
     try:
         a.wait_port()
         wait_for(lambda: a.metric("streamembed_kafka_assigned_partitions") == 2, 30, "A's partitions", a)

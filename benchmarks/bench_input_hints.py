@@ -1,0 +1,50 @@
+"""How often dissimilarity matrices violate the triangle inequality, as given and squared (core/input_hints.py).
+
+For each real dataset (scikit-learn's digits, iris, wine, breast_cancer with Euclidean and city-block
+distances, the stdlib-docstring and English-word edit distances) and a few synthetic ones, the share of
+sampled triangles violated by D, by D² and by their square roots, and whether ``looks_squared`` would warn.
+The hint must fire on every D² and on no D.
+
+    python3 benchmarks/bench_input_hints.py [--datasets digits,iris,...] [--n 400]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from streamembed.core.input_hints import squared_evidence  # noqa: E402
+from streamembed.evaluation.datasets import load_dataset  # noqa: E402
+
+DEFAULT = ("digits", "iris", "wine", "breast_cancer", "breast_cancer_cityblock", "stdlib_docstrings",
+           "english_words", "swiss_roll", "gaussian_clusters", "random_strings")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--datasets", default=",".join(DEFAULT))
+    ap.add_argument("--n", type=int, default=400, help="objects per dataset (evenly spaced subset)")
+    args = ap.parse_args(argv)
+    print("| dataset | n | D violates | √D violates | warns on D | D² violates | warns on D² |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    bad = 0
+    for name in args.datasets.split(","):
+        ds = load_dataset(name)
+        D = ds.dissimilarities()
+        idx = np.linspace(0, D.shape[0] - 1, min(args.n, D.shape[0])).round().astype(int)
+        D = D[np.ix_(idx, idx)]
+        plain, squared = squared_evidence(D), squared_evidence(np.square(D))
+        bad += int(plain.likely) + int(not squared.likely)
+        print(f"| {name} | {D.shape[0]} | {100 * plain.share:.2f}% | {100 * plain.sqrt_share:.2f}% | "
+              f"{'yes' if plain.likely else 'no'} | {100 * squared.share:.1f}% | {'yes' if squared.likely else 'no'} |")
+    print(f"\nWrong calls: {bad}")
+    return 0 if bad == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
