@@ -17,7 +17,7 @@ def test_kafka_soak_random_kill_9_with_good_and_poison_messages(broker, topic_fa
     topic, out = topic_factory(partitions=2, prefix="soak"), topic_factory(prefix="soak-out")
     broker.create_topic(f"{topic}.dlq")
     seed = random.randrange(1 << 30)
-    res = kafka_soak(tmp_path / "soak", broker.bootstrap, topic, out, seconds=20.0, seed=seed)
+    res = kafka_soak(tmp_path / "soak", broker.bootstrap, topic, out, seconds=25.0, seed=seed)
     report = f"seed {seed} (python -m tests.soak --mode kafka --seed {seed})\n{table(res.rows)}\n{res.details}"
     print(report)
     assert res.problems == [], report
