@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 def test_directory_soak_random_kill_9_with_good_and_poison_files(tmp_path: Path) -> None:
     seed = random.randrange(1 << 30)
-    res = directory_soak(tmp_path / "soak", seconds=18.0, seed=seed)
+    res = directory_soak(tmp_path / "soak", seconds=25.0, seed=seed)
     report = f"seed {seed} (python -m tests.soak --seed {seed})\n{table(res.rows)}\n{res.details}"
     print(report)
     assert res.problems == [], report
@@ -36,7 +36,7 @@ def test_shared_output_soak_two_daemons_hostile_names_links_and_pid_files(tmp_pa
     the watched directories, a link planted at the old temporary name, and pid files deleted under running
     daemons: nothing lost, nothing read through a link, no second daemon on a held root, modes 0640/0750."""
     seed = random.randrange(1 << 30)
-    res = shared_output_soak(tmp_path / "soak", seconds=15.0, seed=seed)
+    res = shared_output_soak(tmp_path / "soak", seconds=20.0, seed=seed)
     report = f"seed {seed} (python -m tests.soak --mode shared --seed {seed})\n{table(res.rows)}\n{res.details}"
     print(report)
     assert res.problems == [], report
