@@ -116,11 +116,7 @@ def test_a_plain_producers_timestamps_fill_the_latency_histogram_and_the_alert_c
     assert sorted(r["id"] for r in rows) == sorted(stamps)  # integer ids, as their decimal text
     assert {r["id"]: int(r["event_time"].timestamp() * 1000) for r in rows} == stamps
     assert not list((root / "dead-letter").glob("*"))
-    # the progress line reports the measured lag once partitions are assigned (before: unknown); the line of
-    # the first read may come before the first measurement (it is taken within 0.1 s of the assignment)
-    progress = [line for line in d.log().splitlines() if "progress:" in line]
-    first_read = next(i for i, line in enumerate(progress) if "records_in=0 " not in line)
-    assert not [line for line in progress[first_read + 1:] if "backlog unknown" in line], progress
-    assert [line for line in progress if re.search(r"backlog [1-9]", line)], progress
+    # (the progress line's backlog from the measured lag is checked in test_event_time_unit.py: against a real
+    # broker a run of 24 messages can end before the first lag measurement)
     res = _promtool_fires(buckets, tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
