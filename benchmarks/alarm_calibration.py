@@ -47,7 +47,7 @@ import math
 import time
 import zlib
 from dataclasses import asdict, dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy.stats import chi2

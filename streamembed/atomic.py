@@ -12,7 +12,8 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
+from collections.abc import Iterator
 
 from streamembed.fsafe import clean_temps, create_temp
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from streamembed.commands import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, Refused
 

@@ -44,7 +44,7 @@ log = logging.getLogger("streamembed")
 
 
 def _fitted(name: str, doc: str) -> property:
-    def get(self: "_FittedAttributes") -> Any:
+    def get(self: _FittedAttributes) -> Any:
         return getattr(self._model(), name)
 
     return property(get, doc=doc)
@@ -215,7 +215,7 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
         self.metric = metric
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X: object, y: object = None, *, landmark_ids: object = None) -> "LandmarkMDS":
+    def fit(self, X: object, y: object = None, *, landmark_ids: object = None) -> LandmarkMDS:
         """Fit the landmark map from X (n, n) dissimilarities (not squared); ``y`` is ignored.
 
         With ``input="similarity"``, X is an (n, n) symmetric similarity matrix;
@@ -278,7 +278,7 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
                         "criterion change fell to %g (criterion %.6g); the map is not converged (map_converged_ is "
                         "False)", self.landmark_map, info["iterations"], info["tolerance"], info["criterion"])
 
-    def fit_features(self, X: object, metric: str | None = None, landmark_ids: object = None) -> "LandmarkMDS":
+    def fit_features(self, X: object, metric: str | None = None, landmark_ids: object = None) -> LandmarkMDS:
         """Fit from landmark feature vectors X (n, p); distances by ``scipy.spatial.distance.cdist``.
 
         ``metric`` defaults to the estimator's (or "euclidean" when that is
@@ -424,7 +424,7 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
         """The point at fraction s ∈ [0, 1] of the arc from projection (0) to RR (1), (m, d)."""
         return self._model().arc(self._in_order(A), s, self_similarity=self_similarity)
 
-    def set_alignment(self, rotation: np.ndarray, shift: np.ndarray) -> "LandmarkMDS":
+    def set_alignment(self, rotation: np.ndarray, shift: np.ndarray) -> LandmarkMDS:
         """Map every output into another frame: y ↦ y·R + shift (docs/math.md §5)."""
         self.model_ = self._model().aligned(rotation, shift)
         return self
@@ -441,7 +441,7 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
         save_model(self._model(), path, params=self.get_params())
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "LandmarkMDS":
+    def load(cls, path: str | os.PathLike) -> LandmarkMDS:
         """Read a model written by ``save``; raises ``ModelFileError`` on a bad file."""
         from .model_io import read_model_file
 
@@ -449,7 +449,7 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
         return cls.from_model(model, **params)
 
     @classmethod
-    def from_model(cls, model: LandmarkModel, **params: Any) -> "LandmarkMDS":
+    def from_model(cls, model: LandmarkModel, **params: Any) -> LandmarkMDS:
         """An estimator holding an existing fitted ``model`` (parameters taken from it unless given)."""
         fp = model.fit_params
         defaults = {"n_components": int(model.n_components), "input": fp.get("input", "dissimilarity"),
@@ -466,7 +466,7 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         return {name: getattr(self, name) for name in _PARAMS}
 
-    def set_params(self, **params: Any) -> "LandmarkMDS":
+    def set_params(self, **params: Any) -> LandmarkMDS:
         for name, value in params.items():
             if name not in _PARAMS:
                 raise ValueError(f"invalid parameter {name!r} for LandmarkMDS; valid parameters: {', '.join(_PARAMS)}")

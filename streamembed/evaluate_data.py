@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import scipy.spatial.distance
@@ -66,7 +66,7 @@ class Spread:
     high: float
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> "Spread":
+    def of(cls, values: Sequence[float]) -> Spread:
         v = np.asarray(values, dtype=np.float64)
         return cls(float(np.median(v)), float(v.min()), float(v.max()))
 
@@ -250,7 +250,7 @@ def evaluate_landmarks(
         raise InputError(f"no landmark count among {list(landmarks)} lies between d + 1 = {d + 1} and N − 1 = {N - 1}")
     say = progress or (lambda line: None)
 
-    if N <= reference_max:
+    if reference_max >= N:
         ref, how = np.arange(N), "all objects"
     else:
         ref = np.sort(np.random.default_rng(0).choice(N, size=reference_max, replace=False))

@@ -26,7 +26,8 @@ import fcntl
 import os
 import secrets
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
+from collections.abc import Iterator
 
 __all__ = ["FILE_MODE", "DIR_MODE", "set_modes", "modes", "parse_mode", "make_dirs", "create_temp", "clean_temps",
            "temp_name", "open_append", "open_state", "temporary_file"]

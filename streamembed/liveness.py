@@ -22,7 +22,7 @@ import itertools
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 __all__ = ["ExternalWaits", "WAITS", "READY_AFTER_SECONDS"]
 

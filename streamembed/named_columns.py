@@ -16,7 +16,8 @@ with ``columns`` and ``to_numpy`` is a frame here.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -286,7 +286,7 @@ class PairRanks:
         N = D.shape[0]
         if D.ndim != 2 or D.shape != (N, N) or N < 2:
             raise InputError(f"D must be an (N, N) matrix with N ≥ 2, got {D.shape}")
-        if N * (N - 1) // 2 <= max_pairs:
+        if max_pairs >= N * (N - 1) // 2:
             i, j = np.triu_indices(N, 1)
         else:
             i, j = np.random.default_rng(seed).integers(N, size=(2, max_pairs))

@@ -8,7 +8,7 @@ skips when the dataset's optional package is missing.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
@@ -17,7 +17,7 @@ from streamembed.evaluation.datasets import DatasetUnavailable, load_dataset, st
 from streamembed.evaluation.mixups import MixupSetting, mixup_setting
 
 
-@lru_cache(maxsize=None)
+@cache
 def _matrix(name: str) -> np.ndarray | str:
     try:
         return stdlib_docstrings().D if name == "docstrings" else load_dataset(name).dissimilarities()
@@ -33,7 +33,7 @@ def matrix(name: str) -> np.ndarray:
     return got
 
 
-@lru_cache(maxsize=None)
+@cache
 def _setting(name: str, n: int, selection: str, seed: int) -> MixupSetting:
     other = matrix("breast_cancer" if name == "digits" else "digits")
     return mixup_setting(matrix(name), n, selection=selection, seed=seed, other=other)

@@ -38,8 +38,8 @@ def test_hand_computed_swap_on_a_line() -> None:
     x = np.array([0.0, 1.0, 3.0, 6.0, 10.0])[:, None]
     y = np.array([10.0, 1.0, 3.0, 6.0, 0.0])[:, None]
     T, C = trustworthiness_continuity(dist(x), y, k=1)
-    assert T == pytest.approx(8 / 15)
-    assert C == pytest.approx(8 / 15)
+    assert pytest.approx(8 / 15) == T
+    assert pytest.approx(8 / 15) == C
 
 
 def test_shuffled_embedding_has_low_trustworthiness() -> None:
@@ -55,7 +55,7 @@ def test_continuity_is_trustworthiness_with_roles_swapped() -> None:
     Y = X[:, :2] + 0.3 * rng.normal(size=(120, 2))
     T, C = trustworthiness_continuity(dist(X), Y, k=8)
     T_swapped, C_swapped = trustworthiness_continuity(dist(Y), X, k=8)
-    assert C == pytest.approx(T_swapped) and T == pytest.approx(C_swapped)
+    assert pytest.approx(T_swapped) == C and pytest.approx(C_swapped) == T
 
 
 def test_trustworthiness_matches_scikit_learn() -> None:
@@ -64,7 +64,7 @@ def test_trustworthiness_matches_scikit_learn() -> None:
     X = rng.normal(size=(150, 6))
     Y = X[:, :2] + 0.5 * rng.normal(size=(150, 2))
     T, _ = trustworthiness_continuity(dist(X), Y, k=9)
-    assert T == pytest.approx(manifold.trustworthiness(X, Y, n_neighbors=9), abs=1e-12)
+    assert pytest.approx(manifold.trustworthiness(X, Y, n_neighbors=9), abs=1e-12) == T
 
 
 def test_k_too_large_is_refused() -> None:

@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from streamembed.commands import EXIT_OK, EXIT_REFUSED, Refused
 

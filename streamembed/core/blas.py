@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 _CONTROLLER: Any = None
 _LOCK = threading.Lock()

@@ -22,7 +22,7 @@ import contextlib
 import contextvars
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 __all__ = ["Cancelled", "limit", "spent"]
 

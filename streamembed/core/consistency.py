@@ -104,7 +104,7 @@ class ProfileCheck:
         return float((mean_share - self.chance) / (self.reference - self.chance))
 
 
-def profile_check(model: "LandmarkModel") -> ProfileCheck | None:
+def profile_check(model: LandmarkModel) -> ProfileCheck | None:
     """The model's :class:`ProfileCheck` (computed once per model), or None where rows cannot be checked.
 
     None for a similarity model whose kernel distances are transformed
@@ -114,7 +114,7 @@ def profile_check(model: "LandmarkModel") -> ProfileCheck | None:
     return model.cached("profile_check", lambda: _build(model))
 
 
-def _build(model: "LandmarkModel") -> ProfileCheck | None:
+def _build(model: LandmarkModel) -> ProfileCheck | None:
     sp = model.spectrum
     pipe = model.pipeline
     if model.dissimilarities is not None:
@@ -173,4 +173,4 @@ def _orthonormal(M: np.ndarray) -> np.ndarray:
     if M.shape[1] == 0:
         return np.zeros((M.shape[0], 0))
     U, S, _ = np.linalg.svd(M / np.linalg.norm(M, axis=0), full_matrices=False)
-    return np.ascontiguousarray(U[:, S > 1e-8 * S[0]])
+    return np.ascontiguousarray(U[:, 1e-8 * S[0] < S])

@@ -229,7 +229,7 @@ def cusum_alarms(z: np.ndarray, h: float, start: float = 0.0) -> tuple[np.ndarra
     while pos < z.size:
         end = min(z.size, pos + width)
         S = cusum_path(z[pos:end], s)
-        over = np.flatnonzero(S > h)
+        over = np.flatnonzero(h < S)
         if over.size == 0:
             peak = max(peak, float(S.max()))
             pos, s, width = end, float(S[-1]), 2 * width
@@ -509,7 +509,7 @@ class CusumDetector:
         skew = float(np.mean(y**3))
         kurt = float(np.mean(y**4))
         z = _normal_quantile(self.confidence)
-        if N < (4.0 * z / self.min_shift) ** 2:  # even independent values leave less than k/2 after the mean's margin
+        if (4.0 * z / self.min_shift) ** 2 > N:  # even independent values leave less than k/2 after the mean's margin
             need = int(math.ceil((4.0 * z / self.min_shift) ** 2))
             raise CalibrationError(
                 f"the baseline of {N} objects is too short for drift.expected_run_objects = "

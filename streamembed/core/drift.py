@@ -119,7 +119,7 @@ class DriftWindow:
         self._n = 0
 
     @classmethod
-    def for_model(cls, model: object, **kwargs: object) -> "DriftWindow":
+    def for_model(cls, model: object, **kwargs: object) -> DriftWindow:
         """The window for a fitted ``LandmarkModel`` (its monitored eigenvalues, landmark trace, Euclidean or not).
 
         A window does not know its rows' dtype: negative k0 counts beyond the float32 round-off

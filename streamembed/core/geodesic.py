@@ -69,7 +69,7 @@ def _nearest_with_ties(a: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices J (r, K) and distances aJ (r, K) of each row's k nearest plus all ties; inf pads shorter rows."""
     thr = neighbour_threshold(a, k)
     K = int((a <= thr[:, None]).sum(axis=1).max())
-    J = np.argpartition(a, K - 1, axis=1)[:, :K] if K < a.shape[1] else np.broadcast_to(np.arange(a.shape[1]), a.shape)
+    J = np.argpartition(a, K - 1, axis=1)[:, :K] if a.shape[1] > K else np.broadcast_to(np.arange(a.shape[1]), a.shape)
     aJ = np.take_along_axis(a, J, axis=1)
     return J, np.where(aJ <= thr[:, None], aJ, np.inf)
 
@@ -134,7 +134,7 @@ def object_geodesics(A: np.ndarray, G: np.ndarray, k: int) -> np.ndarray:
     out = np.empty((m, n))
     if m == 0:
         return out
-    K = int((A64 <= neighbour_threshold(A64, k)[:, None]).sum(axis=1).max())  # widest neighbourhood
+    K = int((neighbour_threshold(A64, k)[:, None] >= A64).sum(axis=1).max())  # widest neighbourhood
     rows = max(1, CHUNK_ELEMENTS // (K * n))
     for s in range(0, m, rows):
         J, aJ = _nearest_with_ties(A64[s : s + rows], k)  # (r, K'), inf beyond a row's own neighbours
@@ -168,7 +168,7 @@ def block_geodesics(A: np.ndarray, C: np.ndarray, G: np.ndarray, k: int) -> tupl
     if b > 1:
         off = ~np.eye(b, dtype=bool)
         thr = neighbour_threshold(np.hstack([A64, np.where(off, C64, np.inf)]), min(int(k), n + b - 1))
-        edge = off & ((C64 <= thr[:, None]) | (C64 <= thr[None, :]))
+        edge = off & ((thr[:, None] >= C64) | (thr[None, :] >= C64))
         T[edge] = C64[edge]
     np.fill_diagonal(T, 0.0)
     for q in range(b):  # Floyd–Warshall over the members (b is a block's size)

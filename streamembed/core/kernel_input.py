@@ -71,7 +71,7 @@ def check_similarity_matrix(K: object, name: str = "K", rtol: float = 1e-7) -> n
 def _sqrt_checked(D2: np.ndarray, scale: np.ndarray | float, name: str, rtol: float = NEGATIVE_RTOL) -> np.ndarray:
     """√D2 with round-off negatives set to zero; a real negative raises, naming the entry."""
     tol = rtol * scale
-    neg = D2 < -tol
+    neg = -tol > D2
     if neg.any():
         idx = tuple(int(i) for i in np.argwhere(neg)[0])
         raise InputError(
@@ -119,7 +119,7 @@ def row_dissimilarities(
     A2 = base + kappa[:, None]
     rtol = NEGATIVE_RTOL_F32 if K_rows.dtype == np.float32 else NEGATIVE_RTOL
     scale = np.maximum(np.abs(kappa), float(np.abs(landmark_self).max()))[:, None]
-    neg = A2 < -rtol * scale
+    neg = -rtol * scale > A2
     reasons: list[Problem | None] = [None] * m
     for i in np.flatnonzero(neg.any(axis=1)):
         j = int(np.argmax(neg[i]))

@@ -35,7 +35,7 @@ per-object streaming work.
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -200,7 +200,7 @@ class LandmarkModel:
             )
 
     # ------------------------------------------------------------------ new models from this one
-    def aligned(self, rotation: np.ndarray, shift: np.ndarray) -> "LandmarkModel":
+    def aligned(self, rotation: np.ndarray, shift: np.ndarray) -> LandmarkModel:
         """This model with outputs mapped by y ↦ y·R + shift (docs/math.md §5).
 
         Args:
@@ -216,10 +216,10 @@ class LandmarkModel:
             raise InputError("alignment rotation must be orthogonal (RᵀR = I)")
         return replace(self, rotation=R, shift=t)
 
-    def with_version(self, version: int, lineage: str | None = None) -> "LandmarkModel":
+    def with_version(self, version: int, lineage: str | None = None) -> LandmarkModel:
         return replace(self, version=int(version), lineage=self.lineage if lineage is None else lineage)
 
-    def with_options(self, *, n_threads: int | None = None, random_state: int | None = None) -> "LandmarkModel":
+    def with_options(self, *, n_threads: int | None = None, random_state: int | None = None) -> LandmarkModel:
         """The same fitted map with other runtime options."""
         return replace(self, n_threads=self.n_threads if n_threads is None else n_threads,
                        random_state=self.random_state if random_state is None else random_state)

@@ -32,7 +32,8 @@ All results are in the model's own frame; ``LandmarkModel.place`` aligns them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Sequence
+from typing import TYPE_CHECKING, Literal
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = ["place", "place_blocks", "residuals", "arc", "core_dissimilarities", "block_residual", "K0_RTOL"]
 
-def place(model: "LandmarkModel", A: object, C: object = None, *, method: str = "projection",
+def place(model: LandmarkModel, A: object, C: object = None, *, method: str = "projection",
           k0_rows: None | Literal["all"] | int = None, errors: str = "raise",
           self_similarity: object = None) -> EmbeddingResult:
     """Embed a batch in the model's own frame.
@@ -87,7 +88,7 @@ def place(model: "LandmarkModel", A: object, C: object = None, *, method: str = 
     return _place_rows(model, A_arr, None, None, method, k0_rows, errors)
 
 
-def _place_rows(model: "LandmarkModel", A_arr: np.ndarray, valid: np.ndarray | None,
+def _place_rows(model: LandmarkModel, A_arr: np.ndarray, valid: np.ndarray | None,
                 reasons: list[Problem | None] | None, method: str, k0_rows: object, errors: str) -> EmbeddingResult:
     """Single objects from dissimilarities A_arr (m, n) the spectrum is built on."""
     d = int(model.n_components)
@@ -114,7 +115,7 @@ def _place_rows(model: "LandmarkModel", A_arr: np.ndarray, valid: np.ndarray | N
         return _finish(model, A_arr, Z, valid, reasons, method, k0_rows)
 
 
-def energy_limit(model: "LandmarkModel", dtype: np.dtype) -> float:
+def energy_limit(model: LandmarkModel, dtype: np.dtype) -> float:
     """The largest mean squared dissimilarity of a row this model places without overflow (squared units).
 
     With E that mean, every projected coordinate and β is at most
@@ -136,7 +137,7 @@ def energy_limit(model: "LandmarkModel", dtype: np.dtype) -> float:
 PLACEMENT_RTOL = 1e-3
 
 
-def precision_limit(model: "LandmarkModel", dtype: np.dtype) -> float:
+def precision_limit(model: LandmarkModel, dtype: np.dtype) -> float:
     """The largest mean squared dissimilarity E whose placement keeps ``PLACEMENT_RTOL`` relative precision.
 
     Centring cancels the part of a row common to all landmarks: values of
@@ -150,13 +151,13 @@ def precision_limit(model: "LandmarkModel", dtype: np.dtype) -> float:
     return g * (PLACEMENT_RTOL / float(np.finfo(dtype).eps)) ** 2
 
 
-def range_limit(model: "LandmarkModel", dtype: np.dtype) -> tuple[float, str]:
+def range_limit(model: LandmarkModel, dtype: np.dtype) -> tuple[float, str]:
     """(the largest placeable mean squared dissimilarity in ``dtype``, what sets it: "precision" or "overflow")."""
     over, prec = energy_limit(model, dtype), precision_limit(model, dtype)
     return (prec, "precision") if prec <= over else (over, "overflow")
 
 
-def _range_detail(model: "LandmarkModel", energy: float, limit: float, why: str, dtype: np.dtype) -> str:
+def _range_detail(model: LandmarkModel, energy: float, limit: float, why: str, dtype: np.dtype) -> str:
     name = np.dtype(dtype).name
     what = (f"beyond it a {name} placement keeps fewer than three significant digits" if why == "precision"
             else f"beyond it a {name} placement would overflow")
@@ -164,7 +165,7 @@ def _range_detail(model: "LandmarkModel", energy: float, limit: float, why: str,
             f"({what}; its landmarks' is {model.spectrum.grand_mean:.3g})")
 
 
-def _finish(model: "LandmarkModel", A_arr: np.ndarray, Z: np.ndarray, valid: np.ndarray,
+def _finish(model: LandmarkModel, A_arr: np.ndarray, Z: np.ndarray, valid: np.ndarray,
             reasons: list[Problem | None], method: str, k0_rows: object) -> EmbeddingResult:
     d = int(model.n_components)
     lam = model.eigenvalues
@@ -221,7 +222,7 @@ def _finish(model: "LandmarkModel", A_arr: np.ndarray, Z: np.ndarray, valid: np.
     return res
 
 
-def _map_start(model: "LandmarkModel", A_rows: np.ndarray) -> np.ndarray:
+def _map_start(model: LandmarkModel, A_rows: np.ndarray) -> np.ndarray:
     """Least-squares start on a refined map: y0 = (XᵀX)⁻¹ Xᵀ b (m, d) (docs/math.md §3 with X the map).
 
     X is centred, so b's constant terms vanish: y0 = -½ (a2 - m_Δ) X (XᵀX)⁻¹.
@@ -251,7 +252,7 @@ def _k0_sample(k0_rows: None | str | int, valid_rows: np.ndarray) -> np.ndarray:
     return valid_rows[np.linspace(0, valid_rows.size - 1, s).round().astype(np.int64)] if s else valid_rows[:0]
 
 
-def _non_euclidean(model: "LandmarkModel", k0: np.ndarray, beta: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def _non_euclidean(model: LandmarkModel, k0: np.ndarray, beta: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """FLAG_NON_EUCLIDEAN where k0 < −ρ·β beyond round-off (ρ: the model's calibrated ``negative_ratio``)."""
     tol = round_off(beta, k0, K0_RTOL.get(np.dtype(dtype), 1e-7))
     ratio = model.negative_ratio if model.negative_ratio is not None else landmark_negative_ratio(model)
@@ -259,7 +260,7 @@ def _non_euclidean(model: "LandmarkModel", k0: np.ndarray, beta: np.ndarray, dty
     return np.where(k0 < -(allowed + tol), FLAG_NON_EUCLIDEAN, 0).astype(np.uint32)
 
 
-def landmark_negative_ratio(model: "LandmarkModel") -> float:
+def landmark_negative_ratio(model: LandmarkModel) -> float:
     """ρ_L = max over landmarks of −k0(l)/β(l), for models saved without a calibrated ``negative_ratio``.
 
     For landmark i, β(l_i) = B_ii and k0(l_i) = B_ii − Σ_{j≤r} λ_j U_ij² (docs/math.md §4):
@@ -276,12 +277,12 @@ def landmark_negative_ratio(model: "LandmarkModel") -> float:
     return model.cached("negative_ratio", compute)
 
 
-def _place_block(model: "LandmarkModel", A: np.ndarray, C: object, k0_rows: object, errors: str) -> EmbeddingResult:
+def _place_block(model: LandmarkModel, A: np.ndarray, C: object, k0_rows: object, errors: str) -> EmbeddingResult:
     """One block (core dissimilarities A (k, n), C (k, k)): ``place_blocks`` with a single block."""
     return _blocks(model, A, [C], np.array([A.shape[0]]), k0_rows, errors, name="C")
 
 
-def place_blocks(model: "LandmarkModel", A: object, cross: Sequence[object], sizes: Sequence[int] | None = None, *,
+def place_blocks(model: LandmarkModel, A: object, cross: Sequence[object], sizes: Sequence[int] | None = None, *,
                  k0_rows: None | Literal["all"] | int = None, errors: str = "raise",
                  max_block_rows: int | None = None) -> EmbeddingResult:
     """Block restricted reconstruction of many blocks in one solver call (docs/math.md §3), own frame.
@@ -331,7 +332,7 @@ def place_blocks(model: "LandmarkModel", A: object, cross: Sequence[object], siz
     return res
 
 
-def _blocks(model: "LandmarkModel", A: np.ndarray, cross: list, sizes: np.ndarray, k0_rows: object, errors: str,
+def _blocks(model: LandmarkModel, A: np.ndarray, cross: list, sizes: np.ndarray, k0_rows: object, errors: str,
             max_block_rows: int | None = None, name: str = "cross") -> EmbeddingResult:
     """Blocks of core dissimilarities: check, centre and pack (``block_input``), solve (``block.solve_blocks``)."""
     m, d = A.shape[0], int(model.n_components)
@@ -396,7 +397,7 @@ def _blocks(model: "LandmarkModel", A: np.ndarray, cross: list, sizes: np.ndarra
                            blocks={"sizes": sizes.copy(), "objective": objective, "certified": certified})
 
 
-def _blocks_out_of_range(model: "LandmarkModel", A: np.ndarray, cross: list, off: np.ndarray) -> dict[int, str]:
+def _blocks_out_of_range(model: LandmarkModel, A: np.ndarray, cross: list, off: np.ndarray) -> dict[int, str]:
     """Blocks with a member row, or a mutual dissimilarity, beyond the placeable range: {block: detail}."""
     limit, why = range_limit(model, A.dtype)
     out: dict[int, str] = {}
@@ -433,7 +434,7 @@ def _largest_block_norm(batch: BlockBatch, coords: np.ndarray) -> float:
     return best
 
 
-def _place_transformed(model: "LandmarkModel", A: object, C: object, kappa: object, method: str, k0_rows: object,
+def _place_transformed(model: LandmarkModel, A: object, C: object, kappa: object, method: str, k0_rows: object,
                        errors: str) -> EmbeddingResult:
     """Embed raw input through similarities -> geodesics -> additive constant (``core.transforms``)."""
     A_raw = validation.as_float_array(A, "A", 2)
@@ -459,7 +460,7 @@ def _place_transformed(model: "LandmarkModel", A: object, C: object, kappa: obje
     return res
 
 
-def core_dissimilarities(model: "LandmarkModel", A: object, C: object = None,
+def core_dissimilarities(model: LandmarkModel, A: object, C: object = None,
                          self_similarity: object = None) -> tuple[np.ndarray, np.ndarray | None]:
     """The dissimilarities the landmark spectrum is built on, for raw model input.
 
@@ -486,7 +487,7 @@ def core_dissimilarities(model: "LandmarkModel", A: object, C: object = None,
     return rows.A.astype(np.float64), None
 
 
-def block_residual(model: "LandmarkModel", A: object, C: object) -> np.ndarray:
+def block_residual(model: LandmarkModel, A: object, C: object) -> np.ndarray:
     """K0 = β - Ŷ_r Ŷ_rᵀ (m, m) of a block from raw input A and its mutual C (docs/math.md §4)."""
     A64, C64 = core_dissimilarities(model, A, C)
     assert C64 is not None
@@ -494,7 +495,7 @@ def block_residual(model: "LandmarkModel", A: object, C: object) -> np.ndarray:
     return block_k0(Beta, model.project_r(A64)[0])
 
 
-def residuals(model: "LandmarkModel", A: object, C: object, k0_rows: object, n_window: int | None,
+def residuals(model: LandmarkModel, A: object, C: object, k0_rows: object, n_window: int | None,
               self_similarity: object) -> tuple[EmbeddingResult, WindowBounds]:
     """Per-object residuals (β, unexplained, exact k0) and the window bounds (docs/math.md §4).
 
@@ -528,7 +529,7 @@ def residuals(model: "LandmarkModel", A: object, C: object, k0_rows: object, n_w
     return res, bounds
 
 
-def arc(model: "LandmarkModel", A: object, s: float, self_similarity: object = None) -> EmbeddingResult:
+def arc(model: LandmarkModel, A: object, s: float, self_similarity: object = None) -> EmbeddingResult:
     """RR result whose ``y`` is moved to fraction s of the arc from projection (0) to RR (1)."""
     res = place(model, A, method="restricted", self_similarity=self_similarity)
     if s != 1.0:

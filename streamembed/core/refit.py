@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -274,7 +275,7 @@ def refit(
     N = D_candidates.shape[0]
     if D_candidates.shape != (N, N) or len(candidate_ids) != N:
         raise InputError(f"refit needs square candidate dissimilarities with one id each, got {D_candidates.shape} and {len(candidate_ids)} ids")
-    if N < n_old or list(candidate_ids[:n_old]) != [str(x) for x in old.landmark_ids]:
+    if n_old > N or list(candidate_ids[:n_old]) != [str(x) for x in old.landmark_ids]:
         raise InputError("the first candidates must be the old landmarks, in the model's order")
     if not np.isfinite(D_candidates).all():
         raise InputError("the candidates' dissimilarities are not all finite")

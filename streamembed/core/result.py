@@ -62,7 +62,7 @@ class EmbeddingResult:
     def __len__(self) -> int:
         return int(self.y.shape[0])
 
-    def take(self, idx: np.ndarray) -> "EmbeddingResult":
+    def take(self, idx: np.ndarray) -> EmbeddingResult:
         """The rows ``idx`` (an index array) of this result, as a new result."""
         idx = np.asarray(idx, dtype=np.int64)
         rows, coords = self.residual_rows, self.residual_coords

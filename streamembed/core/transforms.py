@@ -180,7 +180,7 @@ class InputPipeline:
 
     @classmethod
     def build(cls, input: str = "dissimilarity", geodesic_neighbors: int | None = None,
-              correction: str = "none") -> "InputPipeline":
+              correction: str = "none") -> InputPipeline:
         """An unfitted pipeline for the estimator parameters of the same names."""
         return cls(similarity=SimilarityInput() if input == "similarity" else None,
                    geodesic=GeodesicInput(int(geodesic_neighbors)) if geodesic_neighbors is not None else None,
@@ -261,7 +261,7 @@ class InputPipeline:
 
     @classmethod
     def from_state(cls, arrays: dict[str, np.ndarray], n_landmarks: int, *, input: str,
-                   geodesic_neighbors: int | None, correction: str) -> "InputPipeline":
+                   geodesic_neighbors: int | None, correction: str) -> InputPipeline:
         """Rebuild a fitted pipeline; raises InputError when the arrays do not match the parameters."""
         n = n_landmarks
         S = arrays.get("landmark_self_similarity")

@@ -62,7 +62,7 @@ class _Signals:
         log.info("signal received; stopping after the current batch", extra={"signal": signal.Signals(signum).name})
         self.stop.set()
 
-    def __enter__(self) -> "_Signals":
+    def __enter__(self) -> _Signals:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 self._old[sig] = signal.signal(sig, self._handler)

@@ -39,7 +39,8 @@ import textwrap
 import tomllib
 import typing
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from streamembed.memlimit import MemoryLimit, format_bytes, memory_limit
 from streamembed.settings import K0_STATISTICS, Config

@@ -178,7 +178,7 @@ class OpsServer:
         """The rate-limited log of refused and closed connections (``daemon.logs.RateLimitedLog``)."""
         return self._server.refusals
 
-    def start(self) -> "OpsServer":
+    def start(self) -> OpsServer:
         self._server.start()
         return self
 

@@ -43,7 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from http import HTTPStatus
-from typing import Callable
+from collections.abc import Callable
 
 from streamembed.daemon.logs import RateLimitedLog
 
@@ -210,7 +210,7 @@ class HttpServer:
     def open_connections(self) -> int:
         return len(self._limits.open)
 
-    def start(self) -> "HttpServer":
+    def start(self) -> HttpServer:
         self._sel.register(self._listen, selectors.EVENT_READ, "listen")
         self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
         self._thread.start()

@@ -40,7 +40,8 @@ from collections import deque
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -427,7 +428,7 @@ class MapPage:
     policy: str
 
     @classmethod
-    def load(cls) -> "MapPage":
+    def load(cls) -> MapPage:
         """Read ``static/map.html`` (package data) once."""
         html = resources.files("streamembed.daemon").joinpath("static", "map.html").read_bytes()
         return cls(html, page_policy(html))

@@ -8,7 +8,7 @@ instead of one ``observe`` call per object.
 from __future__ import annotations
 
 import threading
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, PlatformCollector, ProcessCollector

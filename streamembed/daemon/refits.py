@@ -31,7 +31,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -227,7 +228,7 @@ class RefitManager:
 
     # ----------------------------------------------------------------- finish
     def _finish(self) -> None:
-        
+
         job, proc = self._job, self._proc
         self._proc = None
         self.monitor.refit_running = False

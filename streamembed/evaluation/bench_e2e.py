@@ -35,7 +35,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -483,15 +484,14 @@ def _dask_backfill(quick: bool) -> dict:
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, old]))
     try:
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None,
-                                      host="127.0.0.1") as cluster:
-            with distributed.Client(cluster) as client:
-                backfill([parts], files.dir / "model.npz", files.dir / "dask-warm", client)  # workers warm up
-                best = float("inf")
-                for k in range(2):
-                    report = backfill([parts], files.dir / "model.npz", files.dir / f"dask-{k}", client)
-                    if report.embedded != files.m:
-                        raise RuntimeError(f"the backfill embedded {report.embedded} of {files.m}")
-                    best = min(best, report.seconds)
+                                      host="127.0.0.1") as cluster, distributed.Client(cluster) as client:
+            backfill([parts], files.dir / "model.npz", files.dir / "dask-warm", client)  # workers warm up
+            best = float("inf")
+            for k in range(2):
+                report = backfill([parts], files.dir / "model.npz", files.dir / f"dask-{k}", client)
+                if report.embedded != files.m:
+                    raise RuntimeError(f"the backfill embedded {report.embedded} of {files.m}")
+                best = min(best, report.seconds)
     finally:
         if old is None:
             os.environ.pop("PYTHONPATH", None)

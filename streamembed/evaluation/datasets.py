@@ -43,7 +43,7 @@ import inspect
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import scipy.spatial.distance

@@ -66,7 +66,8 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 import scipy.spatial.distance
@@ -265,7 +266,7 @@ class DetectorSpec:
 
     name: str
     setting: str
-    run: Callable[["Stream", BenchSettings], np.ndarray]  # alarm positions (objects, after the baseline)
+    run: Callable[[Stream, BenchSettings], np.ndarray]  # alarm positions (objects, after the baseline)
 
 
 def _calibrated(stream: Stream, s: BenchSettings, ert: float, values: np.ndarray | None = None,
@@ -752,7 +753,7 @@ def demo_history(root: Any, objects: int = 600_000, change_at: int = 250_000, ba
     def stamp(unix: float) -> str:
         import datetime as dt
 
-        return dt.datetime.fromtimestamp(unix, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return dt.datetime.fromtimestamp(unix, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
     for i, start in enumerate(range(0, objects, batch)):
         now = start_unix + (start + batch) / rate

@@ -19,7 +19,7 @@ length ≤ 100 (an evaluation dataset), not for bulk work.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

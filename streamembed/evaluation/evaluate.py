@@ -45,7 +45,7 @@ import json
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

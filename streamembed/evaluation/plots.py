@@ -32,7 +32,8 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -307,10 +308,10 @@ HISTORY_STATISTICS = ("relative_unexplained_mean", "relative_unexplained_p90", "
 
 def _record_time(r: Mapping[str, Any]) -> _dt.datetime:
     if isinstance(r.get("unix"), (int, float)):
-        return _dt.datetime.fromtimestamp(float(r["unix"]), tz=_dt.timezone.utc)
+        return _dt.datetime.fromtimestamp(float(r["unix"]), tz=_dt.UTC)
     t = _parse_time(r.get("time"))
     if isinstance(t, _dt.datetime):
-        return t if t.tzinfo else t.replace(tzinfo=_dt.timezone.utc)
+        return t if t.tzinfo else t.replace(tzinfo=_dt.UTC)
     raise ValueError(f"drift history record without a usable time: {dict(r)!r:.120}")
 
 
@@ -466,9 +467,9 @@ def plot_drift_history(
                              color="tab:orange" if status == "installed" else "tab:purple")
     from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 
-    locator = AutoDateLocator(tz=_dt.timezone.utc)
+    locator = AutoDateLocator(tz=_dt.UTC)
     axes[-1].xaxis.set_major_locator(locator)
-    axes[-1].xaxis.set_major_formatter(ConciseDateFormatter(locator, tz=_dt.timezone.utc))
+    axes[-1].xaxis.set_major_formatter(ConciseDateFormatter(locator, tz=_dt.UTC))
     if t1 > t0:
         axes[-1].set_xlim(t0, t1)
     axes[-1].set_xlabel("time (UTC)")

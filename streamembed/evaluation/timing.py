@@ -7,7 +7,7 @@ only ratios taken in one run mean anything (docs/performance.md).
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -26,7 +26,8 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping
 
 from streamembed.liveness import WAITS
 

@@ -15,7 +15,8 @@ Tansu test broker does not describe configs, and has no limit).
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 __all__ = ["message_size", "fits", "fit_value", "fit_header", "topic_limit", "TRUNCATED_HEADER", "FULL_RECORD_HEADER"]
 

@@ -40,7 +40,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from streamembed.kafka.client import retry
 from streamembed.model_io import load_model, save_model

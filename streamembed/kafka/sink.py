@@ -37,9 +37,10 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
@@ -263,7 +264,7 @@ class KafkaDeadLetterSink(_TopicSink):
               source: str | None = None) -> None:
         if not dead:
             return
-        now = datetime.now(timezone.utc).isoformat()
+        now = datetime.now(UTC).isoformat()
         for d in dead:
             where: Coordinates | KafkaDeadRecord | None
             if isinstance(d, KafkaDeadRecord):
@@ -281,14 +282,14 @@ class KafkaDeadLetterSink(_TopicSink):
             self._send(_Letter(d, key, value, headers, label, model_version, source))
         self._pending.add(len(dead))
 
-    def _send(self, letter: "_Letter") -> None:
+    def _send(self, letter: _Letter) -> None:
         value, headers = letter.value, letter.headers
         if not fits(letter.key, value, headers, self.max_message_bytes):
             value, headers = self._cut(letter)
         self.producer.send(self.topic, value, key=letter.key, headers=headers,
                            on_too_large=lambda size: self._rejected(letter, size))
 
-    def _cut(self, letter: "_Letter") -> tuple[bytes, list[tuple[str, bytes]]]:
+    def _cut(self, letter: _Letter) -> tuple[bytes, list[tuple[str, bytes]]]:
         """The value cut to fit, with headers saying so and where the whole record is.
 
         The whole record is published at once, in a file of its own named after the batch's label and the
@@ -307,7 +308,7 @@ class KafkaDeadLetterSink(_TopicSink):
         self.truncated += 1
         return fit_value(letter.key, letter.value, headers, self.max_message_bytes), headers
 
-    def _rejected(self, letter: "_Letter", size: int) -> None:
+    def _rejected(self, letter: _Letter, size: int) -> None:
         """The broker refused a dead letter of ``size`` bytes: lower the limit below it and send it cut."""
         if size <= _MIN_LIMIT:
             raise KafkaDeliveryError(f"the broker refuses even a {size}-byte dead letter on {self.topic} as too large")

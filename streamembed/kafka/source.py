@@ -67,7 +67,8 @@ import threading
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -147,7 +148,7 @@ class _Provenance:
 class _Listener:
     """kafka-python ConsumerRebalanceListener (duck-typed: runs inside ``consumer.poll``)."""
 
-    def __init__(self, source: "KafkaSource") -> None:
+    def __init__(self, source: KafkaSource) -> None:
         self.source = source
 
     def on_partitions_revoked(self, revoked: Any) -> None:
@@ -185,7 +186,7 @@ def _same_order(a: pa.Schema, b: pa.Schema) -> bool:
 
 
 def cut_batches(partition: int, recs: list[Any], batch_rows: int,
-                make_dead: Callable[[DeadRecord, int, Any, str], "KafkaDeadRecord"],
+                make_dead: Callable[[DeadRecord, int, Any, str], KafkaDeadRecord],
                 max_message_bytes: int | None = None, event_time: str = "auto") -> list[_Queued]:
     """Decode one partition's messages (consumer records, in offset order) into batches.
 
@@ -299,7 +300,7 @@ def throttle_join_spin(consumer: Any, pause: float = JOIN_SPIN_PAUSE) -> bool:
     return True
 
 
-def _skip_unreadable(source: "KafkaSource", exc: BaseException) -> bool:
+def _skip_unreadable(source: KafkaSource, exc: BaseException) -> bool:
     """Dead-letter the offset whose batch the client cannot read, and seek past it; False if not found."""
     found = skip_unreadable(source._consumer, source.topic, exc, source._assigned_parts, source._settings)
     if found is None:
@@ -341,7 +342,7 @@ def measure_lag(consumer: Any, topic: str, partitions: set[int], queue: deque[_Q
     return lag
 
 
-def _listener(source: "KafkaSource") -> Any:
+def _listener(source: KafkaSource) -> Any:
     from kafka import ConsumerRebalanceListener
 
     class Listener(_Listener, ConsumerRebalanceListener):

@@ -24,7 +24,8 @@ import logging
 import re
 import struct
 import zlib
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
+from collections.abc import Callable, Iterable, Mapping
 
 log = logging.getLogger("streamembed.kafka.source")
 

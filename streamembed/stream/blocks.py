@@ -47,7 +47,7 @@ class Blocks:
     sizes: np.ndarray
     cross: list[np.ndarray]
 
-    def within(self, positions: np.ndarray) -> "Blocks":
+    def within(self, positions: np.ndarray) -> Blocks:
         """The blocks whose first member is one of ``positions`` (sorted accepted-row positions), re-indexed
         into ``positions``; a block lies wholly in one group (the caller refuses blocks that straddle)."""
         starts = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)

@@ -28,9 +28,10 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from streamembed.atomic import atomic_write_bytes, naming_path
 from streamembed.fsafe import make_dirs, open_state, temporary_file
@@ -102,7 +103,7 @@ class CheckpointStore:
         make_dirs(self.path.parent)
         doc = {
             "schema_version": CHECKPOINT_SCHEMA_VERSION,
-            "written_at": datetime.now(timezone.utc).isoformat(),
+            "written_at": datetime.now(UTC).isoformat(),
             "model": checkpoint.model,
             "sources": checkpoint.sources,
         }

@@ -60,7 +60,7 @@ class Processed:
     def n_out(self) -> int:
         return 0 if self.output is None else self.output.num_rows
 
-    def extend(self, other: "Processed") -> None:
+    def extend(self, other: Processed) -> None:
         if other.output is not None and other.output.num_rows:
             self.output = other.output if self.output is None else pa.Table.from_batches(
                 [self.output, other.output]).combine_chunks().to_batches()[0]

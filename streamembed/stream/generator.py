@@ -20,7 +20,8 @@ batch i gives the same objects.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa

@@ -22,9 +22,10 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -176,7 +177,7 @@ class DriftMonitor:
         self._history_at = now
         trig = self.trigger
         doc = {
-            "time": datetime.fromtimestamp(now, timezone.utc).isoformat().replace("+00:00", "Z"),
+            "time": datetime.fromtimestamp(now, UTC).isoformat().replace("+00:00", "Z"),
             "unix": now,
             "model_version": self.model_version,
             "objects_seen": self.objects_seen,

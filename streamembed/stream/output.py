@@ -42,7 +42,8 @@ fixed_size_list<float64, d>, ``beta``/``unexplained``/``k0``/``t`` float64,
 from __future__ import annotations
 
 import json
-from typing import Any, Final, Sequence
+from typing import Any, Final
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa

@@ -17,7 +17,8 @@ import contextlib
 import logging
 import queue
 import threading
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from streamembed.stream.sources import SourceBatch
 

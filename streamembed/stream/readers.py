@@ -61,7 +61,8 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -127,7 +128,7 @@ class Signature:
         return [self.size, self.mtime_ns, self.inode]
 
     @classmethod
-    def from_json(cls, doc: Any) -> "Signature | None":
+    def from_json(cls, doc: Any) -> Signature | None:
         if isinstance(doc, list) and len(doc) == 3 and all(isinstance(x, int) for x in doc):
             return cls(*doc)
         return None

@@ -27,7 +27,8 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Protocol, Sequence
+from typing import Any, BinaryIO, Protocol
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq

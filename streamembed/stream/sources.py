@@ -29,7 +29,8 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Protocol
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa

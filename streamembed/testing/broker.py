@@ -62,7 +62,8 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Mapping
+from typing import IO
+from collections.abc import Mapping
 
 from .process import stop_process
 
@@ -178,7 +179,7 @@ class TansuBroker:
         """True while the broker process is alive."""
         return self._proc is not None and self._proc.poll() is None
 
-    def start(self) -> "TansuBroker":
+    def start(self) -> TansuBroker:
         """Start the broker and wait until it answers a Kafka metadata request.
 
         Retries once on a fresh port if the first one was taken in the meantime.
@@ -299,7 +300,7 @@ class TansuBroker:
             if not self.keep_log and self.log_path is not None:
                 self.log_path.unlink(missing_ok=True)
 
-    def __enter__(self) -> "TansuBroker":
+    def __enter__(self) -> TansuBroker:
         return self.start()
 
     def __exit__(

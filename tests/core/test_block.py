@@ -152,7 +152,7 @@ def test_uncertified_blocks_are_flagged_and_restarted():
     assert unc.any()
     np.testing.assert_array_equal((sol.flags & FLAG_UNCERTIFIED) != 0, np.repeat(unc, 6))
     assert (sol.n_starts[unc] > 1).all() and (sol.n_starts[~unc] == 1).all()
-    assert (1 <= sol.n_best_starts).all() and (sol.n_best_starts <= sol.n_starts).all()
+    assert (sol.n_best_starts >= 1).all() and (sol.n_best_starts <= sol.n_starts).all()
     assert (sol.gap[unc] > 1e-9 * sol.objective[unc]).all()
     assert (sol.gap[~unc] <= 1e-9 * sol.objective[~unc] + 1e-13 * (2 * np.array([p[2] for p in probs])[~unc])).all()
 

@@ -79,7 +79,7 @@ class Problem:
     C: np.ndarray
     true_distances: np.ndarray  # (m, n) distances of the arrivals to the landmarks in feature space
 
-    def permuted(self, perm: np.ndarray) -> "Problem":
+    def permuted(self, perm: np.ndarray) -> Problem:
         """The same problem with the landmarks in the order ``perm`` (a k(z, z) column stays last)."""
         n = perm.size
         cols = np.concatenate([perm, np.arange(n, self.A.shape[1])])

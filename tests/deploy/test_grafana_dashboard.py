@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import pytest
 
@@ -78,7 +79,7 @@ def test_rows_in_order_and_panels_that_do_not_overlap(dashboard: dict[str, Any])
     cells: dict[tuple[int, int], str] = {}
     for p in _panels(dashboard):
         g = p["gridPos"]
-        assert 0 <= g["x"] and g["x"] + g["w"] <= 24, p["title"]
+        assert g["x"] >= 0 and g["x"] + g["w"] <= 24, p["title"]
         for x in range(g["x"], g["x"] + g["w"]):
             for y in range(g["y"], g["y"] + g["h"]):
                 assert (x, y) not in cells, f"{p['title']!r} overlaps {cells[(x, y)]!r}"

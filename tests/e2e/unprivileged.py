@@ -20,7 +20,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = ["NOBODY", "unavailable", "Nobody"]
 
@@ -93,7 +93,7 @@ class Nobody:
     def close(self) -> None:
         shutil.rmtree(self.stash, ignore_errors=True)
 
-    def __enter__(self) -> "Nobody":
+    def __enter__(self) -> Nobody:
         return self
 
     def __exit__(self, *exc: object) -> None:

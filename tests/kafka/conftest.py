@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import os
 import uuid
-from typing import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import pytest
 
