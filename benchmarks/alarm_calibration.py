@@ -1,6 +1,6 @@
 """Measured run between false alarms of the calibrated CUSUM on real residual streams (docs/math.md §7.4).
 
-    python benchmarks/alarm_calibration.py [--quick] [--ert 1e4,1e5,1e6,1e8] [--json out.json]
+    python -m benchmarks.alarm_calibration [--quick] [--ert 1e4,1e5,1e6,1e8] [--json out.json]
 
 Per-object values are the unexplained energy u = β − ‖ŷ‖² of real placements,
 computed once per dataset (projection on a 2-d classical-MDS map of 100
@@ -10,7 +10,7 @@ cost seconds, not hours:
 * ``digits``: scikit-learn's 1,797 handwritten digits (Euclidean), 100 random
   landmarks, the other 1,697 placed; objects drawn uniformly with replacement;
 * ``words``: 800 stdlib docstring first lines under normalised edit distance
-  (``evaluation.datasets.stdlib_docstrings``, non-Euclidean), 100 max–min
+  (``benchmarks.datasets.stdlib_docstrings``, non-Euclidean), 100 max–min
   landmarks, the rest placed; drawn the same way;
 * ``student-t``: 10-d features with independent Student-t (3 d.o.f.)
   coordinates, 100 landmarks, 2·10⁶ placed objects (u has infinite variance);
@@ -69,7 +69,7 @@ def _place(D_landmarks: np.ndarray, D_rest: np.ndarray) -> np.ndarray:
 
 def digits_pool(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(u (1697,), labels): the digits not chosen as landmarks, placed on a map of 100 random ones."""
-    from streamembed.evaluation.datasets import digits
+    from benchmarks.datasets import digits
 
     ds = digits()
     D = ds.dissimilarities()
@@ -81,7 +81,7 @@ def digits_pool(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 def words_pool() -> tuple[np.ndarray, np.ndarray]:
     """(u, module labels) of stdlib docstring lines placed on 100 max–min landmarks (normalised edit distance)."""
     from streamembed.core.landmarks import maxmin_select
-    from streamembed.evaluation.datasets import stdlib_docstrings
+    from benchmarks.datasets import stdlib_docstrings
 
     ds = stdlib_docstrings(n=800)
     D = ds.dissimilarities()

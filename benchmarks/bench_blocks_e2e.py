@@ -40,7 +40,6 @@ import pyarrow.parquet as pq
 HERE = Path(__file__).resolve().parents[1]
 #: source.batch_rows for both trees: enough batches for a steady-state rate from processed_at
 BATCH_ROWS = 512
-sys.path.insert(0, str(HERE))
 
 
 def _euclidean(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
@@ -212,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     trees = [("after", HERE, m_after)] + ([("before", args.before.resolve(), m_before)] if args.before else [])
     broker = None
     if not args.no_kafka:
-        from streamembed.testing.broker import TansuBroker
+        from tools.broker import TansuBroker
 
         broker = TansuBroker().start()
     rows = []

@@ -1,12 +1,12 @@
 """Input mix-ups: objects to the consistency alarm, false alarms on stationary streams, cost (docs/math.md §4.5).
 
-    python benchmarks/bench_consistency.py [--objects 10000000] [--landmarks 50,100,200] [--seeds 3] [--quick]
+    python -m benchmarks.bench_consistency [--objects 10000000] [--landmarks 50,100,200] [--seeds 3] [--quick]
 
 Real data only: scikit-learn's digits (Euclidean; its "other dataset" rows
 come from breast_cancer) and 400 stdlib docstring first lines (normalised
 edit distance, non-Euclidean; "other dataset": digits). For each dataset,
 landmark count n and selection (random, max–min) a model is fitted
-(``evaluation.mixups``) and the rows of every mix-up are built.
+(``benchmarks.mixups``) and the rows of every mix-up are built.
 
 0. **Levels.** C of the rows in model order and of every mix-up, over all arrivals.
 1. **Objects to alarm.** The daemon's ``ConsistencyMonitor`` (default
@@ -43,8 +43,8 @@ import numpy as np
 from scipy.spatial.distance import cdist
 
 from streamembed.core.model import fit_model
-from streamembed.evaluation.datasets import load_dataset, stdlib_docstrings
-from streamembed.evaluation.mixups import MIXUPS, mixup_setting
+from benchmarks.datasets import load_dataset, stdlib_docstrings
+from benchmarks.mixups import MIXUPS, mixup_setting
 from streamembed.settings import ConsistencyConfig
 from streamembed.stream.consistency import ConsistencyMonitor
 

@@ -1,6 +1,6 @@
 """Throughput of the core hot paths against the memory-read ceiling, in one run.
 
-    python benchmarks/bench_core.py [--n 500] [--d 10] [--m 100000] [--repeat 7]
+    python -m benchmarks.bench_core [--n 500] [--d 10] [--m 100000] [--repeat 7]
 
 For float32 and float64 it prints objects/s of projection and single-object
 RR (``LandmarkMDS.embed``) and the ratio of each to the read ceiling: the

@@ -1,6 +1,6 @@
 """Measured run length between false alarms of the calibrated CUSUM (docs/math.md §7.3).
 
-    python benchmarks/bench_detector_ert.py [--objects 40000000] [--ert 1e5,1e6]
+    python -m benchmarks.bench_detector_ert [--objects 40000000] [--ert 1e5,1e6]
 
 For per-object values of three shapes (Gaussian, χ²₈ like the unexplained
 energy of isotropic noise in 8 off-map directions, χ²₁ with skewness 2.8),

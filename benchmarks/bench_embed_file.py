@@ -1,6 +1,6 @@
 """Throughput of `streamembed embed` (Parquet in, Parquet out) vs the core's in-memory `est.embed`.
 
-    python benchmarks/bench_embed_file.py [--objects 1000000] [--landmarks 500] [--dims 10]
+    python -m benchmarks.bench_embed_file [--objects 1000000] [--landmarks 500] [--dims 10]
 
 Writes a float32 Parquet file of m objects x n landmarks (uncompressed: random
 floats do not compress), fits a landmark model, then times, in the same run:

@@ -1,6 +1,6 @@
 """False-positive rate of the ``non_euclidean`` flag fit by fit, on edit distances (docs/math.md §4.3).
 
-    python benchmarks/bench_flag_fpr.py [--dataset python_attribute_names|stdlib_docstrings] [--seeds 16]
+    python -m benchmarks.bench_flag_fpr [--dataset python_attribute_names|stdlib_docstrings] [--seeds 16]
                                         [--sizes 50,100,200] [--before /path/to/an/older/checkout]
 
 For every landmark count n of ``--sizes``, both landmark choices (random,
@@ -27,10 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(HERE))  # this checkout's streamembed
 
-from streamembed.evaluation import datasets  # noqa: E402
+from benchmarks import datasets
+from benchmarks.trees import use_streamembed_from
 
 
 def measure(D: np.ndarray, sizes: list[int], seeds: int, log: bool) -> list[dict]:
@@ -84,9 +83,7 @@ def main() -> None:
     args = ap.parse_args()
     D = getattr(datasets, args.dataset)(n=args.objects).D
     if args.before:
-        for name in [m for m in sys.modules if m == "streamembed" or m.startswith("streamembed.")]:
-            del sys.modules[name]
-        sys.path.insert(0, str(Path(args.before).resolve()))
+        use_streamembed_from(args.before)
     import streamembed
 
     t0 = time.perf_counter()

@@ -5,7 +5,7 @@ distances, the stdlib-docstring and English-word edit distances) and a few synth
 sampled triangles violated by D, by D² and by their square roots, and whether ``looks_squared`` would warn.
 The hint must fire on every D² and on no D.
 
-    python3 benchmarks/bench_input_hints.py [--datasets digits,iris,...] [--n 400]
+    python3 -m benchmarks.bench_input_hints [--datasets digits,iris,...] [--n 400]
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from streamembed.core.input_hints import squared_evidence  # noqa: E402
-from streamembed.evaluation.datasets import load_dataset  # noqa: E402
+from streamembed.core.input_hints import squared_evidence
+from benchmarks.datasets import load_dataset
 
 DEFAULT = ("digits", "iris", "wine", "breast_cancer", "breast_cancer_cityblock", "stdlib_docstrings",
            "english_words", "swiss_roll", "gaussian_clusters", "random_strings")

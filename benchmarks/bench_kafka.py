@@ -1,6 +1,6 @@
 """Kafka throughput: raw kafka-python consume vs the daemon's consume -> embed -> produce, same messages.
 
-    python benchmarks/bench_kafka.py [--messages 150] [--objects-per-message 1000] [--landmarks 256]
+    python -m benchmarks.bench_kafka [--messages 150] [--objects-per-message 1000] [--landmarks 256]
                                      [--dims 2] [--partitions 1] [--repeat 2]
 
 Starts its own Tansu broker (127.0.0.1, memory storage), produces
@@ -34,12 +34,11 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial.distance import cdist
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-# the measurements are shared with `streamembed bench` (its "daemon kafka" row)
-from streamembed.evaluation.bench_e2e import daemon_consume as daemon_run  # noqa: E402
-from streamembed.evaluation.bench_e2e import make_messages, produce, raw_consume  # noqa: E402
+# the measurements are shared with `python -m benchmarks bench` (its "daemon kafka" row)
+from benchmarks.bench_e2e import daemon_consume as daemon_run
+from benchmarks.bench_e2e import make_messages, produce, raw_consume
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     from streamembed import LandmarkMDS
     from streamembed.daemon.config import load_config
     from streamembed.kafka.client import consumer_settings
-    from streamembed.testing.broker import TansuBroker
+    from tools.broker import TansuBroker
 
     rng = np.random.default_rng(args.seed)
     L = rng.standard_normal((args.landmarks, args.features)) * 3.0

@@ -1,6 +1,6 @@
 """One large input file through the real daemon under a memory limit: embedded whole, in bounded memory.
 
-    python benchmarks/bench_large_file.py [--gb 1.5] [--limit-mib 1024] [--format parquet|arrows|jsonl]
+    python -m benchmarks.bench_large_file [--gb 1.5] [--limit-mib 1024] [--format parquet|arrows|jsonl]
 
 Writes a file of ``--gb`` GB (float32 dissimilarities to 256 landmarks, 1 KiB
 a row, written in a few seconds: one block of rows repeated under new ids),

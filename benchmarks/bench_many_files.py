@@ -1,6 +1,6 @@
 """Many small files through the real daemon: wall time, then the idle daemon's CPU.
 
-    python benchmarks/bench_many_files.py [--files 20000] [--rows 1] [--idle-seconds 20] [--format jsonl]
+    python -m benchmarks.bench_many_files [--files 20000] [--rows 1] [--idle-seconds 20] [--format jsonl]
 
 Writes ``--files`` files of ``--rows`` rows each into a watched directory (a
 hidden name, then renamed, as a careful writer does; their modification

@@ -1,6 +1,6 @@
 """What the live map costs the daemon: throughput with the page open (polling) vs closed, in one run.
 
-    python benchmarks/bench_map_page.py [--phase-seconds 1] [--pairs 100] [--points 2000]
+    python -m benchmarks.bench_map_page [--phase-seconds 1] [--pairs 100] [--points 2000]
 
 Starts the daemon of this checkout (``python -m streamembed run``, its
 PYTHONPATH set to this repository) on the built-in generator at full speed
@@ -122,7 +122,6 @@ def start_daemon(workdir: Path, points: int) -> tuple[subprocess.Popen[bytes], s
 
 def hook_cost(points: int, batch_rows: int) -> dict[str, float]:
     """Median seconds of ``MapView.observe`` and of ``BatchEmbedder.process`` on one generator batch."""
-    sys.path.insert(0, str(ROOT))
     from streamembed.daemon.assembly import build_source, load_or_fit_model
     from streamembed.daemon.mapview import MapView
     from streamembed.settings import Config

@@ -1,6 +1,6 @@
 """The real daemon's probes under slow clients: 64 header-dribbling and 300 slowloris sockets at once.
 
-    python benchmarks/bench_ops_attack.py [--seconds 30] [--dribblers 64] [--loris 300] [--source 127.0.0.1]
+    python -m benchmarks.bench_ops_attack [--seconds 30] [--dribblers 64] [--loris 300] [--source 127.0.0.1]
 
 Starts ``streamembed run`` (the built-in generator at 5,000 objects/s, text
 logs), opens the slow sockets (``tests/daemon/slow_clients.py``: a request
@@ -25,9 +25,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from tests.daemon.slow_clients import ProbeStats, SlowClients, probe  # noqa: E402
+from tests.daemon.slow_clients import ProbeStats, SlowClients, probe
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

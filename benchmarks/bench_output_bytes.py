@@ -1,6 +1,6 @@
 """Output schema versions 1 and 2: bytes written per row and the CPU of encoding, on the same placed rows.
 
-    python benchmarks/bench_output_bytes.py [--objects 300000] [--landmarks 500] [--dims 10] [--repeat 3]
+    python -m benchmarks.bench_output_bytes [--objects 300000] [--landmarks 500] [--dims 10] [--repeat 3]
 
 The rows (float32 dissimilarities of Gaussian points to 500 landmarks) are
 placed once per version by the ``BatchEmbedder`` in batches of 8,192, as
@@ -27,8 +27,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from scipy.spatial.distance import cdist
 
-HERE = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(HERE))
 
 from streamembed import LandmarkMDS
 from streamembed.stream.codecs import encode_result

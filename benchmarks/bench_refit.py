@@ -1,6 +1,6 @@
 """Batch latency before and during a background refit, and the refit's duration.
 
-    python benchmarks/bench_refit.py [--candidates 5000] [--landmarks 500] [--d 10]
+    python -m benchmarks.bench_refit [--candidates 5000] [--landmarks 500] [--d 10]
 
 The stream side embeds batches of 1024 objects against n landmarks in this
 process (the daemon's hot path); the refit side runs the daemon's real refit

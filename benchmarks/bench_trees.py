@@ -1,6 +1,6 @@
 """This checkout against an older one, end to end and in memory, interleaved in one run.
 
-    python benchmarks/bench_trees.py --before /path/to/an/older/checkout [--objects 300000] [--landmarks 500]
+    python -m benchmarks.bench_trees --before /path/to/an/older/checkout [--objects 300000] [--landmarks 500]
                                      [--repeat 3]
 
 Each tree runs its own CLI (``PYTHONPATH`` = the tree, working directory

@@ -1,6 +1,6 @@
 """Are the drift window's k0 statistics what they are named? Bound coverage and estimate accuracy (docs/math.md §4).
 
-    python benchmarks/bench_window_bounds.py [--windows 25] [--shares 0.01,0.05,0.1,0.3] [--k0-rows 32]
+    python -m benchmarks.bench_window_bounds [--windows 25] [--shares 0.01,0.05,0.1,0.3] [--k0-rows 32]
 
 Euclidean data whose truth is computable: 100 landmarks drawn from a
 3-dimensional Gaussian mixture in R^20 (intrinsic_dims = 3, as the daemon's
@@ -32,11 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's streamembed
 
-from streamembed import LandmarkMDS  # noqa: E402
-from streamembed.core.drift import DriftWindow  # noqa: E402
-from streamembed.core.residuals import dropped_energy  # noqa: E402
+from streamembed import LandmarkMDS
+from streamembed.core.drift import DriftWindow
+from streamembed.core.residuals import dropped_energy
 
 
 def world(rng: np.random.Generator, third: float, p: int = 20, q: int = 3, clusters: int = 4):

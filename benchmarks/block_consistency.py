@@ -1,6 +1,6 @@
 """How often is a block flagged ``inconsistent_block``, consistent or contradicted? (docs/math.md §4.3)
 
-    python benchmarks/block_consistency.py [--datasets digits stdlib_docstrings] [--landmarks 100] [--blocks 60]
+    python -m benchmarks.block_consistency [--datasets digits stdlib_docstrings] [--landmarks 100] [--blocks 60]
 
 For each dataset, random landmarks and blocks of k = 2, 4, 8, 16 other objects
 with their mutual dissimilarities C as they are ("true") and contradicted:
@@ -20,13 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from streamembed import LandmarkMDS  # noqa: E402
-from streamembed.core.block_consistency import block_min_eigenvalues  # noqa: E402
-from streamembed.core.block_input import prepare_blocks  # noqa: E402
-from streamembed.core.flags import FLAG_INCONSISTENT_BLOCK  # noqa: E402
-from streamembed.evaluation.datasets import DatasetUnavailable, load_dataset  # noqa: E402
+from streamembed import LandmarkMDS
+from streamembed.core.block_consistency import block_min_eigenvalues
+from streamembed.core.block_input import prepare_blocks
+from streamembed.core.flags import FLAG_INCONSISTENT_BLOCK
+from benchmarks.datasets import DatasetUnavailable, load_dataset
 
 KINDS = ("true", "C*10", "C=0", "shuffled", "other block's")
 

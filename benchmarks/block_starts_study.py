@@ -1,6 +1,6 @@
 """Which starts does block RR need? A brute-force study (docs/math.md §3).
 
-    python benchmarks/block_starts_study.py [--problems 600] [--seed 7] [--brute 30]
+    python -m benchmarks.block_starts_study [--problems 600] [--seed 7] [--brute 30]
 
 Problems come from the test generator (``tests/core/block_cases.py``: k
 log-uniform in 2..64, d in 1..10, blocks in span, partly, mostly and
@@ -30,9 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from streamembed.core.block import (  # noqa: E402
+from streamembed.core.block import (
     CERT_RTOL,
     MORE_RANDOM_STARTS,
     RANDOM_STARTS,
@@ -41,9 +40,9 @@ from streamembed.core.block import (  # noqa: E402
     _out_of_span,
     _run_starts,
 )
-from streamembed.core.block_starts import eigen_starts, projection_starts, random_starts, spectral_starts  # noqa: E402
-from streamembed.core.restricted import solve_restricted  # noqa: E402
-from tests.core.block_cases import KINDS, block_problem  # noqa: E402
+from streamembed.core.block_starts import eigen_starts, projection_starts, random_starts, spectral_starts
+from streamembed.core.restricted import solve_restricted
+from tests.core.block_cases import KINDS, block_problem
 
 
 def starts_of(C, Beta, lam):

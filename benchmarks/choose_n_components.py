@@ -17,7 +17,7 @@ Datasets with a known dimension: ``flat3`` (a 3-D subspace of R¹⁰ plus isotro
 plus 7 noise dimensions; ``swissroll10-isomap``: through geodesic distances, 10 neighbours), and the real
 scikit-learn sets digits, iris, wine, breast_cancer, and the stdlib-docstring edit distances.
 
-    python3 benchmarks/choose_n_components.py [--datasets flat3,digits] [--grid 1,2,...] [--n 600] [--folds 5]
+    python3 -m benchmarks.choose_n_components [--datasets flat3,digits] [--grid 1,2,...] [--n 600] [--folds 5]
 """
 
 from __future__ import annotations
@@ -31,11 +31,10 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial.distance import cdist
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from streamembed import LandmarkMDS  # noqa: E402
-from streamembed.core.likelihood import ppca_loglik  # noqa: E402
-from streamembed.evaluation.datasets import load_dataset  # noqa: E402
+from streamembed import LandmarkMDS
+from streamembed.core.likelihood import ppca_loglik
+from benchmarks.datasets import load_dataset
 
 #: swissroll10-isomap is not in the default run: each geodesic fit calibrates its non-Euclidean flag with ~50
 #: eigendecompositions (core.calibration), minutes per fold on this machine.

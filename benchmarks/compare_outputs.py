@@ -1,6 +1,6 @@
 """This checkout's outputs against an older checkout's, bit for bit, on a corpus of every method and input option.
 
-    python benchmarks/compare_outputs.py --before /path/to/an/older/checkout [--after CHECKOUT] [--json F]
+    python -m benchmarks.compare_outputs --before /path/to/an/older/checkout [--after CHECKOUT] [--json F]
 
 Each tree fits its own model (``streamembed fit``: model files are not
 comparable across schema versions) from the same dissimilarities, then embeds
@@ -154,7 +154,6 @@ def _as_v1(table: pa.Table) -> pa.Table:
     """Output of either version as version 1 (a tree that writes version 2 compares with one that writes 1)."""
     if (table.schema.metadata or {}).get(b"streamembed.schema_version", b"1") == b"1":
         return table
-    sys.path.insert(0, str(HERE))
     from streamembed.stream.output import as_version1
 
     return as_version1(table)

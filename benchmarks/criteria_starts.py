@@ -1,6 +1,6 @@
 """Do stress placements reach the global minimum? Multi-start brute force on real data (docs/math.md §3.4).
 
-    python benchmarks/criteria_starts.py [--objects 100] [--landmarks 50 100] [--dims 2 3] [--seed 0]
+    python -m benchmarks.criteria_starts [--objects 100] [--landmarks 50 100] [--dims 2 3] [--seed 0]
 
 For each real dataset (digits, wine, breast_cancer: Euclidean; stdlib_docstrings:
 normalised edit distance), random landmarks and random other objects as arrivals,
@@ -34,11 +34,10 @@ from pathlib import Path
 import numpy as np
 import scipy.optimize
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from streamembed import LandmarkMDS  # noqa: E402
-from streamembed.core.criteria import solve_sammon, solve_stress, stress_objective  # noqa: E402
-from streamembed.evaluation.datasets import DatasetUnavailable, load_dataset  # noqa: E402
+from streamembed import LandmarkMDS
+from streamembed.core.criteria import solve_sammon, solve_stress, stress_objective
+from benchmarks.datasets import DatasetUnavailable, load_dataset
 
 DATASETS = ("digits", "wine", "breast_cancer", "stdlib_docstrings")
 

@@ -1,10 +1,10 @@
 """The landmark-selection table of docs/landmarks.md: every selection against a full classical MDS, on real data.
 
-    nice -n 10 python benchmarks/landmark_selection.py [--datasets digits,stdlib_docstrings,english_words,
+    nice -n 10 python -m benchmarks.landmark_selection [--datasets digits,stdlib_docstrings,english_words,
         python_identifiers,breast_cancer_cityblock] [--landmarks 100,200] [--seeds 5] [--json out.json]
         [--markdown out.md]
 
-For each dataset (``streamembed.evaluation.datasets``; nothing is downloaded)
+For each dataset (``benchmarks.datasets``; nothing is downloaded)
 it runs ``streamembed.evaluate_data.evaluate_landmarks``: each selection ×
 landmark count × method (projection, restricted reconstruction) × seed
 0 … seeds − 1, scored against the classical MDS of all objects (Procrustes
@@ -23,7 +23,7 @@ import time
 
 from streamembed.core.landmarks import LANDMARK_SELECTIONS
 from streamembed.evaluate_data import LandmarkReport, evaluate_landmarks
-from streamembed.evaluation.datasets import load_dataset
+from benchmarks.datasets import load_dataset
 
 DEFAULT_DATASETS = ("digits", "stdlib_docstrings", "english_words", "python_identifiers", "breast_cancer_cityblock")
 

@@ -4,7 +4,7 @@ Both start from the same configuration (the classical MDS of the ranks, ``rank_s
 tolerance; the table gives Kruskal's stress-1 of each final map by one formula (``kruskal_stress1``), their
 relative difference, our sweeps and both wall times (one run each: repeat for timings).
 
-    python3 benchmarks/nonmetric_vs_sklearn.py [--datasets iris,wine,stdlib_docstrings] [--n 150] [--d 2]
+    python3 -m benchmarks.nonmetric_vs_sklearn [--datasets iris,wine,stdlib_docstrings] [--n 150] [--d 2]
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from streamembed.core.metric_map import refine_map  # noqa: E402
-from streamembed.core.ordinal_map import kruskal_stress1, rank_start  # noqa: E402
-from streamembed.evaluation.datasets import load_dataset  # noqa: E402
+from streamembed.core.metric_map import refine_map
+from streamembed.core.ordinal_map import kruskal_stress1, rank_start
+from benchmarks.datasets import load_dataset
 
 
 def main(argv: list[str] | None = None) -> int:

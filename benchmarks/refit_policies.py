@@ -1,6 +1,6 @@
 """Refit policies on streams that change in known ways: the table behind ``refit.selection = "adaptive"``.
 
-    python benchmarks/refit_policies.py [--seeds 5] [--policies adaptive,residual,...] [--json out.json]
+    python -m benchmarks.refit_policies [--seeds 5] [--policies adaptive,residual,...] [--json out.json]
 
 A map is fitted on an old population (100 landmarks, d = 2, uniform random
 among it); a stream then brings a reservoir of recent objects and the refit
@@ -85,8 +85,8 @@ def digits_scenarios(rng: np.random.Generator) -> dict:
 
 
 def words_scenarios(rng: np.random.Generator) -> dict:
-    from streamembed.evaluation import datasets as dsm
-    from streamembed.evaluation.editdistance import levenshtein_matrix
+    from benchmarks import datasets as dsm
+    from benchmarks.editdistance import levenshtein_matrix
 
     found: set[str] = set()  # the words of datasets.english_words, 2,400 of them, with their lengths as classes
     for modname in dsm.WORD_MODULES:

@@ -192,11 +192,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: Subcommands with their own parsers: name -> (module with main(argv), help).
 _TOOLS: dict[str, tuple[str, str]] = {
-    "bench": ("streamembed.evaluation.bench", "throughput against the memory-read ceiling (and scikit-learn)"),
     "evaluate": ("streamembed.commands.evaluate", "landmark choice for your data against a full classical MDS "
-                 "(--features/--dissimilarities); placement quality on the benchmark datasets"),
-    "plot": ("streamembed.evaluation.plots", "render the map or the drift history to PNG (needs matplotlib)"),
+                 "(--features/--dissimilarities)"),
+    "plot": ("streamembed.plot", "render the map or the drift history to PNG (needs matplotlib)"),
 }
+
+
+#: Former subcommands that measure rather than serve (not installed with the package): name -> where they went.
+_MOVED: dict[str, str] = {"bench": "python -m benchmarks bench"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -212,6 +215,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] in _MOVED:
+        print(f"streamembed {args_list[0]}: benchmarks are not installed with the package; run "
+              f"`{_MOVED[args_list[0]]}` from a source checkout", file=sys.stderr)
+        return EXIT_REFUSED
     if args_list and args_list[0] in _TOOLS:
         import importlib
 

@@ -13,8 +13,8 @@ from functools import cache
 import numpy as np
 import pytest
 
-from streamembed.evaluation.datasets import DatasetUnavailable, load_dataset, stdlib_docstrings
-from streamembed.evaluation.mixups import MixupSetting, mixup_setting
+from benchmarks.datasets import DatasetUnavailable, load_dataset, stdlib_docstrings
+from benchmarks.mixups import MixupSetting, mixup_setting
 
 
 @cache

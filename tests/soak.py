@@ -1068,7 +1068,7 @@ def main(argv: list[str] | None = None) -> int:
         for faults in (False, True):
             if args.mode not in ("kafka", "both", "kafka-faults", "all") or (args.mode == "kafka-faults" and not faults):
                 continue
-            from streamembed.testing.broker import TansuBroker
+            from tools.broker import TansuBroker
 
             broker = TansuBroker()  # one per soak: Tansu's memory storage never frees what was sent
             broker.start()

@@ -15,7 +15,6 @@ import pytest
 
 from tests.e2e.cli import clean_env
 
-ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPTS = {
     "bench_core.py": (["--n", "50", "--d", "2", "--m", "2000", "--repeat", "1"], "proj/read"),
@@ -45,7 +44,8 @@ SCRIPTS = {
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
 def test_benchmark_script_runs_on_a_tiny_problem(script: str, tmp_path: Path) -> None:
     args, expected = SCRIPTS[script]
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=tmp_path, env=clean_env(),
-                       capture_output=True, text=True, timeout=120)
+    module = f"benchmarks.{script.removesuffix('.py')}"
+    r = subprocess.run([sys.executable, "-m", module, *args], cwd=tmp_path, env=clean_env(), capture_output=True,
+                       text=True, timeout=120)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert expected in r.stdout, r.stdout[-2000:]

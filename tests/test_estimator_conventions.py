@@ -156,7 +156,7 @@ def test_fit_dissimilarities_on_a_kernel_or_features_says_which_flag_was_meant(t
 @pytest.mark.parametrize("name", ["digits", "iris", "stdlib_docstrings"])
 def test_squared_distances_fit_with_a_warning_and_distances_without(name: str, caplog) -> None:
     pytest.importorskip("sklearn")
-    from streamembed.evaluation.datasets import load_dataset
+    from benchmarks.datasets import load_dataset
 
     D = load_dataset(name).dissimilarities()
     idx = np.linspace(0, D.shape[0] - 1, 120).round().astype(int)

@@ -176,7 +176,7 @@ def test_grid_search_on_iris_picks_the_dimension_pca_likelihood_and_minkas_estim
     # real data: iris's 4 features, whose dimension by Minka's PCA(n_components="mle") is 3
     from sklearn.decomposition import PCA
 
-    from streamembed.evaluation.datasets import load_dataset
+    from benchmarks.datasets import load_dataset
 
     ds = load_dataset("iris")
     assert PCA(n_components="mle").fit(ds.X).n_components_ == 3

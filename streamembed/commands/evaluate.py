@@ -4,9 +4,9 @@ With ``--dissimilarities D`` (N × N) or ``--features X`` (N × p, ``--metric``)
 the table of ``streamembed.evaluate_data.evaluate_landmarks``: every landmark
 selection × landmark count × method over seeds, against the full classical
 MDS (docs/landmarks.md), progress on stderr, the table and a one-line
-recommendation on stdout. Without them, the benchmark datasets of the source
-repository's evaluation package (``--datasets``, ``--drift``, ``--list``),
-when it is installed.
+recommendation on stdout. The benchmark datasets (``--datasets``, ``--drift``,
+``--list``) are not installed with the package: ``python -m benchmarks evaluate``
+(or ``drift``) from a source checkout runs them.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
             "recommended setting for `streamembed fit --landmarks N --selection S`.\n"
             f"Above --reference objects (default {REFERENCE_MAX}) the full map is the classical MDS of a\n"
             "random sample of that many (seed 0); landmarks are still chosen among all objects.\n\n"
-            "Without --dissimilarities/--features: the benchmark datasets (--datasets NAMES, --list, --drift;\n"
-            "`streamembed evaluate --datasets all --help`), from a source checkout."),
+            "The benchmark datasets (--datasets, --list, --drift) are not installed with the package:\n"
+            "`python -m benchmarks evaluate --help` from a source checkout."),
     )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--dissimilarities", metavar="FILE", help="N x N dissimilarities (not squared): .npy, .csv, "
@@ -125,11 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Refused as exc:
             print(f"streamembed evaluate: {exc}", file=sys.stderr)
             return EXIT_REFUSED
-    try:
-        from streamembed.evaluation import evaluate
-    except ImportError:
-        print("streamembed evaluate: the benchmark datasets (--datasets, --drift, --list) need the source "
-              "checkout's evaluation package; for your own data give --dissimilarities FILE or --features FILE",
-              file=sys.stderr)
-        return EXIT_REFUSED
-    return int(evaluate.main(argv))
+    print("streamembed evaluate: the benchmark datasets (--datasets, --drift, --list) are not installed with the "
+          "package: run `python -m benchmarks evaluate` from a source checkout; for your own data give "
+          "--dissimilarities FILE or --features FILE", file=sys.stderr)
+    return EXIT_REFUSED

@@ -8,7 +8,7 @@ import pytest
 from streamembed import LandmarkMDS
 from streamembed.core.block import block_objective, solve_block, solve_blocks
 from streamembed.core.block_input import prepare_blocks
-from streamembed.core.block_reference import solve_block_reference
+from tools.block_reference import solve_block_reference
 from streamembed.core.centering import center_block
 from streamembed.core.flags import FLAG_AMBIGUOUS, FLAG_UNCERTIFIED
 from streamembed.core.restricted import restricted_objective, solve_restricted

@@ -14,7 +14,7 @@ import scipy.spatial.distance as ssd
 from streamembed import LandmarkMDS
 from streamembed.core.cailliez import add_constant, additive_constant, cailliez_constant
 from streamembed.core.cmds import double_center
-from streamembed.evaluation.editdistance import levenshtein_matrix
+from benchmarks.editdistance import levenshtein_matrix
 
 from .conftest import euclidean
 

@@ -10,7 +10,7 @@ import pytest
 from streamembed import LandmarkMDS
 from streamembed.core.consistency import PROFILE_AXES, profile_check
 from streamembed.core.model import fit_model
-from streamembed.evaluation.mixups import MIXUPS
+from benchmarks.mixups import MIXUPS
 
 from ..realdata import matrix, setting
 from .conftest import euclidean

@@ -143,7 +143,7 @@ def test_edit_distance_maps_converge_within_the_default_budget(kind: str) -> Non
     # 150 random ACGT words of length 10, edit distance (integers 1..12), d = 3. Plain majorisation needs
     # about 3,600 (SMACOF) and 2,250 (Sammon) sweeps to a relative change of 1e-10; capped at 1,000 it
     # stopped with a map up to half its RMS radius away from the converged one (after Procrustes).
-    from streamembed.evaluation.datasets import random_strings
+    from benchmarks.datasets import random_strings
 
     D = random_strings(n=150, n_prototypes=150, length=10).D
     X0 = LandmarkMDS(3).fit(D).embedding_

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from streamembed import LandmarkMDS
-from streamembed.evaluation.datasets import random_strings
+from benchmarks.datasets import random_strings
 
 from .conftest import landmark_problem
 

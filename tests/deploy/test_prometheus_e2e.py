@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from streamembed.testing.process import stop_process
+from tools.process import stop_process
 
 from ..e2e.daemon import Daemon
 from .helpers import ALERTS, PROMETHEUS_YML, RECORDING, require_module, require_tool

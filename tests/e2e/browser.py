@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from streamembed.testing.process import stop_process
+from tools.process import stop_process
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

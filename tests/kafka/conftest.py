@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 import pytest
 
-from streamembed.testing.broker import TansuBroker, TansuNotFoundError, find_tansu
+from tools.broker import TansuBroker, TansuNotFoundError, find_tansu
 
 
 @pytest.fixture(scope="session")

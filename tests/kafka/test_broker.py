@@ -18,7 +18,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
-from streamembed.testing.broker import TansuBroker
+from tools.broker import TansuBroker
 
 pytestmark = pytest.mark.broker
 

@@ -24,7 +24,7 @@ from streamembed.kafka.codec import arrow_message
 from streamembed.kafka.source import KafkaSource
 from streamembed.settings import KafkaConfig
 from streamembed.stream.pipeline import ReadAhead
-from streamembed.testing.broker import TansuBroker, TansuNotFoundError, find_tansu
+from tools.broker import TansuBroker, TansuNotFoundError, find_tansu
 
 from ..e2e.daemon import Daemon, wait_for
 from ..stream.helpers import dissimilarities, fitted_model, input_table, objects, read_ids

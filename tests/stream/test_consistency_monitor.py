@@ -20,7 +20,7 @@ from streamembed.core import consistency as core_consistency
 from streamembed.core.model import fit_model
 from streamembed.daemon.health import HealthState
 from streamembed.daemon.metrics import Metrics
-from streamembed.evaluation.mixups import MIXUPS
+from benchmarks.mixups import MIXUPS
 from streamembed.stream.consistency import HEALTH_PROBLEM, ConsistencyMonitor
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.models import ModelRegistry

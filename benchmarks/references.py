@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.procrustes import apply_alignment, orthogonal_procrustes_align
-from ..estimator import LandmarkMDS
+from streamembed.core.procrustes import apply_alignment, orthogonal_procrustes_align
+from streamembed.estimator import LandmarkMDS
 
 __all__ = ["RefitGroup", "refit_reference", "reference_error"]
 

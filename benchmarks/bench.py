@@ -1,4 +1,4 @@
-"""``streamembed bench``: throughput against the memory-read ceiling, in one run.
+"""``python -m benchmarks bench``: throughput against the memory-read ceiling, in one run.
 
 Everything is measured in the same process, one after the other, so the
 ratios are meaningful on a shared, noisy machine (docs/performance.md); absolute numbers
@@ -22,8 +22,7 @@ are not. Tables:
 3. **Scaling with m**: per-call time and objects/s for growing batches.
 4. **Refit**: time of ``LandmarkMDS(n_components=d).fit(D)`` (classical MDS of
    the landmarks, docs/math.md §1) for growing n.
-5. **End to end**: rows registered with ``register_end_to_end``; those of
-   :mod:`streamembed.evaluation.bench_e2e` (``embed`` from Arrow IPC and
+5. **End to end**: the rows of :mod:`benchmarks.bench_e2e` (``embed`` from Arrow IPC and
    Parquet, the directory daemon, the Kafka daemon vs raw consumption and a
    KernelPCA peer, a Dask backfill), each against the in-memory core timed
    in the same process; a row that cannot run here (no broker, no extra)
@@ -40,14 +39,13 @@ then applies exactly the landmark centring of docs/math.md §2, so its transform
 is the projection ŷ = Λ^(-1/2) Uᵀ b (docs/math.md §3.1). Forming A∘A is not timed
 for sklearn (streamembed's time includes its squaring), which favours sklearn.
 
-    python -m streamembed.evaluation.bench [--quick] [--sizes SPEC] [--json PATH]
+    python -m benchmarks.bench [--quick] [--sizes SPEC] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import os
 import platform
@@ -56,14 +54,15 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import scipy
 
-from ..estimator import LandmarkMDS
-from ..core.blas import single_blas_thread
-from .timing import best_time, euclidean, landmark_matrix, make_points
+from streamembed.estimator import LandmarkMDS
+from streamembed.core.blas import single_blas_thread
+from benchmarks.bench_e2e import EndToEndUnavailable
+from benchmarks.timing import best_time, euclidean, landmark_matrix, make_points
 
 __all__ = [
     "BenchSizes",
@@ -180,66 +179,19 @@ def parse_sizes(spec: str, base: BenchSizes) -> BenchSizes:
     return dataclasses.replace(base, **changes)
 
 
-# --------------------------------------------------------------------------- end-to-end hooks
+# --------------------------------------------------------------------------- end-to-end rows
 
 
-class EndToEndUnavailable(RuntimeError):
-    """Raised by an end-to-end benchmark that cannot run here (no broker, missing extra, ...)."""
-
-
-#: name -> fn(quick: bool) -> dict. The dict needs "objects_per_s"; it may add
-#: "n" and "dtype" (to compare with the read ceiling of that input), "mb_per_s",
-#: "seconds", "note" and anything else (kept in the JSON).
-_END_TO_END: dict[str, Callable[[bool], dict]] = {}
-
-#: Modules imported (if they exist) before the end-to-end rows run, so that a
-#: component can register its row at import time without bench knowing it.
-END_TO_END_MODULES: tuple[str, ...] = (
-    "streamembed.evaluation.bench_e2e",
-    "streamembed.daemon.bench_e2e",
-    "streamembed.stream.bench_e2e",
-)
-
-
-def register_end_to_end(name: str, fn: Callable[[bool], dict], *, replace: bool = False) -> None:
-    """Add an end-to-end row: ``fn(quick)`` runs it and returns its measurements.
-
-    ``fn`` raises ``EndToEndUnavailable(reason)`` to be skipped (e.g. no Kafka
-    broker reachable). Any other exception is reported in the row, not raised.
-    """
-    if name in _END_TO_END and not replace:
-        raise ValueError(f"end-to-end benchmark {name!r} is already registered")
-    _END_TO_END[name] = fn
-
-
-def unregister_end_to_end(name: str) -> None:
-    """Remove a registered row (no error if absent)."""
-    _END_TO_END.pop(name, None)
-
-
-def registered_end_to_end() -> dict[str, Callable[[bool], dict]]:
-    """A copy of the registry."""
-    return dict(_END_TO_END)
-
-
-def _load_end_to_end_modules(extra: Sequence[str]) -> list[str]:
-    notes = []
-    for mod in (*END_TO_END_MODULES, *extra):
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if mod in extra or exc.name != mod:
-                notes.append(f"{mod}: {exc}")
-        except Exception as exc:  # a broken plugin must not stop the benchmark
-            notes.append(f"{mod}: {type(exc).__name__}: {exc}")
-    return notes
-
-
-def run_end_to_end(quick: bool, ceilings: dict[tuple[int, str], float],
+def run_end_to_end(e2e_rows: Mapping[str, Callable[[bool], dict]], quick: bool, ceilings: dict[tuple[int, str], float],
                    log: Callable[[str], None] = lambda s: None) -> list[dict]:
-    """Run every registered end-to-end row (in registration order); unavailable ones become skipped rows."""
+    """Run the end-to-end rows (``name -> fn(quick)``, as ``bench_e2e.ROWS``) in order.
+
+    ``fn`` returns its measurements (``objects_per_s``; optionally ``n`` and ``dtype``, to compare with the read
+    ceiling of that input, and anything else, kept in the JSON) or raises ``EndToEndUnavailable(reason)`` to be
+    skipped (no broker reachable, a missing extra); any other exception is reported in the row, not raised.
+    """
     rows = []
-    for name, fn in _END_TO_END.items():
+    for name, fn in e2e_rows.items():
         log(f"end to end: {name}")
         row: dict[str, Any] = {"name": name}
         try:
@@ -363,7 +315,7 @@ def fma_flops(dtype: str, size: int = 1536) -> float:
 
 def bench_blocks(sizes: BenchSizes, quick: bool) -> list[dict]:
     """Table 2: block RR for k in {2, 8, 64} against single-object RR in the same run (``bench_block``)."""
-    from .bench_block import run
+    from benchmarks.bench_block import run
 
     n = sizes.n_scaling if sizes.n_scaling in sizes.n else sizes.n[0]
     d = sizes.d_scaling if sizes.d_scaling < n - 1 else sizes.d[0]
@@ -467,12 +419,12 @@ def _meta(sizes: BenchSizes, preset: str) -> dict:
 def run_bench(
     sizes: BenchSizes,
     preset: str = "custom",
-    e2e_modules: Sequence[str] = (),
     log: Callable[[str], None] = lambda s: None,
     blocks: bool = True,
     end_to_end: bool = True,
+    e2e_rows: Mapping[str, Callable[[bool], dict]] | None = None,
 ) -> BenchResult:
-    """Run every table; ``log`` receives a progress line per measurement."""
+    """Run every table; ``log`` receives a progress line per measurement; ``e2e_rows`` default ``bench_e2e.ROWS``."""
     res = BenchResult(meta=_meta(sizes, preset))
     t0 = time.perf_counter()
     for n in sizes.n:
@@ -489,11 +441,13 @@ def run_bench(
     res.scaling_m = bench_scaling_m(sizes)
     log("refit")
     res.refit = bench_refit(sizes)
-    notes = _load_end_to_end_modules(e2e_modules) if end_to_end else []
     ceilings = {(r["n"], r["dtype"]): r["read_objects_per_s"] for r in res.throughput}
     if end_to_end:
-        res.end_to_end = run_end_to_end(preset.split("+")[0] == "quick", ceilings, log)
-    res.meta["end_to_end_import_notes"] = notes
+        if e2e_rows is None:
+            from benchmarks import bench_e2e
+
+            e2e_rows = bench_e2e.ROWS
+        res.end_to_end = run_end_to_end(e2e_rows, preset.split("+")[0] == "quick", ceilings, log)
     res.meta["seconds"] = time.perf_counter() - t0
     return res
 
@@ -610,7 +564,7 @@ def _json_default(obj: Any) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="streamembed bench",
+        prog="python -m benchmarks bench",
         description="Throughput of projection, RR and block RR against the memory-read ceiling, scaling, refit time.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=(
@@ -623,8 +577,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="small grid, about a minute (default: the full grid, a few minutes)")
     p.add_argument("--sizes", metavar="SPEC", help="override sizes (see below)")
     p.add_argument("--json", metavar="PATH", default="streamembed-bench.json", help="JSON output (default streamembed-bench.json; '-' for none)")
-    p.add_argument("--e2e-module", action="append", default=[], metavar="MODULE",
-                   help="import MODULE first so it can register_end_to_end() a row (repeatable)")
     p.add_argument("--no-block", action="store_true", help="skip the block RR table (k = 2, 8, 64)")
     p.add_argument("--no-e2e", action="store_true", help="skip the end-to-end rows (files, daemon, Kafka, Dask)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
@@ -632,7 +584,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``streamembed bench``; returns the exit code (0 ok, 2 bad arguments)."""
+    """Entry point of ``python -m benchmarks bench``; returns the exit code (0 ok, 2 bad arguments)."""
     args = build_parser().parse_args(argv)
     preset = "quick" if args.quick else "full"
     sizes = PRESETS[preset]
@@ -640,12 +592,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             sizes = parse_sizes(args.sizes, sizes)
         except ValueError as exc:
-            print(f"streamembed bench: {exc}", file=sys.stderr)
+            print(f"python -m benchmarks bench: {exc}", file=sys.stderr)
             return 2
         preset += "+sizes"
     log = (lambda s: None) if args.quiet else (lambda s: print(f"[bench] {s}", file=sys.stderr, flush=True))
-    res = run_bench(sizes, preset, args.e2e_module, log, blocks=not args.no_block,
-                    end_to_end=not args.no_e2e)
+    res = run_bench(sizes, preset, log, blocks=not args.no_block, end_to_end=not args.no_e2e)
     print(format_tables(res))
     if args.json and args.json != "-":
         with open(args.json, "w") as fh:

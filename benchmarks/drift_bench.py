@@ -1,4 +1,4 @@
-"""``streamembed evaluate --drift``: drift detectors and refit landmark selection on streams with a known change.
+"""``python -m benchmarks drift``: drift detectors and refit landmark selection on streams with a known change.
 
 Two experiments on residual streams of real landmark maps (docs/math.md §7):
 
@@ -73,11 +73,11 @@ import numpy as np
 import scipy.spatial.distance
 from scipy.stats import chi2, gamma
 
-from ..core.detector import CusumDetector
-from ..core.drift import DriftWindow, RefitTrigger
-from ..core.landmarks import SELECTIONS, maxmin_select
-from ..core.procrustes import orthogonal_procrustes_align
-from ..core.refit import candidate_dissimilarities, refit
+from streamembed.core.detector import CusumDetector
+from streamembed.core.drift import DriftWindow, RefitTrigger
+from streamembed.core.landmarks import SELECTIONS, maxmin_select
+from streamembed.core.procrustes import orthogonal_procrustes_align
+from streamembed.core.refit import candidate_dissimilarities, refit
 
 __all__ = ["BenchSettings", "MixtureWorld", "Change", "Stream", "DetectorSpec", "run_benchmark",
            "format_detector_table", "format_selection_table", "format_report", "selection_ranking", "main"]
@@ -211,7 +211,7 @@ class Stream:
 
 def fit_map(world: MixtureWorld, n_landmarks: int, metric: str, seed: int) -> tuple[Any, np.ndarray]:
     """(LandmarkModel, landmark features (n, p)): max–min landmarks of 3,000 stationary objects, 2-d classical MDS."""
-    from ..estimator import LandmarkMDS
+    from streamembed.estimator import LandmarkMDS
 
     sample = world.draw(np.random.default_rng([seed, 1]), 0, 3000)
     D = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(sample, metric=metric))
@@ -238,8 +238,8 @@ def residual_stream(name: str, world: MixtureWorld, est: Any, L: np.ndarray, met
 
 def edit_stream_pool(n_corpus: int, n_landmarks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The docstring corpus's per-object (u, u/β, y) against max–min landmarks chosen from it."""
-    from ..estimator import LandmarkMDS
-    from .datasets import stdlib_docstrings
+    from streamembed.estimator import LandmarkMDS
+    from benchmarks.datasets import stdlib_docstrings
 
     D = stdlib_docstrings(n=n_corpus).dissimilarities()
     L = maxmin_select(min(n_landmarks, D.shape[0] // 4), D=D, first=0)
@@ -435,7 +435,7 @@ class SelectionRow:
 def selection_comparison(world: MixtureWorld, s: BenchSettings, scenarios: dict[str, tuple[Change, int]],
                          progress: Callable[[str], None] = lambda _: None) -> list[SelectionRow]:
     """Refit with every selection at ``refit_at`` objects into each scenario (module docstring)."""
-    from ..estimator import LandmarkMDS
+    from streamembed.estimator import LandmarkMDS
 
     est, L = fit_map(world, s.n_landmarks, "euclidean", s.seed)
     rows: list[SelectionRow] = []
@@ -688,7 +688,7 @@ def main(*, objects: int | None = None, replicates: int | None = None, horizon: 
             kw[key] = value
     s = BenchSettings(**{**asdict(BenchSettings()), **kw})
     if s.stationary_objects <= s.baseline or s.horizon < s.group_objects or s.replicates < 1:
-        print(f"streamembed evaluate --drift: need more than {s.baseline} stationary objects, a horizon of at least "
+        print(f"python -m benchmarks drift: need more than {s.baseline} stationary objects, a horizon of at least "
               f"{s.group_objects} objects and one replicate", file=sys.stderr)
         return 2
     report = run_benchmark(s, progress=lambda msg: print(f"[drift] {msg}", file=sys.stderr, flush=True))
@@ -697,7 +697,7 @@ def main(*, objects: int | None = None, replicates: int | None = None, horizon: 
         with open(json_path, "w") as fh:
             json.dump(_clean(report), fh, indent=1)
     if figure:
-        from .plots import plot_drift_benchmark
+        from streamembed.plot import plot_drift_benchmark
 
         print(plot_drift_benchmark(_clean(report), figure))
     return 0
@@ -728,12 +728,12 @@ def demo_history(root: Any, objects: int = 600_000, change_at: int = 250_000, ba
     collected (so the candidates show the stream after the change, not
     before it: a fast alarm leaves few changed objects in a reservoir filled
     before it), then a refit with the default selection runs and is installed
-    at once. The window statistics are recorded every 10 batches. The files follow the format ``evaluation.plots`` reads (its
+    at once. The window statistics are recorded every 10 batches. The files follow the format ``streamembed.plot`` reads (its
     module docstring); the numbers are real, the clock is simulated.
     """
     from pathlib import Path
 
-    from ..core.detector import SequentialTrigger
+    from streamembed.core.detector import SequentialTrigger
 
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)

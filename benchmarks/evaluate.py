@@ -1,4 +1,4 @@
-"""``streamembed evaluate``: how well each out-of-sample method places held-out objects.
+"""``python -m benchmarks evaluate``: how well each out-of-sample method places held-out objects.
 
 For a dataset of N objects with full dissimilarities Δ:
 
@@ -35,7 +35,7 @@ The "full refit (all)" row scores the all-objects refit itself (its fidelity to
 itself is 0). The five-criteria note (docs/math.md, References) compares
 out-of-sample criteria the same way.
 
-    python -m streamembed.evaluation.evaluate [--datasets swiss_roll,digits] [--json out.json]
+    python -m benchmarks.evaluate [--datasets swiss_roll,digits] [--json out.json]
 """
 
 from __future__ import annotations
@@ -49,12 +49,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..core.landmarks import maxmin_select
-from ..estimator import LandmarkMDS
-from ..core.blas import single_blas_thread
-from .datasets import DATASETS, Dataset, DatasetUnavailable, available_datasets, load_dataset
-from .metrics import pairwise_stress, stress_to_reference, trustworthiness_continuity
-from .references import refit_reference, reference_error
+from streamembed.core.landmarks import maxmin_select
+from streamembed.estimator import LandmarkMDS
+from streamembed.core.blas import single_blas_thread
+from benchmarks.datasets import DATASETS, Dataset, DatasetUnavailable, available_datasets, load_dataset
+from streamembed.quality import pairwise_stress, stress_to_reference, trustworthiness_continuity
+from benchmarks.references import refit_reference, reference_error
 
 __all__ = ["EvaluationSettings", "MethodRow", "DatasetReport", "evaluate_dataset", "format_report", "main"]
 
@@ -349,7 +349,7 @@ def _clean(obj):
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="streamembed evaluate",
+        prog="python -m benchmarks evaluate",
         description="Compare projection, restricted reconstruction, block RR and the other options (stress, L1, similarity input, Isomap, Cailliez, SMACOF/Sammon maps) against a full classical MDS refit.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="datasets: " + ", ".join(DATASETS) + "\n(digits, iris, wine, breast_cancer need scikit-learn: pip install 'streamembed[eval]')",
@@ -363,8 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed for the held-out sample (default 0)")
     p.add_argument("--json", metavar="PATH", help="also write the reports to this JSON file")
     p.add_argument("--list", action="store_true", help="list the datasets and exit")
-    g = p.add_argument_group("drift benchmark", "streamembed evaluate --drift: drift detectors and refit landmark "
-                             "selection on streams with a known change (evaluation.drift_bench; peers need River)")
+    g = p.add_argument_group("drift benchmark", "python -m benchmarks drift: drift detectors and refit landmark "
+                             "selection on streams with a known change (benchmarks.drift_bench; peers need River)")
     g.add_argument("--drift", action="store_true", help="run the drift benchmark instead of the embedding evaluation")
     g.add_argument("--drift-objects", type=int, metavar="T", help="objects per stationary stream (default 10,000,000)")
     g.add_argument("--drift-replicates", type=int, metavar="R", help="streams per change scenario (default 20)")
@@ -380,17 +380,17 @@ def _resolve(spec: str) -> list[str]:
     if spec == "all":
         return avail
     if spec in ("real", "synthetic"):
-        from .datasets import REAL, SYNTHETIC
+        from benchmarks.datasets import REAL, SYNTHETIC
 
         return [n for n in (REAL if spec == "real" else SYNTHETIC) if n in avail]
     return [x.strip() for x in spec.split(",") if x.strip()]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``streamembed evaluate``; returns the exit code (0 ok, 2 bad arguments)."""
+    """Entry point of ``python -m benchmarks evaluate``; returns the exit code (0 ok, 2 bad arguments)."""
     args = build_parser().parse_args(argv)
     if args.drift:
-        from . import drift_bench
+        from benchmarks import drift_bench
 
         return drift_bench.main(objects=args.drift_objects, replicates=args.drift_replicates, horizon=args.drift_horizon,
                                 json_path=args.json, figure=args.drift_figure, peers=not args.no_peers, seed=args.seed,
@@ -407,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             ds = load_dataset(name)
         except KeyError as exc:
-            print(f"streamembed evaluate: {exc.args[0]}", file=sys.stderr)
+            print(f"python -m benchmarks evaluate: {exc.args[0]}", file=sys.stderr)
             return 2
         except DatasetUnavailable as exc:
             print(f"skipping {name}: {exc}", file=sys.stderr)

@@ -14,9 +14,9 @@ import json
 import numpy as np
 import pytest
 
-from streamembed.evaluation import evaluate
-from streamembed.evaluation.datasets import novel_cluster, plane
-from streamembed.evaluation.evaluate import EvaluationSettings, evaluate_dataset, format_report
+from benchmarks import evaluate
+from benchmarks.datasets import novel_cluster, plane
+from benchmarks.evaluate import EvaluationSettings, evaluate_dataset, format_report
 
 SMALL = EvaluationSettings(n_landmarks=20, n_heldout=48, block_size=4, knn=5, seed=0)
 BLOCK = "block RR (k=4)"

@@ -1,4 +1,4 @@
-"""`streamembed bench` runs end to end on tiny sizes; end-to-end hooks are optional."""
+"""`python -m benchmarks bench` runs end to end on tiny sizes; an end-to-end row that cannot run is skipped."""
 
 from __future__ import annotations
 
@@ -6,22 +6,14 @@ import json
 
 import pytest
 
-from streamembed.evaluation import bench
+from benchmarks import bench
 
 TINY = "n=60;d=2;dtype=float32,float64;mb=0.25;max_m=1000;m=50,200;n_scaling=60;d_scaling=2;refit=80;repeat=1;block_objects=8;k=4"
 
 
-@pytest.fixture
-def clean_registry():
-    before = bench.registered_end_to_end()
-    yield
-    for name in list(bench.registered_end_to_end()):
-        if name not in before:
-            bench.unregister_end_to_end(name)
+def test_quick_bench_with_tiny_sizes_writes_tables_and_json(tmp_path, capsys, monkeypatch) -> None:
+    from benchmarks import bench_e2e
 
-
-def test_quick_bench_with_tiny_sizes_writes_tables_and_json(tmp_path, capsys, clean_registry, monkeypatch) -> None:
-    monkeypatch.setattr(bench, "END_TO_END_MODULES", ())  # only the rows registered here
     def fake_daemon(quick: bool) -> dict:
         assert quick
         return {"objects_per_s": 1000.0, "n": 60, "dtype": "float32", "note": "fake"}
@@ -29,8 +21,7 @@ def test_quick_bench_with_tiny_sizes_writes_tables_and_json(tmp_path, capsys, cl
     def no_broker(quick: bool) -> dict:
         raise bench.EndToEndUnavailable("no broker reachable")
 
-    bench.register_end_to_end("fake-file-daemon", fake_daemon)
-    bench.register_end_to_end("fake-kafka", no_broker)
+    monkeypatch.setattr(bench_e2e, "ROWS", {"fake-file-daemon": fake_daemon, "fake-kafka": no_broker})
     out = tmp_path / "bench.json"
     assert bench.main(["--quick", "--sizes", TINY, "--json", str(out), "-q"]) == 0
     text = capsys.readouterr().out
@@ -66,15 +57,16 @@ def test_bad_sizes_are_refused(capsys) -> None:
     assert "bad --sizes entry" in capsys.readouterr().err
 
 
-def test_registering_twice_needs_replace(clean_registry) -> None:
-    bench.register_end_to_end("x", lambda q: {"objects_per_s": 1.0})
-    with pytest.raises(ValueError):
-        bench.register_end_to_end("x", lambda q: {"objects_per_s": 1.0})
-    bench.register_end_to_end("x", lambda q: {"objects_per_s": 2.0}, replace=True)
+def test_the_end_to_end_rows_are_one_fixed_table() -> None:
+    from benchmarks import bench_e2e
+
+    assert not hasattr(bench, "register_end_to_end") and not hasattr(bench, "END_TO_END_MODULES")
+    assert list(bench_e2e.ROWS)[:2] == ["embed arrow-ipc", "embed parquet (list)"]
+    assert all(callable(fn) for fn in bench_e2e.ROWS.values())
 
 
 def test_end_to_end_file_and_directory_daemon_rows_run_at_tiny_sizes(monkeypatch) -> None:
-    from streamembed.evaluation import bench_e2e
+    from benchmarks import bench_e2e
 
     monkeypatch.setattr(bench_e2e, "QUICK_OBJECTS", 3000)
     monkeypatch.setattr(bench_e2e, "_FILES", {})

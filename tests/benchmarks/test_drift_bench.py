@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from streamembed.evaluation import drift_bench as db
+from benchmarks import drift_bench as db
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_selection_ranking_ties_equal_values_and_orders_by_mean_rank():
 @pytest.mark.slow
 def test_evaluate_drift_smoke(tmp_path, capsys):
     pytest.importorskip("river")
-    from streamembed.evaluation.evaluate import main
+    from benchmarks.evaluate import main
 
     out_json, png = tmp_path / "drift.json", tmp_path / "bench.png"
     assert main(["--drift", "--drift-quick", "--json", str(out_json), "--drift-figure", str(png)]) == 0
@@ -88,7 +88,7 @@ def test_evaluate_drift_smoke(tmp_path, capsys):
 
 
 def test_evaluate_drift_refuses_sizes_that_cannot_make_a_claim(capsys):
-    from streamembed.evaluation.evaluate import main
+    from benchmarks.evaluate import main
 
     assert main(["--drift", "--drift-objects", "1000"]) == 2
     assert "need more than" in capsys.readouterr().err

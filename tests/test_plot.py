@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from streamembed import LandmarkMDS  # noqa: E402
-from streamembed.evaluation import plots  # noqa: E402
+from streamembed import plot as plots  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -85,7 +85,7 @@ def test_plot_cli_drift_and_map(tmp_path, fitted) -> None:
 
 @pytest.fixture(scope="module")
 def history_root(tmp_path_factory):
-    from streamembed.evaluation.drift_bench import demo_history
+    from benchmarks.drift_bench import demo_history
 
     root = tmp_path_factory.mktemp("out")
     demo_history(root, objects=150_000, change_at=70_000)

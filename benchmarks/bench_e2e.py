@@ -1,4 +1,4 @@
-"""End-to-end rows of ``streamembed bench``: files, the directory daemon, Kafka and a Dask backfill.
+"""End-to-end rows of ``python -m benchmarks bench``: files, the directory daemon, Kafka and a Dask backfill.
 
 Each row is measured against the core in the same process: the in-memory
 ``est.embed`` (projection) of the same objects is timed just before the
@@ -36,15 +36,18 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from streamembed.evaluation.bench import EndToEndUnavailable, register_end_to_end
+__all__ = ["ROWS", "EndToEndUnavailable", "file_rows", "make_messages", "produce", "raw_consume", "daemon_consume",
+           "kpca_consume"]
 
-__all__ = ["file_rows", "make_messages", "produce", "raw_consume", "daemon_consume", "kpca_consume"]
+
+class EndToEndUnavailable(RuntimeError):
+    """Raised by an end-to-end row that cannot run here (no broker, missing extra, ...): the row is skipped."""
 
 N, D, P = 500, 10, 20
 FULL_OBJECTS, QUICK_OBJECTS = 300_000, 100_000
@@ -411,7 +414,7 @@ def daemon_consume(bootstrap: str, topic: str, out_topic: str, group: str, est: 
 
 @contextlib.contextmanager
 def _broker() -> Iterator[Any]:
-    from streamembed.testing.broker import TansuBroker, TansuNotFoundError, find_tansu
+    from tools.broker import TansuBroker, TansuNotFoundError, find_tansu
 
     try:
         find_tansu()
@@ -507,10 +510,13 @@ def _dask_backfill(quick: bool) -> dict:
                                         "in one process (same 2 cores: Dask adds machines, not speed, here)"}
 
 
-register_end_to_end("embed arrow-ipc", lambda q: _file_row(q, "arrow"), replace=True)
-register_end_to_end("embed parquet (list)", lambda q: _file_row(q, "list"), replace=True)
-register_end_to_end("embed parquet (fixed_size_binary)", lambda q: _file_row(q, "fsb"), replace=True)
-register_end_to_end("embed arrow-ipc (output v2, mmap) vs I/O ceiling", _ceiling_row, replace=True)
-register_end_to_end("daemon directory (batch)", _daemon_directory, replace=True)
-register_end_to_end("daemon kafka vs raw consume", _daemon_kafka, replace=True)
-register_end_to_end("dask backfill (2 local workers)", _dask_backfill, replace=True)
+#: The end-to-end rows of ``python -m benchmarks bench``, in order: name -> fn(quick) -> measurements.
+ROWS: dict[str, Callable[[bool], dict]] = {
+    "embed arrow-ipc": lambda q: _file_row(q, "arrow"),
+    "embed parquet (list)": lambda q: _file_row(q, "list"),
+    "embed parquet (fixed_size_binary)": lambda q: _file_row(q, "fsb"),
+    "embed arrow-ipc (output v2, mmap) vs I/O ceiling": _ceiling_row,
+    "daemon directory (batch)": _daemon_directory,
+    "daemon kafka vs raw consume": _daemon_kafka,
+    "dask backfill (2 local workers)": _dask_backfill,
+}

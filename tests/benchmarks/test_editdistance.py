@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from streamembed.evaluation.editdistance import levenshtein_matrix, normalized_levenshtein_matrix
+from benchmarks.editdistance import levenshtein_matrix, normalized_levenshtein_matrix
 
 
 def textbook(a: str, b: str) -> int:

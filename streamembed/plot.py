@@ -11,7 +11,7 @@ plotting is safe inside the daemon or a test.
                          [--max-points N] [--label-ids N | --label ID ...]
     streamembed plot drift OUTPUT_ROOT -o drift.png      # the daemon's drift-history.jsonl + model-history.jsonl
     streamembed plot drift records.jsonl -o drift.png [--stats trace_k0,gap_ratio]
-    streamembed plot drift-bench report.json -o bench.png  # from `streamembed evaluate --drift --json`
+    streamembed plot drift-bench report.json -o bench.png  # from `python -m benchmarks drift --json`
     streamembed plot demo -o DIR          # both plots from a synthetic drifting stream
 
 The daemon's drift history (``<output.root>/drift-history.jsonl``) has one
@@ -504,7 +504,7 @@ def plot_drift_benchmark(report: Mapping[str, Any], path: str | os.PathLike = "d
     95 % upper bound; 0 is drawn at the left edge of a symmetric-log axis);
     y: median detection delay in objects (bar to the 90th percentile; log
     scale); a detector that missed every replicate is drawn hollow at the top.
-    ``report`` is ``streamembed evaluate --drift --json``'s content.
+    ``report`` is the content of ``python -m benchmarks drift --json`` (a source checkout).
     """
     Figure = _figure_class()
     rows = list(report.get("detectors", []))
@@ -563,7 +563,7 @@ def read_records(path: str | os.PathLike) -> list[dict]:
 def _read_embedded(path: str) -> dict[str, np.ndarray]:
     import pyarrow.parquet as pq
 
-    from ..stream.output import schema_version_of, y_columns, y_matrix
+    from .stream.output import schema_version_of, y_columns, y_matrix
 
     table = pq.read_table(path)
     names = table.schema.names
@@ -581,17 +581,43 @@ def _read_embedded(path: str) -> dict[str, np.ndarray]:
     return out
 
 
+def novel_cluster_points(n: int = 800, dim: int = 10, offset: float = 8.0, novel_share: float = 0.2,
+                         seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Four clusters in a 2-D plane of R^dim, plus a novel cluster off the plane that no landmark comes from.
+
+    Returns ``(X, labels)``: X (n, dim) points, labels (n,) in 0..4; the first
+    ``n - round(novel_share * n)`` rows (labels 0-3) are the old clusters
+    (centres (±6, ±6), sd 1.5, exactly in the plane), the landmark pool, so the
+    landmarks span exactly the plane. The novel cluster (label 4) sits
+    ``offset`` units off the plane with unit-variance noise in every direction:
+    its objects lie off the landmarks' span (k0 > 0, docs/math.md §4), the
+    situation drift monitoring and restricted reconstruction are for
+    (Trosset et al. 2025, §4-6).
+    """
+    rng = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(rng.normal(size=(dim, dim)))
+    n_new = int(round(novel_share * n))
+    centres = np.array([[6.0, 6.0], [-6.0, 6.0], [-6.0, -6.0], [6.0, -6.0]])
+    labels_old = rng.integers(4, size=n - n_new)
+    old = (centres[labels_old] + 1.5 * rng.normal(size=(n - n_new, 2))) @ Q[:, :2].T
+    new_coords = rng.normal(size=(n_new, dim))
+    new_coords[:, 2] += offset
+    new = new_coords @ Q.T
+    return np.vstack([old, new]), np.concatenate([labels_old, np.full(n_new, 4)])
+
+
 def demo(outdir: str | os.PathLike, seed: int = 0) -> tuple[Path, Path]:
-    """Both plots from a synthetic stream whose novel cluster drifts off the map (see ``datasets.novel_cluster``)."""
-    from ..estimator import LandmarkMDS
-    from .datasets import novel_cluster
+    """Both plots from a synthetic stream whose novel cluster drifts off the map (``novel_cluster_points``)."""
+    from scipy.spatial.distance import pdist, squareform
+
+    from .core.landmarks import maxmin_select
+    from .estimator import LandmarkMDS
 
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    ds = novel_cluster(n=1200, seed=seed)
-    D = ds.dissimilarities()
-    pool = ds.landmark_pool
-    from ..core.landmarks import maxmin_select
+    X, labels = novel_cluster_points(n=1200, seed=seed)
+    D = squareform(pdist(X, metric="euclidean"))
+    pool = np.flatnonzero(labels < 4)
 
     L = pool[maxmin_select(60, D=D[np.ix_(pool, pool)])]
     est = LandmarkMDS(n_components=2).fit(D[np.ix_(L, L)])
@@ -650,7 +676,7 @@ def build_parser() -> argparse.ArgumentParser:
     dr.add_argument("--threshold", action="append", default=[], metavar="STAT=VALUE", help="alert line (repeatable)")
     dr.add_argument("--log", default="", help="comma-separated statistics on a log scale")
     dr.add_argument("--title", default="Drift statistics")
-    db = sub.add_parser("drift-bench", help="delay vs false alarms per detector (streamembed evaluate --drift --json)")
+    db = sub.add_parser("drift-bench", help="delay vs false alarms per detector (python -m benchmarks drift --json)")
     db.add_argument("report", metavar="REPORT.json")
     db.add_argument("-o", "--output", default="drift-bench.png", metavar="PNG")
     de = sub.add_parser("demo", help="both plots from a synthetic drifting stream")
@@ -663,7 +689,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.what == "map":
-            from ..estimator import LandmarkMDS
+            from .estimator import LandmarkMDS
 
             est = LandmarkMDS.load(args.model)
             emb = _read_embedded(args.embedded)

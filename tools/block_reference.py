@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 
-from .blas import single_blas_thread
-from .block import block_objective
-from .flags import FLAG_AMBIGUOUS
-from .restricted import solve_restricted
+from streamembed.core.blas import single_blas_thread
+from streamembed.core.block import block_objective
+from streamembed.core.flags import FLAG_AMBIGUOUS
+from streamembed.core.restricted import solve_restricted
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamembed.evaluation.datasets import DatasetUnavailable, load_dataset, novel_cluster, random_strings, stdlib_docstrings
+from benchmarks.datasets import DatasetUnavailable, load_dataset, novel_cluster, random_strings, stdlib_docstrings
 
 
 def check_dissimilarities(D: np.ndarray) -> None:
@@ -50,7 +50,7 @@ def test_unknown_name() -> None:
 
 
 def test_word_and_identifier_corpora_are_real_distinct_strings_with_edit_distances() -> None:
-    from streamembed.evaluation.datasets import english_words, python_identifiers
+    from benchmarks.datasets import english_words, python_identifiers
 
     for ds in (english_words(n=60), python_identifiers(n=60)):
         check_dissimilarities(ds.D)

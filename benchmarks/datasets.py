@@ -48,7 +48,7 @@ from collections.abc import Callable
 import numpy as np
 import scipy.spatial.distance
 
-from .editdistance import levenshtein_matrix, normalized_levenshtein_matrix
+from benchmarks.editdistance import levenshtein_matrix, normalized_levenshtein_matrix
 
 __all__ = ["Dataset", "DatasetUnavailable", "DATASETS", "REAL", "SYNTHETIC", "WORD_MODULES", "load_dataset",
            "available_datasets", "english_words", "python_identifiers",
@@ -133,26 +133,15 @@ def plane(n: int = 600, dim: int = 5, off_span: float = 0.0, seed: int = 0) -> D
 
 
 def novel_cluster(n: int = 800, dim: int = 10, offset: float = 8.0, novel_share: float = 0.2, seed: int = 0) -> Dataset:
-    """Four clusters in a 2-D plane of R^dim, plus a novel cluster off the plane that no landmark comes from.
+    """Four clusters in a 2-D plane of R^dim (the landmark pool) plus a novel cluster off the plane.
 
-    The four old clusters (centres (±6, ±6), sd 1.5, exactly in the plane) are
-    the landmark pool, so the landmarks span exactly the plane. The novel
-    cluster (``novel_share`` of the objects) sits ``offset`` units off the
-    plane with unit-variance noise in every direction: its objects lie off the
-    landmarks' span (k0 > 0, docs/math.md §4), the situation drift monitoring and
-    restricted reconstruction are for (Trosset et al. 2025, §4-6).
+    The points are ``streamembed.plot.novel_cluster_points`` (its docstring says how they are drawn; the plot
+    demo draws the same stream).
     """
-    rng = np.random.default_rng(seed)
-    Q, _ = np.linalg.qr(rng.normal(size=(dim, dim)))
-    n_new = int(round(novel_share * n))
-    centres = np.array([[6.0, 6.0], [-6.0, 6.0], [-6.0, -6.0], [6.0, -6.0]])
-    labels_old = rng.integers(4, size=n - n_new)
-    old = (centres[labels_old] + 1.5 * rng.normal(size=(n - n_new, 2))) @ Q[:, :2].T
-    new_coords = rng.normal(size=(n_new, dim))
-    new_coords[:, 2] += offset
-    new = new_coords @ Q.T
-    X = np.vstack([old, new])
-    labels = np.concatenate([labels_old, np.full(n_new, 4)])
+    from streamembed.plot import novel_cluster_points
+
+    X, labels = novel_cluster_points(n, dim, offset, novel_share, seed)
+    n_new = int(np.count_nonzero(labels == 4))
     return Dataset(
         "novel_cluster",
         X=X,
