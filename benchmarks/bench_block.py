@@ -7,7 +7,7 @@ For n landmarks, d kept axes and input dtype, objects/s of
   centring and projection of the rows, β of each block) plus
   ``core.block.solve_blocks``, on ``m_block`` rows cut into consecutive
   blocks of k with their mutual dissimilarities;
-- the former solver (``core.block_reference``, one L-BFGS run per block
+- the former solver (``tools.block_reference``, one L-BFGS run per block
   and start) on a few blocks, for the before/after ratio;
 
 each block rate also as a share of the single-object rate measured in the

@@ -2,7 +2,7 @@
 
 Speed is not asserted here (benchmarks measure it, docs/performance.md); this keeps the scripts from rotting
 as the package changes under them. The Kafka, two-checkout and browser benchmarks are exercised by the
-end-to-end paths they share with ``streamembed bench``.
+end-to-end paths they share with ``python -m benchmarks bench``.
 """
 
 from __future__ import annotations

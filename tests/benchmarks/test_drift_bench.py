@@ -1,4 +1,4 @@
-"""The drift benchmark's parts and a smoke run of ``streamembed evaluate --drift`` (docs/math.md §7)."""
+"""The drift benchmark's parts and a smoke run of ``python -m benchmarks drift`` (docs/math.md §7)."""
 
 from __future__ import annotations
 

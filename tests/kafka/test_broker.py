@@ -154,7 +154,7 @@ def test_consumer_group_split_commit_and_resume(broker: TansuBroker, topic_facto
             # Scale down: member 0 commits and leaves; member 1 must take over all four
             # partitions before it leaves too.  (Letting both members leave at about the
             # same time can wedge Tansu 0.6's group: the next joiner's SyncGroup then fails
-            # with REBALANCE_IN_PROGRESS forever; see streamembed/testing/broker.py.)
+            # with REBALANCE_IN_PROGRESS forever; see tools/broker.py.)
             stops[0].set()
             threads[0].join(timeout=20)
             takeover_ok = wait_for(lambda: positions[1] == {0: 5, 1: 5, 2: 5, 3: 5}, timeout=25)

@@ -3,7 +3,7 @@
 Every wait is bounded; volumes are small (Tansu's memory storage never frees
 data). Each test uses its own topics and a fresh group id, and replicas leave
 the group one at a time (two members leaving together can wedge a Tansu 0.6
-group: see streamembed/testing/broker.py).
+group: see tools/broker.py).
 """
 
 from __future__ import annotations
