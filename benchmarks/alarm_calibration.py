@@ -267,7 +267,7 @@ def main() -> None:
             for mode in args.modes.split(","):
                 n_base, segment = plan(stated, args.quick)
                 cursor = Cursor(Resampled(u, lab, L, seed=[args.seed, zlib.crc32(name.encode())]))
-                r = measure(lambda: CusumDetector(stated), cursor, stated, n_base, segment, args.baseline,
+                r = measure(lambda stated=stated: CusumDetector(stated), cursor, stated, n_base, segment, args.baseline,
                             renew=mode == "daemon")
                 r.stream = name
                 lo, hi = r.interval()

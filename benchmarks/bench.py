@@ -69,9 +69,7 @@ __all__ = [
     "PRESETS",
     "parse_sizes",
     "EndToEndUnavailable",
-    "register_end_to_end",
-    "unregister_end_to_end",
-    "registered_end_to_end",
+    "run_end_to_end",
     "run_bench",
     "format_tables",
     "main",
@@ -341,9 +339,9 @@ def bench_scaling_m(sizes: BenchSizes) -> list[dict]:
     rows = []
     for m in sizes.m_scaling:
         A = A_all[:m]
-        t_read = best_time(lambda: A.sum(), sizes.repeat)
-        t_proj = best_time(lambda: est.embed(A, method="projection"), sizes.repeat)
-        t_rr = best_time(lambda: est.embed(A, method="restricted"), sizes.repeat)
+        t_read = best_time(lambda A=A: A.sum(), sizes.repeat)
+        t_proj = best_time(lambda A=A: est.embed(A, method="projection"), sizes.repeat)
+        t_rr = best_time(lambda A=A: est.embed(A, method="restricted"), sizes.repeat)
         rows.append(
             {
                 "n": n,
@@ -369,7 +367,7 @@ def bench_refit(sizes: BenchSizes) -> list[dict]:
         D = landmark_matrix(Lm)
         reps = 1 if n > 3000 else max(1, min(sizes.repeat, 3))
         est = LandmarkMDS(n_components=sizes.refit_d)
-        t = best_time(lambda D=D: est.fit(D), reps, min_seconds=0.0)
+        t = best_time(lambda D=D, est=est: est.fit(D), reps, min_seconds=0.0)
         rows.append(
             {
                 "n": n,

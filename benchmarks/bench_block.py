@@ -87,14 +87,14 @@ def run(n: int = 500, d: int = 10, ks: Sequence[int] = (2, 8, 64), dtypes: Seque
     for dtype in dtypes:
         A_all = np.ascontiguousarray(euclidean(Z, Lx), dtype=dtype)
         A_single = A_all[:m_single]
-        t_single = best_time(lambda: model.embed(A_single, method="restricted"), repeat)
+        t_single = best_time(lambda A_single=A_single: model.embed(A_single, method="restricted"), repeat)
         single_rate = m_single / t_single
         for k in ks:
             m = m_block // k * k
             A = A_all[:m]
             cross = [c.astype(dtype) for c in _blocks(Z[:m], k)]
             sizes = np.full(m // k, k)
-            t_block = best_time(lambda: _embed_blocks(model, A, cross, sizes), repeat, budget_seconds=60.0)
+            t_block = best_time(lambda A=A, cross=cross, sizes=sizes: _embed_blocks(model, A, cross, sizes), repeat, budget_seconds=60.0)
             sol = _embed_blocks(model, A, cross, sizes)
             n_ref = max(1, min(reference_objects // k, len(cross)))
             ref_rate = _reference_rate(model, A, cross, k, n_ref)

@@ -227,8 +227,8 @@ def cost(repeat: int = 7) -> None:
                 ts.append(time.perf_counter() - t0)
             return min(ts)
 
-        tp = best(lambda: model.place(A))
-        ts = best(lambda: monitor.observe(model, A))
+        tp = best(lambda model=model, A=A: model.place(A))
+        ts = best(lambda monitor=monitor, model=model, A=A: monitor.observe(model, A))
         print(f"| {n} | {tp * 1e3:.2f} | {ts * 1e3:.2f} | {ts / tp:.2f} |")
 
 
@@ -266,9 +266,9 @@ def named_order_cost(repeat: int = 7) -> None:
             return min(ts) * 1e3
 
         known = {1: ids}
-        cells = [best(lambda t=t: decode_batch(t, n_landmarks=n, landmark_ids=known)) for t in (plain, shared)]
-        cells.append(best(lambda: np.take(A, perm, axis=1)))
-        cells.append(best(lambda: decode_batch(per_row, n_landmarks=n, landmark_ids=known)))
+        cells = [best(lambda t=t, n=n, known=known: decode_batch(t, n_landmarks=n, landmark_ids=known)) for t in (plain, shared)]
+        cells.append(best(lambda A=A, perm=perm: np.take(A, perm, axis=1)))
+        cells.append(best(lambda per_row=per_row, n=n, known=known: decode_batch(per_row, n_landmarks=n, landmark_ids=known)))
         print(f"| {n} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
 
 

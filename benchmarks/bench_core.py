@@ -53,11 +53,11 @@ def run(n: int, d: int, m: int, repeat: int) -> list[dict]:
     for dtype in (np.float32, np.float64):
         A = np.ascontiguousarray(A64, dtype=dtype)
         est.embed(A[:1000], method="restricted")  # warm up kernels and thread pool
-        t_read = best_time(lambda: A.sum(), repeat)
-        t_proj = best_time(lambda: est.embed(A, method="projection"), repeat)
-        t_rr = best_time(lambda: est.embed(A, method="restricted"), repeat)
+        t_read = best_time(lambda A=A: A.sum(), repeat)
+        t_proj = best_time(lambda A=A: est.embed(A, method="projection"), repeat)
+        t_rr = best_time(lambda A=A: est.embed(A, method="restricted"), repeat)
         numpy_kernel = ProjectionKernel(est.spectrum_, d, A.dtype, backend="numpy")
-        t_numpy = best_time(lambda: numpy_kernel(A), repeat)
+        t_numpy = best_time(lambda numpy_kernel=numpy_kernel, A=A: numpy_kernel(A), repeat)
         rows.append(
             {
                 "dtype": np.dtype(dtype).name,

@@ -11,8 +11,6 @@ The hint must fire on every D² and on no D.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 

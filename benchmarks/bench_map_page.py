@@ -203,7 +203,7 @@ def main() -> None:
     closed, opened = statistics.median(rates["closed"]), statistics.median(rates["open"])
     # pairs within each ABBA block: (closed, open) and (open, closed)
     paired = []
-    for (k1, r1), (_, r2) in zip(sequence[0::2], sequence[1::2]):
+    for (k1, r1), (_, r2) in zip(sequence[0::2], sequence[1::2], strict=False):
         open_rate, closed_rate = (r1, r2) if k1 == "open" else (r2, r1)
         paired.append(open_rate / closed_rate)
     q = statistics.quantiles(paired, n=4) if len(paired) >= 2 else [paired[0]] * 3

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             outs = [d.output for d in done]
             for _ in range(args.repeat):
                 t0 = time.thread_time()  # the encoding alone, on this thread: the same results encoded again
-                for d, t in zip(done, tables):
+                for d, t in zip(done, tables, strict=False):
                     encode_result(t.column("id").combine_chunks(), d.results[0], model_version=1,
                                   event_time=pa.nulls(t.num_rows, pa.timestamp("us", tz="UTC")),
                                   processed_at_us=0, bit_names=emb.bit_names, version=version,

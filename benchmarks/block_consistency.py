@@ -15,8 +15,6 @@ and docs/math.md §4.3 come from it.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 

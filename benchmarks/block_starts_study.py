@@ -25,8 +25,6 @@ and in the closing note of the block solver come from it.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 

@@ -23,10 +23,8 @@ scikit-learn sets digits, iris, wine, breast_cancer, and the stdlib-docstring ed
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 from scipy.spatial.distance import cdist

@@ -109,7 +109,7 @@ def _bits(col: pa.ChunkedArray) -> np.ndarray:
 
 def _dead(root: Path) -> list[tuple[str, str]]:
     return sorted((str(i), str(r)) for f in root.glob("*.parquet") for i, r in
-                  zip(pq.read_table(f).column("id").to_pylist(), pq.read_table(f).column("reason").to_pylist()))
+                  zip(pq.read_table(f).column("id").to_pylist(), pq.read_table(f).column("reason").to_pylist(), strict=False))
 
 
 def compare(before: Path, after: Path) -> list[dict]:

@@ -27,9 +27,7 @@ docs/math.md §3.4 come from it.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import scipy.optimize

@@ -648,7 +648,7 @@ def selection_ranking(report: dict) -> list[tuple[str, float]]:
         group = [r for r in rows if r["scenario"] == scen]
         for key in RANKED:
             vals = np.array([float(f"{g[key]:.2g}") for g in group])
-            for g, rk in zip(group, rankdata(vals)):
+            for g, rk in zip(group, rankdata(vals), strict=False):
                 scores.setdefault(g["selection"], []).append(float(rk))
     return sorted(((k, float(np.mean(v))) for k, v in scores.items()), key=lambda kv: kv[1])
 

@@ -10,10 +10,8 @@ relative difference, our sweeps and both wall times (one run each: repeat for ti
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 

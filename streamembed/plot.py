@@ -161,7 +161,7 @@ def plot_map(
         assert ids is not None
         ax.scatter(yx[at], yy[at], s=max(size, 12.0), facecolor="none", edgecolor="black", linewidths=0.8, zorder=6,
                    label=f"labelled ({at.size})")
-        for r, row in zip(at, labelled):
+        for r, row in zip(at, labelled, strict=False):
             ax.annotate(str(ids[row]), (yx[r], yy[r]), xytext=(3, 3), textcoords="offset points", fontsize=7,
                         zorder=7, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.7})
     version = getattr(est, "model_version_", None)
@@ -262,7 +262,7 @@ def plot_drift(
         raise ValueError("no numeric statistic found in the records")
     refits = []
     prev_version = None
-    for t, r in zip(times, recs):
+    for t, r in zip(times, recs, strict=False):
         version = r.get("model_version")
         if r.get("refit") or (prev_version is not None and version is not None and version != prev_version):
             refits.append((t, version))
@@ -271,7 +271,7 @@ def plot_drift(
     fig = Figure(figsize=(9.0, 1.9 + 1.7 * len(statistics)), dpi=130, layout="constrained")
     axes = fig.subplots(len(statistics), 1, sharex=True, squeeze=False)[:, 0]
     thresholds = dict(thresholds or {})
-    for ax, key in zip(axes, statistics):
+    for ax, key in zip(axes, statistics, strict=False):
         vals = np.array([np.nan if r.get(key) is None else float(r.get(key)) for r in recs])
         ax.plot(times, vals, marker="o", markersize=2.5, linewidth=1.3, color="tab:blue", label=key)
         if key in thresholds:
@@ -422,7 +422,7 @@ def plot_drift_history(
         return np.asarray(out)
 
     n_alarms = 0
-    for ax, kind in zip(axes, kinds):
+    for ax, kind in zip(axes, kinds, strict=False):
         mine = np.array([str(r["detector"].get("kind")) == kind for r in recs])
         stat = np.where(mine, series(lambda r: r["detector"].get("statistic")), np.nan)
         thr = np.where(mine, series(lambda r: r["detector"].get("threshold")), np.nan)
@@ -438,15 +438,15 @@ def plot_drift_history(
                 label="threshold h" + (f" (ERT {float(ert):.3g} objects)" if ert else "") if kind == "cusum"
                 else "trigger level")
         if fired.any():
-            ax.scatter([t for t, f in zip(times, fired) if f], stat[fired], color="tab:red", s=8, zorder=5,
+            ax.scatter([t for t, f in zip(times, fired, strict=False) if f], stat[fired], color="tab:red", s=8, zorder=5,
                        label=f"in alarm ({int(fired.sum())} updates)")
-            ax.scatter([t for t, f in zip(times, onsets) if f], stat[onsets], marker="v", color="tab:red", s=60,
+            ax.scatter([t for t, f in zip(times, onsets, strict=False) if f], stat[onsets], marker="v", color="tab:red", s=60,
                        zorder=6, label=f"alarm raised ({int(onsets.sum())})")
         ax.set_ylabel(f"detector: {kind}")
         h = np.nanmax(thr) if np.isfinite(thr).any() else np.nan
         if np.isfinite(h) and h > 0 and np.nanmax(stat) > 5 * h:  # an alarm's jump would flatten the rest
             ax.set_yscale("symlog", linthresh=h)
-    for ax, key in zip(axes[len(kinds):], stats):
+    for ax, key in zip(axes[len(kinds):], stats, strict=False):
         ax.plot(times, series(lambda r, key=key: r["window"].get(key)), linewidth=1.2, color="tab:green",
                 label=key.replace("_", " "))
         ax.set_ylabel(key.replace("relative_", "rel. ").replace("_", " "), fontsize=8)
@@ -516,7 +516,7 @@ def plot_drift_benchmark(report: Mapping[str, Any], path: str | os.PathLike = "d
     cmap = _colormap(len(rows))
     markers = "os^Dv<>pXh*P"
     top = max((d["p90"] or 0) for r in rows for d in r["delays"].values() if d.get("p90") is not None) or 1.0
-    for ax, key in zip(axes, scen):
+    for ax, key in zip(axes, scen, strict=False):
         for i, r in enumerate(rows):
             d = r["delays"][key]
             x = r["fa_per_million"]
@@ -621,7 +621,7 @@ def demo(outdir: str | os.PathLike, seed: int = 0) -> tuple[Path, Path]:
 
     L = pool[maxmin_select(60, D=D[np.ix_(pool, pool)])]
     est = LandmarkMDS(n_components=2).fit(D[np.ix_(L, L)])
-    rest = np.setdiff1d(np.arange(ds.n_objects), L)
+    rest = np.setdiff1d(np.arange(X.shape[0]), L)
     rng = np.random.default_rng(seed)
     old = rng.permutation(np.intersect1d(rest, pool))
     new = rng.permutation(np.setdiff1d(rest, pool))
