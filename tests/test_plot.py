@@ -139,3 +139,11 @@ def test_plot_drift_benchmark_from_a_report(tmp_path) -> None:
     path.write_text(json.dumps(report))
     assert plots.main(["drift-bench", str(path), "-o", str(tmp_path / "cli.png")]) == 0
     assert is_png(tmp_path / "cli.png")
+
+
+def test_demo_draws_both_plots_from_its_own_synthetic_stream(tmp_path) -> None:
+    """The demo needs nothing outside the package (its stream was the benchmarks' ``novel_cluster``)."""
+    map_png, drift_png = plots.demo(tmp_path)
+    assert is_png(map_png) and is_png(drift_png)
+    X, labels = plots.novel_cluster_points(n=50, seed=1)
+    assert X.shape == (50, 10) and (labels == 4).sum() == 10 and (labels[:40] < 4).all()
