@@ -115,7 +115,7 @@ def _run_measured(tree: Path, env: dict[str, str], expect: int, work: Path, time
     full.update({"PYTHONPATH": str(tree), "OPENBLAS_NUM_THREADS": "1", "STREAMEMBED_METRICS__PORT": "0",
                  "STREAMEMBED_METRICS__PORT_FILE": str(port_file)})
     full.update(env)
-    log = open(work / "daemon.log", "ab")
+    log = open(work / "daemon.log", "ab")  # noqa: SIM115 - the daemon's output for as long as it runs
     proc = subprocess.Popen([sys.executable, "-m", "streamembed", "run"], env=full, stdout=log, stderr=log, cwd=work)
     deadline = time.monotonic() + timeout
     first: tuple[float, float] | None = None

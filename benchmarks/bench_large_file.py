@@ -23,6 +23,7 @@ once. ``tests/e2e/test_large_file.py`` runs it (slow).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -162,10 +163,8 @@ def memory_limiter(limit_bytes: int, name: str, how: str = "auto") -> Limited:
                 (cg / "memory.swap.max").write_text("0")
             return Limited(f"cgroup {'v1' if 'memory/' in str(cg) else 'v2'} {limit_file}", cgroup=cg)
         except OSError:
-            try:
+            with contextlib.suppress(OSError):
                 cg.rmdir()
-            except OSError:
-                pass
     return Limited("RLIMIT_AS (ulimit -v), a proxy", rlimit=limit_bytes)
 
 

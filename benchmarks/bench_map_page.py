@@ -98,7 +98,7 @@ def start_daemon(workdir: Path, points: int) -> tuple[subprocess.Popen[bytes], s
         "STREAMEMBED_REFIT__AUTO": "false",  # a refit mid-run would not be the map's cost
         "STREAMEMBED_LOGGING__LEVEL": "WARNING",
     })
-    log = open(workdir / "daemon.log", "wb")
+    log = open(workdir / "daemon.log", "wb")  # noqa: SIM115 - the daemon's output for as long as it runs
     proc = subprocess.Popen([sys.executable, "-m", "streamembed", "run"], cwd=workdir, env=env, stdout=log,
                             stderr=subprocess.STDOUT)
     end = time.monotonic() + 60

@@ -24,9 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
 from tests.daemon.slow_clients import ProbeStats, SlowClients, probe
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TICKS = os.sysconf("SC_CLK_TCK")
 

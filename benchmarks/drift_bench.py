@@ -486,6 +486,36 @@ def change_scenarios(s: BenchSettings) -> dict[str, Change]:
     }
 
 
+def _peer_detectors(s: BenchSettings, world: MixtureWorld, euclidean_map: tuple[Any, np.ndarray], progress: Callable[[str], None],
+                    t_start: float) -> tuple[list[DetectorSpec], dict[str, dict]]:
+    """River's detectors (at their defaults and tuned to no false alarm on a tuning stream) and the MMD test."""
+    specs: list[DetectorSpec] = []
+    tuning_report: dict[str, dict] = {}
+    tune = residual_stream("tuning", world, *euclidean_map, "euclidean", s.stationary_objects, Change(),
+                           s.seed + 1000)
+    progress(f"tuning stream ready ({time.perf_counter() - t_start:.0f} s)")
+    for peer, (param, grid, default) in peer_grids().items():
+        counts = {}
+        chosen = grid[-1][0]
+        for value, make in grid:
+            counts[value] = int(river_runner(make)(tune, s).size)
+        for value, _ in grid:
+            if counts[value] == 0:
+                chosen = value
+                break
+        tuning_report[peer] = {"parameter": param, "false_alarms_on_tuning": counts, "tuned": chosen,
+                               "tuning_objects": tune.size - s.baseline}
+        lookup = dict(grid)
+        specs.append(DetectorSpec(peer, f"{param}={default} (default)", river_runner(lookup[default])))
+        if chosen != default:
+            specs.append(DetectorSpec(peer, f"{param}={chosen} (tuned)", river_runner(lookup[chosen])))
+        progress(f"tuned {peer}: {param}={chosen} ({counts})")
+    del tune
+    specs.append(DetectorSpec("MMD on coordinates", f"ERT {s.expected_run_objects:.0e}, RBF, window 5k",
+                              WindowedMMD(s.expected_run_objects, bootstrap=s.mmd_bootstrap, seed=s.seed).run))
+    return specs, tuning_report
+
+
 def run_benchmark(s: BenchSettings = BenchSettings(), progress: Callable[[str], None] = lambda _: None,
                   selection: bool = True) -> dict:
     """Both experiments; returns a JSON-ready report (tables are formatted from it)."""
@@ -502,28 +532,8 @@ def run_benchmark(s: BenchSettings = BenchSettings(), progress: Callable[[str], 
     ]
     tuning_report: dict[str, dict] = {}
     if s.peers:
-        tune = residual_stream("tuning", world, *maps["euclidean"], "euclidean", s.stationary_objects, Change(),
-                               s.seed + 1000)
-        progress(f"tuning stream ready ({time.perf_counter() - t_start:.0f} s)")
-        for peer, (param, grid, default) in peer_grids().items():
-            counts = {}
-            chosen = grid[-1][0]
-            for value, make in grid:
-                counts[value] = int(river_runner(make)(tune, s).size)
-            for value, _ in grid:
-                if counts[value] == 0:
-                    chosen = value
-                    break
-            tuning_report[peer] = {"parameter": param, "false_alarms_on_tuning": counts, "tuned": chosen,
-                                   "tuning_objects": tune.size - s.baseline}
-            lookup = dict(grid)
-            specs.append(DetectorSpec(peer, f"{param}={default} (default)", river_runner(lookup[default])))
-            if chosen != default:
-                specs.append(DetectorSpec(peer, f"{param}={chosen} (tuned)", river_runner(lookup[chosen])))
-            progress(f"tuned {peer}: {param}={chosen} ({counts})")
-        del tune
-        specs.append(DetectorSpec("MMD on coordinates", f"ERT {s.expected_run_objects:.0e}, RBF, window 5k",
-                                  WindowedMMD(s.expected_run_objects, bootstrap=s.mmd_bootstrap, seed=s.seed).run))
+        peer_specs, tuning_report = _peer_detectors(s, world, maps["euclidean"], progress, t_start)
+        specs += peer_specs
     rows = [DetectorRow(sp.name, sp.setting, 0, 0, 0.0, 0.0, 0.0) for sp in specs]
     seconds = np.zeros(len(specs))
 

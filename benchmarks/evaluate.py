@@ -178,7 +178,7 @@ def option_maps(est: LandmarkMDS, D: np.ndarray, L: np.ndarray, H: np.ndarray, s
     timed("l1", est, A, method="l1")
     o = L[0]
     D2 = np.square(D)
-    kernel = lambda I, J: -0.5 * (D2[np.ix_(I, J)] - D2[I, o][:, None] - D2[J, o][None, :])  # noqa: E731
+    kernel = lambda Ii, Jj: -0.5 * (D2[np.ix_(Ii, Jj)] - D2[Ii, o][:, None] - D2[Jj, o][None, :])  # noqa: E731
     sim = LandmarkMDS(n_components=d, input="similarity", random_state=s.seed).fit(kernel(L, L))
     timed("similarity (linear kernel)", sim, kernel(H, L), self_similarity=D2[H, o])
     name = f"isomap (k={ISOMAP_NEIGHBORS})"

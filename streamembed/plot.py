@@ -217,6 +217,28 @@ def _parse_time(value: Any) -> Any:
     return value
 
 
+def _numeric_keys(recs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Every numeric (not bool) key outside ``RECORD_META_KEYS``, in first-seen order."""
+    keys: list[str] = []
+    for r in recs:
+        for k, v in r.items():
+            if k not in RECORD_META_KEYS and k not in keys and isinstance(v, (int, float)) and not isinstance(v, bool):
+                keys.append(k)
+    return keys
+
+
+def _refit_marks(times: Sequence[Any], recs: Sequence[Mapping[str, Any]]) -> list[tuple[Any, Any]]:
+    """(time, model_version) of each record flagged "refit" or whose model_version changed."""
+    refits = []
+    prev_version = None
+    for t, r in zip(times, recs, strict=True):
+        version = r.get("model_version")
+        if r.get("refit") or (prev_version is not None and version is not None and version != prev_version):
+            refits.append((t, version))
+        prev_version = version if version is not None else prev_version
+    return refits
+
+
 def plot_drift(
     records: Sequence[Mapping[str, Any]],
     path: str | os.PathLike = "drift.png",
@@ -252,21 +274,10 @@ def plot_drift(
     recs = sorted(records, key=lambda r: _parse_time(r["time"]))
     times = [_parse_time(r["time"]) for r in recs]
     if statistics is None:
-        statistics = []
-        for r in recs:
-            for k, v in r.items():
-                if k not in RECORD_META_KEYS and k not in statistics and isinstance(v, (int, float)) and not isinstance(v, bool):
-                    statistics.append(k)
-        statistics = statistics[:6]
+        statistics = _numeric_keys(recs)[:6]
     if not statistics:
         raise ValueError("no numeric statistic found in the records")
-    refits = []
-    prev_version = None
-    for t, r in zip(times, recs, strict=False):
-        version = r.get("model_version")
-        if r.get("refit") or (prev_version is not None and version is not None and version != prev_version):
-            refits.append((t, version))
-        prev_version = version if version is not None else prev_version
+    refits = _refit_marks(times, recs)
 
     fig = Figure(figsize=(9.0, 1.9 + 1.7 * len(statistics)), dpi=130, layout="constrained")
     axes = fig.subplots(len(statistics), 1, sharex=True, squeeze=False)[:, 0]
@@ -276,7 +287,7 @@ def plot_drift(
         ax.plot(times, vals, marker="o", markersize=2.5, linewidth=1.3, color="tab:blue", label=key)
         if key in thresholds:
             ax.axhline(thresholds[key], color="tab:red", linestyle="--", linewidth=1.0, label=f"alert threshold {thresholds[key]:g}")
-        for n_ref, (t, version) in enumerate(refits):
+        for n_ref, (t, _version) in enumerate(refits):
             ax.axvline(t, color="tab:orange", linestyle=":", linewidth=1.4,
                        label="refit" if n_ref == 0 else None)
         if key in log_scale:

@@ -206,7 +206,7 @@ class TansuBroker:
         fd, name = tempfile.mkstemp(prefix=f"tansu-{port}-", suffix=".log", dir=self._log_dir)
         os.close(fd)
         self.log_path = Path(name)
-        self._log = open(self.log_path, "wb")
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - the broker's output until stop() closes it
         url = f"tcp://127.0.0.1:{port}"
         cmd = [
             str(self.binary),
