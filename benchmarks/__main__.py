@@ -1,4 +1,4 @@
-"""``python -m benchmarks bench|evaluate|drift [ARGS]``: the benchmarks' one entry point (run from a source checkout)."""
+"""``python -m benchmarks bench|evaluate|drift [ARGS]``: the benchmarks' one entry point (from a source checkout)."""
 
 from __future__ import annotations
 

@@ -197,7 +197,8 @@ def measure(make: Callable[[], CusumDetector], cursor: Cursor, stated: float, ba
                 row.baselines += 1
                 try:
                     c = det.calibrate(cursor.take(baseline))
-                    cals.append((getattr(c, "variance_inflation", math.nan), getattr(c, "effective_min_shift", math.nan)))
+                    cals.append((getattr(c, "variance_inflation", math.nan),
+                                 getattr(c, "effective_min_shift", math.nan)))
                 except CalibrationError as exc:
                     row.refused += 1
                     row.refusal = str(exc)
@@ -224,7 +225,10 @@ def measure(make: Callable[[], CusumDetector], cursor: Cursor, stated: float, ba
 
 
 def plan(stated: float, quick: bool) -> tuple[int, int]:
-    """(baselines, monitored objects per baseline) for a stated run: 25 stated runs per baseline, within [10⁶, 2.5·10⁷]."""
+    """(baselines, monitored objects per baseline) for a stated run.
+
+    25 stated runs per baseline, within [10⁶, 2.5·10⁷].
+    """
     if quick:
         return 8, int(max(2e5, min(5 * stated, 2e6)))
     return 40, int(max(1e6, min(25 * stated, 2.5e7)))
@@ -259,8 +263,8 @@ def main() -> None:
             pools[name] = (digits[0], digits[1], float(name.rsplit(" ", 1)[1]))
     print(f"pools ready ({time.perf_counter() - t_start:.0f} s)", flush=True)
     rows = []
-    print("| stream | stated run | count | baselines (refused) | median φ | median tuned shift | objects | false alarms "
-          "| measured / stated (95 % CI) |")
+    print("| stream | stated run | count | baselines (refused) | median φ | median tuned shift | objects "
+          "| false alarms | measured / stated (95 % CI) |")
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for stated in (float(x) for x in args.ert.split(",")):
         for name, (u, lab, L) in pools.items():

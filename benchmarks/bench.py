@@ -481,7 +481,8 @@ def format_tables(res: BenchResult) -> str:
         )
         if has_sk:
             if "sklearn_objects_per_s" in r:
-                line += f" {_fmt_rate(r['sklearn_objects_per_s'])} | {r['speedup_over_sklearn']:.1f} | {r['sklearn_max_abs_diff']:.1e} ({r['sklearn_rel_diff']:.0e}) |"
+                line += (f" {_fmt_rate(r['sklearn_objects_per_s'])} | {r['speedup_over_sklearn']:.1f} | "
+                         f"{r['sklearn_max_abs_diff']:.1e} ({r['sklearn_rel_diff']:.0e}) |")
             else:
                 line += " | | |"
         out.append(line)
@@ -517,8 +518,9 @@ def format_tables(res: BenchResult) -> str:
         ]
         for r in res.scaling_m:
             out.append(
-                f"| {r['m']} | {r['read_seconds'] * 1e6:.1f} | {r['projection_seconds'] * 1e6:.1f} | {r['restricted_seconds'] * 1e6:.1f} | "
-                f"{_fmt_rate(r['projection_objects_per_s'])} | {_fmt_rate(r['restricted_objects_per_s'])} | {r['projection_over_read']:.3f} |"
+                f"| {r['m']} | {r['read_seconds'] * 1e6:.1f} | {r['projection_seconds'] * 1e6:.1f} | "
+                f"{r['restricted_seconds'] * 1e6:.1f} | {_fmt_rate(r['projection_objects_per_s'])} | "
+                f"{_fmt_rate(r['restricted_objects_per_s'])} | {r['projection_over_read']:.3f} |"
             )
     if res.refit:
         out += ["", "#### Refit: classical MDS of n landmarks (`LandmarkMDS(n_components=d).fit`)", "",
@@ -545,8 +547,8 @@ def format_tables(res: BenchResult) -> str:
                    "the same objects, measured just before in the same process (for Kafka: over raw kafka-python "
                    "consume of the same messages, named in the note).")
     out.append("")
-    out.append(f"total {res.meta.get('seconds', float('nan')):.1f} s; numpy {res.meta['numpy']}, scipy {res.meta['scipy']}, "
-               f"scikit-learn {res.meta['sklearn']}, {res.meta['cpus']} CPUs")
+    out.append(f"total {res.meta.get('seconds', float('nan')):.1f} s; numpy {res.meta['numpy']}, "
+               f"scipy {res.meta['scipy']}, scikit-learn {res.meta['sklearn']}, {res.meta['cpus']} CPUs")
     return "\n".join(out)
 
 
@@ -572,9 +574,11 @@ def build_parser() -> argparse.ArgumentParser:
             "example: --sizes 'n=100;d=2;dtype=float32;mb=2;m=100,1000;refit=300;repeat=1'"
         ),
     )
-    p.add_argument("--quick", action="store_true", help="small grid, about a minute (default: the full grid, a few minutes)")
+    p.add_argument("--quick", action="store_true",
+                   help="small grid, about a minute (default: the full grid, a few minutes)")
     p.add_argument("--sizes", metavar="SPEC", help="override sizes (see below)")
-    p.add_argument("--json", metavar="PATH", default="streamembed-bench.json", help="JSON output (default streamembed-bench.json; '-' for none)")
+    p.add_argument("--json", metavar="PATH", default="streamembed-bench.json",
+                   help="JSON output (default streamembed-bench.json; '-' for none)")
     p.add_argument("--no-block", action="store_true", help="skip the block RR table (k = 2, 8, 64)")
     p.add_argument("--no-e2e", action="store_true", help="skip the end-to-end rows (files, daemon, Kafka, Dask)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")

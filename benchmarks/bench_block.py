@@ -80,7 +80,8 @@ def run(n: int = 500, d: int = 10, ks: Sequence[int] = (2, 8, 64), dtypes: Seque
     p = 2 * d if landmark_dims is None else landmark_dims
     rng = np.random.default_rng(seed)
     L = rng.standard_normal((n, p)) if landmark_dims is not None else make_points(n, 1, d, seed)[0]
-    Z = np.hstack([rng.standard_normal((max(m_block, m_single), p)), rng.standard_normal((max(m_block, m_single), extra_dims))])
+    m_rows = max(m_block, m_single)
+    Z = np.hstack([rng.standard_normal((m_rows, p)), rng.standard_normal((m_rows, extra_dims))])
     Lx = np.hstack([L, np.zeros((n, extra_dims))])
     model = LandmarkMDS(n_components=d).fit(landmark_matrix(L))
     rows = []
@@ -94,7 +95,8 @@ def run(n: int = 500, d: int = 10, ks: Sequence[int] = (2, 8, 64), dtypes: Seque
             A = A_all[:m]
             cross = [c.astype(dtype) for c in _blocks(Z[:m], k)]
             sizes = np.full(m // k, k)
-            t_block = best_time(lambda A=A, cross=cross, sizes=sizes: _embed_blocks(model, A, cross, sizes), repeat, budget_seconds=60.0)
+            t_block = best_time(lambda A=A, cross=cross, sizes=sizes: _embed_blocks(model, A, cross, sizes), repeat,
+                                budget_seconds=60.0)
             sol = _embed_blocks(model, A, cross, sizes)
             n_ref = max(1, min(reference_objects // k, len(cross)))
             ref_rate = _reference_rate(model, A, cross, k, n_ref)
@@ -143,8 +145,9 @@ def _print(rows: list[dict], title: str) -> None:
           f" {'speed-up':>9} {'certified':>9} {'starts':>7} {'iters':>6}")
     for r in rows:
         print(f"{r['dtype']:8} {r['k']:3d} {r['single_rr_objects_per_s']:15,.0f} {r['block_objects_per_s']:12,.0f} "
-              f"{r['block_over_single_rr']:12.4f} {r['reference_objects_per_s']:12,.0f} {r['speedup_over_reference']:9.0f} "
-              f"{r['certified_share']:9.3f} {r['mean_starts']:7.2f} {r['mean_iterations']:6.2f}")
+              f"{r['block_over_single_rr']:12.4f} {r['reference_objects_per_s']:12,.0f} "
+              f"{r['speedup_over_reference']:9.0f} {r['certified_share']:9.3f} {r['mean_starts']:7.2f} "
+              f"{r['mean_iterations']:6.2f}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

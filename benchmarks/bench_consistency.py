@@ -254,7 +254,8 @@ def named_order_cost(repeat: int = 7) -> None:
         f = pa.field("dissimilarities", col.type, metadata=order_metadata(ids[perm]))
         shared = pa.Table.from_arrays([idc, col], schema=pa.schema([pa.field("id", pa.string()), f]))
         lists = pa.ListArray.from_arrays(pa.array(np.arange(0, 8193 * n, n, dtype=np.int32)),
-                                         pa.array(np.tile(ids[perm], 8192).tolist(), pa.large_string()).cast(pa.string()))
+                                         pa.array(np.tile(ids[perm], 8192).tolist(),
+                                                  pa.large_string()).cast(pa.string()))
         per_row = plain.append_column("landmarks", lists)
 
         def best(f: object) -> float:
@@ -266,9 +267,11 @@ def named_order_cost(repeat: int = 7) -> None:
             return min(ts) * 1e3
 
         known = {1: ids}
-        cells = [best(lambda t=t, n=n, known=known: decode_batch(t, n_landmarks=n, landmark_ids=known)) for t in (plain, shared)]
+        cells = [best(lambda t=t, n=n, known=known: decode_batch(t, n_landmarks=n, landmark_ids=known))
+                 for t in (plain, shared)]
         cells.append(best(lambda A=A, perm=perm: np.take(A, perm, axis=1)))
-        cells.append(best(lambda per_row=per_row, n=n, known=known: decode_batch(per_row, n_landmarks=n, landmark_ids=known)))
+        cells.append(best(lambda per_row=per_row, n=n, known=known: decode_batch(per_row, n_landmarks=n,
+                                                                                 landmark_ids=known)))
         print(f"| {n} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
 
 

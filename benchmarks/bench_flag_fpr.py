@@ -74,7 +74,8 @@ def table(rows: list[dict]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", default="python_attribute_names", choices=("python_attribute_names", "stdlib_docstrings"))
+    ap.add_argument("--dataset", default="python_attribute_names",
+                    choices=("python_attribute_names", "stdlib_docstrings"))
     ap.add_argument("--objects", type=int, default=400, help="objects of the dataset (landmarks + arrivals)")
     ap.add_argument("--sizes", default="50,100,200")
     ap.add_argument("--seeds", type=int, default=16)

@@ -18,8 +18,9 @@ messages = ~155 MB), then measures, on the same messages:
 
 Both rates exclude start-up (the group join, the first fetch): they are
 counted from the first consumer poll that returned records (those records
-not counted) to the last message (raw) or to the final commit (daemon). Each measurement is repeated ``--repeat`` times (fresh group) and
-the best is reported; compare only the ratio (the machine is shared, docs/performance.md).
+not counted) to the last message (raw) or to the final commit (daemon). Each measurement is repeated
+``--repeat`` times (fresh group) and the best is reported; compare only the ratio (the machine is shared,
+docs/performance.md).
 """
 
 from __future__ import annotations

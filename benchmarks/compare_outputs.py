@@ -109,7 +109,8 @@ def _bits(col: pa.ChunkedArray) -> np.ndarray:
 
 def _dead(root: Path) -> list[tuple[str, str]]:
     return sorted((str(i), str(r)) for f in root.glob("*.parquet") for i, r in
-                  zip(pq.read_table(f).column("id").to_pylist(), pq.read_table(f).column("reason").to_pylist(), strict=False))
+                  zip(pq.read_table(f).column("id").to_pylist(), pq.read_table(f).column("reason").to_pylist(),
+                      strict=False))
 
 
 def compare(before: Path, after: Path) -> list[dict]:
@@ -125,7 +126,8 @@ def compare(before: Path, after: Path) -> list[dict]:
                     for tree_name, tree in (("before", before), ("after", after)):
                         work = base / f"{metric}-{name}-{dtype}-{tree_name}"
                         work.mkdir()
-                        _run(tree, ["fit", "--dissimilarities", str(D), "--landmarks", "120", "--selection", "first", "--n-components", "2",
+                        _run(tree, ["fit", "--dissimilarities", str(D), "--landmarks", "120", "--selection", "first",
+                                    "--n-components", "2",
                                     *fit_flags, "-o", "model.npz"], work)
                         _run(tree, ["embed", str(inp), "-m", "model.npz", "-o", "out.parquet", "--k0-rows", "all",
                                     "--dead-letter", "dead", *embed_flags], work)
@@ -137,7 +139,8 @@ def compare(before: Path, after: Path) -> list[dict]:
             for tree_name, tree in (("before", before), ("after", after)):
                 work = base / f"{metric}-blocks-{tree_name}"
                 work.mkdir()
-                _run(tree, ["fit", "--dissimilarities", str(D), "--landmarks", "120", "--selection", "first", "--n-components", "2",
+                _run(tree, ["fit", "--dissimilarities", str(D), "--landmarks", "120", "--selection", "first",
+                            "--n-components", "2",
                             "--method", "restricted", "-o", "model.npz"], work)
                 parts = []
                 for f in sorted(blocks.glob("*.parquet")):  # one call per file: older versions take one input

@@ -47,7 +47,8 @@ def brute_force(X: np.ndarray, delta: np.ndarray, w: np.ndarray | None) -> float
     g = np.linspace(-radius, radius, {2: 201, 3: 41}[d])
     G = np.stack(np.meshgrid(*[g] * d), axis=-1).reshape(-1, d)
     wt = np.ones_like(delta) if w is None else w
-    values = np.concatenate([(wt * np.square(np.sqrt(np.square(G[s:s + 4096, None, :] - X[None]).sum(-1)) - delta)).sum(1)
+    values = np.concatenate([(wt * np.square(np.sqrt(np.square(G[s:s + 4096, None, :] - X[None]).sum(-1))
+                                             - delta)).sum(1)
                              for s in range(0, G.shape[0], 4096)])
     best = float(values.min())
 

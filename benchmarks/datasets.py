@@ -95,7 +95,8 @@ class Dataset:
         if self.D is not None:
             return self.D
         if "D" not in self._cache:
-            self._cache["D"] = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(self.X, metric=self.metric))
+            pairs = scipy.spatial.distance.pdist(self.X, metric=self.metric)
+            self._cache["D"] = scipy.spatial.distance.squareform(pairs)
         return self._cache["D"]
 
 
@@ -118,7 +119,8 @@ def gaussian_clusters(n: int = 800, n_clusters: int = 5, dim: int = 10, spread: 
     centres = spread * rng.normal(size=(n_clusters, dim))
     labels = rng.integers(n_clusters, size=n)
     X = centres[labels] + rng.normal(size=(n, dim))
-    return Dataset("gaussian_clusters", X=X, labels=labels, description=f"{n} points, {n_clusters} Gaussian clusters in R^{dim}, Euclidean")
+    return Dataset("gaussian_clusters", X=X, labels=labels,
+                   description=f"{n} points, {n_clusters} Gaussian clusters in R^{dim}, Euclidean")
 
 
 def plane(n: int = 600, dim: int = 5, off_span: float = 0.0, seed: int = 0) -> Dataset:
@@ -129,7 +131,8 @@ def plane(n: int = 600, dim: int = 5, off_span: float = 0.0, seed: int = 0) -> D
     X = coords @ Q[:, :2].T + off_span * rng.normal(size=(n, dim - 2)) @ Q[:, 2:].T
     name = "plane" if off_span == 0 else "plane_offspan"
     where = "" if off_span == 0 else f" plus off-plane noise sd {off_span}"
-    return Dataset(name, X=X, labels=(coords[:, 0] > 0).astype(int), description=f"{n} points in a 2-D plane of R^{dim}{where}, Euclidean")
+    return Dataset(name, X=X, labels=(coords[:, 0] > 0).astype(int),
+                   description=f"{n} points in a 2-D plane of R^{dim}{where}, Euclidean")
 
 
 def novel_cluster(n: int = 800, dim: int = 10, offset: float = 8.0, novel_share: float = 0.2, seed: int = 0) -> Dataset:
@@ -146,7 +149,8 @@ def novel_cluster(n: int = 800, dim: int = 10, offset: float = 8.0, novel_share:
         "novel_cluster",
         X=X,
         labels=labels,
-        description=f"{n - n_new} points in 4 clusters of a 2-D plane of R^{dim} (landmark pool) + {n_new} in a novel cluster {offset:g} off the plane, Euclidean",
+        description=f"{n - n_new} points in 4 clusters of a 2-D plane of R^{dim} (landmark pool) + {n_new} in a novel "
+                    f"cluster {offset:g} off the plane, Euclidean",
         landmark_pool=np.arange(n - n_new),
     )
 
@@ -271,7 +275,8 @@ def stdlib_docstrings(n: int = 400, min_len: int = 20, max_len: int = 72) -> Dat
         "stdlib_docstrings",
         D=normalized_levenshtein_matrix(strings),
         labels=np.array([lab for lab, _ in chosen]),
-        description=f"{len(strings)} stdlib docstring first lines ({len(STDLIB_MODULES)} modules), normalised edit distance",
+        description=f"{len(strings)} stdlib docstring first lines ({len(STDLIB_MODULES)} modules), "
+                    "normalised edit distance",
         kind="real",
     )
 

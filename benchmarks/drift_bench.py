@@ -372,7 +372,8 @@ def peer_grids() -> dict[str, tuple[str, list[tuple[str, Callable[[], Any]]], st
     return {
         "ADWIN": ("delta", [(f"{d:g}", (lambda d=d: drift.ADWIN(delta=d))) for d in (0.002, 1e-4, 1e-6, 1e-8, 1e-10)],
                   "0.002"),
-        "KSWIN": ("alpha", [(f"{a:g}", (lambda a=a: drift.KSWIN(alpha=a, seed=1))) for a in (0.005, 1e-4, 1e-6, 1e-8, 1e-10)],
+        "KSWIN": ("alpha", [(f"{a:g}", (lambda a=a: drift.KSWIN(alpha=a, seed=1)))
+                            for a in (0.005, 1e-4, 1e-6, 1e-8, 1e-10)],
                   "0.005"),
         "PageHinkley (mode up)": ("threshold", [(f"{t:g}", (lambda t=t: drift.PageHinkley(threshold=t, mode="up")))
                                                 for t in (5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0)], "50"),
@@ -486,7 +487,8 @@ def change_scenarios(s: BenchSettings) -> dict[str, Change]:
     }
 
 
-def _peer_detectors(s: BenchSettings, world: MixtureWorld, euclidean_map: tuple[Any, np.ndarray], progress: Callable[[str], None],
+def _peer_detectors(s: BenchSettings, world: MixtureWorld, euclidean_map: tuple[Any, np.ndarray],
+                    progress: Callable[[str], None],
                     t_start: float) -> tuple[list[DetectorSpec], dict[str, dict]]:
     """River's detectors (at their defaults and tuned to no false alarm on a tuning stream) and the MMD test."""
     specs: list[DetectorSpec] = []
@@ -527,7 +529,8 @@ def run_benchmark(s: BenchSettings = BenchSettings(), progress: Callable[[str], 
         DetectorSpec("cusum (ours)", "ERT 1e+06, u", cusum_runner(1e6)),
         DetectorSpec("cusum (ours)", f"ERT {s.expected_run_objects:.0e}, u, min_shift 0.25",
                      cusum_runner(s.expected_run_objects, min_shift=0.25)),
-        DetectorSpec("cusum (ours)", f"ERT {s.expected_run_objects:.0e}, u/β", cusum_runner(s.expected_run_objects, True)),
+        DetectorSpec("cusum (ours)", f"ERT {s.expected_run_objects:.0e}, u/β",
+                     cusum_runner(s.expected_run_objects, True)),
         DetectorSpec("rule (today)", "ratio 1.5, margin 0.05, min 20k", rule_runner()),
     ]
     tuning_report: dict[str, dict] = {}
@@ -589,7 +592,8 @@ def run_benchmark(s: BenchSettings = BenchSettings(), progress: Callable[[str], 
             "new cluster off span": (sc["new cluster off span"], tau + 20_000),
             "slow rotation out of span": (sc["slow rotation out of span"], tau + 300_000),
             "scale x1.1": (sc["scale x1.1"], tau + 20_000),
-            "new cluster in span, beyond the landmarks": (sc["new cluster in span, beyond the landmarks"], tau + 20_000),
+            "new cluster in span, beyond the landmarks": (sc["new cluster in span, beyond the landmarks"],
+                                                          tau + 20_000),
         }, progress)
     return {"settings": asdict(s), "detectors": [asdict(r) for r in rows], "tuning": tuning_report,
             "selection": [asdict(r) for r in sel_rows], "seconds": time.perf_counter() - t_start}
@@ -616,7 +620,8 @@ def format_detector_table(report: dict) -> str:
             + "".join(f" | {k}: alarms (should be none)" for k in inspan) + " |")
     lines = [head, "|" + " --- |" * (3 + len(off) + len(inspan))]
     for r in rows:
-        fa = f"{r['fa_per_million']:.3g} [{r['fa_ci_low']:.2g}, {r['fa_ci_high']:.2g}] ({r['false_alarms']} in {r['stationary_objects']:,})"
+        fa = (f"{r['fa_per_million']:.3g} [{r['fa_ci_low']:.2g}, {r['fa_ci_high']:.2g}] "
+              f"({r['false_alarms']} in {r['stationary_objects']:,})")
         cells = [_fmt_delay(r["delays"][k]) for k in off]
         cells += [f"{r['delays'][k]['replicates'] - r['delays'][k]['misses']}/{r['delays'][k]['replicates']}"
                   for k in inspan]
@@ -631,7 +636,8 @@ def format_selection_table(report: dict) -> str:
              "old landmarks kept |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in report["selection"]:
-        lines.append(f"| {r['scenario']} | {r['selection']} | {r['unexplained_before']:.3f} → {r['unexplained_after']:.3f} "
+        lines.append(f"| {r['scenario']} | {r['selection']} | "
+                     f"{r['unexplained_before']:.3f} → {r['unexplained_after']:.3f} "
                      f"| {r['energy_before']:.3f} → {r['energy_after']:.3f} "
                      f"| {r['fidelity']:.4f} | {r['alignment_rms']:.4f} | {r['seconds']:.3f} | {r['kept_old']:.0f} |")
     return "\n".join(lines)
@@ -738,8 +744,8 @@ def demo_history(root: Any, objects: int = 600_000, change_at: int = 250_000, ba
     collected (so the candidates show the stream after the change, not
     before it: a fast alarm leaves few changed objects in a reservoir filled
     before it), then a refit with the default selection runs and is installed
-    at once. The window statistics are recorded every 10 batches. The files follow the format ``streamembed.plot`` reads (its
-    module docstring); the numbers are real, the clock is simulated.
+    at once. The window statistics are recorded every 10 batches. The files follow the format
+    ``streamembed.plot`` reads (its module docstring); the numbers are real, the clock is simulated.
     """
     from pathlib import Path
 
@@ -779,8 +785,10 @@ def demo_history(root: Any, objects: int = 600_000, change_at: int = 250_000, ba
             st = window.statistics(now)
             drift_lines.append({"time": stamp(now), "unix": now, "model_version": int(est.version),
                                 "objects_seen": start + batch, "window": st.as_dict(),
-                                "detector": {"kind": trig.kind, "statistic": float(d.value), "threshold": float(d.threshold),
-                                             "expected_run_objects": trig.expected_run_objects, "fired": bool(fired_since)}})
+                                "detector": {"kind": trig.kind, "statistic": float(d.value),
+                                             "threshold": float(d.threshold),
+                                             "expected_run_objects": trig.expected_run_objects,
+                                             "fired": bool(fired_since)}})
             fired_since = False
         if refit_at is not None and start + batch >= refit_at:
             refit_at = None

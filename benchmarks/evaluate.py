@@ -229,7 +229,8 @@ def evaluate_dataset(ds: Dataset, settings: EvaluationSettings = EvaluationSetti
     t0 = time.perf_counter()
     ref_all = refit_reference(D, L, H, d, None)
     timings["full refit"] = time.perf_counter() - t0
-    refs = {"object": refit_reference(D, L, H, d, 1), "block": refit_reference(D, L, H, d, s.block_size), "all": ref_all}
+    refs = {"object": refit_reference(D, L, H, d, 1), "block": refit_reference(D, L, H, d, s.block_size),
+            "all": ref_all}
     full_L, full_H = ref_all[0].landmarks, ref_all[0].objects
     maps_and_landmarks = {name: (maps_landmarks.get(name, X), Y) for name, Y in maps.items()}
     maps_and_landmarks["full refit (all)"] = (full_L, full_H)
@@ -317,12 +318,14 @@ def format_report(rep: DatasetReport) -> str:
         f"kernel-distance error bound {bound}, ||k0||/eigengap {ratio}; "
         f"landmark Procrustes residual to the all-objects refit {rep.landmark_residual_all:.3g}.",
         "",
-        "| method | fid. refit L+object | fid. refit L+block | fid. refit L+all | raw stress | norm. stress | mutual norm. stress | trustw. | contin. | seconds |",
+        "| method | fid. refit L+object | fid. refit L+block | fid. refit L+all | raw stress | norm. stress "
+        "| mutual norm. stress | trustw. | contin. | seconds |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rep.rows:
         lines.append(
-            f"| {r.method} | {r.fidelity_object:.4f} | {r.fidelity_block:.4f} | {r.fidelity_all:.4f} | {r.stress_raw:.4g} | "
+            f"| {r.method} | {r.fidelity_object:.4f} | {r.fidelity_block:.4f} | {r.fidelity_all:.4f} | "
+            f"{r.stress_raw:.4g} | "
             f"{r.stress_normalised:.5f} | {r.mutual_stress_normalised:.5f} | {r.trustworthiness:.4f} | "
             f"{r.continuity:.4f} | {r.seconds:.3f} |"
         )
@@ -350,16 +353,20 @@ def _clean(obj):
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks evaluate",
-        description="Compare projection, restricted reconstruction, block RR and the other options (stress, L1, similarity input, Isomap, Cailliez, SMACOF/Sammon maps) against a full classical MDS refit.",
+        description="Compare projection, restricted reconstruction, block RR and the other options (stress, L1, "
+                    "similarity input, Isomap, Cailliez, SMACOF/Sammon maps) against a full classical MDS refit.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="datasets: " + ", ".join(DATASETS) + "\n(digits, iris, wine, breast_cancer need scikit-learn: pip install 'streamembed[eval]')",
+        epilog="datasets: " + ", ".join(DATASETS)
+        + "\n(digits, iris, wine, breast_cancer need scikit-learn: pip install 'streamembed[eval]')",
     )
-    p.add_argument("--datasets", default="all", help="comma-separated names, 'all' (installed ones), 'real' or 'synthetic'")
+    p.add_argument("--datasets", default="all",
+                   help="comma-separated names, 'all' (installed ones), 'real' or 'synthetic'")
     p.add_argument("--landmarks", type=int, default=100, metavar="N", help="landmarks chosen by max-min (default 100)")
     p.add_argument("--heldout", type=int, default=400, metavar="M", help="held-out objects (default 400)")
     p.add_argument("-d", "--n-components", type=int, default=2, metavar="D", help="map dimension (default 2)")
     p.add_argument("--block", type=int, default=8, metavar="K", help="objects per block for block RR (default 8)")
-    p.add_argument("--knn", type=int, default=10, metavar="K", help="neighbours for trustworthiness/continuity (default 10)")
+    p.add_argument("--knn", type=int, default=10, metavar="K",
+                   help="neighbours for trustworthiness/continuity (default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed for the held-out sample (default 0)")
     p.add_argument("--json", metavar="PATH", help="also write the reports to this JSON file")
     p.add_argument("--list", action="store_true", help="list the datasets and exit")
@@ -369,7 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--drift-objects", type=int, metavar="T", help="objects per stationary stream (default 10,000,000)")
     g.add_argument("--drift-replicates", type=int, metavar="R", help="streams per change scenario (default 20)")
     g.add_argument("--drift-horizon", type=int, metavar="H", help="objects after the change (default 400,000)")
-    g.add_argument("--drift-figure", metavar="PNG", help="also draw delay vs false alarms per detector (needs matplotlib)")
+    g.add_argument("--drift-figure", metavar="PNG",
+                   help="also draw delay vs false alarms per detector (needs matplotlib)")
     g.add_argument("--no-peers", action="store_true", help="skip River's detectors and the MMD test")
     g.add_argument("--drift-quick", action="store_true", help="small sizes for a smoke test (minutes -> seconds)")
     return p
@@ -392,7 +400,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.drift:
         from benchmarks import drift_bench
 
-        return drift_bench.main(objects=args.drift_objects, replicates=args.drift_replicates, horizon=args.drift_horizon,
+        return drift_bench.main(objects=args.drift_objects, replicates=args.drift_replicates,
+                                horizon=args.drift_horizon,
                                 json_path=args.json, figure=args.drift_figure, peers=not args.no_peers, seed=args.seed,
                                 quick=args.drift_quick)
     if args.list:

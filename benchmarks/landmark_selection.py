@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in [x.strip() for x in args.datasets.split(",") if x.strip()]:
         t0 = time.perf_counter()
         ds = load_dataset(name)
-        rep = evaluate_landmarks(D=ds.D, X=ds.X, metric=ds.metric, landmarks=[int(x) for x in args.landmarks.split(",")],
+        rep = evaluate_landmarks(D=ds.D, X=ds.X, metric=ds.metric,
+                                 landmarks=[int(x) for x in args.landmarks.split(",")],
                                  selections=args.selections.split(","), methods=args.methods.split(","),
                                  seeds=args.seeds, n_components=args.n_components, name=name,
                                  progress=lambda line: print(line, file=sys.stderr, flush=True))

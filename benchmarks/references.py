@@ -47,7 +47,8 @@ class RefitGroup:
     objects: np.ndarray
 
 
-def refit_reference(D: np.ndarray, L: np.ndarray, H: np.ndarray, n_components: int, group_size: int | None) -> list[RefitGroup]:
+def refit_reference(D: np.ndarray, L: np.ndarray, H: np.ndarray, n_components: int,
+                    group_size: int | None) -> list[RefitGroup]:
     """Classical MDS of the landmarks plus each consecutive group of held-out objects.
 
     Args:

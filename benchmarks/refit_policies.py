@@ -112,7 +112,8 @@ def run_one(D_all: np.ndarray, pool: np.ndarray, stream: np.ndarray, labels: np.
     reservoir = min(RESERVOIR, len(stream) // 2)
     res_idx, test = stream[:reservoir], stream[reservoir:]
     cs = candidate_dissimilarities(old.landmark_ids, [f"s{i}" for i in res_idx],
-                                   old_dissimilarities=D_all[np.ix_(L, L)], cross_to_landmarks=D_all[np.ix_(res_idx, L)],
+                                   old_dissimilarities=D_all[np.ix_(L, L)],
+                                   cross_to_landmarks=D_all[np.ix_(res_idx, L)],
                                    mutual=D_all[np.ix_(res_idx, res_idx)])
     t0 = time.perf_counter()
     new, installed, outcome = old, False, "no refit"

@@ -143,20 +143,23 @@ def plot_map(
         cmap = _colormap(len(cats))
         for c_idx, cat in enumerate(cats):
             sel = values == cat
-            ax.scatter(yx[sel], yy[sel], s=size, color=cmap(c_idx), alpha=0.7, linewidths=0, label=f"{label} {cat} ({int(sel.sum())})")
+            ax.scatter(yx[sel], yy[sel], s=size, color=cmap(c_idx), alpha=0.7, linewidths=0,
+                       label=f"{label} {cat} ({int(sel.sum())})")
     else:
         v = values.astype(np.float64)
         finite = np.isfinite(v)
         lo, hi = (np.percentile(v[finite], [1, 99]) if finite.any() else (0.0, 1.0))
         order = np.argsort(np.where(finite, v, -np.inf), kind="stable")  # high values drawn on top
-        sc = ax.scatter(yx[order], yy[order], s=size, c=v[order], cmap="viridis", vmin=lo, vmax=hi if hi > lo else lo + 1,
+        sc = ax.scatter(yx[order], yy[order], s=size, c=v[order], cmap="viridis", vmin=lo,
+                        vmax=hi if hi > lo else lo + 1,
                         alpha=0.8, linewidths=0, label=f"embedded objects ({drawn})")
         cb = fig.colorbar(sc, ax=ax, shrink=0.85)
         cb.set_label(label)
         if (~finite).any():
             ax.scatter(yx[~finite], yy[~finite], s=size, c="lightgrey", linewidths=0, label=f"{label} not available")
     lx, ly = coords(X)
-    ax.scatter(lx, ly, s=42, marker="^", facecolor="white", edgecolor="black", linewidths=1.1, label=f"landmarks ({X.shape[0]})", zorder=5)
+    ax.scatter(lx, ly, s=42, marker="^", facecolor="white", edgecolor="black", linewidths=1.1,
+               label=f"landmarks ({X.shape[0]})", zorder=5)
     if at.size:
         assert ids is not None
         ax.scatter(yx[at], yy[at], s=max(size, 12.0), facecolor="none", edgecolor="black", linewidths=0.8, zorder=6,
@@ -286,7 +289,8 @@ def plot_drift(
         vals = np.array([np.nan if r.get(key) is None else float(r.get(key)) for r in recs])
         ax.plot(times, vals, marker="o", markersize=2.5, linewidth=1.3, color="tab:blue", label=key)
         if key in thresholds:
-            ax.axhline(thresholds[key], color="tab:red", linestyle="--", linewidth=1.0, label=f"alert threshold {thresholds[key]:g}")
+            ax.axhline(thresholds[key], color="tab:red", linestyle="--", linewidth=1.0,
+                       label=f"alert threshold {thresholds[key]:g}")
         for n_ref, (t, _version) in enumerate(refits):
             ax.axvline(t, color="tab:orange", linestyle=":", linewidth=1.4,
                        label="refit" if n_ref == 0 else None)
@@ -326,7 +330,8 @@ def _record_time(r: Mapping[str, Any]) -> _dt.datetime:
     raise ValueError(f"drift history record without a usable time: {dict(r)!r:.120}")
 
 
-def read_drift_history(source: str | os.PathLike, history: str | os.PathLike | None = None) -> tuple[list[dict], list[dict]]:
+def read_drift_history(source: str | os.PathLike,
+                       history: str | os.PathLike | None = None) -> tuple[list[dict], list[dict]]:
     """(drift records, refit records) from an output root, or from the two files.
 
     ``source`` is ``output.root`` (read ``drift-history.jsonl`` and
@@ -449,9 +454,11 @@ def plot_drift_history(
                 label="threshold h" + (f" (ERT {float(ert):.3g} objects)" if ert else "") if kind == "cusum"
                 else "trigger level")
         if fired.any():
-            ax.scatter([t for t, f in zip(times, fired, strict=False) if f], stat[fired], color="tab:red", s=8, zorder=5,
+            ax.scatter([t for t, f in zip(times, fired, strict=False) if f], stat[fired], color="tab:red", s=8,
+                       zorder=5,
                        label=f"in alarm ({int(fired.sum())} updates)")
-            ax.scatter([t for t, f in zip(times, onsets, strict=False) if f], stat[onsets], marker="v", color="tab:red", s=60,
+            ax.scatter([t for t, f in zip(times, onsets, strict=False) if f], stat[onsets], marker="v",
+                       color="tab:red", s=60,
                        zorder=6, label=f"alarm raised ({int(onsets.sum())})")
         ax.set_ylabel(f"detector: {kind}")
         h = np.nanmax(thr) if np.isfinite(thr).any() else np.nan
@@ -643,7 +650,8 @@ def demo(outdir: str | os.PathLike, seed: int = 0) -> tuple[Path, Path]:
     stream += sorted(mix, key=lambda i: (i in set(old)) * rng.random() + (i not in set(old)) * rng.random() ** 0.5)
     stream = np.asarray(stream)
     res = est.embed(D[np.ix_(stream, L)], k0_rows="all")
-    map_path = plot_map(est, res.y, res.relative_unexplained, outdir / "map.png", color_label="relative unexplained (1 - ||y||²/β)",
+    map_path = plot_map(est, res.y, res.relative_unexplained, outdir / "map.png",
+                        color_label="relative unexplained (1 - ||y||²/β)",
                         title="Novel cluster off the landmark map: colour = share of β the map does not explain")
     records = []
     window, refit_at = 60, 12
@@ -656,7 +664,8 @@ def demo(outdir: str | os.PathLike, seed: int = 0) -> tuple[Path, Path]:
             version = 2
         rows = stream[start : start + window]
         _, b = est.residuals(D[np.ix_(rows, L)], k0_rows="all")
-        records.append({"time": start + window, "trace_k0": b.trace_k0, "kernel_distance_bound": b.kernel_distance_bound,
+        records.append({"time": start + window, "trace_k0": b.trace_k0,
+                        "kernel_distance_bound": b.kernel_distance_bound,
                         "gap_ratio": b.gap_ratio, "model_version": version})
     drift_path = plot_drift(records, outdir / "drift.png", thresholds={"gap_ratio": 1.0},
                             title="Residual kernel k0 over a stream with a novel cluster", time_label="objects seen")
@@ -664,13 +673,15 @@ def demo(outdir: str | os.PathLike, seed: int = 0) -> tuple[Path, Path]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="streamembed plot", description="Draw the landmark map or drift statistics to PNG (needs matplotlib).")
+    p = argparse.ArgumentParser(prog="streamembed plot",
+                                description="Draw the landmark map or drift statistics to PNG (needs matplotlib).")
     sub = p.add_subparsers(dest="what", required=True)
     m = sub.add_parser("map", help="the landmark map with embedded objects")
     m.add_argument("-m", "--model", required=True, metavar="MODEL.npz")
     m.add_argument("-e", "--embedded", required=True, metavar="EMBEDDED.parquet", help="output of 'streamembed embed'")
     m.add_argument("-o", "--output", default="map.png", metavar="PNG")
-    m.add_argument("--color-by", default="relative_unexplained", choices=("relative_unexplained", "model_version", "k0", "none"))
+    m.add_argument("--color-by", default="relative_unexplained", choices=("relative_unexplained", "model_version",
+                                                                          "k0", "none"))
     m.add_argument("--title")
     m.add_argument("--max-points", type=int, default=50_000, metavar="N",
                    help="draw at most N objects, an evenly spaced sample (default 50,000); the title says so")
@@ -681,7 +692,8 @@ def build_parser() -> argparse.ArgumentParser:
     dr.add_argument("records", metavar="ROOT|RECORDS",
                     help="the daemon's output.root (drift-history.jsonl + model-history.jsonl), a drift-history.jsonl, "
                          "or a JSON array / JSON lines of {time, statistic..., refit?, model_version?}")
-    dr.add_argument("--history", metavar="MODEL_HISTORY", help="refit records (default: model-history.jsonl beside RECORDS)")
+    dr.add_argument("--history", metavar="MODEL_HISTORY",
+                    help="refit records (default: model-history.jsonl beside RECORDS)")
     dr.add_argument("-o", "--output", default="drift.png", metavar="PNG")
     dr.add_argument("--stats", help="comma-separated statistics to draw (default: all numeric, at most 6)")
     dr.add_argument("--threshold", action="append", default=[], metavar="STAT=VALUE", help="alert line (repeatable)")
