@@ -16,6 +16,6 @@ Shared modules, one idea each:
 * ``mixups``: maps fitted with a known mistake (wrong landmarks, wrong option), for the consistency monitor.
 * ``bench`` (+ ``bench_block``, ``bench_e2e``), ``evaluate``, ``drift_bench``: the three entry points above.
 
-The quality measures are the product's (``streamembed.quality``); the plots are ``streamembed.plot``.
+The quality measures are the product's (``streamembed.quality``); the plots are ``streamembed.plots``.
 Optional packages (scikit-learn, river, matplotlib) are imported lazily: ``pip install -e '.[eval]'``.
 """

@@ -138,10 +138,10 @@ def plane(n: int = 600, dim: int = 5, off_span: float = 0.0, seed: int = 0) -> D
 def novel_cluster(n: int = 800, dim: int = 10, offset: float = 8.0, novel_share: float = 0.2, seed: int = 0) -> Dataset:
     """Four clusters in a 2-D plane of R^dim (the landmark pool) plus a novel cluster off the plane.
 
-    The points are ``streamembed.plot.novel_cluster_points`` (its docstring says how they are drawn; the plot
+    The points are ``streamembed.plots.novel_cluster_points`` (its docstring says how they are drawn; the plot
     demo draws the same stream).
     """
-    from streamembed.plot import novel_cluster_points
+    from streamembed.plots import novel_cluster_points
 
     X, labels = novel_cluster_points(n, dim, offset, novel_share, seed)
     n_new = int(np.count_nonzero(labels == 4))

@@ -713,7 +713,7 @@ def main(*, objects: int | None = None, replicates: int | None = None, horizon: 
         with open(json_path, "w") as fh:
             json.dump(_clean(report), fh, indent=1)
     if figure:
-        from streamembed.plot import plot_drift_benchmark
+        from streamembed.plots import plot_drift_benchmark
 
         print(plot_drift_benchmark(_clean(report), figure))
     return 0
@@ -745,7 +745,7 @@ def demo_history(root: Any, objects: int = 600_000, change_at: int = 250_000, ba
     before it: a fast alarm leaves few changed objects in a reservoir filled
     before it), then a refit with the default selection runs and is installed
     at once. The window statistics are recorded every 10 batches. The files follow the format
-    ``streamembed.plot`` reads (its module docstring); the numbers are real, the clock is simulated.
+    ``streamembed.plots`` reads (its package docstring); the numbers are real, the clock is simulated.
     """
     from pathlib import Path
 

@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
 _TOOLS: dict[str, tuple[str, str]] = {
     "evaluate": ("streamembed.commands.evaluate", "landmark choice for your data against a full classical MDS "
                  "(--features/--dissimilarities)"),
-    "plot": ("streamembed.plot", "render the map or the drift history to PNG (needs matplotlib)"),
+    "plot": ("streamembed.plots", "render the map or the drift history to PNG (needs matplotlib)"),
 }
 
 

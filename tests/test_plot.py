@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from streamembed import LandmarkMDS  # noqa: E402
-from streamembed import plot as plots  # noqa: E402
+from streamembed import plots  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -87,7 +87,7 @@ def test_the_map_view_samples_version_2_rows_of_both_precisions_as_version_1() -
 
 
 def test_plot_reads_the_coordinates_of_either_version(tmp_path: Path) -> None:
-    from streamembed.plot import _read_embedded
+    from streamembed.plots.cli import _read_embedded
 
     model = fitted()
     (t,) = _tables(30)
