@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +14,7 @@ from scipy.spatial.distance import cdist
 from streamembed import LandmarkMDS
 from streamembed.core.landmarks import LANDMARK_SELECTIONS, select_landmarks
 
-from .cli import cli
+from .cli import clean_env, cli
 
 pytestmark = pytest.mark.e2e
 
@@ -59,7 +61,7 @@ def test_evaluate_on_features_prints_the_table_progress_and_a_recommendation(poi
     assert all(x.startswith("obj") for x in doc["recommended_landmark_ids"])
 
 
-def test_evaluate_refuses_bad_input_and_keeps_the_dataset_mode(points, tmp_path: Path) -> None:
+def test_evaluate_refuses_bad_input_and_points_to_the_benchmark_datasets(points, tmp_path: Path) -> None:
     np.save(tmp_path / "rect.npy", np.ones((10, 4)))
     r = cli("evaluate", "--dissimilarities", "rect.npy", cwd=tmp_path)
     assert r.returncode == 2 and "must be square" in r.stderr
@@ -68,5 +70,8 @@ def test_evaluate_refuses_bad_input_and_keeps_the_dataset_mode(points, tmp_path:
     (tmp_path / "ids.txt").write_text("a\nb\n")
     r = cli("evaluate", "--features", "X.npy", "--ids", "ids.txt", cwd=tmp_path)
     assert r.returncode == 2 and "has 2 ids for the 120 objects" in r.stderr
-    r = cli("evaluate", "--list", cwd=tmp_path)
-    assert r.returncode == 0 and "english_words" in r.stdout
+    r = cli("evaluate", "--list", cwd=tmp_path)  # the datasets are the source checkout's, not the wheel's
+    assert r.returncode == 2 and "python -m benchmarks evaluate" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "benchmarks", "evaluate", "--list"], cwd=tmp_path, env=clean_env(),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "english_words" in r.stdout, r.stderr
