@@ -21,7 +21,10 @@
 | ``kernel_input`` | §2 | similarity (kernel) input as dissimilarities |
 | ``geodesic`` | §2 | landmark Isomap: k-NN graph geodesics, ties kept |
 | ``cailliez`` | §2 | additive constant making the kernel PSD |
-| ``placement`` | §3, §4.3–4.4 | one entry point for every method; flags, range guard |
+| ``placer`` | §3, §4.3 | ``Placer``: what placing on one map needs (kernels, limits, flags), built once per model |
+| ``dispatch`` | §3 | method → routine for single objects |
+| ``block_place`` | §3.3, §4 | block RR of a batch: range, checks, solve, flags |
+| ``range_guard`` | §4.4 | the placeable range per dtype |
 | ``residuals`` | §4 | k0, dropped energy, block K0 |
 | ``bounds`` | §4 | window error and eigenvalue bounds |
 | ``calibration`` | §4.3 | the non-Euclidean flag's threshold from the landmarks |
