@@ -28,11 +28,11 @@
 | ``residuals`` | §4 | k0, dropped energy, block K0 |
 | ``bounds`` | §4 | window error and eigenvalue bounds |
 | ``calibration`` | §4.3 | the non-Euclidean flag's threshold from the landmarks |
-| ``budget`` | §4.4 | per-batch time budgets and cancellation |
+| ``runtime`` | §4.4 | worker threads (the one pool), BLAS threads, per-batch time budgets and cancellation |
 | ``drift`` | §4 | sliding-window drift statistics, the rule trigger |
 | ``detector`` | §7 | CUSUM on unexplained energy, threshold from the expected run length |
 | ``landmarks`` | §5, §7.5 | max–min and residual-pivoted landmark selection |
 | ``refit`` | §5, §7.5 | refitting the landmark map from a reservoir |
 | ``procrustes`` | §5 | alignment of a refit to the previous map |
-| ``flags``, ``result``, ``errors``, ``blas`` | — | per-row flags, result container, error types, BLAS threads |
+| ``flags``, ``result``, ``errors`` | — | per-row flags, result container, error types |
 """

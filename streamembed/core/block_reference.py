@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 
-from .blas import single_blas_thread
+from .runtime import single_blas_thread
 from .block import block_objective
 from .flags import FLAG_AMBIGUOUS
 from .restricted import solve_restricted

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .blas import single_blas_thread
+from .runtime import single_blas_thread
 from .cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, fit_spectrum
 from .projection import ProjectionKernel
 from .flags import FLAG_NON_EUCLIDEAN

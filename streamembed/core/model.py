@@ -81,7 +81,7 @@ class LandmarkModel:
         features, metric: (n, p) landmark features and their scipy metric (or
             kernel name) for a feature-mode model, else None.
         random_state: seed of the block solver's perturbed starts.
-        n_threads: threads of the projection hot path (None: up to 2).
+        n_threads: threads of the projection hot path and solvers (None: ``runtime.default_threads()``).
         negative_ratio: the ``non_euclidean`` flag's threshold on −k0/β
             (``core.calibration``; 0 for Euclidean landmarks; None for a model
             saved before it existed: the landmarks' own ratio is used).

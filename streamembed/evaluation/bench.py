@@ -62,7 +62,7 @@ import numpy as np
 import scipy
 
 from ..estimator import LandmarkMDS
-from ..core.blas import single_blas_thread
+from ..core.runtime import single_blas_thread
 from .timing import best_time, euclidean, landmark_matrix, make_points
 
 __all__ = [

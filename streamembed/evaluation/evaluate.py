@@ -51,7 +51,7 @@ import numpy as np
 
 from ..core.landmarks import maxmin_select
 from ..estimator import LandmarkMDS
-from ..core.blas import single_blas_thread
+from ..core.runtime import single_blas_thread
 from .datasets import DATASETS, Dataset, DatasetUnavailable, available_datasets, load_dataset
 from .metrics import pairwise_stress, stress_to_reference, trustworthiness_continuity
 from .references import refit_reference, reference_error

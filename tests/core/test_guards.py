@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from streamembed import LandmarkMDS
-from streamembed.core import budget
+from streamembed.core import runtime
 from streamembed.core.flags import FLAG_NOT_CONVERGED
 from streamembed.core.range_guard import PLACEMENT_RTOL
 
@@ -89,7 +89,7 @@ def test_a_time_budget_ends_iterations_with_the_best_placement_flagged() -> None
     est = LandmarkMDS(2, method="l1").fit(D)
     full = est.embed(A)
     t0 = time.perf_counter()
-    with budget.limit(1e-9):
+    with runtime.limit(1e-9):
         cut = est.embed(A)
     assert time.perf_counter() - t0 < 0.5 * 60  # far below an unbounded run's worst case
     assert cut.valid.all() and np.isfinite(cut.y).all()
@@ -101,9 +101,9 @@ def test_cancelling_interrupts_an_iterative_batch() -> None:
     rng = np.random.default_rng(4)
     D, A, _ = landmark_problem(rng, 40, 3, 500, off_span=2.0)
     est = LandmarkMDS(2, method="stress").fit(D)
-    with pytest.raises(budget.Cancelled), budget.limit(None, cancelled=lambda: True):
+    with pytest.raises(runtime.Cancelled), runtime.limit(None, cancelled=lambda: True):
         est.embed(A)
-    assert not budget.spent()  # outside any budget: never spent
+    assert not runtime.spent()  # outside any budget: never spent
 
 
 def test_the_non_euclidean_flag_picks_rows_not_the_data_set() -> None:
