@@ -239,14 +239,17 @@ class LandmarkModel:
         if placer is None:
             with self._lock:
                 if self._placer is None:
-                    object.__setattr__(self, "_placer", Placer(
-                        self.spectrum, int(self.n_components), self.pipeline, landmark_map=self.landmark_map,
-                        map_kind=str(self.fit_params.get("landmark_map", "cmds")), map_transform=self.map_transform,
-                        rotation=self.rotation, shift=self.shift, negative_ratio=self.negative_ratio,
-                        n_threads=self.n_threads))
+                    object.__setattr__(self, "_placer", self._build_placer())
                 placer = self._placer
         assert placer is not None
         return placer
+
+    def _build_placer(self) -> Placer:
+        return Placer(self.spectrum, int(self.n_components), self.pipeline,
+                      natural_embedding=self.natural_embedding, refined=self.landmark_map is not None,
+                      map_kind=str(self.fit_params.get("landmark_map", "cmds")), map_transform=self.map_transform,
+                      rotation=self.rotation, shift=self.shift, aligned=self.is_aligned, euclidean=self.is_euclidean,
+                      negative_ratio=self.negative_ratio, n_threads=self.n_threads)
 
     def place(self, A: object, C: object = None, *, method: str = "projection",
               k0_rows: None | Literal["all"] | int = None, errors: Literal["raise", "mask"] = "raise",

@@ -35,7 +35,7 @@ from .block_place import place_core_blocks
 from .bounds import WindowBounds, window_bounds
 from .calibration import landmark_negative_ratio, non_euclidean_flags
 from .centering import center_block
-from .cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum
+from .cmds import LandmarkSpectrum
 from .dispatch import MapGeometry, route
 from .errors import InputError
 from .flags import FLAG_NON_EUCLIDEAN
@@ -59,29 +59,28 @@ class Placer:
         spectrum: the landmark spectrum.
         n_components: d, the map's dimension.
         pipeline: the fitted input transforms.
-        landmark_map: (n, d) refined natural-frame map, or None (classical MDS).
+        natural_embedding: (n, d) the landmarks in the model's own frame (U_d Λ_d^{1/2}, or the refined map).
+        refined: whether that map is refined (SMACOF / Sammon / non-metric: no kernel projection of its own).
         map_kind: the fit's ``landmark_map`` ("cmds", "smacof", "sammon", "nonmetric").
         map_transform: a non-metric map's monotone transformation, else None.
-        rotation, shift: (d, d) and (d,): outputs are y·R + shift.
+        rotation, shift: (d, d) and (d,): outputs are y·R + shift; aligned: False when that is the identity.
+        euclidean: the landmark kernel has no negative eigenvalue beyond round-off.
         negative_ratio: the ``non_euclidean`` flag's threshold on −k0/β
             (None: the landmarks' own ratio, ``calibration.landmark_negative_ratio``).
         n_threads: threads of the projection kernels and solvers (None: ``runtime.default_threads()``).
     """
 
     def __init__(self, spectrum: LandmarkSpectrum, n_components: int, pipeline: InputPipeline, *,
-                 landmark_map: np.ndarray | None = None, map_kind: str = "cmds",
-                 map_transform: MonotoneTransform | None = None, rotation: np.ndarray | None = None,
-                 shift: np.ndarray | None = None, negative_ratio: float | None = None, n_threads: int | None = None):
+                 natural_embedding: np.ndarray, refined: bool, map_kind: str, map_transform: MonotoneTransform | None,
+                 rotation: np.ndarray, shift: np.ndarray, aligned: bool, euclidean: bool,
+                 negative_ratio: float | None, n_threads: int | None):
         d = int(n_components)
         self.spectrum, self.n_components, self.pipeline, self.n_threads = spectrum, d, pipeline, n_threads
         self.n_landmarks = spectrum.n_landmarks
         self.eigenvalues = spectrum.eigenvalues[:d]
-        self.rotation = np.eye(d) if rotation is None else rotation
-        self.shift = np.zeros(d) if shift is None else shift
-        self.aligned = not (np.array_equal(self.rotation, np.eye(self.rotation.shape[0])) and not self.shift.any())
+        self.rotation, self.shift, self.aligned, self.euclidean = rotation, shift, aligned, euclidean
         self.negative_ratio = landmark_negative_ratio(spectrum) if negative_ratio is None else negative_ratio
-        X = landmark_map if landmark_map is not None else spectrum.eigenvectors[:, :d] * np.sqrt(self.eigenvalues)
-        self.geometry = MapGeometry(X=X, refined=landmark_map is not None, sammon=map_kind == "sammon",
+        self.geometry = MapGeometry(X=natural_embedding, refined=refined, sammon=map_kind == "sammon",
                                     transform=map_transform, row_means=spectrum.row_means)
         self._cache: dict[Any, Any] = {}
         self._lock = threading.RLock()
@@ -191,7 +190,7 @@ class Placer:
                                n_window=A_arr.shape[0] if n_window is None else n_window, K0=K0,
                                u_sum=float(u.sum()) if whole else None,
                                landmark_trace=landmark_trace(sp.row_means, sp.grand_mean, sp.eigenvalues),
-                               euclidean=sp.negative_share <= NEGATIVE_SHARE_TOL,
+                               euclidean=self.euclidean,
                                rtol=K0_RTOL.get(np.dtype(A_arr.dtype), 1e-7))
         return self.to_frame(res), bounds
 
