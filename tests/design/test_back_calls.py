@@ -2,7 +2,7 @@
 
 The import graph (``test_structure``) sees ``core.model`` import a module; it
 cannot see that module's functions take the model back and call its methods
-(``placement.place(model)`` calling ``model.kernel``, ``model.cached``, ...):
+(the former ``core.placement.place(model)`` calling ``model.kernel``, ``model.cached``, ...):
 a cycle that runs only at run time. Here a function in any module the model
 reaches through its imports is refused when it takes a parameter named
 ``model`` (or annotated ``LandmarkModel``) and calls a method defined on
