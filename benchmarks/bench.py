@@ -60,7 +60,7 @@ import numpy as np
 import scipy
 
 from streamembed.estimator import LandmarkMDS
-from streamembed.core.blas import single_blas_thread
+from streamembed.core.runtime import single_blas_thread
 from benchmarks.bench_e2e import EndToEndUnavailable
 from benchmarks.timing import best_time, euclidean, landmark_matrix, make_points
 

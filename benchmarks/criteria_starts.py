@@ -69,9 +69,9 @@ def run_case(name: str, D: np.ndarray, n: int, d: int, m: int, criterion: str, s
     X, A = est.model_.natural_embedding, D[np.ix_(Z, L)]
     y0 = est.model_.place(A).y if criterion == "stress" else np.zeros((m, d))
     if criterion == "sammon":
-        from streamembed.core.placement import _map_start
+        from streamembed.core.metric_map import map_start
 
-        y0 = _map_start(est.model_, A)
+        y0 = map_start(X, A, est.model_.spectrum.row_means)
     solve = solve_stress if criterion == "stress" else (lambda Y, X_, a, starts=True: solve_sammon(Y, X_, a)
                                                         if starts else _sammon_no_starts(Y, X_, a))
     t0 = time.perf_counter()

@@ -51,7 +51,7 @@ import numpy as np
 
 from streamembed.core.landmarks import maxmin_select
 from streamembed.estimator import LandmarkMDS
-from streamembed.core.blas import single_blas_thread
+from streamembed.core.runtime import single_blas_thread
 from benchmarks.datasets import DATASETS, Dataset, DatasetUnavailable, available_datasets, load_dataset
 from streamembed.quality import pairwise_stress, stress_to_reference, trustworthiness_continuity
 from benchmarks.references import refit_reference, reference_error

@@ -45,7 +45,7 @@ from .core import validation
 from .core.errors import InputError
 from .core.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS, select_landmarks
 from .estimator import LandmarkMDS
-from .core.blas import single_blas_thread
+from .core.runtime import single_blas_thread
 from .quality import (NeighbourRanks, PairRanks, classical_mds, procrustes_share, spearman_agreement, subspace_distance,
                       trustworthiness)
 

@@ -105,7 +105,7 @@ def test_procrustes_fidelity_of_a_moved_copy_is_zero() -> None:
 
 
 def test_classical_mds_matches_a_dense_eigendecomposition() -> None:
-    from streamembed.core.blas import single_blas_thread
+    from streamembed.core.runtime import single_blas_thread
     from streamembed.quality import classical_mds
 
     X = np.random.default_rng(5).normal(size=(240, 4)) * np.array([5.0, 3.0, 1.0, 0.5])  # > 200: Lanczos

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 
-from streamembed.core.blas import single_blas_thread
+from streamembed.core.runtime import single_blas_thread
 from streamembed.core.block import block_objective
 from streamembed.core.flags import FLAG_AMBIGUOUS
 from streamembed.core.restricted import solve_restricted

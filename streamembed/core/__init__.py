@@ -20,15 +20,18 @@
 | ``kernel_input`` | §2 | similarity (kernel) input as dissimilarities |
 | ``geodesic`` | §2 | landmark Isomap: k-NN graph geodesics, ties kept |
 | ``cailliez`` | §2 | additive constant making the kernel PSD |
-| ``placement`` | §3, §4.3–4.4 | one entry point for every method; flags, range guard |
+| ``placer`` | §3, §4.3 | ``Placer``: what placing on one map needs (kernels, limits, flags), built once per model |
+| ``dispatch`` | §3 | method → routine for single objects |
+| ``block_place`` | §3.3, §4 | block RR of a batch: range, checks, solve, flags |
+| ``range_guard`` | §4.4 | the placeable range per dtype |
 | ``residuals`` | §4 | k0, dropped energy, block K0 |
 | ``bounds`` | §4 | window error and eigenvalue bounds |
 | ``calibration`` | §4.3 | the non-Euclidean flag's threshold from the landmarks |
-| ``budget`` | §4.4 | per-batch time budgets and cancellation |
+| ``runtime`` | §4.4 | worker threads (the one pool), BLAS threads, per-batch time budgets and cancellation |
 | ``drift`` | §4 | sliding-window drift statistics, the rule trigger |
 | ``detector`` | §7 | CUSUM on unexplained energy, threshold from the expected run length |
 | ``landmarks`` | §5, §7.5 | max–min and residual-pivoted landmark selection |
 | ``refit`` | §5, §7.5 | refitting the landmark map from a reservoir |
 | ``procrustes`` | §5 | alignment of a refit to the previous map |
-| ``flags``, ``result``, ``errors``, ``blas`` | — | per-row flags, result container, error types, BLAS threads |
+| ``flags``, ``result``, ``errors`` | — | per-row flags, result container, error types |
 """

@@ -46,19 +46,16 @@ starting at Σ_{j<i} sizes[j]², row-major.
 from __future__ import annotations
 
 import contextvars
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
-from .blas import single_blas_thread
 from .block_certificate import optimality_gap
 from .block_newton import NewtonResult, gradient, trust_region_newton
 from .block_starts import eigen_starts, projection_starts, random_starts, spectral_starts
 from .flags import FLAG_AMBIGUOUS, FLAG_NOT_CONVERGED, FLAG_UNCERTIFIED
 from .restricted import AMBIGUITY_RTOL, solve_restricted
+from .runtime import in_worker, resolve_threads, single_blas_thread, worker_pool
 
 #: A block is certified when its optimality gap bound is at most
 #: CERT_RTOL · F(Y*) + SCALE_RTOL · F(0), F(0) = 2‖B‖² + ‖β‖² being the block's scale.
@@ -78,19 +75,6 @@ MAX_ITER = 200
 #: Blocks per chunk: about CHUNK_ELEMENTS float64 of (k, k + d) data, so a chunk's
 #: working arrays stay in cache; chunks are shared between threads.
 CHUNK_ELEMENTS = 1 << 16
-
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        with _POOL_LOCK:  # threads sharing a model must not create two pools
-            if _POOL is None:
-                _POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)), thread_name_prefix="streamembed-block")
-    return _POOL
 
 
 @dataclass
@@ -180,7 +164,7 @@ def solve_blocks(
         b_norm2: (nb,) ‖B‖²_F per block (fixes the out-of-span part of F).
         ambiguity_rtol: relative size below which a coordinate of C counts as
             zero (the single-object hard case and the block's sign symmetry).
-        n_threads: chunks are solved on up to this many threads (default 2).
+        n_threads: chunks are solved on up to this many threads (None: ``runtime.default_threads()``).
     """
     c = np.ascontiguousarray(c, dtype=np.float64)
     beta = np.ascontiguousarray(beta, dtype=np.float64).ravel()
@@ -214,10 +198,10 @@ def solve_blocks(
         per_chunk = max(1, CHUNK_ELEMENTS // (k * (k + d)))
         tasks += [(k, blocks[i : i + per_chunk]) for i in range(0, blocks.size, per_chunk)]
     shared = (c, beta, lam, b_norm2, row_off, beta_off, single, ambiguity_rtol, out)
-    threads = min(2, os.cpu_count() or 1) if n_threads is None else n_threads
-    if threads > 1 and len(tasks) > 1:
-        # each task runs in a copy of this context: the batch's time budget (core.budget) applies there too
-        for f in [_pool().submit(contextvars.copy_context().run, _solve_task, k, blocks, *shared)
+    threads = resolve_threads(n_threads)
+    if threads > 1 and len(tasks) > 1 and not in_worker():
+        # each task runs in a copy of this context: the batch's time budget (core.runtime) applies there too
+        for f in [worker_pool(threads).submit(contextvars.copy_context().run, _solve_task, k, blocks, *shared)
                   for k, blocks in tasks]:
             f.result()
     else:

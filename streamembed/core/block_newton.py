@@ -35,8 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import budget
-
+from . import runtime
 #: Stop when ‖∇F‖_F ≤ GRAD_RTOL · (the size of the terms summed in ∇F):
 #: a few hundred ulps of float64, where the computed gradient is round-off.
 GRAD_RTOL = 1e-13
@@ -246,7 +245,7 @@ def trust_region_newton(
     radius = 2.0 * np.sqrt(4.0 * (lam[0] + size2) * np.maximum(size2, np.finfo(float).tiny))
     for it in range(max_iter + 1):
         done = st.g_norm <= GRAD_RTOL * st.g_scale
-        if it == max_iter or (it and budget.spent()):  # out of iterations or of the batch's time
+        if it == max_iter or (it and runtime.spent()):  # out of iterations or of the batch's time
             finished = np.ones(idx.size, dtype=bool)
         else:
             finished = done

@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .blas import single_blas_thread
+from .runtime import single_blas_thread
 from .cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, fit_spectrum
 from .projection import ProjectionKernel
-from .residuals import k0_diagonal
+from .flags import FLAG_NON_EUCLIDEAN
+from .residuals import K0_RTOL, k0_diagonal, round_off
 
-__all__ = ["LOO_ALL_MAX", "LOO_MARGIN", "NEGATIVE_SHARE_TOL", "arrival_negative_ratio", "loo_ratios", "loo_sample",
-           "threshold"]
+__all__ = ["LOO_ALL_MAX", "LOO_MARGIN", "NEGATIVE_SHARE_TOL", "arrival_negative_ratio", "landmark_negative_ratio",
+           "loo_ratios", "loo_sample", "non_euclidean_flags", "threshold"]
 
 #: Up to this many landmarks, every landmark is placed as an arrival against the others (``loo_sample``).
 LOO_ALL_MAX = 200
@@ -94,3 +95,24 @@ def threshold(ratios: np.ndarray) -> float:
         return 0.0
     top = float(ratios.max())
     return max(0.0, top + LOO_MARGIN * (top - float(np.median(ratios))))
+
+
+def landmark_negative_ratio(spectrum: LandmarkSpectrum) -> float:
+    """ρ_L = max over landmarks of −k0(l)/β(l), for models saved without a calibrated ``negative_ratio``.
+
+    For landmark i, β(l_i) = B_ii and k0(l_i) = B_ii − Σ_{j≤r} λ_j U_ij² (docs/math.md §4):
+    zero for Euclidean landmarks, minus the landmark's share of the negative
+    eigenvalues otherwise. Objects of the same non-Euclidean kind carry as much.
+    """
+    sp = spectrum
+    beta_l = sp.row_means - 0.5 * sp.grand_mean
+    k0_l = beta_l - (np.square(sp.eigenvectors) * sp.eigenvalues).sum(axis=1)
+    ok = beta_l > 0
+    return float(np.max(np.maximum(-k0_l[ok] / beta_l[ok], 0.0), initial=0.0))
+
+
+def non_euclidean_flags(k0: np.ndarray, beta: np.ndarray, ratio: float, dtype: np.dtype) -> np.ndarray:
+    """(m,) uint32: FLAG_NON_EUCLIDEAN where k0 < −ρ·β beyond round-off (ρ: the model's threshold ``ratio``)."""
+    tol = round_off(beta, k0, K0_RTOL.get(np.dtype(dtype), 1e-7))
+    allowed = ratio * np.maximum(beta, 0.0)
+    return np.where(k0 < -(allowed + tol), FLAG_NON_EUCLIDEAN, 0).astype(np.uint32)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.linalg
 
-from .blas import single_blas_thread
+from .runtime import single_blas_thread
 from .cmds import double_center
 
 if TYPE_CHECKING:

@@ -71,7 +71,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import budget
+from . import runtime
 from .criteria_checks import GLOBAL, NOT_MINIMUM, WEAK, l1_check, stress_check
 from .criteria_line import l1_line, stress_line
 
@@ -259,7 +259,7 @@ def _solve(descend: Callable, objective: Callable, check: Callable, Y0: np.ndarr
     if starts is not None:
         todo = rows
         for dense in (False, True)[:ROUNDS]:
-            if todo.size == 0 or budget.spent():
+            if todo.size == 0 or runtime.spent():
                 break
             q_owner, S = starts(todo, dense)
             Yq, fq, stq, dq = descend_guarded(S, objective(S, X, data[q_owner]), q_owner, False)
@@ -270,7 +270,7 @@ def _solve(descend: Callable, objective: Callable, check: Callable, Y0: np.ndarr
     frontier = np.flatnonzero(st <= WEAK)
     owner, P, fP, dP = owner[frontier], P[frontier], fP[frontier], dP[frontier]
     for _rnd in range(1, ESCAPE_ROUNDS + 1):
-        if owner.size == 0 or budget.spent():
+        if owner.size == 0 or runtime.spent():
             break
         S, fS, src = _escape_starts(P, fP, dP, X, data[owner], objective, length)
         if src.size == 0:
@@ -424,7 +424,7 @@ def _stress_chunk(Y0: np.ndarray, X: np.ndarray, data: np.ndarray) -> tuple[np.n
     Y = Y0.copy()
     active = np.arange(Y.shape[0])
     for _ in range(MAJORIZATION_ITER):  # Guttman transforms until the steps are small
-        if budget.spent():
+        if runtime.spent():
             break
         if active.size == 0:
             break
@@ -537,7 +537,7 @@ def _l1_chunk(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray, local: bool = F
     conv = np.ones(Y.shape[0], dtype=bool)
     todo = np.arange(Y.shape[0])
     for _stage in range(L1_MAX_STAGES):  # each row runs its own sequence of smoothing levels
-        if todo.size == 0 or budget.spent():
+        if todo.size == 0 or runtime.spent():
             break
         d2, e2 = delta2[todo], np.square(eps[todo])
 
@@ -629,7 +629,7 @@ def _damped_newton(
     for _ in range(max_iter):
         if active.size == 0:
             return Y, np.ones(Y.shape[0], dtype=bool)
-        if budget.spent():
+        if runtime.spent():
             break
         Ya = Y[active]
         g, H = derivs(Ya, active)

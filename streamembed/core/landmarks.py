@@ -39,7 +39,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .blas import single_blas_thread
+from .runtime import single_blas_thread
 from .errors import InputError
 
 __all__ = ["SELECTIONS", "LANDMARK_SELECTIONS", "DEFAULT_LANDMARK_SELECTION", "DEFAULT_CANDIDATES",

@@ -93,6 +93,21 @@ class MapRefinement:
     transform: MonotoneTransform | None = None
 
 
+def map_start(X: np.ndarray, A_rows: np.ndarray, m_delta: np.ndarray | None = None) -> np.ndarray:
+    """Least-squares start on a refined map: y0 = (XᵀX)⁻¹ Xᵀ b (m, d) (docs/math.md §3 with X the map).
+
+    X (n, d) is centred, so b's constant terms vanish: y0 = -½ (a2 - m_Δ) X (XᵀX)⁻¹,
+    with a2 the squared rows A_rows (m, n). For the CMDS map this is the
+    projection ŷ. m_Δ (n,) are the landmarks' mean squared dissimilarities;
+    on a non-metric map (None) A_rows are disparities f(δ) and m_Δ the map's
+    own ‖x_i‖² (its disparities' row means up to a constant, which cancels).
+    """
+    a2 = np.square(A_rows.astype(np.float64))
+    if m_delta is None:
+        m_delta = np.einsum("ij,ij->i", X, X)
+    return -0.5 * (a2 - m_delta) @ (X @ np.linalg.inv(X.T @ X))
+
+
 def _distances(X: np.ndarray) -> np.ndarray:
     G = X @ X.T
     sq = np.diagonal(G)

@@ -4,16 +4,18 @@ What a fit produces and a refit replaces: the landmark spectrum (docs/math.md
 §1), the input transforms (``core.transforms``), an optional refined map
 (SMACOF / Sammon, ``core.metric_map``), the alignment into the frame of the
 model's predecessors (docs/math.md §5), the landmark ids in model order, the
-version and the lineage. ``place`` embeds a batch (``core.placement``);
+version and the lineage. ``place`` embeds a batch (``core.placer``);
 ``model_io`` saves and loads exactly this object. The scikit-learn-style
 ``LandmarkMDS`` estimator only holds parameters and builds one of these.
 
 A model never changes after it is built: ``aligned`` and ``with_version``
 return new models (they share the arrays), so a model can be handed to
-threads and processes without locks of the caller's. What it derives lazily
-(projection kernels, limits) is computed once, under the model's own lock,
-and the kernels keep no per-call state between threads (``core.projection``):
-threads sharing a model get bit-identical results to one thread.
+threads and processes without locks of the caller's. What placing needs
+(projection kernels, limits) lives in its ``Placer`` (``core.placer``),
+built once from the model's arrays under the model's own lock; the placer
+never calls back into the model, and its kernels keep no per-call state
+between threads (``core.projection``): threads sharing a model get
+bit-identical results to one thread.
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import kernel_input, placement, validation
+from . import kernel_input, validation
 from .bounds import WindowBounds
 from .calibration import arrival_negative_ratio
 from .cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, default_partial_rank, fit_spectrum
 from .errors import InputError
 from .metric_map import LANDMARK_MAPS, refine_map
 from .ordinal_map import MonotoneTransform, rank_start
+from .placer import Placer
 from .projection import ProjectionKernel
 from .result import EmbeddingResult
 from .transforms import InputPipeline
@@ -78,7 +81,7 @@ class LandmarkModel:
         features, metric: (n, p) landmark features and their scipy metric (or
             kernel name) for a feature-mode model, else None.
         random_state: seed of the block solver's perturbed starts.
-        n_threads: threads of the projection hot path (None: up to 2).
+        n_threads: threads of the projection hot path and solvers (None: ``runtime.default_threads()``).
         negative_ratio: the ``non_euclidean`` flag's threshold on −k0/β
             (``core.calibration``; 0 for Euclidean landmarks; None for a model
             saved before it existed: the landmarks' own ratio is used).
@@ -105,7 +108,7 @@ class LandmarkModel:
     n_threads: int | None = None
     negative_ratio: float | None = None
     eigengap: float | None = None
-    _kernels: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _placer: Placer | None = field(default=None, init=False, repr=False, compare=False)
     _lock: Any = field(default_factory=threading.RLock, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -118,9 +121,9 @@ class LandmarkModel:
             object.__setattr__(self, "lineage", lineage_of(self))
 
     def __getstate__(self) -> dict[str, Any]:
-        """Copies (``copy.deepcopy``, scikit-learn's clone checks) get their own lock and an empty cache."""
+        """Copies (``copy.deepcopy``, scikit-learn's clone checks) get their own lock and placer."""
         state = self.__dict__.copy()
-        state["_kernels"] = {}
+        state["_placer"] = None
         del state["_lock"]
         return state
 
@@ -226,82 +229,83 @@ class LandmarkModel:
 
     def map_dissimilarities(self, A_rows: np.ndarray) -> np.ndarray:
         """(m, n) float64 what the criteria fit on this map: f(δ) on a non-metric map, δ itself otherwise."""
-        if self.map_transform is None:
-            return np.asarray(A_rows, dtype=np.float64)
-        return self.map_transform(A_rows)
+        return self.placer.geometry.dissimilarities(A_rows)
 
-    # ------------------------------------------------------------------ placing objects
+    # ------------------------------------------------------------------ placing objects (``core.placer``)
+    @property
+    def placer(self) -> Placer:
+        """What placing on this map needs, built once (thread-safe) from the model's arrays and settings."""
+        placer = self._placer
+        if placer is None:
+            with self._lock:
+                if self._placer is None:
+                    object.__setattr__(self, "_placer", self._build_placer())
+                placer = self._placer
+        assert placer is not None
+        return placer
+
+    def _build_placer(self) -> Placer:
+        return Placer(self.spectrum, int(self.n_components), self.pipeline,
+                      natural_embedding=self.natural_embedding, refined=self.landmark_map is not None,
+                      map_kind=str(self.fit_params.get("landmark_map", "cmds")), map_transform=self.map_transform,
+                      rotation=self.rotation, shift=self.shift, aligned=self.is_aligned, euclidean=self.is_euclidean,
+                      negative_ratio=self.negative_ratio, n_threads=self.n_threads)
+
     def place(self, A: object, C: object = None, *, method: str = "projection",
               k0_rows: None | Literal["all"] | int = None, errors: Literal["raise", "mask"] = "raise",
               self_similarity: object = None) -> EmbeddingResult:
-        """Embed a batch and say how much to trust each placement (``core.placement.place``)."""
-        res = placement.place(self, A, C, method=method, k0_rows=k0_rows, errors=errors,
-                              self_similarity=self_similarity)
-        return self.to_frame(res)
+        """Embed a batch and say how much to trust each placement (``Placer.place``), output frame."""
+        self.check_method(method, block=C is not None)
+        return self.placer.place(A, C, method=method, k0_rows=k0_rows, errors=errors, self_similarity=self_similarity)
 
     def place_blocks(self, A: object, cross: Any, sizes: Any = None, *,
                      k0_rows: None | Literal["all"] | int = None, errors: Literal["raise", "mask"] = "raise",
                      max_block_rows: int | None = None) -> EmbeddingResult:
-        """Block RR of many blocks in one solver call (``core.placement.place_blocks``)."""
-        res = placement.place_blocks(self, A, cross, sizes, k0_rows=k0_rows, errors=errors,
-                                     max_block_rows=max_block_rows)
-        return self.to_frame(res)
+        """Block RR of many blocks in one solver call (``Placer.place_blocks``), output frame."""
+        self.check_method("projection", block=True)
+        return self.placer.place_blocks(A, cross, sizes, k0_rows=k0_rows, errors=errors, max_block_rows=max_block_rows)
 
     def to_frame(self, res: EmbeddingResult) -> EmbeddingResult:
         """Map a result from the model's own frame into the output frame (in place)."""
-        if self.is_aligned:
-            res.y = res.y @ self.rotation + self.shift
-        return res
+        return self.placer.to_frame(res)
 
     def residuals(self, A: object, C: object = None, k0_rows: None | Literal["all"] | int = "all",
                   n_window: int | None = None, self_similarity: object = None) -> tuple[EmbeddingResult, WindowBounds]:
-        """Per-object residuals and the window bounds (``core.placement.residuals``)."""
-        res, bounds = placement.residuals(self, A, C, k0_rows, n_window, self_similarity)
-        return self.to_frame(res), bounds
+        """Per-object residuals and the window bounds (``Placer.residuals``)."""
+        return self.placer.residuals(A, C, k0_rows, n_window, self_similarity)
 
     def arc(self, A: object, s: float, self_similarity: object = None) -> np.ndarray:
         """The point at fraction s ∈ [0, 1] of the arc from projection (0) to RR (1), (m, d)."""
-        return self.to_frame(placement.arc(self, A, s, self_similarity)).y
+        self.check_method("restricted")
+        return self.placer.arc(A, s, self_similarity)
 
     def core_dissimilarities(self, A: object, C: object = None,
                              self_similarity: object = None) -> tuple[np.ndarray, np.ndarray | None]:
-        """The dissimilarities the spectrum is built on, for raw model input (``placement.core_dissimilarities``)."""
-        return placement.core_dissimilarities(self, A, C, self_similarity)
+        """The dissimilarities the spectrum is built on, for raw model input (``Placer.core_dissimilarities``)."""
+        return self.placer.core_dissimilarities(A, C, self_similarity)
 
     def residual_projection(self, A: object, self_similarity: object = None) -> tuple[np.ndarray, np.ndarray]:
         """(ŷ_r (m, r), β (m,)) on every monitored eigenpair, float64, in the model's own eigenbasis.
 
         k0 = β - ‖ŷ_r‖² (docs/math.md §4). Input rows (raw model input) must already be valid.
         """
-        if not self.pipeline.identity:
-            return self.project_r(self.core_dissimilarities(A, None, self_similarity)[0])
-        return self.project_r(validation.check_rows(A, self.n_landmarks, "A"))
+        return self.placer.residual_projection(A, self_similarity)
 
     def block_residual(self, A: object, C: object) -> np.ndarray:
         """K0 = β - Ŷ_r Ŷ_rᵀ (m, m) of a block from raw input A and its mutual C (docs/math.md §4)."""
-        return placement.block_residual(self, A, C)
+        return self.placer.block_residual(A, C)
 
     def project_r(self, A_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(ŷ_r (s, r), β (s,)) in float64 with every monitored eigenpair, from core dissimilarities."""
-        r = self.spectrum.rank
-        Z, _ = self.kernel(r, np.dtype(np.float64))(np.ascontiguousarray(A_rows, dtype=np.float64))
-        return Z[:, :r], Z[:, r]
+        return self.placer.project_r(A_rows)
 
     def cached(self, key: Any, compute: Any) -> Any:
-        """A value derived from this (immutable) model, computed once (kernels, limits), thread-safe."""
-        try:
-            return self._kernels[key]  # the hot path: no lock once computed
-        except KeyError:
-            pass
-        with self._lock:  # re-entrant: a computation may need another cached value
-            if key not in self._kernels:
-                self._kernels[key] = compute()
-            return self._kernels[key]
+        """A value derived from this (immutable) model, computed once, thread-safe (``Placer.cached``)."""
+        return self.placer.cached(key, compute)
 
     def kernel(self, n_coords: int, dtype: np.dtype) -> ProjectionKernel:
         """The fused projection kernel on the first ``n_coords`` eigenpairs, for rows of ``dtype`` (cached)."""
-        dt = np.dtype(dtype)
-        return self.cached((n_coords, dt.str), lambda: ProjectionKernel(self.spectrum, n_coords, dt, self.n_threads))
+        return self.placer.kernel(n_coords, dtype)
 
     # ------------------------------------------------------------------ feature mode
     def dissimilarities_to_landmarks(self, F: object) -> np.ndarray:

@@ -26,21 +26,20 @@ Two implementations compute the same numbers:
 Both split the rows over two Python threads (the work runs without the GIL).
 
 A kernel is shared by every thread that places rows with one model: each
-call writes only its own outputs, the numpy path's squaring buffer belongs
+call writes only its own outputs, and the numpy path's squaring buffer belongs
 to the thread that uses it (``threading.local``: a pool worker or a caller
-running the batch itself), and the worker pool is created once, under a lock.
+running the batch itself). The threads are the process's one worker pool
+(``runtime.worker_pool``).
 """
 
 from __future__ import annotations
 
-import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .blas import single_blas_thread
 from .cmds import LandmarkSpectrum
+from .runtime import in_worker, resolve_threads, single_blas_thread, worker_pool
 
 try:
     from . import _native
@@ -123,22 +122,17 @@ class ProjectionKernel:
         self.W = np.ascontiguousarray(W, dtype=self.dtype)
         self.WT = _padded_transpose(self.W)
         self.const = const.astype(self.dtype)
-        self.n_threads = n_threads if n_threads is not None else min(2, os.cpu_count() or 1)
+        self.n_threads = resolve_threads(n_threads)
         self.block_rows = int(np.clip(BLOCK_ELEMENTS // n, 16, 1024))
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
         self._local = threading.local()  # per thread: the squaring buffer of the numpy path
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        for name in ("_pool", "_pool_lock", "_local"):
-            del state[name]
+        del state["_local"]
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._pool = None
-        self._pool_lock = threading.Lock()
         self._local = threading.local()
 
     def _buffer(self) -> np.ndarray:
@@ -147,13 +141,6 @@ class ProjectionKernel:
         if buf is None:
             buf = self._local.buf = np.empty((self.block_rows, self.n_landmarks), dtype=self.dtype)
         return buf
-
-    def _workers(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            with self._pool_lock:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(max_workers=self.n_threads, thread_name_prefix="streamembed-proj")
-        return self._pool
 
     def _run(self, A: np.ndarray, Z: np.ndarray, blkmin: np.ndarray, start: int, stop: int) -> None:
         buf = self._buffer()
@@ -165,10 +152,10 @@ class ProjectionKernel:
         m = A.shape[0]
         Z = np.empty((m, self.n_coords + 1), dtype=self.dtype)
         flags = np.zeros(m, dtype=np.uint8)
-        if self.n_threads == 1 or m < 2 * COMPILED_ROWS_PER_TASK:
+        if self.n_threads == 1 or m < 2 * COMPILED_ROWS_PER_TASK or in_worker():
             _native.project(A, self.WT, self.const, Z, flags, 0, m)
         else:
-            pool = self._workers()
+            pool = worker_pool(self.n_threads)
             # Several tasks per thread, taken as threads come free: on a shared
             # machine one stalled core would otherwise hold back the whole batch.
             step = max(COMPILED_ROWS_PER_TASK, -(-m // (COMPILED_TASKS_PER_THREAD * self.n_threads)))
@@ -214,11 +201,11 @@ class ProjectionKernel:
         bs = self.block_rows
         Z = np.empty((m, self.n_coords + 1), dtype=self.dtype)
         blkmin = np.zeros(-(-m // bs), dtype=self.dtype)
-        workers = self.n_threads if m >= 4 * bs * self.n_threads else 1
+        workers = self.n_threads if m >= 4 * bs * self.n_threads and not in_worker() else 1
         if workers == 1:
             self._run(A, Z, blkmin, 0, m)
         else:
-            pool = self._workers()
+            pool = worker_pool(self.n_threads)
             # Split on block boundaries so each block's minimum has one writer.
             bounds = [min(m, (m * w // workers) // bs * bs) for w in range(workers)] + [m]
             with single_blas_thread():  # one BLAS thread per Python worker (docs/performance.md)

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from .blas import single_blas_thread
+from .runtime import single_blas_thread
 from .cmds import fit_spectrum
 from .errors import InputError
 from .landmarks import Dissimilarities, least_supported, select_landmarks
@@ -204,7 +204,7 @@ def plan_refit(
     Raises:
         InputError: shapes that do not fit.
     """
-    with single_blas_thread():  # dozens of small eigenproblems: BLAS threads would only contend (core.blas)
+    with single_blas_thread():  # dozens of small eigenproblems: BLAS threads would only contend (core.runtime)
         return _plan(np.asarray(D, dtype=np.float64), n_old, n_select, old_embedding, int(n_components), seed, min_gain)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["K0_RTOL", "LANDMARK_TRACE_RTOL", "unexplained", "k0_diagonal", "dropped_energy", "block_k0",
-           "spectral_norm", "landmark_trace", "round_off", "negative_beyond_round_off"]
+           "spectral_norm", "largest_block_norm", "landmark_trace", "round_off", "negative_beyond_round_off"]
 
 #: k0 below −K0_RTOL·(|β| + ‖ŷ_r‖²) counts as negative: the round-off of the difference
 #: β − ‖ŷ_r‖² is far below this in float64; float32 inputs use the second.
@@ -84,3 +84,22 @@ def negative_beyond_round_off(k0: np.ndarray, beta: np.ndarray,
                               rtol: float = K0_RTOL[np.dtype(np.float64)]) -> np.ndarray:
     """k0 < −rtol·(|β| + |k̂|): negative beyond round-off (k0 cannot be a PSD kernel's diagonal), (m,) bool."""
     return k0 < -round_off(beta, k0, rtol)
+
+
+def largest_block_norm(sizes: np.ndarray, beta: np.ndarray, y_r: np.ndarray) -> float:
+    """max over blocks of ‖K0‖₂ = max|λ(K0)|, K0 = Beta − Ŷ_r Ŷ_rᵀ per block; one eigvalsh per block size.
+
+    Args:
+        sizes: (nb,) rows per block, blocks consecutive.
+        beta: (Σ k_b²,) every block's centred Beta (k_b, k_b), flattened row-major, one after the other.
+        y_r: (Σ k_b, r) the blocks' rows projected on every monitored eigenpair.
+    """
+    row_off = np.concatenate([[0], np.cumsum(sizes)])
+    beta_off = np.concatenate([[0], np.cumsum(sizes * sizes)])
+    best = 0.0
+    for k in np.unique(sizes).tolist():
+        idx = np.flatnonzero(sizes == k)
+        Y = y_r[row_off[idx][:, None] + np.arange(k)]  # (s, k, r)
+        Beta = beta[beta_off[idx][:, None] + np.arange(k * k)].reshape(-1, k, k)
+        best = max(best, float(np.max(spectral_norm(block_k0(Beta, Y)))))
+    return best

@@ -30,14 +30,12 @@ sign when c_G = 0 exactly; such objects carry ``FLAG_AMBIGUOUS``.
 
 from __future__ import annotations
 
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from .flags import FLAG_AMBIGUOUS, FLAG_NOT_CONVERGED
+from .runtime import in_worker, resolve_threads, worker_pool
 
 try:
     from . import _native
@@ -92,19 +90,6 @@ FINAL_STEP_RTOL = 1e-7
 #: The compiled solver's largest d (``MAX_D`` in ``csrc/secular.c``).
 NATIVE_MAX_D = 256
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        with _POOL_LOCK:  # threads sharing a model must not create two pools
-            if _POOL is None:
-                _POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)), thread_name_prefix="streamembed-rr")
-    return _POOL
-
-
 def solve_restricted(
     c: np.ndarray,
     beta: np.ndarray,
@@ -121,7 +106,7 @@ def solve_restricted(
         beta: (m,) centred self-similarities β.
         lam: (d,) kept eigenvalues, descending, positive.
         ambiguity_rtol: ‖c_G‖ ≤ ambiguity_rtol · scale counts as zero.
-        n_threads: chunks are solved on up to this many threads (default 2).
+        n_threads: chunks are solved on up to this many threads (None: ``runtime.default_threads()``).
         backend: "compiled", "numpy" or None for the best available.
     """
     c = np.asarray(c, dtype=np.float64)
@@ -136,9 +121,10 @@ def solve_restricted(
     t = np.empty(m)
     flags = np.zeros(m, dtype=np.uint32)
     starts = range(0, m, CHUNK_ROWS)
-    threads = min(2, os.cpu_count() or 1) if n_threads is None else n_threads
-    if threads > 1 and m > CHUNK_ROWS:
-        its = list(_pool().map(lambda s: _solve_chunk(c, beta, consts, s, min(s + CHUNK_ROWS, m), y, t, flags), starts))
+    threads = resolve_threads(n_threads)
+    if threads > 1 and m > CHUNK_ROWS and not in_worker():
+        its = list(worker_pool(threads).map(
+            lambda s: _solve_chunk(c, beta, consts, s, min(s + CHUNK_ROWS, m), y, t, flags), starts))
     else:
         its = [_solve_chunk(c, beta, consts, s, min(s + CHUNK_ROWS, m), y, t, flags) for s in starts]
     return RestrictedSolution(y=y, t=t, flags=flags, iterations=max(its, default=0))

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from streamembed.core import budget
+from streamembed.core import runtime
 from streamembed.core.flags import FLAG_RETAINED_MODEL, flag_names
 from streamembed.core.model import LandmarkModel
 from streamembed.core.result import EmbeddingResult
@@ -79,9 +79,9 @@ class BatchEmbedder:
     flagged ``retained_model``; ``monitor`` (a ``stream.monitor.DriftMonitor``),
     when given, sees every batch embedded with the current model. The
     iterative methods get ``max_batch_seconds`` of wall time per batch
-    (``core.budget``: rows still iterating then keep their best placement and
+    (``core.runtime``: rows still iterating then keep their best placement and
     the ``not_converged`` flag); ``cancelled`` (e.g. the daemon's stop event)
-    interrupts them with ``budget.Cancelled``, leaving the batch unprocessed.
+    interrupts them with ``runtime.Cancelled``, leaving the batch unprocessed.
     ``consistency`` (a ``stream.consistency.ConsistencyMonitor``), when given,
     scores the dissimilarity rows embedded with the current model.
     ``output_version`` is the output record format (:mod:`streamembed.stream.output`: 2, or 1 on request);
@@ -121,7 +121,7 @@ class BatchEmbedder:
         Row i of ``table`` is row ``rows[i]`` (or ``row_base + i``) of ``file``.
         """
         try:
-            with budget.limit(self.max_batch_seconds, self.cancelled):
+            with runtime.limit(self.max_batch_seconds, self.cancelled):
                 return self._process(table, file=file, rows=rows, row_base=row_base)
         except Exception as exc:  # noqa: BLE001 - the rule: contained to the records that cause it
             m = table.num_rows

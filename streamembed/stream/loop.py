@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamembed.core.budget import Cancelled
+from streamembed.core.runtime import Cancelled
 from streamembed.core.flags import FLAG_NAMES
 from streamembed.settings import OutputConfig, RunConfig
 from streamembed.stream.checkpoint import Checkpointer, CrashGuard

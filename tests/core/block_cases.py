@@ -6,7 +6,7 @@ import numpy as np
 import scipy.optimize
 
 from streamembed import LandmarkMDS
-from streamembed.core.blas import single_blas_thread
+from streamembed.core.runtime import single_blas_thread
 from streamembed.core.block import block_objective
 from streamembed.core.centering import center_block
 

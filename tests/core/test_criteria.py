@@ -484,7 +484,7 @@ def test_possibly_nonglobal_marks_several_minima_with_the_lowest_reached_once() 
 
 
 def test_the_placement_carries_the_possibly_nonglobal_flag_of_its_solution(digits_problem, monkeypatch) -> None:
-    from streamembed.core import criteria, placement
+    from streamembed.core import criteria, dispatch
     from streamembed.core.flags import FLAG_POSSIBLY_NONGLOBAL
 
     D, A = digits_problem
@@ -493,6 +493,6 @@ def test_the_placement_carries_the_possibly_nonglobal_flag_of_its_solution(digit
     mark = np.zeros(A.shape[0], dtype=bool)
     mark[[2, 5]] = True
     monkeypatch.setattr(criteria.CriterionSolution, "possibly_nonglobal", property(lambda self: mark[:len(self.y)]))
-    monkeypatch.setattr(placement, "solve_stress", lambda *a, **k: sol)
+    monkeypatch.setattr(dispatch, "solve_stress", lambda *a, **k: sol)
     flags = est.embed(A).flags
     assert np.flatnonzero(flags & FLAG_POSSIBLY_NONGLOBAL).tolist() == [2, 5]

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from streamembed import LandmarkMDS
-from streamembed.core import budget
+from streamembed.core import runtime
 from streamembed.core.flags import FLAG_NOT_CONVERGED
-from streamembed.core.placement import PLACEMENT_RTOL, energy_limit, range_limit
+from streamembed.core.range_guard import PLACEMENT_RTOL
 
 from .conftest import euclidean, landmark_problem
 
@@ -22,7 +22,7 @@ def test_huge_finite_rows_are_out_of_range_never_infinite_outputs(method: str, d
     D, A, _ = landmark_problem(rng, 25, 3, 6)
     est = LandmarkMDS(2).fit(D)
     A = A.astype(dtype)
-    big = np.sqrt(energy_limit(est.model_, np.dtype(dtype))) * 4  # beyond the limit, still finite in the dtype
+    big = np.sqrt(est.model_.placer.energy_limit(np.dtype(dtype))) * 4  # beyond the limit, still finite in the dtype
     A[1, :] = dtype(min(big, np.finfo(dtype).max / 2))
     A[4, 7] = dtype(min(big * 8, np.finfo(dtype).max / 2))
     t0 = time.perf_counter()
@@ -41,7 +41,7 @@ def test_rows_just_inside_the_range_are_placed_with_finite_numbers() -> None:
     rng = np.random.default_rng(2)
     D, A, _ = landmark_problem(rng, 25, 3, 3)
     est = LandmarkMDS(2).fit(D)
-    scale = np.sqrt(range_limit(est.model_, np.dtype(np.float64))[0] / np.mean(np.square(A[0]))) / 2
+    scale = np.sqrt(est.model_.placer.range_limit(np.dtype(np.float64))[0] / np.mean(np.square(A[0]))) / 2
     res = est.embed(A * scale, method="restricted", k0_rows="all")
     assert res.valid.all() and np.isfinite(res.y).all() and np.isfinite(res.unexplained).all()
 
@@ -53,7 +53,7 @@ def test_far_rows_keep_three_digits_or_are_refused_not_round_off() -> None:
     rng = np.random.default_rng(4)
     L = rng.normal(size=(40, 4))
     est = LandmarkMDS(2).fit(euclidean(L, L))
-    limit, why = range_limit(est.model_, np.dtype(np.float32))
+    limit, why = est.model_.placer.range_limit(np.dtype(np.float32))
     assert why == "precision"
     direction = np.array([[1.0, 0.5, 0.0, 0.0]])
     for share, placed in ((0.3, True), (3.0, False)):
@@ -89,7 +89,7 @@ def test_a_time_budget_ends_iterations_with_the_best_placement_flagged() -> None
     est = LandmarkMDS(2, method="l1").fit(D)
     full = est.embed(A)
     t0 = time.perf_counter()
-    with budget.limit(1e-9):
+    with runtime.limit(1e-9):
         cut = est.embed(A)
     assert time.perf_counter() - t0 < 0.5 * 60  # far below an unbounded run's worst case
     assert cut.valid.all() and np.isfinite(cut.y).all()
@@ -101,9 +101,9 @@ def test_cancelling_interrupts_an_iterative_batch() -> None:
     rng = np.random.default_rng(4)
     D, A, _ = landmark_problem(rng, 40, 3, 500, off_span=2.0)
     est = LandmarkMDS(2, method="stress").fit(D)
-    with pytest.raises(budget.Cancelled), budget.limit(None, cancelled=lambda: True):
+    with pytest.raises(runtime.Cancelled), runtime.limit(None, cancelled=lambda: True):
         est.embed(A)
-    assert not budget.spent()  # outside any budget: never spent
+    assert not runtime.spent()  # outside any budget: never spent
 
 
 def test_the_non_euclidean_flag_picks_rows_not_the_data_set() -> None:

@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pytest
 
-from streamembed.core.blas import single_blas_thread
+from streamembed.core.runtime import single_blas_thread
 from streamembed.core.errors import InputError
 from streamembed.core.landmarks import (
     LANDMARK_SELECTIONS,

@@ -22,7 +22,7 @@ from streamembed.core import metric_map
 from streamembed.core.criteria import stress_objective
 from streamembed.core.errors import InputError
 from streamembed.core.metric_map import MAP_MAX_ITER, MAP_RTOL, map_stress, refine_map
-from streamembed.core.placement import _map_start
+from streamembed.core.metric_map import map_start
 from streamembed.core.procrustes import orthogonal_procrustes_align
 
 from .conftest import landmark_problem
@@ -57,7 +57,7 @@ def test_stress_rr_never_has_higher_stress_than_projection_on_the_same_map(seed:
     est = LandmarkMDS(2, method="stress", landmark_map=kind).fit(D)
     X = est.embedding_
     # projection on this map: ŷ = (XᵀX)⁻¹Xᵀb with the map's own X (for "cmds" the usual formula)
-    y_proj = _map_start(est.model_, A) if kind != "cmds" else est.embed(A, method="projection").y
+    y_proj = map_start(X, A, est.model_.spectrum.row_means) if kind != "cmds" else est.embed(A, method="projection").y
     y_rr = est.embed(A).y
     assert (stress_objective(y_rr, X, A) <= stress_objective(y_proj, X, A) * (1 + 1e-12)).all()
 

@@ -88,16 +88,16 @@ def test_the_loop_writes_exactly_what_the_model_places(tmp_path: Path, method: s
 
 
 def test_float32_input_reaches_the_core_as_float32(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from streamembed.core import placement
+    from streamembed.core.placer import Placer
 
     seen = []
-    real = placement.place
+    real = Placer.place
 
-    def spy(model, A, *a, **k):
+    def spy(placer, A, *a, **k):
         seen.append(A.dtype)
-        return real(model, A, *a, **k)
+        return real(placer, A, *a, **k)
 
-    monkeypatch.setattr(placement, "place", spy)
+    monkeypatch.setattr(Placer, "place", spy)
     _corpus(tmp_path / "in")
     _loop(tmp_path / "in", tmp_path / "out").run()
     # Parquet and Arrow batches (4 + 4) carry float32; JSON numbers parse as float64 (2 batches)
