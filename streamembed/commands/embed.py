@@ -163,9 +163,9 @@ class _DeadTally:
 
 def cmd_embed(args: argparse.Namespace) -> int:
     from streamembed.core.errors import ModelFileError
-    from streamembed.daemon.config import ConfigError, parse_value
+    from streamembed.config import ConfigError, parse_value
     from streamembed.model_io import load_model
-    from streamembed.settings import OutputConfig, RunConfig, k0_rows_value
+    from streamembed.config.schema import OutputConfig, RunConfig, k0_rows_value
     from streamembed.stream.checkpoint import Checkpointer
     from streamembed.stream.consistency import ConsistencyMonitor
     from streamembed.stream.embedder import BatchEmbedder

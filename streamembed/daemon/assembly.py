@@ -40,7 +40,7 @@ from streamembed.kafka.model_topic import ModelTopic
 from streamembed.kafka.sink import FanoutSink, KafkaDeadLetterSink, KafkaOutputSink
 from streamembed.kafka.source import KafkaSource
 from streamembed.model_io import load_model, save_model
-from streamembed.settings import Config
+from streamembed.config.schema import Config
 from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
 from streamembed.stream.models import ModelRegistry, StaleModelError
 from streamembed.stream.monitor import DriftMonitor, build_trigger

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamembed.settings import GeneratorConfig
+from streamembed.config.schema import GeneratorConfig
 from streamembed.stream.records import TIMESTAMP_TYPE
 from streamembed.stream.sources import SourceBatch
 
