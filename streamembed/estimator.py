@@ -31,7 +31,7 @@ from .core import input_hints, kernel_input, validation
 from .core.bounds import WindowBounds
 from .core.errors import InputError, NotFittedError
 from .core.likelihood import ppca_loglik
-from .core.landmarks import select_landmarks
+from .core.landmarks import initial_landmarks
 from .core.model import LandmarkModel, Method, fit_model
 from .core.options import DEFAULTS, METHODS, check_options
 from .core.result import EmbeddingResult
@@ -566,8 +566,11 @@ def _named(landmark_ids: object, M: np.ndarray) -> np.ndarray:
 
 
 def _kept_landmarks(est: LandmarkMDS, M: np.ndarray | None = None, F: np.ndarray | None = None,
-                    metric: str = "euclidean") -> np.ndarray | None:
-    """Indices of the ``n_landmarks`` kept among the fit data's N objects, or None (all are landmarks)."""
+                    metric: str = "precomputed") -> np.ndarray | None:
+    """Indices of the ``n_landmarks`` kept among the fit data's N objects, or None (all are landmarks).
+
+    M (N, N) dissimilarities, or F (N, p) features with their scipy ``metric``.
+    """
     if est.n_landmarks is None:
         return None
     N = (M if M is not None else F).shape[0]  # type: ignore[union-attr]
@@ -579,8 +582,8 @@ def _kept_landmarks(est: LandmarkMDS, M: np.ndarray | None = None, F: np.ndarray
         from .core.kernel_input import landmark_dissimilarities
 
         M = landmark_dissimilarities(M)  # landmarks are chosen on the equivalent dissimilarities (docs/math.md §2)
-    L = select_landmarks(est.landmark_selection, int(est.n_landmarks), D=M, X=F, metric=metric,
-                         seed=est.random_state, n_components=int(est.n_components))
+    L = initial_landmarks(est.landmark_selection, int(est.n_landmarks), D=M, X=F, metric=metric,
+                          random_state=est.random_state, n_components=int(est.n_components))
     if L.size <= int(est.n_components):
         raise InputError(f"only {L.size} distinct objects among the {N} given (the others duplicate them at "
                          f"dissimilarity 0): a map of n_components = {est.n_components} needs at least "

@@ -31,7 +31,7 @@ from streamembed.core.refit import DEFAULT_SELECTION, REFIT_SELECTIONS
 __all__ = ["Config", "ModelConfig", "SourceConfig", "DirectoryConfig", "GeneratorConfig", "OutputConfig",
            "RunConfig", "DriftConfig", "ConsistencyConfig", "RefitConfig", "KafkaConfig", "MetricsConfig",
            "LoggingConfig", "DRIFT_STATISTICS", "K0_STATISTICS", "EVENT_TIME_MODES", "MAX_DURATION_SECONDS",
-           "k0_rows_value", "sections", "section_keys"]
+           "k0_rows_value", "sections", "section_keys", "default", "choices"]
 
 #: Where a Kafka row's event time comes from (``kafka.event_time``; streamembed.kafka.event_time).
 EVENT_TIME_MODES = ("auto", "record", "create_time", "log_append_time", "none")
@@ -487,6 +487,25 @@ def section_keys(section_cls: type) -> dict[str, tuple[Any, dataclasses.Field[An
     """Key name -> (its type, its field with the metadata of ``_f``), in declaration order."""
     hints = typing.get_type_hints(section_cls)
     return {f.name: (hints[f.name], f) for f in dataclasses.fields(section_cls)}
+
+
+def _field(key: str) -> dataclasses.Field[Any]:
+    section, _, name = key.partition(".")
+    return section_keys(sections()[section])[name][1]
+
+
+def default(key: str) -> Any:
+    """The default of ``section.key`` (what a command-line flag for the same setting defaults to)."""
+    f = _field(key)
+    return f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
+
+
+def choices(key: str) -> tuple[Any, ...]:
+    """The allowed values of ``section.key`` (a setting with choices)."""
+    ch = _field(key).metadata.get("choices")
+    if ch is None:
+        raise KeyError(f"{key} has no choices")
+    return tuple(ch)
 
 
 def k0_rows_value(value: str | int) -> None | str | int:

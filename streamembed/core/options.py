@@ -30,7 +30,7 @@ from .metric_map import LANDMARK_MAPS
 
 __all__ = ["StrOptions", "Interval", "Option", "Rule", "OPTIONS", "RULES", "DEFAULTS", "check_options",
            "METHODS", "KERNEL_METHODS", "CRITERION_METHODS", "INPUTS", "CORRECTIONS", "EIGENSOLVERS",
-           "STREAM_SIZING", "estimator_names", "config_names"]
+           "STREAM_SIZING", "BATCH_ROWS", "MAX_BLOCK_ROWS", "estimator_names", "config_names", "flag_names"]
 
 #: Every single-object placement method (docs/math.md §3).
 METHODS: tuple[str, ...] = ("projection", "restricted", "stress", "l1")
@@ -158,6 +158,9 @@ OPTIONS: dict[str, Option] = _option_table()
 DEFAULTS: dict[str, Any] = {name: o.default for name, o in OPTIONS.items()}
 #: The stream sizing options (every reader, source and command takes its default from here).
 STREAM_SIZING: tuple[str, ...] = ("batch_rows", "max_block_rows")
+#: Their defaults, by name for signatures: most rows per batch, largest block (rows carrying `cross`).
+BATCH_ROWS: int = DEFAULTS["batch_rows"]
+MAX_BLOCK_ROWS: int = DEFAULTS["max_block_rows"]
 
 
 def _refined_map_message(v: Mapping[str, Any], name: Namer) -> str:
@@ -181,6 +184,12 @@ def estimator_names(name: str, *value: Any) -> str:
 def config_names(section: str) -> Namer:
     """``model.method = 'stress'`` (``model.method`` without a value): how the configuration names options."""
     return lambda name, *value: f"{section}.{name} = {value[0]!r}" if value else f"{section}.{name}"
+
+
+def flag_names(name: str, *value: Any) -> str:
+    """``--landmark-map smacof`` (``--landmark-map`` without a value): how the command line names options."""
+    flag = "--" + name.replace("_", "-")
+    return f"{flag} {value[0]}" if value else flag
 
 
 def check_options(names: Namer = estimator_names, /, **values: Any) -> None:
