@@ -497,7 +497,9 @@ def _field(key: str) -> dataclasses.Field[Any]:
 def default(key: str) -> Any:
     """The default of ``section.key`` (what a command-line flag for the same setting defaults to)."""
     f = _field(key)
-    return f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
+    if f.default is dataclasses.MISSING:
+        return f.default_factory()  # type: ignore[operator]
+    return f.default
 
 
 def choices(key: str) -> tuple[Any, ...]:

@@ -70,7 +70,8 @@ class Interval:
     def accepts(self, value: Any) -> bool:
         if isinstance(value, bool) or not isinstance(value, Integral if self.kind is int else Real):
             return False
-        return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+        x: Any = value  # an Integral or Real: ordered against the float bounds
+        return (self.low is None or x >= self.low) and (self.high is None or x <= self.high)
 
     def describe(self) -> str:
         if self.kind is int and self.low == 1 and self.high is None:

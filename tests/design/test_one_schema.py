@@ -15,6 +15,7 @@ other settings in ``config/schema.py``. This test reads the modules that take op
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,9 +49,9 @@ def _option_values() -> dict[str, frozenset[str]]:
 def _setting_defaults() -> dict[str, object]:
     """Name -> table default: the options' and every setting's (by its key name, the last one wins on a clash)."""
     out: dict[str, object] = {}
-    for section, cls in sections().items():
+    for cls in sections().values():
         for name, (_, f) in section_keys(cls).items():
-            if f.default is not f.default_factory and not isinstance(f.default, bool):
+            if f.default is not dataclasses.MISSING and not isinstance(f.default, bool):
                 out.setdefault(name, f.default)
     return {**out, **{k: v for k, v in DEFAULTS.items() if v is not None}}
 
@@ -81,7 +82,8 @@ def _defaults(tree: ast.AST) -> Iterator[tuple[int, str, object]]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             a = node.args
             positional = [*a.posonlyargs, *a.args]
-            pairs = [*zip(positional[len(positional) - len(a.defaults):], a.defaults), *zip(a.kwonlyargs, a.kw_defaults)]
+            pairs = [*zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True),
+                     *zip(a.kwonlyargs, a.kw_defaults, strict=True)]
             for arg, default in pairs:
                 yield getattr(default, "lineno", node.lineno), arg.arg, _literal(default)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
@@ -190,3 +192,15 @@ def test_every_duration_has_an_upper_bound() -> None:
         for name, (_, f) in section_keys(cls).items():
             if name.endswith(("_seconds", "_ms")):
                 assert f.metadata.get("max") is not None, f"{section}.{name} has no upper bound"
+
+
+def test_the_configuration_imports_nothing_above_it() -> None:
+    """``config/`` sits under the stream, Kafka and daemon layers that read it (the loader used to live in
+    ``daemon/`` and import ``kafka``); the one exception is a lazy import of kafka-python's settings list."""
+    from .test_structure import import_graph
+
+    above = ("stream", "kafka", "daemon", "commands", "cli", "evaluation", "testing", "backfill")
+    lazy = {("streamembed.config.checks", "streamembed.kafka.client")}  # [kafka.client] names kafka-python keys
+    bad = sorted(f"{mod} -> {t}" for mod, targets in import_graph().items() if mod.startswith("streamembed.config")
+                 for t in targets if t.split(".")[1] in above and (mod, t) not in lazy)
+    assert not bad, bad
