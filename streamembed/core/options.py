@@ -76,12 +76,12 @@ class Interval:
     def describe(self) -> str:
         if self.kind is int and self.low == 1 and self.high is None:
             return "a positive integer"
-        parts = ["an integer" if self.kind is int else "a number"]
+        what = "an integer" if self.kind is int else "a number"
+        if self.low is not None and self.high is not None:
+            return f"{what} in [{self.low:g}, {self.high:g}]"
         if self.low is not None:
-            parts.append(f"≥ {self.low:g}")
-        if self.high is not None:
-            parts.append(f"≤ {self.high:g}")
-        return " ".join(parts)
+            return f"{what} ≥ {self.low:g}"
+        return what if self.high is None else f"{what} ≤ {self.high:g}"
 
 
 @dataclass(frozen=True)

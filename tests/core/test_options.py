@@ -111,5 +111,5 @@ def test_a_model_file_with_an_unknown_choice_is_refused_by_name(tmp_path) -> Non
 def test_namers_and_constraints_describe_themselves() -> None:
     assert config_names("model")("method", "l1") == "model.method = 'l1'"
     assert flag_names("landmark_map") == "--landmark-map"
-    assert Interval(float, 0.0, 1.0).describe() == "a number ≥ 0 ≤ 1"
+    assert Interval(float, 0.0, 1.0).describe() == "a number in [0, 1]"
     assert not Interval(int, 1).accepts(1.5) and Interval(float, 0.0).accepts(2)
