@@ -1,7 +1,7 @@
 """The configuration: its schema, loading, checks and rendering (one concept, one folder).
 
 * ``schema`` — every section, key, default, choice and range, with its documentation
-  (model options from ``core.options``);
+  (model options from ``core.options``), written with the field helpers of ``fields``;
 * ``load`` — defaults < TOML file < environment < overrides, each value checked by its key's type;
 * ``checks`` — the combinations: the option table's rules, then the daemon's own (memory included);
 * ``render`` — ``config/default.toml``, JSON, and the key reference table.

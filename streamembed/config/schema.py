@@ -24,8 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streamembed.config.fields import MAX_DURATION_SECONDS
+from streamembed.config.fields import milliseconds as _ms
+from streamembed.config.fields import option as _option
+from streamembed.config.fields import seconds as _s
+from streamembed.config.fields import setting as _f
 from streamembed.core.drift import STATISTICS
-from streamembed.core.options import OPTIONS, StrOptions
 from streamembed.core.refit import DEFAULT_SELECTION, REFIT_SELECTIONS
 
 __all__ = ["Config", "ModelConfig", "SourceConfig", "DirectoryConfig", "GeneratorConfig", "OutputConfig",
@@ -39,42 +43,6 @@ EVENT_TIME_MODES = ("auto", "record", "create_time", "log_append_time", "none")
 DRIFT_STATISTICS = STATISTICS
 #: Those that need exact k0 rows (model.k0_rows not "none").
 K0_STATISTICS = ("relative_k0_mean", "kernel_distance_bound", "gap_ratio")
-#: The longest duration any setting may name (seconds; ``*_ms`` settings in milliseconds): 23 days, below
-#: the 2^31 ms that Kafka's protocol and ``threading`` waits can take.
-MAX_DURATION_SECONDS = 2_000_000
-
-
-def _f(default: Any, doc: str, *, choices: tuple[Any, ...] | None = None, min: float | None = None,
-       max: float | None = None, exclusive_min: bool = False, secret: bool = False, fold_case: bool = False,
-       words: tuple[str, ...] = ()) -> Any:
-    """A field: its default, documentation, choices, range [min, max] (exclusive_min: min itself excluded),
-    secret (redacted when printed), fold_case (a string choice is matched in any case and stored as the
-    choice is spelled) and, for a ``str | int`` field, the words it takes besides integers."""
-    meta = {"doc": doc, "choices": choices, "min": min, "max": max, "exclusive_min": exclusive_min,
-            "secret": secret, "fold_case": fold_case, "words": words}
-    if isinstance(default, dict):  # a table of free-form settings ([kafka.client])
-        return field(default_factory=lambda: dict(default), metadata=meta)
-    return field(default=default, metadata=meta)
-
-
-def _s(default: float, doc: str, *, max: float = MAX_DURATION_SECONDS, **kw: Any) -> Any:
-    """A duration in seconds: at most ``MAX_DURATION_SECONDS`` unless a lower ``max`` is given."""
-    return _f(default, doc, max=max, **kw)
-
-
-def _ms(default: int, doc: str, *, max: float = MAX_DURATION_SECONDS * 1000, **kw: Any) -> Any:
-    """A duration in milliseconds: at most ``MAX_DURATION_SECONDS`` seconds unless a lower ``max`` is given."""
-    return _f(default, doc, max=max, **kw)
-
-
-def _option(name: str, doc: str, **kw: Any) -> Any:
-    """A field for a ``core.options`` option: its default and (a string option's) choices from the table."""
-    opt = OPTIONS[name]
-    if isinstance(opt.constraint, StrOptions):
-        kw.setdefault("choices", opt.values)
-    return _f(opt.default, doc, **kw)
-
-
 @dataclass
 class ModelConfig:
     """[model]: the landmark map and how objects are placed on it."""
