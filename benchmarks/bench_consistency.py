@@ -45,7 +45,7 @@ from scipy.spatial.distance import cdist
 from streamembed.core.model import fit_model
 from benchmarks.datasets import load_dataset, stdlib_docstrings
 from benchmarks.mixups import MIXUPS, mixup_setting
-from streamembed.settings import ConsistencyConfig
+from streamembed.config.schema import ConsistencyConfig
 from streamembed.stream.consistency import ConsistencyMonitor
 
 ONSET = 5_000

@@ -228,7 +228,7 @@ def _ceiling_row(quick: bool) -> dict:
 def _daemon_directory(quick: bool) -> dict:
     from streamembed.daemon import app
     from streamembed.daemon.assembly import KafkaIO
-    from streamembed.daemon.config import load_config
+    from streamembed.config import load_config
     from streamembed.daemon.health import HealthState
     from streamembed.daemon.metrics import Metrics
 
@@ -361,12 +361,12 @@ def daemon_consume(bootstrap: str, topic: str, out_topic: str, group: str, est: 
     returns records (those are not counted), as for raw consumption.
     """
     from streamembed.daemon.assembly import build_drift
-    from streamembed.daemon.config import load_config
+    from streamembed.config import load_config
     from streamembed.daemon.metrics import Metrics
     from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
     from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
     from streamembed.kafka.source import KafkaSource
-    from streamembed.settings import OutputConfig, RunConfig
+    from streamembed.config.schema import OutputConfig, RunConfig
     from streamembed.stream.checkpoint import Checkpointer
     from streamembed.stream.embedder import BatchEmbedder
     from streamembed.stream.loop import EmbeddingLoop
@@ -428,7 +428,7 @@ def _daemon_kafka(quick: bool) -> dict:
     from scipy.spatial.distance import cdist
 
     from streamembed import LandmarkMDS
-    from streamembed.daemon.config import load_config
+    from streamembed.config import load_config
     from streamembed.kafka.client import consumer_settings
 
     n, m = 256, 1000

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.setswitchinterval(args.switch_interval)
 
     from streamembed import LandmarkMDS
-    from streamembed.daemon.config import load_config
+    from streamembed.config import load_config
     from streamembed.kafka.client import consumer_settings
     from tools.broker import TansuBroker
 

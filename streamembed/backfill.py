@@ -49,6 +49,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from streamembed.core.options import BATCH_ROWS, MAX_BLOCK_ROWS
+
 __all__ = ["Task", "TaskResult", "BackfillReport", "expand_inputs", "plan", "run_task", "backfill",
            "DEAD_LETTER_DIR"]
 
@@ -205,7 +207,7 @@ def _model(model_bytes: bytes) -> Any:
 
 
 def run_task(task: Task, model_bytes: bytes, out_dir: str, *, method: str = "projection",
-             k0_rows: None | str | int = None, batch_rows: int = 8192, max_block_rows: int = 4096,
+             k0_rows: None | str | int = None, batch_rows: int = BATCH_ROWS, max_block_rows: int = MAX_BLOCK_ROWS,
              row_group_rows: int = 65536, compression: str = "zstd", schema_version: int = 1,
              precision: str | None = None) -> TaskResult:
     """Embed one task's rows into its own published Parquet part (and dead letters); see the module doc."""
@@ -314,7 +316,7 @@ def _client(scheduler: Any) -> tuple[Any, bool]:
 
 def backfill(inputs: Iterable[str | os.PathLike[str]], model: str | os.PathLike[str] | bytes,
              out_dir: str | os.PathLike[str], scheduler: Any, *, method: str = "projection",
-             k0_rows: None | str | int = None, batch_rows: int = 8192, max_block_rows: int = 4096,
+             k0_rows: None | str | int = None, batch_rows: int = BATCH_ROWS, max_block_rows: int = MAX_BLOCK_ROWS,
              row_group_rows: int = 65536, compression: str = "zstd", rows_per_task: int = 1 << 20,
              progress: Any = None, schema_version: int = 1) -> BackfillReport:
     """Embed every row of ``inputs`` (files, directories, globs) on Dask into parts in ``out_dir``.

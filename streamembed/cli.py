@@ -59,7 +59,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _load(args: argparse.Namespace, extra: dict[str, Any] | None = None) -> Any:
-    from streamembed.daemon.config import ConfigError, load_config
+    from streamembed.config import ConfigError, load_config
 
     overrides = _overrides(args)
     overrides.update(extra or {})
@@ -107,7 +107,7 @@ def _cmd_refit(args: argparse.Namespace) -> int:
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
-    from streamembed.daemon.config import default_toml_text, reference_markdown, to_json, to_toml
+    from streamembed.config import default_toml_text, reference_markdown, to_json, to_toml
 
     if args.defaults:
         print(default_toml_text(), end="")

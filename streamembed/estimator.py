@@ -31,9 +31,9 @@ from .core import input_hints, kernel_input, validation
 from .core.bounds import WindowBounds
 from .core.errors import InputError, NotFittedError
 from .core.likelihood import ppca_loglik
-from .core.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS, select_landmarks
-from .core.metric_map import LANDMARK_MAPS
-from .core.model import CORRECTIONS, INPUTS, METHODS, LandmarkModel, Method, fit_model
+from .core.landmarks import initial_landmarks
+from .core.model import LandmarkModel, Method, fit_model
+from .core.options import DEFAULTS, METHODS, check_options
 from .core.result import EmbeddingResult
 from .named_columns import column_names, default_ids, in_model_order
 from .set_output import SetOutputMixin
@@ -186,18 +186,18 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
 
     def __init__(
         self,
-        n_components: int = 2,
-        method: Method = "projection",
-        n_residual_components: int | None = None,
-        eigensolver: str = "auto",
-        n_threads: int | None = None,
-        random_state: int = 0,
-        input: str = "dissimilarity",
-        geodesic_neighbors: int | None = None,
-        correction: str = "none",
-        landmark_map: str = "cmds",
-        n_landmarks: int | None = None,
-        landmark_selection: str = DEFAULT_LANDMARK_SELECTION,
+        n_components: int = DEFAULTS["n_components"],
+        method: Method = DEFAULTS["method"],
+        n_residual_components: int | None = DEFAULTS["n_residual_components"],
+        eigensolver: str = DEFAULTS["eigensolver"],
+        n_threads: int | None = DEFAULTS["n_threads"],
+        random_state: int = DEFAULTS["random_state"],
+        input: str = DEFAULTS["input"],
+        geodesic_neighbors: int | None = DEFAULTS["geodesic_neighbors"],
+        correction: str = DEFAULTS["correction"],
+        landmark_map: str = DEFAULTS["landmark_map"],
+        n_landmarks: int | None = DEFAULTS["n_landmarks"],
+        landmark_selection: str = DEFAULTS["landmark_selection"],
         metric: str = "precomputed",
     ):
         self.n_components = n_components
@@ -452,12 +452,10 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
     def from_model(cls, model: LandmarkModel, **params: Any) -> LandmarkMDS:
         """An estimator holding an existing fitted ``model`` (parameters taken from it unless given)."""
         fp = model.fit_params
-        defaults = {"n_components": int(model.n_components), "input": fp.get("input", "dissimilarity"),
-                    "geodesic_neighbors": fp.get("geodesic_neighbors"), "correction": fp.get("correction", "none"),
-                    "landmark_map": fp.get("landmark_map", "cmds"),
-                    "n_residual_components": fp.get("n_residual_components"),
-                    "eigensolver": fp.get("eigensolver", "auto"), "random_state": model.random_state,
-                    "n_threads": model.n_threads}
+        defaults = {"n_components": int(model.n_components),
+                    **{k: fp.get(k, DEFAULTS[k]) for k in ("input", "geodesic_neighbors", "correction", "landmark_map",
+                                                           "n_residual_components", "eigensolver")},
+                    "random_state": model.random_state, "n_threads": model.n_threads}
         est = cls(**{**defaults, **params})
         est.model_ = model
         return est
@@ -489,29 +487,12 @@ _PARAMS = ("n_components", "method", "n_residual_components", "eigensolver", "n_
 
 
 def _check_params(est: LandmarkMDS) -> None:
-    """Refuse invalid estimator parameters with the allowed values (scikit-learn checks them in ``fit``)."""
-    if est.method not in METHODS:
-        raise InputError(f"method must be one of {METHODS}, got {est.method!r}")
-    if (not isinstance(est.n_components, (int, np.integer)) or isinstance(est.n_components, bool)
-            or est.n_components < 1):
-        raise InputError(f"n_components must be a positive integer, got {est.n_components!r}")
-    if est.input not in INPUTS:
-        raise InputError(f"input must be one of {INPUTS}, got {est.input!r}")
-    k = est.geodesic_neighbors
-    if k is not None and (not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1):
-        raise InputError(f"geodesic_neighbors must be None or a positive integer, got {k!r}")
-    if est.correction not in CORRECTIONS:
-        raise InputError(f"correction must be one of {CORRECTIONS}, got {est.correction!r}")
-    if est.landmark_map not in LANDMARK_MAPS:
-        raise InputError(f"landmark_map must be one of {LANDMARK_MAPS}, got {est.landmark_map!r}")
-    n = est.n_landmarks
-    if n is not None and (not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 2):
-        raise InputError(f"n_landmarks must be None or an integer ≥ 2, got {n!r}")
-    if est.landmark_selection not in LANDMARK_SELECTIONS:
-        raise InputError(f"landmark_selection must be one of {LANDMARK_SELECTIONS}, got {est.landmark_selection!r}")
-    if est.landmark_map != "cmds" and est.method not in ("stress", "l1"):
-        raise InputError(f"method={est.method!r} needs the classical-MDS map; landmark_map="
-                         f"{est.landmark_map!r} places objects with method 'stress' or 'l1'")
+    """Refuse invalid estimator parameters with the allowed values (scikit-learn checks them in ``fit``).
+
+    Every parameter but ``metric`` is an option of ``core.options``: its constraint and the table's rules
+    (a refined landmark map needs a criterion method) are checked there, all at once.
+    """
+    check_options(**{name: getattr(est, name) for name in _PARAMS if name != "metric"})
     if not isinstance(est.metric, str) or not est.metric:
         raise InputError(f"metric must be 'precomputed' or the name of a metric (kernel), got {est.metric!r}")
 
@@ -585,8 +566,11 @@ def _named(landmark_ids: object, M: np.ndarray) -> np.ndarray:
 
 
 def _kept_landmarks(est: LandmarkMDS, M: np.ndarray | None = None, F: np.ndarray | None = None,
-                    metric: str = "euclidean") -> np.ndarray | None:
-    """Indices of the ``n_landmarks`` kept among the fit data's N objects, or None (all are landmarks)."""
+                    metric: str = "precomputed") -> np.ndarray | None:
+    """Indices of the ``n_landmarks`` kept among the fit data's N objects, or None (all are landmarks).
+
+    M (N, N) dissimilarities, or F (N, p) features with their scipy ``metric``.
+    """
     if est.n_landmarks is None:
         return None
     N = (M if M is not None else F).shape[0]  # type: ignore[union-attr]
@@ -598,8 +582,8 @@ def _kept_landmarks(est: LandmarkMDS, M: np.ndarray | None = None, F: np.ndarray
         from .core.kernel_input import landmark_dissimilarities
 
         M = landmark_dissimilarities(M)  # landmarks are chosen on the equivalent dissimilarities (docs/math.md §2)
-    L = select_landmarks(est.landmark_selection, int(est.n_landmarks), D=M, X=F, metric=metric,
-                         seed=est.random_state, n_components=int(est.n_components))
+    L = initial_landmarks(est.landmark_selection, int(est.n_landmarks), D=M, X=F, metric=metric,
+                          random_state=est.random_state, n_components=int(est.n_components))
     if L.size <= int(est.n_components):
         raise InputError(f"only {L.size} distinct objects among the {N} given (the others duplicate them at "
                          f"dissimilarity 0): a map of n_components = {est.n_components} needs at least "

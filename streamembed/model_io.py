@@ -29,8 +29,8 @@ import numpy as np
 from .atomic import atomic_file
 from .core.cmds import LandmarkSpectrum
 from .core.errors import InputError, ModelFileError
-from .core.metric_map import LANDMARK_MAPS
-from .core.model import CORRECTIONS, INPUTS, METHODS, LandmarkModel, relative_eigengap
+from .core.model import LandmarkModel, relative_eigengap
+from .core.options import DEFAULTS, check_options, config_names
 from .core.ordinal_map import MonotoneTransform
 from .core.transforms import InputPipeline
 
@@ -90,7 +90,7 @@ def save_model(model: LandmarkModel, path: str | os.PathLike, params: dict[str, 
     """
     arrays = model_arrays(model)
     est_params = dict(params or {})
-    est_params.setdefault("method", "projection")
+    est_params.setdefault("method", DEFAULTS["method"])
     meta = {
         "format": FORMAT_NAME,
         "schema_version": SCHEMA_VERSION,
@@ -176,6 +176,8 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
     return files
 
 
+#: fit_params checked against the option table on loading (the others are checked by the spectrum they rebuild).
+_CHECKED_FIT_PARAMS = ("input", "geodesic_neighbors", "correction", "landmark_map")
 _V1_FIT_PARAMS = ("input", "geodesic_neighbors", "correction", "landmark_map", "n_residual_components", "eigensolver")
 
 
@@ -253,15 +255,11 @@ def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[Landmark
     fp = _expect(meta, "fit_params", (dict,))
     if set(fp) != set(_V1_FIT_PARAMS):
         raise KeyError(f"fit_params must have exactly the keys {list(_V1_FIT_PARAMS)}, got {sorted(fp)}")
-    if fp["input"] not in INPUTS or fp["correction"] not in CORRECTIONS or fp["landmark_map"] not in LANDMARK_MAPS:
-        raise ValueError(f"fit_params hold an unknown choice: {fp}")
+    check_options(config_names("fit_params"), **{k: fp[k] for k in _CHECKED_FIT_PARAMS})
     k = fp["geodesic_neighbors"]
-    if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
-        raise TypeError(f"fit_params.geodesic_neighbors must be null or a positive integer, got {k!r}")
     params = _expect(meta, "params", (dict,))
-    method = params.get("method", "projection")
-    if method not in METHODS:
-        raise ValueError(f"params.method must be one of {METHODS}, got {method!r}")
+    # the method alone: a file saved without the estimator's params holds the default method whatever its map
+    check_options(config_names("params"), method=params.get("method", DEFAULTS["method"]))
     lam, U = files["eigenvalues"], files["eigenvectors"]
     if (U.ndim != 2 or lam.ndim != 1 or U.shape != (n, lam.shape[0]) or files["row_means"].shape != (n,)
             or files["landmark_ids"].shape != (n,) or d > lam.shape[0]):

@@ -99,7 +99,7 @@ def test_parse_mode_refuses(text: str) -> None:
 
 
 def test_mode_settings_are_validated() -> None:
-    from streamembed.daemon.config import ConfigError, load_config
+    from streamembed.config import ConfigError, load_config
 
     assert load_config(overrides={"output.file_mode": "0600", "output.dir_mode": "2770"}).output.dir_mode == "2770"
     for key, value, needle in [("output.file_mode", "0440", "read and write"), ("output.dir_mode", "0650", "use"),

@@ -163,9 +163,9 @@ class _DeadTally:
 
 def cmd_embed(args: argparse.Namespace) -> int:
     from streamembed.core.errors import ModelFileError
-    from streamembed.daemon.config import ConfigError, parse_value
+    from streamembed.config import ConfigError, parse_value
     from streamembed.model_io import load_model
-    from streamembed.settings import OutputConfig, RunConfig, k0_rows_value
+    from streamembed.config.schema import OutputConfig, RunConfig, k0_rows_value
     from streamembed.stream.checkpoint import Checkpointer
     from streamembed.stream.consistency import ConsistencyMonitor
     from streamembed.stream.embedder import BatchEmbedder
@@ -245,7 +245,8 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
 
 def add_parser(add: Any) -> None:
-    from streamembed.core.model import METHODS
+    from streamembed.config.schema import choices, default
+    from streamembed.core.options import DEFAULTS, OPTIONS
 
     e = add("embed", "embed files (Parquet/Arrow/JSONL) into a Parquet file, or on Dask", cmd_embed,
             "One-shot embedding of INPUT files with MODEL into OUTPUT (Parquet, written atomically), through\n"
@@ -264,25 +265,30 @@ def add_parser(add: Any) -> None:
     e.add_argument("--dask", metavar="SCHEDULER", default="",
                    help="embed on this Dask scheduler (tcp://host:8786; 'local:N' starts N local workers); needs "
                         "the extra streamembed[dask]")
-    e.add_argument("--method", choices=METHODS, default="projection")
+    e.add_argument("--method", choices=OPTIONS["method"].values, default=DEFAULTS["method"])
     e.add_argument("--k0-rows", default="none", metavar="none|all|N", help="rows per batch with exact k0")
-    e.add_argument("--batch-rows", type=int, default=8192, metavar="N", help="rows per batch (default 8192)")
-    e.add_argument("--row-group-rows", type=int, default=65536, metavar="N",
-                   help="Parquet row-group size (default 65536: each row group is encoded while the next "
+    e.add_argument("--batch-rows", type=int, default=DEFAULTS["batch_rows"], metavar="N",
+                   help="rows per batch (default %(default)s)")
+    e.add_argument("--row-group-rows", type=int, default=default("output.row_group_rows"), metavar="N",
+                   help="Parquet row-group size (default %(default)s: each row group is encoded while the next "
                         "batches are embedded)")
-    e.add_argument("--max-block-rows", type=int, default=4096, metavar="N", help="largest block with 'cross'")
-    e.add_argument("--compression", default="zstd", choices=("zstd", "snappy", "gzip", "lz4", "none"))
-    e.add_argument("--schema-version", type=int, default=1, choices=(1, 2),
-                   help="output record format: 1 (default: y list of float64, flags list of names) or 2 (the lean "
-                        "format: y0..y{d-1} columns in the input's precision, flag_bits; README, Record formats)")
-    e.add_argument("--mmap", choices=("auto", "always", "never"), default="never",
+    e.add_argument("--max-block-rows", type=int, default=DEFAULTS["max_block_rows"], metavar="N",
+                   help="largest block with 'cross' (default %(default)s)")
+    e.add_argument("--compression", default=default("output.compression"), choices=choices("output.compression"))
+    e.add_argument("--schema-version", type=int, default=default("output.schema_version"),
+                   choices=choices("output.schema_version"),
+                   help="output record format (default %(default)s): 1 (y list of float64, flags list of names) or 2 "
+                        "(the lean format: y0..y{d-1} columns in the input's precision, flag_bits; README, Record "
+                        "formats)")
+    e.add_argument("--mmap", choices=choices("directory.mmap"), default=default("directory.mmap"),
                    help="memory-map Arrow IPC and Parquet inputs instead of copying them: always (inputs are never "
                         "truncated or rewritten while embed runs: a file truncated under a mapping kills the "
-                        "process), never (default), or auto: files renamed, linked or with restored times since "
-                        "their last write; files written in place are copied")
+                        "process), never, or auto: files renamed, linked or with restored times since their last "
+                        "write; files written in place are copied (default %(default)s)")
     e.add_argument("--no-order-check", action="store_true",
                    help="do not score the rows' consistency with the model's landmark order (docs/math.md 4.5)")
     e.add_argument("--dead-letter", metavar="DIR", help="dead-letter directory")
-    e.add_argument("--dead-letter-format", choices=("parquet", "jsonl"), default="parquet")
+    e.add_argument("--dead-letter-format", choices=choices("output.dead_letter_format"),
+                   default=default("output.dead_letter_format"))
     e.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                    help="progress bar on stderr (auto: when stderr is a terminal)")

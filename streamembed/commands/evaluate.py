@@ -25,7 +25,9 @@ _USER_FLAGS = ("--dissimilarities", "--features")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from streamembed.config.schema import default
     from streamembed.core.landmarks import LANDMARK_SELECTIONS
+    from streamembed.core.options import DEFAULTS
     from streamembed.evaluate_data import EVALUATED_METHODS, REFERENCE_MAX
 
     p = argparse.ArgumentParser(
@@ -46,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--dissimilarities", metavar="FILE", help="N x N dissimilarities (not squared): .npy, .csv, "
                      "Parquet/Arrow/JSONL ('dissimilarities' list column or numeric columns; optional 'id')")
     src.add_argument("--features", metavar="FILE", help="N x p feature vectors (same formats; 'features' column)")
-    p.add_argument("--metric", default="euclidean", help="scipy cdist metric for --features (default: euclidean)")
+    p.add_argument("--metric", default=default("model.metric"),
+                   help="scipy cdist metric for --features (default: %(default)s)")
     p.add_argument("--ids", metavar="FILE", help="object ids, one per line (else the file's 'id' column, or row numbers)")
     p.add_argument("--landmarks", default="100,200", metavar="N,N", help="landmark counts (default: 100,200)")
     p.add_argument("--selections", default=",".join(LANDMARK_SELECTIONS), metavar="S,S",
@@ -54,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", default=",".join(EVALUATED_METHODS), metavar="M,M",
                    help=f"placement methods (default: {', '.join(EVALUATED_METHODS)})")
     p.add_argument("--seeds", type=int, default=5, metavar="K", help="seeds 0..K-1 per selection (default: 5)")
-    p.add_argument("-d", "--n-components", type=int, default=2, metavar="D", help="map dimensions (default: 2)")
+    p.add_argument("-d", "--n-components", type=int, default=DEFAULTS["n_components"], metavar="D",
+                   help="map dimensions (default: %(default)s)")
     p.add_argument("--knn", type=int, default=10, metavar="K", help="neighbours of trustworthiness (default: 10)")
     p.add_argument("--reference", type=int, default=REFERENCE_MAX, metavar="N",
                    help=f"largest full classical MDS computed (default: {REFERENCE_MAX}; a sample above)")

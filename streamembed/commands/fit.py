@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from streamembed.commands import EXIT_OK, Refused
-from streamembed.core.metric_map import LANDMARK_MAPS
 
 __all__ = ["cmd_fit", "read_matrix"]
 
@@ -84,15 +83,13 @@ def _read_csv(p: Path) -> Any:
 
 
 def _select(args: argparse.Namespace, M: np.ndarray, M_select: np.ndarray, features: bool, n: int) -> np.ndarray:
-    from streamembed.core.landmarks import select_landmarks
+    """The landmarks' rows: the first n (--selection first), else the estimator's rule, seeded by --seed."""
+    from streamembed.core.landmarks import initial_landmarks
 
-    N = M.shape[0]
-    if n == N:
-        return np.arange(N)
     if args.selection == "first":
         return np.arange(n)
-    return select_landmarks(args.selection, n, D=None if features else M_select, X=M if features else None,
-                            metric=args.metric, seed=args.seed, n_components=args.n_components)
+    return initial_landmarks(args.selection, n, D=None if features else M_select, X=M if features else None,
+                             metric=args.metric, random_state=args.seed, n_components=args.n_components)
 
 
 def _check_entries(M: np.ndarray, rows: np.ndarray, ids: list[str] | None, path: str, features: bool,
@@ -118,9 +115,21 @@ def _check_entries(M: np.ndarray, rows: np.ndarray, ids: list[str] | None, path:
                       f"input{named}; {why})")
 
 
+def _check_flags(args: argparse.Namespace) -> None:
+    """The option table's rules on the flags (``core.options``), before any file is read."""
+    from streamembed.core.options import check_options, flag_names
+
+    try:
+        check_options(flag_names, method=args.method, landmark_map=args.landmark_map)
+    except ValueError as exc:
+        raise Refused(str(exc)) from None
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     from streamembed import LandmarkMDS
     from streamembed.model_io import save_model
+
+    _check_flags(args)
 
     out = Path(args.output)
     if not out.parent.is_dir():
@@ -172,7 +181,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     lm_ids = [ids[i] for i in idx] if ids is not None else [str(int(i)) for i in idx]
     est = LandmarkMDS(n_components=args.n_components, method=args.method,
                       input="similarity" if sims else "dissimilarity", geodesic_neighbors=args.geodesic_neighbors,
-                      correction=args.correction, landmark_map=args.landmark_map)
+                      correction=args.correction, landmark_map=args.landmark_map, random_state=args.seed)
     t0 = time.perf_counter()
     try:
         if features:
@@ -198,6 +207,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 def add_parser(add: Any) -> None:
     """The ``fit`` subparser (``add`` is ``cli``'s helper that registers one subcommand)."""
+    from streamembed.config.schema import default
+    from streamembed.core.options import DEFAULTS, OPTIONS
+
     f = add("fit", "fit a landmark model (.npz) from a dissimilarity matrix or feature vectors", cmd_fit,
             "Fit a landmark model. Input: --dissimilarities (N x N, not squared), --similarities (N x N kernel)\n"
             "or --features (N x p) from .npy, .csv (numeric columns; an 'id' column names objects), or\n"
@@ -211,25 +223,25 @@ def add_parser(add: Any) -> None:
     src.add_argument("--similarities", metavar="FILE",
                      help="N x N similarity (kernel) matrix: a model whose input rows are similarities "
                           "(docs/math.md §2)")
-    f.add_argument("--metric", default="euclidean", help="scipy cdist metric for --features (default: euclidean)")
+    f.add_argument("--metric", default=default("model.metric"),
+                   help="scipy cdist metric for --features (default: %(default)s)")
     f.add_argument("--landmarks", type=int, metavar="N", help="number of landmarks (default: all objects)")
-    from streamembed.core.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS
-
-    f.add_argument("--selection", choices=(*LANDMARK_SELECTIONS, "first"), default=DEFAULT_LANDMARK_SELECTION,
-                   help=f"how to choose the landmarks (default: {DEFAULT_LANDMARK_SELECTION}; docs/landmarks.md "
-                        "compares them; first: the first N rows)")
-    f.add_argument("--n-components", type=int, default=2, metavar="D", help="map dimensions (default: 2)")
-    from streamembed.core.model import METHODS
-
-    f.add_argument("--method", choices=METHODS, default="projection",
+    f.add_argument("--selection", choices=(*OPTIONS["landmark_selection"].values, "first"),
+                   default=DEFAULTS["landmark_selection"],
+                   help="how to choose the landmarks (default: %(default)s; docs/landmarks.md compares them; first: "
+                        "the first N rows)")
+    f.add_argument("--n-components", type=int, default=DEFAULTS["n_components"], metavar="D",
+                   help="map dimensions (default: %(default)s)")
+    f.add_argument("--method", choices=OPTIONS["method"].values, default=DEFAULTS["method"],
                    help="default embedding method stored with the model")
     f.add_argument("--geodesic-neighbors", type=int, metavar="K",
                    help="landmark Isomap: geodesic distances through the K-nearest-neighbour graph (docs/math.md §3)")
-    f.add_argument("--correction", choices=("none", "cailliez"), default="none",
+    f.add_argument("--correction", choices=OPTIONS["correction"].values, default=DEFAULTS["correction"],
                    help="non-Euclidean correction: cailliez adds the constant making the kernel PSD")
-    f.add_argument("--landmark-map", choices=LANDMARK_MAPS, default="cmds",
+    f.add_argument("--landmark-map", choices=OPTIONS["landmark_map"].values, default=DEFAULTS["landmark_map"],
                    help="refine the landmark map by SMACOF or Sammon, or fit an ordinal one (nonmetric: only the "
                         "order of the dissimilarities counts); needs --method stress or l1")
-    f.add_argument("--seed", type=int, default=0, help="seed of the landmark selection (default 0)")
+    f.add_argument("--seed", type=int, default=DEFAULTS["random_state"],
+                   help="seed of the landmark selection, kept as the model's random_state (default %(default)s)")
     f.add_argument("-o", "--output", required=True, metavar="MODEL.npz", help="where to write the model")
     f.add_argument("--landmarks-out", metavar="FILE", help="also write the landmark ids in model order, one per line")

@@ -387,6 +387,30 @@ def select_landmarks(
     return _at_least_two(np.sort(sets[int(np.argmax(scores))]), n_select, N)
 
 
+def initial_landmarks(
+    strategy: str,
+    n_select: int,
+    *,
+    D: np.ndarray | None = None,
+    X: np.ndarray | None = None,
+    metric: str = "euclidean",
+    random_state: int = 0,
+    n_components: int = 2,
+) -> np.ndarray:
+    """Sorted indices of a first map's landmarks among N objects: every object when ``n_select`` ≥ N, else
+    ``select_landmarks`` seeded by the model's ``random_state``.
+
+    The one rule of the estimator (``LandmarkMDS(n_landmarks=...)``), ``streamembed fit`` (``--seed``) and a
+    generator-fitted daemon (``generator.seed``): the same objects, strategy and seed give the same landmarks
+    whichever of them fits. D (N, N) dissimilarities, or X (N, p) features with their scipy ``metric``.
+    """
+    N = int((D if D is not None else X).shape[0])  # type: ignore[union-attr]
+    if n_select >= N:
+        return np.arange(N)
+    return select_landmarks(strategy, n_select, D=D, X=X, metric=metric, seed=random_state,
+                            n_components=n_components)
+
+
 def _at_least_two(picks: np.ndarray, n_select: int, N: int) -> np.ndarray:
     """``picks``, with a WARNING naming the count when fewer than ``n_select`` objects are distinct; an
     InputError when a map was asked for and they cannot carry one (fewer than 2 distinct objects)."""

@@ -33,7 +33,8 @@ from .bounds import WindowBounds
 from .calibration import arrival_negative_ratio
 from .cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, default_partial_rank, fit_spectrum
 from .errors import InputError
-from .metric_map import LANDMARK_MAPS, refine_map
+from .metric_map import refine_map
+from .options import CORRECTIONS, CRITERION_METHODS, INPUTS, KERNEL_METHODS, METHODS, check_options
 from .ordinal_map import MonotoneTransform, rank_start
 from .placer import Placer
 from .projection import ProjectionKernel
@@ -43,15 +44,8 @@ from .transforms import InputPipeline
 __all__ = ["LandmarkModel", "fit_model", "relative_eigengap", "EIGENGAP_RTOL", "METHODS", "KERNEL_METHODS",
            "CRITERION_METHODS", "INPUTS", "CORRECTIONS", "Method", "lineage_of"]
 
+# METHODS, KERNEL_METHODS, CRITERION_METHODS, INPUTS and CORRECTIONS are the option table's (core.options).
 Method = Literal["projection", "restricted", "stress", "l1"]
-#: Every single-object placement method: the one list the CLI, the configuration and the estimator use.
-METHODS: tuple[str, ...] = ("projection", "restricted", "stress", "l1")
-#: Methods that need the classical-MDS map X = U Λ^{1/2} (kernel formulas, docs/math.md §3);
-#: a SMACOF/Sammon map places objects with the criteria only.
-KERNEL_METHODS: tuple[str, ...] = ("projection", "restricted")
-CRITERION_METHODS: tuple[str, ...] = ("stress", "l1")
-INPUTS: tuple[str, ...] = ("dissimilarity", "similarity")
-CORRECTIONS: tuple[str, ...] = ("none", "cailliez")
 #: A relative eigengap (λ_d − λ_{d+1})/λ_d at or below this makes the map not unique (docs/math.md §4.6):
 #: the kept axes are then decided by round-off or by noise of that relative size, so the map and every
 #: placement depend on the order of the landmarks, and a refit of unchanged data may rotate it.
@@ -192,15 +186,13 @@ class LandmarkModel:
 
     def check_method(self, method: str, block: bool = False) -> None:
         """Refuse a method this map cannot use (a refined map has no kernel projection)."""
-        if method not in METHODS:
-            raise InputError(f"method must be one of {METHODS}, got {method!r}")
-        if self.landmark_map is not None and (method in KERNEL_METHODS or block):
-            what = "block restricted reconstruction" if block else f"method={method!r}"
-            kind = self.fit_params.get("landmark_map")
+        kind = self.fit_params.get("landmark_map", "cmds") if self.landmark_map is not None else "cmds"
+        if kind != "cmds" and block:
             raise InputError(
-                f"{what} needs the classical-MDS map; landmark_map={kind!r} places objects with "
-                f"method 'stress' (restricted reconstruction for a stress-built map, docs/math.md §3) or 'l1'"
+                f"block restricted reconstruction needs the classical-MDS map; landmark_map={kind!r} places objects "
+                f"with method 'stress' (restricted reconstruction for a stress-built map, docs/math.md §3) or 'l1'"
             )
+        check_options(method=method, landmark_map=kind)  # the option table's rule: a refined map needs a criterion
 
     # ------------------------------------------------------------------ new models from this one
     def aligned(self, rotation: np.ndarray, shift: np.ndarray) -> LandmarkModel:
@@ -366,12 +358,7 @@ def fit_model(
     refined by SMACOF / Sammon, or the ordinal map of ``core.ordinal_map`` started
     from the classical MDS of the ranks). Raises InputError naming what is wrong.
     """
-    if input not in INPUTS:
-        raise InputError(f"input must be one of {INPUTS}, got {input!r}")
-    if correction not in CORRECTIONS:
-        raise InputError(f"correction must be one of {CORRECTIONS}, got {correction!r}")
-    if landmark_map not in LANDMARK_MAPS:
-        raise InputError(f"landmark_map must be one of {LANDMARK_MAPS}, got {landmark_map!r}")
+    check_options(input=input, correction=correction, landmark_map=landmark_map, eigensolver=eigensolver)
     M_arr = np.asarray(M)
     input_dtype = M_arr.dtype if M_arr.dtype in (np.float32, np.float64) else np.dtype(np.float64)
     pipeline = InputPipeline.build(input, geodesic_neighbors, correction)

@@ -24,7 +24,7 @@ from streamembed.daemon.assembly import (KafkaIO, ModelSync, build_drift, build_
                                          build_kafka_source, build_registry, build_source, check_input_directory,
                                          load_or_fit_model, model_source, open_model_topic, save_generator_model,
                                          startup_model)
-from streamembed.daemon.config import ConfigError, check_memory
+from streamembed.config import ConfigError, check_memory
 from streamembed.daemon.errors import (EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, EnvironmentUnavailable,
                                        StartupError, is_environment_error)
 from streamembed.daemon.health import HealthState, OpsServer
@@ -34,7 +34,7 @@ from streamembed.daemon.metrics import Metrics
 from streamembed.daemon.refits import RefitManager
 from streamembed.daemon.state import (PidLock, archive_run, check_lineage, clean_refit_dirs, describe_model,
                                       model_record, writer_tag)
-from streamembed.settings import Config, k0_rows_value
+from streamembed.config.schema import Config, k0_rows_value
 from streamembed.stream.checkpoint import CheckpointError, Checkpointer, CheckpointStore, CrashGuard
 from streamembed.stream.consistency import ConsistencyMonitor
 from streamembed.stream.embedder import BatchEmbedder

@@ -40,7 +40,7 @@ from streamembed.kafka.model_topic import ModelTopic
 from streamembed.kafka.sink import FanoutSink, KafkaDeadLetterSink, KafkaOutputSink
 from streamembed.kafka.source import KafkaSource
 from streamembed.model_io import load_model, save_model
-from streamembed.settings import Config
+from streamembed.config.schema import Config
 from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
 from streamembed.stream.models import ModelRegistry, StaleModelError
 from streamembed.stream.monitor import DriftMonitor, build_trigger
@@ -69,7 +69,7 @@ def model_source(cfg: Config) -> str:
 
 def load_or_fit_model(cfg: Config) -> LandmarkModel:
     """The configured model: loaded from ``model.path``, else fitted from generator samples."""
-    from streamembed.core.landmarks import select_landmarks
+    from streamembed.core.landmarks import initial_landmarks
 
     m = cfg.model
     if m.path:
@@ -89,9 +89,9 @@ def load_or_fit_model(cfg: Config) -> LandmarkModel:
     stream = GaussianMixtureStream(cfg.generator)
     X = stream.fit_sample(m.fit_sample)
     try:
-        idx = select_landmarks(m.landmark_selection, m.n_landmarks, X=X, metric=m.metric, seed=cfg.generator.seed,
-                               n_components=m.n_components)
         fitted = _generator_estimator(cfg)
+        idx = initial_landmarks(m.landmark_selection, m.n_landmarks, X=X, metric=m.metric,
+                                random_state=fitted.random_state, n_components=m.n_components)
         fitted.fit_features(X[idx], metric=m.kernel if m.input == "similarity" else m.metric)
         model = fitted.model_
     except ValueError as exc:
@@ -106,13 +106,14 @@ def load_or_fit_model(cfg: Config) -> LandmarkModel:
 
 
 def _generator_estimator(cfg: Config) -> Any:
-    """The (unfitted) LandmarkMDS that fits the generator's model, as [model] configures it."""
+    """The (unfitted) LandmarkMDS that fits the generator's model, as [model] configures it (seeded by
+    generator.seed: its random_state seeds the landmark selection, as ``streamembed fit --seed`` does)."""
     from streamembed import LandmarkMDS
 
     m = cfg.model
     return LandmarkMDS(n_components=m.n_components, method=m.method, input=m.input,
                        geodesic_neighbors=m.geodesic_neighbors or None, correction=m.correction,
-                       landmark_map=m.landmark_map)
+                       landmark_map=m.landmark_map, random_state=cfg.generator.seed)
 
 
 def save_generator_model(cfg: Config, model: LandmarkModel) -> Path | None:

@@ -40,7 +40,7 @@ from streamembed.fsafe import make_dirs, open_append
 from streamembed.core.errors import InputError
 from streamembed.core.refit import candidate_dissimilarities
 from streamembed.model_io import load_model, save_model
-from streamembed.settings import RefitConfig
+from streamembed.config.schema import RefitConfig
 from streamembed.stream.models import ModelRegistry, StaleModelError
 
 __all__ = ["RefitManager", "model_path", "newest_models"]

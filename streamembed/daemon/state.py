@@ -24,7 +24,7 @@ from streamembed.atomic import atomic_write_bytes, naming_path
 from streamembed.core.model import LandmarkModel
 from streamembed.daemon.errors import EnvironmentUnavailable, StartupError
 from streamembed.fsafe import make_dirs, open_state
-from streamembed.settings import Config
+from streamembed.config.schema import Config
 from streamembed.stream.checkpoint import Checkpoint
 
 __all__ = ["describe_model", "check_lineage", "archive_run", "descendants", "clean_refit_dirs", "PidLock",

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamembed.settings import EVENT_TIME_MODES
+from streamembed.config.schema import EVENT_TIME_MODES
 from streamembed.stream.records import INPUT_EVENT_TIME, TIMESTAMP_TYPE
 
 __all__ = ["CREATE_TIME", "EVENT_TIME_MODES", "LOG_APPEND_TIME", "with_message_time"]

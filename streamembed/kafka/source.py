@@ -73,6 +73,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pyarrow as pa
 
+from streamembed.core.options import BATCH_ROWS
 from streamembed.kafka.client import is_transient, retry
 from streamembed.kafka.codec import decode_message
 from streamembed.kafka.event_time import with_message_time
@@ -366,7 +367,7 @@ class KafkaSource:
         settings: Mapping[str, Any],
         topic: str,
         *,
-        batch_rows: int = 1024,
+        batch_rows: int = BATCH_ROWS,
         poll_timeout_ms: int = 200,
         metrics: Any = None,
         stop: threading.Event | None = None,

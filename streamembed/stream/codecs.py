@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamembed.core.options import MAX_BLOCK_ROWS
 from streamembed.stream.blocks import Blocks, find_blocks
 from streamembed.stream.columns import (column, is_list, list_lengths, null_mask, numeric_values_type, single_array,
                                         to_matrix)
@@ -331,7 +332,7 @@ def decode_batch(
     file: str | None = None,
     rows: np.ndarray | None = None,
     row_base: int = 0,
-    max_block_rows: int = 4096,
+    max_block_rows: int = MAX_BLOCK_ROWS,
     landmark_ids: Mapping[int, np.ndarray] | None = None,
 ) -> DecodedBatch:
     """Validate and decode one input batch; every problem is a row's own (a dead letter), never an exception.

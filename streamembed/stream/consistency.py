@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from streamembed.core.consistency import ProfileCheck, profile_check
-from streamembed.settings import ConsistencyConfig
+from streamembed.config.schema import ConsistencyConfig
 
 __all__ = ["ConsistencyMonitor", "HEALTH_PROBLEM"]
 

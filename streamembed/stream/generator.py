@@ -27,7 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamembed.settings import GeneratorConfig
+from streamembed.core.options import BATCH_ROWS
+from streamembed.config.schema import GeneratorConfig
 from streamembed.stream.records import TIMESTAMP_TYPE
 from streamembed.stream.sources import SourceBatch
 
@@ -92,7 +93,7 @@ class GeneratorSource:
         self,
         stream: GaussianMixtureStream,
         *,
-        batch_rows: int = 1024,
+        batch_rows: int = BATCH_ROWS,
         rate: float = 0.0,
         id_prefix: str = "gen",
         to_dissimilarities: Callable[[np.ndarray], np.ndarray] | None = None,

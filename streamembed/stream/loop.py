@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 
 from streamembed.core.runtime import Cancelled
 from streamembed.core.flags import FLAG_NAMES
-from streamembed.settings import OutputConfig, RunConfig
+from streamembed.config.schema import OutputConfig, RunConfig
 from streamembed.stream.checkpoint import Checkpointer, CrashGuard
 from streamembed.stream.codecs import DeadRecord, row_as_json
 from streamembed.stream.embedder import BatchEmbedder, Processed

@@ -33,7 +33,7 @@ from streamembed.fsafe import make_dirs, open_append
 from streamembed.core.detector import CusumDetector, SequentialTrigger, check_detector_settings
 from streamembed.core.drift import DriftStatistics, DriftWindow, RefitTrigger
 from streamembed.core.result import EmbeddingResult
-from streamembed.settings import DriftConfig
+from streamembed.config.schema import DriftConfig
 
 __all__ = ["DriftMonitor", "Candidates", "build_trigger"]
 

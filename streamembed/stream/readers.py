@@ -70,6 +70,7 @@ import pyarrow.ipc as ipc
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
+from streamembed.core.options import MAX_BLOCK_ROWS
 from streamembed.memlimit import READ_BUDGET_MAX, current_limit, format_bytes, read_budget
 from streamembed.stream.blocks import block_units
 from streamembed.stream.codecs import DeadRecord, writable_text
@@ -419,7 +420,7 @@ def iter_file(
     *,
     batch_rows: int,
     start_row: int = 0,
-    max_block_rows: int = 4096,
+    max_block_rows: int = MAX_BLOCK_ROWS,
     name: str | None = None,
     final: bool = True,
     opened: _Input | None = None,

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
+from streamembed.core.options import BATCH_ROWS, MAX_BLOCK_ROWS
 from streamembed.stream.codecs import DeadRecord
 from streamembed.stream.dirscan import DirectoryIndex
 from streamembed.stream.records import Reason
@@ -185,10 +186,10 @@ class DirectorySource:
         directory: str | os.PathLike[str],
         *,
         pattern: str = "*",
-        batch_rows: int = 1024,
+        batch_rows: int = BATCH_ROWS,
         settle_seconds: float = 1.0,
         poll_seconds: float = 0.5,
-        max_block_rows: int = 4096,
+        max_block_rows: int = MAX_BLOCK_ROWS,
         exit_when_idle: bool = False,
         incomplete_seconds: float = 60.0,
         name: str = "files",
@@ -495,7 +496,7 @@ class FileSource:
     ``unreadable_file`` dead letter saying so.
     """
 
-    def __init__(self, paths: list[str | os.PathLike[str]], *, batch_rows: int = 8192, max_block_rows: int = 4096,
+    def __init__(self, paths: list[str | os.PathLike[str]], *, batch_rows: int = BATCH_ROWS, max_block_rows: int = MAX_BLOCK_ROWS,
                  names: list[str] | None = None, name: str = "files", mapping: str = "never") -> None:
         self.name = name
         self.mapping = mapping  # which files are memory-mapped instead of read progressively (``stream.mapped``)

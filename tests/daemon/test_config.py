@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from streamembed.daemon.config import Config, ConfigError, default_toml_text, load_config, to_dict, to_json, to_toml
+from streamembed.config import Config, ConfigError, default_toml_text, load_config, to_dict, to_json, to_toml
 
 ROOT = Path(__file__).resolve().parents[2]
 

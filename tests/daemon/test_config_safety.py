@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from streamembed.daemon.config import MAX_DURATION_SECONDS, ConfigError, check_memory, load_config
+from streamembed.config import MAX_DURATION_SECONDS, ConfigError, check_memory, load_config
 from streamembed.memlimit import MemoryLimit
-from streamembed.settings import Config
+from streamembed.config.schema import Config
 from tests.e2e.cli import clean_env
 
 GIB = 1 << 30

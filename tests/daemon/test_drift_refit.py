@@ -11,7 +11,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from streamembed.daemon.app import run_daemon
-from streamembed.daemon.config import load_config
+from streamembed.config import load_config
 from streamembed.daemon.metrics import Metrics
 
 pytestmark = pytest.mark.slow

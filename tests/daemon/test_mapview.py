@@ -16,7 +16,7 @@ import pytest
 from streamembed.daemon.health import HealthState, OpsServer
 from streamembed.daemon.mapview import MAX_HISTORY, MAX_ID_CHARS, MapPage, MapView
 from streamembed.daemon.metrics import Metrics
-from streamembed.settings import DriftConfig
+from streamembed.config.schema import DriftConfig
 from streamembed.stream.embedder import BatchEmbedder, Processed
 from streamembed.stream.models import ModelRegistry
 from streamembed.stream.monitor import DriftMonitor, build_trigger

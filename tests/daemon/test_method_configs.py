@@ -15,7 +15,7 @@ import pytest
 from streamembed.daemon.app import run_daemon
 from streamembed.daemon.assembly import load_or_fit_model
 from streamembed.daemon.errors import StartupError
-from streamembed.daemon.config import ConfigError, load_config
+from streamembed.config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from streamembed.core.flags import FLAG_NAMES
 from streamembed.daemon.app import run_daemon
-from streamembed.daemon.config import load_config
+from streamembed.config import load_config
 from streamembed.daemon.metrics import (
     EMBED_METHODS,
     OUTPUT_FILE_KINDS,

@@ -147,7 +147,7 @@ def test_the_daemon_writes_the_configured_output_version(tmp_path: Path) -> None
     import pyarrow.dataset as ds
 
     from streamembed.daemon.app import run_daemon
-    from streamembed.daemon.config import load_config
+    from streamembed.config import load_config
 
     root = Path(__file__).resolve().parents[2]
     for version in (1, 2):

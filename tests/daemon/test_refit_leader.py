@@ -8,7 +8,7 @@ import numpy as np
 from streamembed import LandmarkMDS
 from streamembed.core.drift import RefitTrigger
 from streamembed.daemon.refits import RefitManager
-from streamembed.settings import RefitConfig
+from streamembed.config.schema import RefitConfig
 from streamembed.stream.models import ModelRegistry
 
 

@@ -11,7 +11,7 @@ from streamembed import LandmarkMDS
 from streamembed.core.drift import RefitTrigger
 from streamembed.daemon.metrics import Metrics
 from streamembed.daemon.refits import RefitManager
-from streamembed.settings import RefitConfig
+from streamembed.config.schema import RefitConfig
 from streamembed.stream.monitor import Candidates
 from streamembed.stream.models import ModelRegistry
 

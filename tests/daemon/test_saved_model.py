@@ -8,7 +8,7 @@ import pytest
 
 from streamembed.cli import main as cli_main
 from streamembed.daemon.app import run_daemon
-from streamembed.daemon.config import load_config
+from streamembed.config import load_config
 from streamembed.daemon.metrics import Metrics
 from streamembed.model_io import load_model
 

@@ -11,7 +11,7 @@ import pytest
 
 from streamembed import LandmarkMDS
 from streamembed.daemon.app import run_daemon
-from streamembed.daemon.config import load_config
+from streamembed.config import load_config
 from streamembed.daemon.errors import EXIT_OK, EXIT_REFUSED
 from streamembed.daemon.metrics import Metrics
 

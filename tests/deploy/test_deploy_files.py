@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from streamembed.cli import build_parser
-from streamembed.daemon.config import ConfigError, env_overrides, load_config
+from streamembed.config import ConfigError, env_overrides, load_config
 
 from ..e2e.daemon import Daemon
 from .conftest import Scrape

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from streamembed.daemon.config import Config
+from streamembed.config import Config
 
 from .conftest import Scrape
 from .helpers import (ALERTS, KAFKA_METRICS, PROMETHEUS_DIR, PROMETHEUS_YML, RECORDING, RULE_TESTS, SYNTHETIC_SERIES,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from streamembed.daemon.config import ConfigError, load_config, to_json, to_toml
+from streamembed.config import ConfigError, load_config, to_json, to_toml
 from streamembed.kafka.client import consumer_settings, producer_settings
 
 

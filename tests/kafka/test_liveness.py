@@ -22,7 +22,7 @@ from kafka import KafkaProducer
 from streamembed.kafka.client import consumer_settings
 from streamembed.kafka.codec import arrow_message
 from streamembed.kafka.source import KafkaSource
-from streamembed.settings import KafkaConfig
+from streamembed.config.schema import KafkaConfig
 from streamembed.stream.pipeline import ReadAhead
 from tools.broker import TansuBroker, TansuNotFoundError, find_tansu
 

@@ -16,7 +16,7 @@ import pytest
 from kafka import TopicPartition
 
 from streamembed.kafka.source import KafkaSource
-from streamembed.settings import OutputConfig, RunConfig
+from streamembed.config.schema import OutputConfig, RunConfig
 from streamembed.stream.checkpoint import Checkpointer
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.loop import EmbeddingLoop

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from streamembed.settings import GeneratorConfig, OutputConfig, RunConfig
+from streamembed.config.schema import GeneratorConfig, OutputConfig, RunConfig
 from streamembed.stream.checkpoint import Checkpointer, CheckpointStore, CrashGuard
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource

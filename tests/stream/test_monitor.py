@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from streamembed.core.drift import RefitTrigger
-from streamembed.settings import DriftConfig
+from streamembed.config.schema import DriftConfig
 from streamembed.stream.monitor import DriftMonitor, _Ring
 
 from .helpers import fitted, landmark_points, objects

@@ -173,7 +173,7 @@ def test_the_loop_starts_a_new_file_where_the_input_precision_changes(tmp_path: 
     one precision (a roll large enough to hold them all would otherwise mix them)."""
     from collections import Counter
 
-    from streamembed.settings import OutputConfig
+    from streamembed.config.schema import OutputConfig
     from streamembed.stream.checkpoint import Checkpointer, CheckpointStore
     from streamembed.stream.loop import EmbeddingLoop
     from streamembed.stream.pipeline import ReadAhead

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from streamembed.settings import GeneratorConfig
+from streamembed.config.schema import GeneratorConfig
 from streamembed.stream.generator import GaussianMixtureStream
 from streamembed.stream.pipeline import ReadAhead
 from streamembed.stream.sources import SourceBatch

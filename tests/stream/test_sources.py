@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from streamembed.settings import GeneratorConfig
+from streamembed.config.schema import GeneratorConfig
 from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
 from streamembed.stream.sources import DirectorySource
 

@@ -1,12 +1,16 @@
 """The configuration schema: every setting, its default, its allowed values and what it means — stated once.
 
 Each section is a dataclass; each field's metadata carries its documentation,
-choices and range. Everything else is derived from here: the embedded default
+choices and range. The model and stream-sizing options (``[model]``'s choices
+and defaults, ``source.batch_rows``, ``source.max_block_rows``) come from the
+option table ``streamembed.core.options``, the drift statistics from
+``core.drift``. Everything else is derived from here: the embedded default
 (``Config()``), ``config/default.toml`` and ``streamembed config`` (rendered by
-``daemon.config.to_toml``), the README's configuration reference
-(``streamembed config --reference``), validation of files, environment
-variables and ``--set`` flags (``daemon.config``). Components take their own
-section (``DriftMonitor(DriftConfig)``, ``GaussianMixtureStream(GeneratorConfig)``,
+``config.render``), the configuration reference (``streamembed config
+--reference``), validation of files, environment variables and ``--set``
+flags (``config.load``, by each field's type and metadata: no key is
+special-cased by name). Components take their own section
+(``DriftMonitor(DriftConfig)``, ``GaussianMixtureStream(GeneratorConfig)``,
 ``RefitManager(RefitConfig)``), never a copy of its fields.
 
 This module is pure data: no I/O, importable from every layer.
@@ -14,77 +18,68 @@ This module is pure data: no I/O, importable from every layer.
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamembed.core.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS
-from streamembed.core.metric_map import LANDMARK_MAPS
+from streamembed.config.fields import MAX_DURATION_SECONDS
+from streamembed.config.fields import milliseconds as _ms
+from streamembed.config.fields import option as _option
+from streamembed.config.fields import seconds as _s
+from streamembed.config.fields import setting as _f
+from streamembed.core.drift import STATISTICS
 from streamembed.core.refit import DEFAULT_SELECTION, REFIT_SELECTIONS
-from streamembed.core.model import CORRECTIONS, INPUTS, METHODS
 
 __all__ = ["Config", "ModelConfig", "SourceConfig", "DirectoryConfig", "GeneratorConfig", "OutputConfig",
            "RunConfig", "DriftConfig", "ConsistencyConfig", "RefitConfig", "KafkaConfig", "MetricsConfig",
-           "LoggingConfig",
-           "DRIFT_STATISTICS", "K0_STATISTICS", "EVENT_TIME_MODES", "k0_rows_value"]
+           "LoggingConfig", "DRIFT_STATISTICS", "K0_STATISTICS", "EVENT_TIME_MODES", "MAX_DURATION_SECONDS",
+           "k0_rows_value", "sections", "section_keys", "default", "choices"]
 
 #: Where a Kafka row's event time comes from (``kafka.event_time``; streamembed.kafka.event_time).
 EVENT_TIME_MODES = ("auto", "record", "create_time", "log_append_time", "none")
 #: Statistics the refit trigger may watch (``core.drift.STATISTICS``).
-DRIFT_STATISTICS = ("relative_unexplained_mean", "relative_unexplained_p90", "relative_k0_mean",
-                    "kernel_distance_bound", "gap_ratio")
+DRIFT_STATISTICS = STATISTICS
 #: Those that need exact k0 rows (model.k0_rows not "none").
 K0_STATISTICS = ("relative_k0_mean", "kernel_distance_bound", "gap_ratio")
-
-
-def _f(default: Any, doc: str, *, choices: tuple[Any, ...] | None = None, min: float | None = None,
-       max: float | None = None, exclusive_min: bool = False, secret: bool = False) -> Any:
-    meta = {"doc": doc, "choices": choices, "min": min, "max": max, "exclusive_min": exclusive_min,
-            "secret": secret}
-    if isinstance(default, dict):  # a table of free-form settings ([kafka.client])
-        return field(default_factory=lambda: dict(default), metadata=meta)
-    return field(default=default, metadata=meta)
-
-
 @dataclass
 class ModelConfig:
     """[model]: the landmark map and how objects are placed on it."""
 
     path: str = _f("", "Landmark model (.npz written by `streamembed fit` or LandmarkMDS.save). Empty: fit a model "
                    "at startup from objects of the built-in generator.")
-    method: str = _f("projection", "Method for single objects: projection (fast, linear), restricted (restricted "
-                     "reconstruction: also matches the object's norm), stress (raw stress to the landmarks) or l1 "
-                     "(absolute error in squared distances; snaps objects onto vertices); docs/math.md §3. A block "
-                     "(rows carrying `cross`) is always placed by block restricted reconstruction.",
-                     choices=METHODS)
+    method: str = _option("method", "Method for single objects: projection (fast, linear), restricted (restricted "
+                          "reconstruction: also matches the object's norm), stress (raw stress to the landmarks) or "
+                          "l1 (absolute error in squared distances; snaps objects onto vertices); docs/math.md §3. A "
+                          "block (rows carrying `cross`) is always placed by block restricted reconstruction.")
     k0_rows: str | int = _f(32, "Rows per batch with the exact out-of-span residual k0 (docs/math.md §4): none, all, "
                             "or a count (a deterministic, evenly spaced sample). They are written to the output's k0 "
-                            "column and are what drift monitoring sees; each costs O(n·r).")
-    max_batch_seconds: float = _f(60.0, "Wall time the iterative methods (stress, l1, block restricted "
+                            "column and are what drift monitoring sees; each costs O(n·r).", min=1,
+                            words=("none", "all"))
+    max_batch_seconds: float = _s(60.0, "Wall time the iterative methods (stress, l1, block restricted "
                                   "reconstruction) may spend on one batch; rows still iterating then keep their best "
                                   "placement so far, flagged not_converged (0: no limit).", min=0.0)
     n_landmarks: int = _f(100, "Number of landmarks n of a generator-fitted model (this and the keys below apply "
                           "only when model.path is empty).", min=2, max=100_000)
-    n_components: int = _f(2, "Map dimensions d of a generator-fitted model.", min=1, max=1000)
-    landmark_selection: str = _f(DEFAULT_LANDMARK_SELECTION, "Landmark choice among the generator sample "
-                                 "(docs/landmarks.md): max-variance (the best of 8 random sets by the population "
-                                 "variance their map captures), random, rpcholesky, kmeans++, kmedoids or maxmin.",
-                                 choices=LANDMARK_SELECTIONS)
+    n_components: int = _option("n_components", "Map dimensions d of a generator-fitted model.", min=1, max=1000)
+    landmark_selection: str = _option("landmark_selection", "Landmark choice among the generator sample "
+                                      "(docs/landmarks.md): max-variance (the best of 8 random sets by the population "
+                                      "variance their map captures), random, rpcholesky, kmeans++, kmedoids or maxmin.")
     fit_sample: int = _f(2000, "Generator objects drawn to choose the landmarks from.", min=2, max=10_000_000)
     metric: str = _f("euclidean", "Metric between generator feature vectors (any scipy.spatial.distance.cdist name).")
     save_path: str = _f("", "Save the generator-fitted model here (.npz); empty: <root>/model.npz (where `streamembed "
                         "model info` and `streamembed plot map` take it from); none: do not save.")
-    input: str = _f("dissimilarity", "What a generator-fitted model embeds: dissimilarities (model.metric between "
-                    "features) or similarities (model.kernel between features; docs/math.md §2).", choices=INPUTS)
-    kernel: str = _f("linear", "Kernel for input = similarity: linear, cosine or rbf (gamma = 1/n_features).",
-                     choices=("linear", "cosine", "rbf"))
+    input: str = _option("input", "What a generator-fitted model embeds: dissimilarities (model.metric between "
+                         "features) or similarities (model.kernel between features; docs/math.md §2).")
+    kernel: str = _option("kernel", "Kernel for input = similarity: linear, cosine or rbf (gamma = 1/n_features).")
     geodesic_neighbors: int = _f(0, "Landmark Isomap: geodesic distances through this many nearest landmarks "
                                  "(0: off).", min=0, max=100_000)
-    correction: str = _f("none", "Non-Euclidean correction: none (drop negative eigenvalues) or cailliez (the "
-                         "additive constant that makes the landmark kernel PSD).", choices=CORRECTIONS)
-    landmark_map: str = _f("cmds", "Landmark map: cmds, or refined by smacof (stress) or sammon, or nonmetric "
-                           "(ordinal MDS: only the order of the dissimilarities counts); a refined map needs "
-                           "method = stress or l1.", choices=LANDMARK_MAPS)
+    correction: str = _option("correction", "Non-Euclidean correction: none (drop negative eigenvalues) or "
+                              "cailliez (the additive constant that makes the landmark kernel PSD).")
+    landmark_map: str = _option("landmark_map", "Landmark map: cmds, or refined by smacof (stress) or sammon, or "
+                                "nonmetric (ordinal MDS: only the order of the dissimilarities counts); a refined map "
+                                "needs method = stress or l1.")
 
 
 @dataclass
@@ -93,12 +88,12 @@ class SourceConfig:
 
     kind: str = _f("generator", "Where objects come from: generator (built-in), directory (files) or kafka (a "
                    "consumer group on kafka.input_topic).", choices=("generator", "directory", "kafka"))
-    batch_rows: int = _f(8192, "Most rows per batch. Larger batches amortise the per-batch work (decoding, drift "
-                         "statistics, encoding, one output message per batch); the projection kernel does its own "
-                         "cache blocking. A Kafka batch concatenates consecutive messages of one poll up to this many "
-                         "rows (never splitting a message).", min=1, max=10_000_000)
-    max_block_rows: int = _f(4096, "Largest block (rows carrying `cross`) accepted; a larger one is dead-lettered "
-                             "as bad_block.", min=1, max=1_000_000)
+    batch_rows: int = _option("batch_rows", "Most rows per batch. Larger batches amortise the per-batch work "
+                              "(decoding, drift statistics, encoding, one output message per batch); the projection "
+                              "kernel does its own cache blocking. A Kafka batch concatenates consecutive messages of "
+                              "one poll up to this many rows (never splitting a message).", min=1, max=10_000_000)
+    max_block_rows: int = _option("max_block_rows", "Largest block (rows carrying `cross`) accepted; a larger one is "
+                                  "dead-lettered as bad_block.", min=1, max=1_000_000)
 
 
 @dataclass
@@ -111,9 +106,9 @@ class DirectoryConfig:
                       "a name, **/ matches zero or more directories (**/*.parquet: every Parquet file, top-level "
                       "ones included); without / or ** only top-level files. Hidden names and directories "
                       "(.x, _x) are skipped; symbolic links out of the directory are not followed.")
-    poll_seconds: float = _f(0.5, "Seconds between directory scans while there is nothing to read.", min=0.0,
+    poll_seconds: float = _s(0.5, "Seconds between directory scans while there is nothing to read.", min=0.0,
                              max=3600.0, exclusive_min=True)
-    settle_seconds: float = _f(1.0, "A file is read once its size and modification time have not changed for this "
+    settle_seconds: float = _s(1.0, "A file is read once its size and modification time have not changed for this "
                                "long (it is complete). Better still: write to a hidden or .tmp name, then rename.",
                                min=0.0, max=3600.0)
     mmap: str = _f("never", "Memory-map Arrow IPC and Parquet files instead of copying them (zero-copy; a file "
@@ -125,7 +120,7 @@ class DirectoryConfig:
     exit_when_idle: bool = _f(False, "Batch mode: stop (exit 0) once every file has been read and no file is still "
                               "settling, instead of waiting for more. A path that is not a directory then refuses to "
                               "start (exit 2).")
-    incomplete_seconds: float = _f(60.0, "A file whose last part is unfinished (a JSON line without its newline, an "
+    incomplete_seconds: float = _s(60.0, "A file whose last part is unfinished (a JSON line without its newline, an "
                                    "Arrow stream cut inside a message, a Parquet or Arrow file without its footer) "
                                    "is read up to there and resumed when it grows; if it does not change for this "
                                    "long, the unfinished part becomes a dead letter.", min=0.0)
@@ -164,7 +159,7 @@ class OutputConfig:
     dead_letter_format: str = _f("parquet", "Dead-letter file format: parquet or jsonl.", choices=("parquet", "jsonl"))
     checkpoint_path: str = _f("", "Checkpoint (JSON); empty: <root>/checkpoint.json.")
     roll_rows: int = _f(100_000, "Publish the output files and commit the checkpoint after this many rows ...", min=1)
-    roll_seconds: float = _f(5.0, "... or this many seconds after the first unpublished row (and whenever the source "
+    roll_seconds: float = _s(5.0, "... or this many seconds after the first unpublished row (and whenever the source "
                              "has nothing new, and on shutdown).", min=0.0, exclusive_min=True)
     schema_version: int = _f(1, "Output record format (files and Kafka output messages): 1 (y list of float64, "
                              "flags list of names) or 2, the lean format (coordinates as columns y0..y{d-1} and "
@@ -195,7 +190,7 @@ class RunConfig:
     fresh: bool = _f(False, "Start over: move the previous run's state in output.root (checkpoint, refitted "
                      "models, histories, and the output and dead letters under the root) aside to "
                      "<root>/previous-<time>/ instead of resuming from it.")
-    progress_seconds: float = _f(60.0, "Log a progress line (records in/out/dead per second, lag, model version) "
+    progress_seconds: float = _s(60.0, "Log a progress line (records in/out/dead per second, lag, model version) "
                                  "this often; 0: never.", min=0.0)
     max_batch_attempts: int = _f(3, "A batch whose processing crashed the daemon this many times in a row is "
                                  "quarantined: its records become dead letters (reason quarantined).", min=1,
@@ -208,12 +203,12 @@ class DriftConfig:
 
     enabled: bool = _f(True, "Monitor drift through the Nyström residual k0 and trigger refits.")
     window_objects: int = _f(50_000, "Objects in the sliding drift window.", min=100)
-    window_seconds: float = _f(0.0, "Also drop objects older than this many seconds (0: by count only).", min=0.0)
+    window_seconds: float = _s(0.0, "Also drop objects older than this many seconds (0: by count only).", min=0.0)
     reservoir_objects: int = _f(2000, "Recent objects kept as landmark candidates (feature mode; in dissimilarity "
                                 "mode the most recent block with `cross` is the candidate set).", min=0)
     stats_every_objects: int = _f(10_000, "Recompute the window's statistics (quantiles, bounds) after this many "
                                   "objects ...", min=1)
-    stats_every_seconds: float = _f(1.0, "... or this many seconds, whichever comes first; the trigger sees them at "
+    stats_every_seconds: float = _s(1.0, "... or this many seconds, whichever comes first; the trigger sees them at "
                                     "that granularity.", min=0.0)
     detector: str = _f("cusum", "What decides a refit: cusum, a sequential detector on the per-object unexplained "
                        "energy whose threshold is calibrated on the baseline to expected_run_objects between false "
@@ -230,10 +225,10 @@ class DriftConfig:
                               "clipping.", min=0.5, max=1.0, exclusive_min=True)
     confidence: float = _f(0.95, "cusum: probability that the real run between false alarms is at least "
                            "expected_run_objects, over baselines.", min=0.5, max=1.0, exclusive_min=True)
-    history_seconds: float = _f(10.0, "Append the window statistics and the detector's state to "
+    history_seconds: float = _s(10.0, "Append the window statistics and the detector's state to "
                                 "<root>/drift-history.jsonl at most this often (streamembed plot drift reads it; "
                                 "0: at every statistics update).", min=0.0)
-    statistic: str = _f("relative_unexplained_mean", "rule: the window statistic the rule watches.",
+    statistic: str = _f(STATISTICS[0], "rule: the window statistic the rule watches.",
                         choices=DRIFT_STATISTICS)
     ratio: float = _f(1.5, "rule: drift = the statistic above max(baseline x ratio, baseline + margin), where the "
                       "baseline is its value once baseline_objects objects were seen after a (re)fit ...", min=1.0)
@@ -245,7 +240,7 @@ class DriftConfig:
     min_objects: int = _f(20_000, "rule: objects above the level before a refit fires.", min=1)
     baseline_objects: int = _f(20_000, "Objects after a (re)fit before the baseline is taken (both detectors; the "
                                "cusum calibrates on them).", min=1)
-    cooldown_seconds: float = _f(300.0, "No automatic refit within this many seconds after one.", min=0.0)
+    cooldown_seconds: float = _s(300.0, "No automatic refit within this many seconds after one.", min=0.0)
 
 
 @dataclass
@@ -273,7 +268,7 @@ class RefitConfig:
     n_landmarks: int = _f(0, "Landmarks of a refitted model (0: as many as now).", min=0, max=100_000)
     retain_versions: int = _f(3, "Older model versions kept to embed inputs whose landmark_version names them.",
                               min=0, max=100)
-    timeout_seconds: float = _f(600.0, "Kill a refit worker that runs longer than this many seconds.", min=1.0)
+    timeout_seconds: float = _s(600.0, "Kill a refit worker that runs longer than this many seconds.", min=1.0)
     selection: str = _f(DEFAULT_SELECTION, "How a refit chooses its landmarks (docs/refits.md): adaptive (keep the "
                         "map, repair it or redraw it, whichever places the recent objects best for the least movement "
                         "of the old map; a refit that gains too little keeps the map), residual (keep the old "
@@ -282,9 +277,10 @@ class RefitConfig:
                         "maxmin).", choices=REFIT_SELECTIONS)
     min_gain: float = _f(0.05, "selection = adaptive: install a refit only if its map holds at least this share more "
                          "of the recent objects' variance than the current map, net of the old landmarks' movement "
-                         "(squared, in map radii; docs/refits.md). Manual refits install the best candidate whatever it gains.",
+                         "(squared, in map radii; docs/refits.md). Manual refits install the best candidate whatever "
+                         "it gains.",
                          min=0.0, max=10.0)
-    drain_seconds: float = _f(600.0, "Batch mode (directory.exit_when_idle): when the input ends with a refit pending "
+    drain_seconds: float = _s(600.0, "Batch mode (directory.exit_when_idle): when the input ends with a refit pending "
                               "or running, wait this long for it before exiting (0: do not wait).", min=0.0)
     model_dir: str = _f("", "Versioned models model-v<N>.npz; empty: <root>/models.")
     history_path: str = _f("", "JSON lines record of every refit; empty: <root>/model-history.jsonl.")
@@ -312,25 +308,25 @@ class KafkaConfig:
                             "its first id) or json (one object per row, keyed by its id).", choices=("arrow", "json"))
     model_topic: str = _f("", "Compacted topic that distributes the landmark model to every replica of the group (key "
                           "model_name, value the .npz); empty: off. A replica with model.path publishes its model when "
-                          "it is newer than the topic's; one without model.path takes the topic's map of the lineage it "
-                          "can trace (adopt_lineage); all follow newer versions of their own map's lineage only.")
+                          "it is newer than the topic's; one without model.path takes the topic's map of the lineage "
+                          "it can trace (adopt_lineage); all follow newer versions of their own map's lineage only.")
     model_name: str = _f("streamembed", "Key of this deployment's model in model_topic.")
     adopt_lineage: str = _f("", "Without model.path: the lineage (as logged, e.g. 3f2a...) of the map this replica may "
                             "take from model_topic; \"*\": the newest map whatever its lineage. Empty: only the map "
                             "this root already ran (its checkpoint or models/); with none, refuse to start (exit 2) "
                             "naming the lineages on the topic.")
-    model_poll_seconds: float = _f(2.0, "Seconds between looks for a newer model (between batches).", min=0.0)
-    model_wait_seconds: float = _f(60.0, "Without model.path: wait this long for a model on model_topic at start.",
+    model_poll_seconds: float = _s(2.0, "Seconds between looks for a newer model (between batches).", min=0.0)
+    model_wait_seconds: float = _s(60.0, "Without model.path: wait this long for a model on model_topic at start.",
                                    min=0.0)
-    poll_timeout_ms: int = _f(200, "Longest wait for new messages in one poll (milliseconds).", min=0, max=60_000)
+    poll_timeout_ms: int = _ms(200, "Longest wait for new messages in one poll (milliseconds).", min=0, max=60_000)
     max_poll_records: int = _f(500, "Messages decoded per consumer poll; a poll's messages are processed before the "
                                "next poll: keep their processing time far below max_poll_interval_ms.", min=1,
                                max=1_000_000)
-    max_poll_interval_ms: int = _f(300_000, "The group drops a member that has not polled for this long (ms).",
-                                   min=1000)
-    session_timeout_ms: int = _f(45_000, "The group drops a member without heartbeats for this long (ms); a killed "
-                                 "replica's partitions move after this.", min=1000)
-    heartbeat_interval_ms: int = _f(3000, "Heartbeat period (ms; at most a third of session_timeout_ms).", min=100)
+    max_poll_interval_ms: int = _ms(300_000, "The group drops a member that has not polled for this long (ms).",
+                                    min=1000)
+    session_timeout_ms: int = _ms(45_000, "The group drops a member without heartbeats for this long (ms); a killed "
+                                  "replica's partitions move after this.", min=1000)
+    heartbeat_interval_ms: int = _ms(3000, "Heartbeat period (ms; at most a third of session_timeout_ms).", min=100)
     fetch_max_bytes: int = _f(52_428_800, "Most bytes one fetch returns.", min=1024)
     max_partition_fetch_bytes: int = _f(16_777_216, "Most bytes per partition per fetch; must hold one batch message "
                                         "(1,000 objects x 256 float32 dissimilarities in Arrow IPC = 1.03 MB).",
@@ -338,13 +334,13 @@ class KafkaConfig:
     max_request_size: int = _f(16_777_216, "Largest produce request (bytes; output and dead letters of large input "
                                "messages).", min=1024)
     batch_size: int = _f(1_048_576, "Producer batch bytes per partition.", min=0)
-    linger_ms: int = _f(5, "Producer wait for more messages to batch (ms).", min=0, max=60_000)
+    linger_ms: int = _ms(5, "Producer wait for more messages to batch (ms).", min=0, max=60_000)
     acks: str = _f("all", "Acknowledgements a produce waits for.", choices=("all", "1", "0"))
     max_unacked_bytes: int = _f(67_108_864, "Backpressure: pause the input partitions while this many produced bytes "
                                 "are not yet acknowledged; resume below half of it.", min=1)
-    startup_timeout_seconds: float = _f(60.0, "Give up (exit 3, to be retried) when the brokers cannot be reached "
+    startup_timeout_seconds: float = _s(60.0, "Give up (exit 3, to be retried) when the brokers cannot be reached "
                                         "for this long at start.", min=0.0)
-    retry_backoff_max_seconds: float = _f(10.0, "Transient errors (timeouts, lost leaders, no broker) are retried "
+    retry_backoff_max_seconds: float = _s(10.0, "Transient errors (timeouts, lost leaders, no broker) are retried "
                                           "with exponential backoff up to this many seconds between tries; never "
                                           "dead-lettered.", min=0.0, exclusive_min=True)
     security_protocol: str = _f("PLAINTEXT", "Transport security.",
@@ -359,8 +355,9 @@ class KafkaConfig:
     ssl_keyfile: str = _f("", "PEM client private key.")
     ssl_check_hostname: bool = _f(True, "Verify that the broker certificate matches its host name.")
     client: dict[str, Any] = _f({}, "[kafka.client]: more kafka-python settings (e.g. compression_type = \"lz4\"), "
-                                "given to the consumer and/or producer that knows each key; a key that neither knows "
-                                "refuses to start. In the environment: STREAMEMBED_KAFKA__CLIENT='{\"linger_ms\": 10}'.")
+                                "given to the consumer and/or producer that knows each key; a key that neither "
+                                "knows refuses to start. In the environment: "
+                                "STREAMEMBED_KAFKA__CLIENT='{\"linger_ms\": 10}'.")
 
 
 @dataclass
@@ -372,7 +369,7 @@ class MetricsConfig:
     port: int = _f(9108, "TCP port; 0 picks a free port, which is logged and written to port_file.", min=0,
                    max=65535)
     port_file: str = _f("", "Write the bound port to this file; empty: do not.")
-    wedged_after_seconds: float = _f(120.0, "/healthz answers 503 when the loop has not made progress for this long.",
+    wedged_after_seconds: float = _s(120.0, "/healthz answers 503 when the loop has not made progress for this long.",
                                      min=0.0, exclusive_min=True)
     max_connections: int = _f(512, "Open connections at most (fewer if the process may open fewer files). Beyond "
                               "this a new connection closes the one that has waited longest for its request; a "
@@ -382,7 +379,7 @@ class MetricsConfig:
     max_connections_per_client: int = _f(128, "Open connections at most from one client address; beyond this a new "
                                          "one closes that client's longest-waiting connection (not another "
                                          "client's).", min=1, max=100_000)
-    request_timeout_seconds: float = _f(5.0, "A client must send its whole request (request line and headers) within "
+    request_timeout_seconds: float = _s(5.0, "A client must send its whole request (request line and headers) within "
                                         "this many seconds of connecting, and take the response within as many, or "
                                         "it is disconnected.", min=0.0, exclusive_min=True, max=3600.0)
     map_points: int = _f(2000, "/map shows the newest this many placements (a bounded sample, whatever the stream "
@@ -393,7 +390,7 @@ class MetricsConfig:
 class LoggingConfig:
     """[logging]: log lines on stderr."""
 
-    level: str = _f("INFO", "Log level.", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    level: str = _f("INFO", "Log level.", choices=("DEBUG", "INFO", "WARNING", "ERROR"), fold_case=True)
     format: str = _f("text", "text, or json for one JSON object per line.", choices=("text", "json"))
 
 
@@ -446,6 +443,39 @@ class Config:
     @property
     def pid_path(self) -> Path:
         return self.root / "streamembed.pid"
+
+
+def sections() -> dict[str, type]:
+    """Section name -> its dataclass, in ``Config`` order."""
+    hints = typing.get_type_hints(Config)
+    return {f.name: hints[f.name] for f in dataclasses.fields(Config)}
+
+
+def section_keys(section_cls: type) -> dict[str, tuple[Any, dataclasses.Field[Any]]]:
+    """Key name -> (its type, its field with the metadata of ``_f``), in declaration order."""
+    hints = typing.get_type_hints(section_cls)
+    return {f.name: (hints[f.name], f) for f in dataclasses.fields(section_cls)}
+
+
+def _field(key: str) -> dataclasses.Field[Any]:
+    section, _, name = key.partition(".")
+    return section_keys(sections()[section])[name][1]
+
+
+def default(key: str) -> Any:
+    """The default of ``section.key`` (what a command-line flag for the same setting defaults to)."""
+    f = _field(key)
+    if f.default is dataclasses.MISSING:
+        return f.default_factory()  # type: ignore[operator]
+    return f.default
+
+
+def choices(key: str) -> tuple[Any, ...]:
+    """The allowed values of ``section.key`` (a setting with choices)."""
+    ch = _field(key).metadata.get("choices")
+    if ch is None:
+        raise KeyError(f"{key} has no choices")
+    return tuple(ch)
 
 
 def k0_rows_value(value: str | int) -> None | str | int:
