@@ -168,7 +168,7 @@ def io_ceiling(src: Path, out: Path, schema: pa.Schema, batch_rows: int = 65536)
     """
     import pyarrow.ipc as ipc
 
-    from streamembed.stream.sinks import _dictionary_columns
+    from streamembed.stream.sinks.parquet import _dictionary_columns
 
     reader = ipc.open_stream(pa.memory_map(str(src)))
     writer = pq.ParquetWriter(out, schema, compression="zstd", use_dictionary=_dictionary_columns(schema))

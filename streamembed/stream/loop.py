@@ -41,8 +41,10 @@ from streamembed.core.flags import FLAG_NAMES
 from streamembed.settings import OutputConfig, RunConfig
 from streamembed.stream.checkpoint import Checkpointer, CrashGuard
 from streamembed.stream.codecs import DeadRecord, row_as_json
+from streamembed.stream.contracts import Health, LoopMetrics
 from streamembed.stream.embedder import BatchEmbedder, Processed
 from streamembed.stream.records import Reason
+from streamembed.stream.sinks.base import DeadSink, OutputSink
 from streamembed.stream.sources import Source, SourceBatch
 
 __all__ = ["LoopStats", "EmbeddingLoop"]
@@ -71,9 +73,9 @@ class EmbeddingLoop:
     """Runs ``source`` through ``embedder`` into ``output`` and ``dead`` sinks, committing through ``checkpointer``.
 
     ``run`` gives the limits (max_batches, max_records) and the progress log
-    interval; ``output`` the roll policy (roll_rows, roll_seconds). ``metrics``
-    (``daemon.metrics.Metrics``) and ``health`` (``daemon.health.HealthState``)
-    are optional. Setting ``stop`` ends the loop after the current batch, with
+    interval; ``output_cfg`` the roll policy (roll_rows, roll_seconds). ``metrics``
+    and ``health`` (``stream.contracts``: the daemon's ``Metrics`` and
+    ``HealthState``) are optional. Setting ``stop`` ends the loop after the current batch, with
     a final flush and commit. ``between_batches`` runs before every poll
     (refits, model topic). ``on_batch``, when set, is called with each batch's
     ``Processed`` after its rows went to the sinks (the live map).
@@ -84,14 +86,14 @@ class EmbeddingLoop:
         self,
         embedder: BatchEmbedder,
         source: Source,
-        output: Any,
-        dead: Any,
+        output: OutputSink,
+        dead: DeadSink,
         checkpointer: Checkpointer,
         *,
         run: RunConfig | None = None,
         output_cfg: OutputConfig | None = None,
-        metrics: Any = None,
-        health: Any = None,
+        metrics: LoopMetrics | None = None,
+        health: Health | None = None,
         stop: threading.Event | None = None,
         between_batches: Callable[[], None] | None = None,
         crash_guard: CrashGuard | None = None,
@@ -203,8 +205,7 @@ class EmbeddingLoop:
             done = Processed()
         dead = list(batch.dead) + done.dead
         if done.output is not None and done.output.num_rows:
-            accepts = getattr(self.output, "accepts", None)
-            if self._uncommitted and accepts is not None and not accepts(done.output.schema, label):
+            if self._uncommitted and not self.output.accepts(done.output.schema, label):
                 # the open output file holds rows of another schema (another input precision): publish it
                 # and the position before this batch, and start a new roll with this batch
                 self.commit()
@@ -229,6 +230,7 @@ class EmbeddingLoop:
     # ----------------------------------------------------------------- metrics
     def _observe(self, batch: SourceBatch, done: Processed, dead: list[DeadRecord], seconds: float) -> None:
         m = self.metrics
+        assert m is not None
         m.records_in.inc(batch.n_records)
         if dead:
             m.dead_letters.inc(len(dead))
