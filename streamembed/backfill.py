@@ -211,6 +211,7 @@ def run_task(task: Task, model_bytes: bytes, out_dir: str, *, method: str = "pro
     """Embed one task's rows into its own published Parquet part (and dead letters); see the module doc."""
     from streamembed.stream.codecs import DeadRecord, encode_dead_letters
     from streamembed.stream.embedder import BatchEmbedder
+    from streamembed.stream.origin import RowOrigin
     from streamembed.stream.readers import FileChanged, iter_file
     from streamembed.stream.records import Reason
     from streamembed.stream.sinks import ParquetSink
@@ -249,7 +250,7 @@ def run_task(task: Task, model_bytes: bytes, out_dir: str, *, method: str = "pro
                 if table is None or table.num_rows == 0:
                     continue
                 res.records += table.num_rows
-                done = embedder.process(table, file=task.name, rows=rows, row_base=chunk.start_row)
+                done = embedder.process(table, origin=RowOrigin(task.name, rows, chunk.start_row))
                 dead.extend(done.dead)
                 if done.output is not None and done.output.num_rows:
                     part.write(done.output, task.stem)

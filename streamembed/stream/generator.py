@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamembed.settings import GeneratorConfig
+from streamembed.stream.origin import RowOrigin
 from streamembed.stream.records import TIMESTAMP_TYPE
 from streamembed.stream.sources import SourceBatch
 
@@ -155,7 +156,8 @@ class GeneratorSource:
         table = self.batch(i)
         self._next += 1
         self._produced += table.num_rows
-        return SourceBatch(table, {"next_batch": self._next}, f"{self.name}-{i:012d}", row_base=i * self.batch_rows)
+        return SourceBatch(table, {"next_batch": self._next}, f"{self.name}-{i:012d}",
+                           origin=RowOrigin(None, None, i * self.batch_rows))
 
     def wait_hint(self) -> float:
         if self.rate <= 0:

@@ -199,7 +199,7 @@ class EmbeddingLoop:
                 self.metrics.quarantined_batches.inc()
         elif batch.table is not None and batch.table.num_rows:
             self.guard.enter(batch.key)
-            done = self.embedder.process(batch.table, file=batch.file, rows=batch.rows, row_base=batch.row_base)
+            done = self.embedder.process(batch.table, origin=batch.origin)
             self.guard.finished()
         else:
             done = Processed()
@@ -271,8 +271,8 @@ def _quarantined(batch: SourceBatch, attempts: int) -> list[DeadRecord]:
     detail = (f"the daemon crashed {attempts} times while processing this batch ({batch.key}); its records are "
               f"set aside so the stream can go on")
     ids = table.column("id").to_pylist() if table.schema.names.count("id") == 1 else [None] * table.num_rows
-    return [DeadRecord(Reason.QUARANTINED, detail, id=rid if isinstance(rid, str) else None, file=batch.file,
-                       row=int(batch.rows[i]) if batch.rows is not None else batch.row_base + i,
+    return [DeadRecord(Reason.QUARANTINED, detail, id=rid if isinstance(rid, str) else None, file=batch.origin.file,
+                       row=batch.origin.row(i),
                        record=row_as_json(table, i))
             for i, rid in enumerate(ids)]
 

@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any, Protocol
 from collections.abc import Iterator
 
-import numpy as np
 import pyarrow as pa
 
 from streamembed.stream.codecs import DeadRecord
 from streamembed.stream.dirscan import DirectoryIndex
+from streamembed.stream.origin import NO_ORIGIN, RowOrigin
 from streamembed.stream.records import Reason
 from streamembed.stream.readers import FileChanged, ReadChunk, Signature, file_format, iter_file, open_input
 from streamembed.stream.sinks import safe_label
@@ -52,8 +52,8 @@ class SourceBatch:
 
     ``table`` holds the rows to decode (None when there are none, e.g. an
     unreadable file or an end-of-file marker); ``dead`` the records refused
-    before decoding. Row i of ``table`` is row ``rows[i]`` (or
-    ``row_base + i``) of ``file``. ``stream`` names the ordered part of the
+    before decoding. ``origin`` says where its rows come from (file and
+    row numbers, for dead letters). ``stream`` names the ordered part of the
     input the batch belongs to when there are several read concurrently (a
     Kafka partition): the loop writes each stream's rows of a roll under the
     label of its first batch in that roll; None: one stream.
@@ -63,9 +63,7 @@ class SourceBatch:
     position: Any
     label: str
     dead: list[DeadRecord] = field(default_factory=list)
-    file: str | None = None
-    row_base: int = 0
-    rows: np.ndarray | None = None
+    origin: RowOrigin = NO_ORIGIN
     stable_key: str | None = None
     stream: str | None = None
 
@@ -440,7 +438,7 @@ class DirectorySource:
             log.warning("%s changed while it was read; it will be read again once it is complete", name)
             self._done[r.rel] = {"sig": _NEVER.as_json(), "rows": r.row, "tail": None, "gen": r.gen}
             self._reading = None
-            return SourceBatch(None, self._position(), label, file=name, row_base=r.row)
+            return SourceBatch(None, self._position(), label, origin=RowOrigin(name, None, r.row))
         except OSError as exc:
             self._retry_later(r.rel, r.sig, exc)
             self._done[r.rel] = {"sig": _NEVER.as_json(), "rows": r.row, "tail": None, "gen": r.gen}
@@ -450,7 +448,7 @@ class DirectorySource:
             # end of file: an empty batch that marks the file done
             self._done[r.rel] = {"sig": r.sig.as_json(), "rows": r.row, "tail": None, "gen": r.gen}
             self._reading = None
-            return SourceBatch(None, self._position(), label, file=name, row_base=r.row)
+            return SourceBatch(None, self._position(), label, origin=RowOrigin(name, None, r.row))
         r.row = chunk.end_row
         if chunk.tail is not None:
             # the rest is unfinished: wait for the file to grow (or for incomplete_seconds)
@@ -462,8 +460,8 @@ class DirectorySource:
             # unreadable file or unreadable rest: the file is finished
             self._done[r.rel] = {"sig": r.sig.as_json(), "rows": r.row, "tail": None, "gen": r.gen}
             self._reading = None
-        return SourceBatch(chunk.table, self._position(), label, dead=chunk.dead, file=name,
-                           row_base=chunk.start_row, rows=chunk.rows)
+        return SourceBatch(chunk.table, self._position(), label, dead=chunk.dead,
+                           origin=RowOrigin(name, chunk.rows, chunk.start_row))
 
     def wait_hint(self) -> float:
         return self.poll_seconds
@@ -537,8 +535,8 @@ class FileSource:
             if chunk.table is None and any(d.row is None for d in chunk.dead):
                 self.unreadable.append(name)
             return SourceBatch(chunk.table, {"file": self._i, "row": chunk.end_row},
-                               f"{safe_label(name, 64)}-r{chunk.start_row:012d}", dead=chunk.dead, file=name,
-                               row_base=chunk.start_row, rows=chunk.rows)
+                               f"{safe_label(name, 64)}-r{chunk.start_row:012d}", dead=chunk.dead,
+                               origin=RowOrigin(name, chunk.rows, chunk.start_row))
         return None
 
     def wait_hint(self) -> float:
