@@ -50,7 +50,7 @@ from .flags import (FLAG_AMBIGUOUS, FLAG_BLOCK, FLAG_ESCAPED, FLAG_INCONSISTENT_
 from .residuals import K0_RTOL, block_k0, k0_diagonal, landmark_trace, round_off, spectral_norm, unexplained
 from .restricted import AMBIGUITY_RTOL, AMBIGUITY_RTOL_F32, restricted_arc, solve_restricted
 from .result import EmbeddingResult
-from .validation import Problem
+from .validation import Problem, ProblemCode
 
 if TYPE_CHECKING:
     from .model import LandmarkModel
@@ -107,7 +107,7 @@ def _place_rows(model: LandmarkModel, A_arr: np.ndarray, valid: np.ndarray | Non
         half_g = 0.5 * model.spectrum.grand_mean
         limit, why_limit = range_limit(model, A_arr.dtype)
         for i in np.flatnonzero(valid & ~(Z[:, d] <= limit - half_g)):
-            why = Problem("out_of_range", _range_detail(model, float(Z[i, d]) + half_g, limit, why_limit,
+            why = Problem(ProblemCode.OUT_OF_RANGE, _range_detail(model, float(Z[i, d]) + half_g, limit, why_limit,
                                                           A_arr.dtype))
             if errors == "raise":
                 raise InputError(f"row {i} of A is invalid: {why}")
@@ -212,7 +212,7 @@ def _finish(model: LandmarkModel, A_arr: np.ndarray, Z: np.ndarray, valid: np.nd
     flags[(beta < 0) & valid] |= FLAG_NON_EUCLIDEAN
     lost = valid & ~np.isfinite(unexpl)  # a non-finite coordinate makes β - ‖y‖² non-finite too
     for i in np.flatnonzero(lost):  # never expected past the range guard: never an output with inf
-        valid[i], reasons[i] = False, Problem("out_of_range", "the placement overflowed (non-finite result)")
+        valid[i], reasons[i] = False, Problem(ProblemCode.OUT_OF_RANGE, "the placement overflowed (non-finite result)")
     placed = None if method == "projection" else beta - np.einsum("ij,ij->i", y, y)
     res = EmbeddingResult(y=y, beta=beta, unexplained=unexpl, k0=k0, t=t, flags=flags, valid=valid, reasons=reasons,
                           method=method, residual_rows=sample if sample.size else None, residual_coords=coords,
@@ -321,7 +321,7 @@ def place_blocks(model: LandmarkModel, A: object, cross: Sequence[object], sizes
         except InputError as exc:
             if errors == "raise":
                 raise
-            early.append((b, Problem("bad_block", str(exc))))
+            early.append((b, Problem(ProblemCode.BAD_BLOCK, str(exc))))
             Ab, Cb = np.zeros((int(sizes_arr[b]), model.n_landmarks)), np.full((int(sizes_arr[b]),) * 2, np.nan)
         rows.append(Ab)
         mats.append(Cb)
@@ -345,7 +345,7 @@ def _blocks(model: LandmarkModel, A: np.ndarray, cross: list, sizes: np.ndarray,
     prep = prepare_blocks(A, cross, sizes, sp.row_means, sp.grand_mean, sp.eigenvectors[:, :d], max_block_rows,
                           name=name)
     for b, detail in far.items():
-        prep.problems[b] = BlockProblem("bad_block", detail)
+        prep.problems[b] = BlockProblem(ProblemCode.BAD_BLOCK, detail)
     if errors == "raise" and not prep.valid.all():
         b = int(np.argmin(prep.valid))
         where = "the block" if len(cross) == 1 else f"block {b} (rows {off[b]}..{off[b + 1] - 1} of A)"
@@ -354,7 +354,7 @@ def _blocks(model: LandmarkModel, A: np.ndarray, cross: list, sizes: np.ndarray,
     reasons: list[Problem | None] = [None] * m
     own = validation.row_problems(A, "A")
     for b in np.flatnonzero(~prep.valid):
-        block_problem = Problem("bad_block", prep.problems[b].detail)
+        block_problem = Problem(ProblemCode.BAD_BLOCK, prep.problems[b].detail)
         for r in range(off[b], off[b + 1]):
             reasons[r] = own[r] or block_problem
     batch, rows = prep.batch, prep.rows

@@ -363,10 +363,10 @@ def daemon_consume(bootstrap: str, topic: str, out_topic: str, group: str, est: 
     from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
     from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
     from streamembed.kafka.source import KafkaSource
-    from streamembed.settings import OutputConfig, RunConfig
+    from streamembed.settings import RunConfig
     from streamembed.stream.checkpoint import Checkpointer
     from streamembed.stream.embedder import BatchEmbedder
-    from streamembed.stream.loop import EmbeddingLoop
+    from streamembed.stream.loop import EmbeddingLoop, RollPolicy
     from streamembed.stream.models import ModelRegistry
     from streamembed.stream.pipeline import ReadAhead
 
@@ -397,8 +397,7 @@ def daemon_consume(bootstrap: str, topic: str, out_topic: str, group: str, est: 
                              monitor=monitor)
     ahead = ReadAhead(source)
     loop = EmbeddingLoop(embedder, ahead, output, dead, Checkpointer([output, dead], ahead, None),
-                         run=RunConfig(max_records=n_objects), output_cfg=OutputConfig(roll_rows=100_000,
-                                                                                      roll_seconds=5.0),
+                         run=RunConfig(max_records=n_objects), roll=RollPolicy(100_000, 5.0),
                          metrics=metrics, stop=stop)
     stats = loop.run()
     t1 = time.perf_counter()

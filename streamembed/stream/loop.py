@@ -28,7 +28,7 @@ import math
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable
 
@@ -47,7 +47,7 @@ from streamembed.stream.records import Reason
 from streamembed.stream.sinks.base import DeadSink, OutputSink
 from streamembed.stream.sources import Source, SourceBatch
 
-__all__ = ["LoopStats", "EmbeddingLoop"]
+__all__ = ["LoopStats", "RollPolicy", "EmbeddingLoop"]
 
 log = logging.getLogger("streamembed.loop")
 
@@ -60,20 +60,52 @@ DEAD_LETTER_WARNING_SECONDS = 10.0
 
 @dataclass
 class LoopStats:
-    """Counts of one run (batches: those with at least one record)."""
+    """Counts of one run (batches: those with at least one record; dead letters by reason, with the first of each)."""
 
     batches: int = 0
     records_in: int = 0
     embedded: int = 0
     dead: int = 0
     commits: int = 0
+    failed_by_reason: Counter[str] = field(default_factory=Counter)
+    first_dead: dict[str, DeadRecord] = field(default_factory=dict)
+
+    def count_dead(self, dead: list[DeadRecord]) -> None:
+        self.dead += len(dead)
+        for r in dead:
+            self.failed_by_reason[r.reason] += 1
+            self.first_dead.setdefault(r.reason, r)
+
+
+@dataclass(frozen=True)
+class RollPolicy:
+    """When the loop publishes its files and commits: after ``rows`` pending rows or ``seconds`` of age.
+
+    :meth:`at_end` never rolls before the source is exhausted or the loop
+    stops (one output file: ``streamembed embed``).
+    """
+
+    rows: float = 100_000
+    seconds: float = 5.0
+
+    @classmethod
+    def of(cls, cfg: OutputConfig) -> RollPolicy:
+        """The policy of ``[output]`` (roll_rows, roll_seconds)."""
+        return cls(cfg.roll_rows, cfg.roll_seconds)
+
+    @classmethod
+    def at_end(cls) -> RollPolicy:
+        return cls(math.inf, math.inf)
+
+    def due(self, pending_rows: int, pending_age: float) -> bool:
+        return pending_rows >= self.rows or pending_age >= self.seconds
 
 
 class EmbeddingLoop:
     """Runs ``source`` through ``embedder`` into ``output`` and ``dead`` sinks, committing through ``checkpointer``.
 
     ``run`` gives the limits (max_batches, max_records) and the progress log
-    interval; ``output_cfg`` the roll policy (roll_rows, roll_seconds). ``metrics``
+    interval; ``roll`` when to publish (default: ``[output]``'s defaults). ``metrics``
     and ``health`` (``stream.contracts``: the daemon's ``Metrics`` and
     ``HealthState``) are optional. Setting ``stop`` ends the loop after the current batch, with
     a final flush and commit. ``between_batches`` runs before every poll
@@ -91,7 +123,7 @@ class EmbeddingLoop:
         checkpointer: Checkpointer,
         *,
         run: RunConfig | None = None,
-        output_cfg: OutputConfig | None = None,
+        roll: RollPolicy | None = None,
         metrics: LoopMetrics | None = None,
         health: Health | None = None,
         stop: threading.Event | None = None,
@@ -106,7 +138,7 @@ class EmbeddingLoop:
         self.dead = dead
         self.checkpointer = checkpointer
         self.run_cfg = run or RunConfig()
-        self.roll = output_cfg or OutputConfig()
+        self.roll = roll or RollPolicy.of(OutputConfig())
         self.metrics = metrics
         self.health = health
         self.stop = stop or threading.Event()
@@ -167,8 +199,7 @@ class EmbeddingLoop:
         return self.stats
 
     def _roll_due(self) -> bool:
-        return (self.checkpointer.pending_rows >= self.roll.roll_rows
-                or self.checkpointer.pending_age >= self.roll.roll_seconds)
+        return self.roll.due(self.checkpointer.pending_rows, self.checkpointer.pending_age)
 
     def commit(self) -> None:
         """Publish the sinks' files, then commit the position of the last batch (``Checkpointer``)."""
@@ -220,7 +251,7 @@ class EmbeddingLoop:
             self.stats.batches += 1
         self.stats.records_in += batch.n_records
         self.stats.embedded += done.n_out
-        self.stats.dead += len(dead)
+        self.stats.count_dead(dead)
         self._reporter.count(batch.n_records, done.n_out, dead)
         if self.metrics is not None:
             self._observe(batch, done, dead, time.perf_counter() - t0)

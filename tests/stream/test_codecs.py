@@ -8,10 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from streamembed.core.validation import PROBLEM_CODES
 from streamembed.stream.codecs import decode_batch, encode_dead_letters, encode_result, flags_to_lists
 from streamembed.stream.codecs import DeadRecord
-from streamembed.stream.records import REASONS, SCHEMA_VERSION_KEY, Reason, dead_letter_schema, output_schema
+from streamembed.stream.records import SCHEMA_VERSION_KEY, Reason, dead_letter_schema, output_schema
 from streamembed.stream.origin import RowOrigin
 
 from .helpers import input_table, list_column
@@ -150,10 +149,6 @@ def test_block_with_wrong_cross_width_or_too_many_rows() -> None:
     C3 = np.zeros((3, 3), dtype=np.float32)
     dec = decode_batch(input_table(["a", "b", "c"], A, cross=C3), n_landmarks=N, max_block_rows=2)
     assert {d.reason for d in dec.dead} == {Reason.BAD_BLOCK} and "max_block_rows" in dec.dead[0].detail
-
-
-def test_every_problem_code_of_the_core_is_a_dead_letter_reason() -> None:
-    assert set(PROBLEM_CODES) <= set(REASONS)
 
 
 def test_flags_to_lists_in_bit_order() -> None:
