@@ -3,7 +3,7 @@
 The same streaming loop as the daemon (``stream.loop``), with a file source
 (the inputs in order: files, directories, globs), a single-file Parquet sink,
 a dead-letter directory and no checkpoint. With ``--dask ADDRESS`` the inputs
-are embedded on a Dask cluster instead (``streamembed.backfill``): one task
+are embedded on a Dask cluster instead (``streamembed.jobs.backfill``): one task
 per file or row-group range, each publishing its own part into the OUTPUT
 directory. Exit codes: 0 every record embedded; 1 done, but some records are
 dead letters (in the dead-letter directory, with their reasons), some Dask
@@ -75,7 +75,7 @@ def _total_rows(paths: list[Path]) -> int | None:
 
 
 def _inputs(items: list[str]) -> list[Path]:
-    from streamembed.backfill import expand_inputs
+    from streamembed.jobs.backfill import expand_inputs
     from streamembed.stream.readers import FORMATS, file_format
 
     try:
@@ -91,7 +91,7 @@ def _inputs(items: list[str]) -> list[Path]:
 
 def _cmd_dask(args: argparse.Namespace, paths: list[Path], k0: Any) -> int:
     try:
-        from streamembed.backfill import backfill
+        from streamembed.jobs.backfill import backfill
     except ImportError as exc:
         raise Refused(f"--dask: {exc}") from None
     try:

@@ -22,7 +22,7 @@ so only ratios taken in one run mean anything.
   started here): raw consume vs the daemon's KafkaSource -> loop -> output
   topic (acks=all) -> offset commits; the peer consumes the same messages and
   embeds them with KernelPCA (it produces nothing, which favours it).
-* ``dask backfill``: ``streamembed.backfill`` on a LocalCluster of 2 workers
+* ``dask backfill``: ``streamembed.jobs.backfill`` on a LocalCluster of 2 workers
   over the same objects in 8 files, vs ``streamembed embed`` of those files
   (one process) in the same run.
 """
@@ -468,7 +468,7 @@ def _dask_backfill(quick: bool) -> dict:
         import distributed
     except ImportError:
         raise EndToEndUnavailable("the dask extra is not installed (pip install 'streamembed[dask]')") from None
-    from streamembed.backfill import backfill
+    from streamembed.jobs.backfill import backfill
     from streamembed.cli import main as cli
 
     files = file_rows(quick)
