@@ -38,18 +38,42 @@ class BulkHistogramLike(Protocol):
 class LoopMetrics(Protocol):
     """The metrics the loop updates per batch and per commit (names as in ``daemon.metrics.Metrics``)."""
 
-    records_in: CounterLike
-    records_embedded: CounterLike
-    records_failed: CounterLike
-    dead_letters: CounterLike
-    flags: CounterLike
-    quarantined_batches: CounterLike
-    checkpoints: CounterLike
-    files_written: CounterLike
-    batch_seconds: HistogramLike
-    latency: BulkHistogramLike
-    relative_unexplained: BulkHistogramLike
-    last_batch: GaugeLike
+    # read-only members: the daemon's metrics are prometheus_client objects, which these protocols describe
+    @property
+    def records_in(self) -> CounterLike: ...
+
+    @property
+    def records_embedded(self) -> CounterLike: ...
+
+    @property
+    def records_failed(self) -> CounterLike: ...
+
+    @property
+    def dead_letters(self) -> CounterLike: ...
+
+    @property
+    def flags(self) -> CounterLike: ...
+
+    @property
+    def quarantined_batches(self) -> CounterLike: ...
+
+    @property
+    def checkpoints(self) -> CounterLike: ...
+
+    @property
+    def files_written(self) -> CounterLike: ...
+
+    @property
+    def batch_seconds(self) -> HistogramLike: ...
+
+    @property
+    def latency(self) -> BulkHistogramLike: ...
+
+    @property
+    def relative_unexplained(self) -> BulkHistogramLike: ...
+
+    @property
+    def last_batch(self) -> GaugeLike: ...
 
 
 class Health(Protocol):

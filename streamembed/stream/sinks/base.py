@@ -102,7 +102,7 @@ class OutputSink(Sink):
     """Where embedded rows go."""
 
     @abc.abstractmethod
-    def write(self, rows: pa.RecordBatch | pa.Table, label: str) -> None:
+    def write(self, rows: pa.RecordBatch | pa.Table, label: str, /) -> None:
         """Buffer (or send) ``rows``; ``label`` names the file if this opens a new one."""
 
 
@@ -110,6 +110,6 @@ class DeadSink(Sink):
     """Where dead letters go (records that were refused, with their reasons)."""
 
     @abc.abstractmethod
-    def write(self, dead: Sequence[DeadRecord], label: str, *, model_version: int | None,
+    def write(self, dead: Sequence[DeadRecord], label: str, /, *, model_version: int | None,
               source: str | None = None) -> None:
         """Buffer (or send) ``dead``, refused under ``model_version`` while reading ``source``."""
