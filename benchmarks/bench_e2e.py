@@ -22,7 +22,7 @@ so only ratios taken in one run mean anything.
   started here): raw consume vs the daemon's KafkaSource -> loop -> output
   topic (acks=all) -> offset commits; the peer consumes the same messages and
   embeds them with KernelPCA (it produces nothing, which favours it).
-* ``dask backfill``: ``streamembed.backfill`` on a LocalCluster of 2 workers
+* ``dask backfill``: ``streamembed.jobs.backfill`` on a LocalCluster of 2 workers
   over the same objects in 8 files, vs ``streamembed embed`` of those files
   (one process) in the same run.
 """
@@ -171,7 +171,7 @@ def io_ceiling(src: Path, out: Path, schema: pa.Schema, batch_rows: int = 65536)
     """
     import pyarrow.ipc as ipc
 
-    from streamembed.stream.sinks import _dictionary_columns
+    from streamembed.stream.sinks.parquet import _dictionary_columns
 
     reader = ipc.open_stream(pa.memory_map(str(src)))
     writer = pq.ParquetWriter(out, schema, compression="zstd", use_dictionary=_dictionary_columns(schema))
@@ -366,10 +366,10 @@ def daemon_consume(bootstrap: str, topic: str, out_topic: str, group: str, est: 
     from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
     from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
     from streamembed.kafka.source import KafkaSource
-    from streamembed.config.schema import OutputConfig, RunConfig
+    from streamembed.config.schema import RunConfig
     from streamembed.stream.checkpoint import Checkpointer
     from streamembed.stream.embedder import BatchEmbedder
-    from streamembed.stream.loop import EmbeddingLoop
+    from streamembed.stream.loop import EmbeddingLoop, RollPolicy
     from streamembed.stream.models import ModelRegistry
     from streamembed.stream.pipeline import ReadAhead
 
@@ -400,8 +400,7 @@ def daemon_consume(bootstrap: str, topic: str, out_topic: str, group: str, est: 
                              monitor=monitor)
     ahead = ReadAhead(source)
     loop = EmbeddingLoop(embedder, ahead, output, dead, Checkpointer([output, dead], ahead, None),
-                         run=RunConfig(max_records=n_objects), output_cfg=OutputConfig(roll_rows=100_000,
-                                                                                      roll_seconds=5.0),
+                         run=RunConfig(max_records=n_objects), roll=RollPolicy(100_000, 5.0),
                          metrics=metrics, stop=stop)
     stats = loop.run()
     t1 = time.perf_counter()
@@ -472,7 +471,7 @@ def _dask_backfill(quick: bool) -> dict:
         import distributed
     except ImportError:
         raise EndToEndUnavailable("the dask extra is not installed (pip install 'streamembed[dask]')") from None
-    from streamembed.backfill import backfill
+    from streamembed.jobs.backfill import backfill
     from streamembed.cli import main as cli
 
     files = file_rows(quick)

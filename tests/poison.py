@@ -924,6 +924,7 @@ def outcomes_in_process(kind: Kind, mode: str, model: object, workdir: Path) -> 
     """
     from streamembed.kafka.codec import decode_message
     from streamembed.stream.embedder import BatchEmbedder
+    from streamembed.stream.origin import RowOrigin
     from streamembed.stream.sources import DirectorySource
 
     emb = BatchEmbedder(model, max_block_rows=MAX_BLOCK_ROWS)  # type: ignore[arg-type]
@@ -933,7 +934,7 @@ def outcomes_in_process(kind: Kind, mode: str, model: object, workdir: Path) -> 
         for d in dead:
             got.add((unit, d.row, d.reason, None))
         if table is not None and table.num_rows:
-            pr = emb.process(table, rows=rows, row_base=row_base)
+            pr = emb.process(table, origin=RowOrigin(None, rows, row_base))
             for d in pr.dead:
                 got.add((unit, d.row, d.reason, None))
             if pr.output is not None:
@@ -956,9 +957,9 @@ def outcomes_in_process(kind: Kind, mode: str, model: object, workdir: Path) -> 
                 break
             time.sleep(0.01)
             continue
-        if b.file is None or b.file not in laid.where:
+        if b.origin.file is None or b.origin.file not in laid.where:
             continue  # the good record after the kind
-        take(laid.where[b.file][1], b.table, b.dead, b.rows, b.row_base)
+        take(laid.where[b.origin.file][1], b.table, b.dead, b.origin.rows, b.origin.row_base)
     return got
 
 

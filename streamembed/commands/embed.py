@@ -3,7 +3,7 @@
 The same streaming loop as the daemon (``stream.loop``), with a file source
 (the inputs in order: files, directories, globs), a single-file Parquet sink,
 a dead-letter directory and no checkpoint. With ``--dask ADDRESS`` the inputs
-are embedded on a Dask cluster instead (``streamembed.backfill``): one task
+are embedded on a Dask cluster instead (``streamembed.jobs.backfill``): one task
 per file or row-group range, each publishing its own part into the OUTPUT
 directory. Exit codes: 0 every record embedded; 1 done, but some records are
 dead letters (in the dead-letter directory, with their reasons), some Dask
@@ -21,9 +21,12 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamembed.commands import EXIT_FAILED, EXIT_OK, Refused
+
+if TYPE_CHECKING:
+    from streamembed.stream.loop import LoopStats
 
 __all__ = ["cmd_embed", "add_parser", "Progress"]
 
@@ -72,7 +75,7 @@ def _total_rows(paths: list[Path]) -> int | None:
 
 
 def _inputs(items: list[str]) -> list[Path]:
-    from streamembed.backfill import expand_inputs
+    from streamembed.jobs.backfill import expand_inputs
     from streamembed.stream.readers import FORMATS, file_format
 
     try:
@@ -88,7 +91,7 @@ def _inputs(items: list[str]) -> list[Path]:
 
 def _cmd_dask(args: argparse.Namespace, paths: list[Path], k0: Any) -> int:
     try:
-        from streamembed.backfill import backfill
+        from streamembed.jobs.backfill import backfill
     except ImportError as exc:
         raise Refused(f"--dask: {exc}") from None
     try:
@@ -134,44 +137,28 @@ def _cmd_dask(args: argparse.Namespace, paths: list[Path], k0: Any) -> int:
     return EXIT_OK if report.complete else EXIT_FAILED
 
 
-class _DeadTally:
-    """The dead-letter sink, counting the reasons and keeping the first example of each (for the final message)."""
-
-    def __init__(self, sink: Any) -> None:
-        self.sink = sink
-        self.reasons: dict[str, int] = {}
-        self.examples: dict[str, Any] = {}
-
-    def write(self, dead: list[Any], *args: Any, **kwargs: Any) -> Any:
-        for r in dead:
-            self.reasons[r.reason] = self.reasons.get(r.reason, 0) + 1
-            self.examples.setdefault(r.reason, r)
-        return self.sink.write(dead, *args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.sink, name)
-
-    def summary(self) -> str:
-        """e.g. "wrong_length 120, bad_id 2; e.g. row 0: 'dissimilarities' has 30 values, expected 40"."""
-        if not self.reasons:
-            return ""
-        top = sorted(self.reasons.items(), key=lambda kv: -kv[1])
-        ex = self.examples[top[0][0]]
-        where = f"row {ex.row}" + (f" (id {ex.id!r})" if ex.id is not None else "") if ex.row is not None else "the file"
-        return (", ".join(f"{k} {v:,}" for k, v in top) + f"; e.g. {where}: {ex.reason}: {ex.detail}")
+def _dead_summary(stats: LoopStats) -> str:
+    """e.g. "wrong_length 120, bad_id 2; e.g. row 0: 'dissimilarities' has 30 values, expected 40"."""
+    if not stats.failed_by_reason:
+        return ""
+    top = sorted(stats.failed_by_reason.items(), key=lambda kv: -kv[1])
+    ex = stats.first_dead[top[0][0]]
+    where = f"row {ex.row}" + (f" (id {ex.id!r})" if ex.id is not None else "") if ex.row is not None else "the file"
+    return (", ".join(f"{k} {v:,}" for k, v in top) + f"; e.g. {where}: {ex.reason}: {ex.detail}")
 
 
 def cmd_embed(args: argparse.Namespace) -> int:
     from streamembed.core.errors import ModelFileError
     from streamembed.config import ConfigError, parse_value
     from streamembed.model_io import load_model
-    from streamembed.config.schema import OutputConfig, RunConfig, k0_rows_value
+    from streamembed.config.schema import RunConfig, k0_rows_value
     from streamembed.stream.checkpoint import Checkpointer
     from streamembed.stream.consistency import ConsistencyMonitor
     from streamembed.stream.embedder import BatchEmbedder
     from streamembed.stream.input_precision import common_precision
-    from streamembed.stream.loop import EmbeddingLoop
+    from streamembed.stream.loop import EmbeddingLoop, RollPolicy
     from streamembed.stream.pipeline import ReadAhead
+    from streamembed.stream.records import Reason
     from streamembed.stream.sinks import DeadLetterSink, ParquetSink
     from streamembed.stream.sources import FileSource
 
@@ -199,7 +186,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
                         names=names, name="embed", mapping=args.mmap)
     output = ParquetSink(out.parent, final_name=out.name, row_group_rows=args.row_group_rows,
                          compression=args.compression)
-    dead = _DeadTally(DeadLetterSink(dead_dir, fmt=args.dead_letter_format, source="embed"))
+    dead = DeadLetterSink(dead_dir, fmt=args.dead_letter_format, source="embed")
     ahead = ReadAhead(source, depth=2)
     consistency = None if args.no_order_check else ConsistencyMonitor(warn=False)
     # one output file, one schema: version 2 writes the precision of the inputs (float64 if any is)
@@ -207,10 +194,8 @@ def cmd_embed(args: argparse.Namespace) -> int:
                              consistency=consistency, output_version=args.schema_version,
                              output_dtype=common_precision(paths) if args.schema_version >= 2 else None)
     progress = Progress(_total_rows(paths), {"always": True, "never": False}.get(args.progress, sys.stderr.isatty()))
-    everything = 1 << 62  # one output file: published once, at the end
     loop = EmbeddingLoop(embedder, ahead, output, dead, Checkpointer([output, dead], ahead, None),
-                         run=RunConfig(progress_seconds=0), output_cfg=OutputConfig(roll_rows=everything,
-                                                                                   roll_seconds=float(everything)),
+                         run=RunConfig(progress_seconds=0), roll=RollPolicy.at_end(),  # one output file
                          between_batches=lambda: progress.update(loop.stats.records_in),
                          warn_dead_letters=False)  # the final message counts them
     try:
@@ -224,19 +209,19 @@ def cmd_embed(args: argparse.Namespace) -> int:
     src = paths[0] if len(paths) == 1 else f"{len(paths)} inputs"
     if source.unreadable and len(source.unreadable) == len(paths):
         out.unlink(missing_ok=True)
-        ex = dead.examples.get("unreadable_file") or next(iter(dead.examples.values()), None)
+        ex = stats.first_dead.get(Reason.UNREADABLE_FILE) or next(iter(stats.first_dead.values()), None)
         why = f"{ex.detail}" if ex is not None else "see the dead letter"
         raise Refused(f"cannot read {src}: {why} (dead letter{where})")
     if stats.embedded == 0:
         out.unlink(missing_ok=True)
         hint = ""
-        if "wrong_length" in dead.reasons:
+        if Reason.WRONG_LENGTH in stats.failed_by_reason:
             hint = (f"; rows of the wrong length are input for another model: {args.model} has "
                     f"{model.n_landmarks} landmarks (`streamembed model info {args.model}` lists them in order)")
         raise Refused(f"no record of {src} could be embedded: {stats.records_in:,} records, {stats.dead:,} dead "
-                      f"letters{where} ({dead.summary()}){hint}")
+                      f"letters{where} ({_dead_summary(stats)}){hint}")
     print(f"{stats.records_in:,} records: {stats.embedded:,} embedded -> {out}, {stats.dead:,} dead letters{where}"
-          + (f" ({dead.summary()})" if stats.dead else ""), file=sys.stderr)
+          + (f" ({_dead_summary(stats)})" if stats.dead else ""), file=sys.stderr)
     if consistency is not None and consistency.first_alarm is not None:
         print(f"input consistency alarm after {consistency.first_alarm_objects:,} rows: {consistency.first_alarm} "
               f"(--no-order-check skips this check)", file=sys.stderr)

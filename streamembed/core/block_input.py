@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .validation import row_problems
+from .validation import ProblemCode, row_problems
 
 #: Symmetry and the zero diagonal are checked to this share of the block's largest entry
 #: (as ``validation.check_dissimilarity_matrix``: float32 text round trips).
@@ -24,7 +24,7 @@ CROSS_RTOL = 1e-7
 #: of rows, 512 KB, that stays in the per-core L2 cache while it is used).
 PACK_CHUNK_ELEMENTS = 1 << 16
 
-BAD_BLOCK = "bad_block"
+BAD_BLOCK = ProblemCode.BAD_BLOCK
 
 
 @dataclass(frozen=True)

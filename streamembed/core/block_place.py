@@ -27,7 +27,7 @@ from .range_guard import blocks_out_of_range
 from .residuals import k0_diagonal, largest_block_norm, unexplained
 from .restricted import AMBIGUITY_RTOL, AMBIGUITY_RTOL_F32
 from .result import EmbeddingResult
-from .validation import Problem
+from .validation import Problem, ProblemCode
 
 __all__ = ["place_core_blocks"]
 
@@ -64,7 +64,7 @@ def place_core_blocks(A: np.ndarray, cross: list, sizes: np.ndarray, *, spectrum
     prep = prepare_blocks(A, cross, sizes, sp.row_means, sp.grand_mean, sp.eigenvectors[:, :d], max_block_rows,
                           name=name)
     for b, detail in far.items():
-        prep.problems[b] = BlockProblem("bad_block", detail)
+        prep.problems[b] = BlockProblem(ProblemCode.BAD_BLOCK, detail)
     if errors == "raise" and not prep.valid.all():
         b = int(np.argmin(prep.valid))
         where = "the block" if len(cross) == 1 else f"block {b} (rows {off[b]}..{off[b + 1] - 1} of A)"
@@ -73,7 +73,7 @@ def place_core_blocks(A: np.ndarray, cross: list, sizes: np.ndarray, *, spectrum
     reasons: list[Problem | None] = [None] * m
     own = validation.row_problems(A, "A")
     for b in np.flatnonzero(~prep.valid):
-        block_problem = Problem("bad_block", prep.problems[b].detail)
+        block_problem = Problem(ProblemCode.BAD_BLOCK, prep.problems[b].detail)
         for r in range(off[b], off[b + 1]):
             reasons[r] = own[r] or block_problem
     batch, rows = prep.batch, prep.rows

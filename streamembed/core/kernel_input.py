@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import InputError
-from .validation import Problem
+from .validation import Problem, ProblemCode
 
 #: Kernels usable between feature vectors (``LandmarkMDS.fit_features`` with input="similarity").
 FEATURE_KERNELS = ("linear", "cosine", "rbf")
@@ -123,7 +123,7 @@ def row_dissimilarities(
     reasons: list[Problem | None] = [None] * m
     for i in np.flatnonzero(neg.any(axis=1)):
         j = int(np.argmax(neg[i]))
-        reasons[int(i)] = Problem("negative", f"similarity row {int(i)} implies k(z,z) + k(l,l) - 2k(z,l) = "
+        reasons[int(i)] = Problem(ProblemCode.NEGATIVE, f"similarity row {int(i)} implies k(z,z) + k(l,l) - 2k(z,l) = "
                                   f"{A2[i, j]:.6g} < 0 at landmark {j}", j)
     A = np.sqrt(np.maximum(A2, 0.0))
     return A.astype(K_rows.dtype, copy=False), known, reasons

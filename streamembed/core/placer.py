@@ -45,7 +45,7 @@ from .residuals import K0_RTOL, block_k0, k0_diagonal, landmark_trace, unexplain
 from .restricted import restricted_arc
 from .result import EmbeddingResult
 from .transforms import InputPipeline
-from .validation import Problem
+from .validation import Problem, ProblemCode
 
 __all__ = ["Placer"]
 
@@ -283,8 +283,8 @@ class Placer:
             for i in np.flatnonzero(valid & ~(Z[:, d] <= limit - 0.5 * g)):
                 detail = range_guard.range_detail(float(Z[i, d]) + 0.5 * g, limit, why_limit, A_arr.dtype, g)
                 if errors == "raise":
-                    raise InputError(f"row {i} of A is invalid: {Problem('out_of_range', detail)}")
-                valid[i], reasons[i] = False, Problem("out_of_range", detail)
+                    raise InputError(f"row {i} of A is invalid: {Problem(ProblemCode.OUT_OF_RANGE, detail)}")
+                valid[i], reasons[i] = False, Problem(ProblemCode.OUT_OF_RANGE, detail)
             return self._finish(A_arr, Z, valid, reasons, method, routine, k0_rows)
 
     def _finish(self, A_arr: np.ndarray, Z: np.ndarray, valid: np.ndarray, reasons: list[Problem | None],
@@ -305,7 +305,7 @@ class Placer:
         flags[(beta < 0) & valid] |= FLAG_NON_EUCLIDEAN
         lost = valid & ~np.isfinite(unexpl)  # a non-finite coordinate makes β - ‖y‖² non-finite too
         for i in np.flatnonzero(lost):  # never expected past the range guard: never an output with inf
-            valid[i], reasons[i] = False, Problem("out_of_range", "the placement overflowed (non-finite result)")
+            valid[i], reasons[i] = False, Problem(ProblemCode.OUT_OF_RANGE, "the placement overflowed (non-finite result)")
         placed = None if method == "projection" else beta - np.einsum("ij,ij->i", y, y)
         res = EmbeddingResult(y=y, beta=beta, unexplained=unexpl, k0=k0, t=t, flags=flags, valid=valid,
                               reasons=reasons, method=method, residual_rows=sample if sample.size else None,
@@ -338,7 +338,7 @@ class Placer:
             except InputError as exc:
                 if errors == "raise":
                     raise
-                early.append((b, Problem("bad_block", str(exc))))
+                early.append((b, Problem(ProblemCode.BAD_BLOCK, str(exc))))
                 Ab, Cb = np.zeros((int(sizes_arr[b]), n)), np.full((int(sizes_arr[b]),) * 2, np.nan)
             rows.append(Ab)
             mats.append(Cb)

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import cailliez, geodesic, kernel_input, validation
 from .errors import InputError
-from .validation import Problem
+from .validation import Problem, ProblemCode
 
 __all__ = ["SimilarityInput", "GeodesicInput", "AdditiveConstant", "InputPipeline", "RowsInCore"]
 
@@ -96,8 +96,8 @@ class SimilarityInput:
         finite = np.isfinite(K_rows).all(axis=1) & (np.isfinite(k) if k is not None else True)
         for i in np.flatnonzero(~finite):
             bad = np.flatnonzero(~np.isfinite(K_rows[i]))
-            problems[int(i)] = (Problem("non_finite", f"similarity A[{bad[0]}] = {K_rows[i, bad[0]]}", int(bad[0]))
-                                if bad.size else Problem("non_finite", f"self-similarity = {k[i]}"))
+            problems[int(i)] = (Problem(ProblemCode.NON_FINITE, f"similarity A[{bad[0]}] = {K_rows[i, bad[0]]}", int(bad[0]))
+                                if bad.size else Problem(ProblemCode.NON_FINITE, f"self-similarity = {k[i]}"))
             valid[i] = False
         if not finite.all():
             K_rows = np.where(finite[:, None], K_rows, 0).astype(K_rows.dtype)

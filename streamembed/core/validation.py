@@ -11,14 +11,26 @@ dead-letters without parsing any text.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 
 from .errors import InputError
 
 
-#: Every ``Problem.code`` the core produces (the streaming layer's dead-letter reasons include them all).
-PROBLEM_CODES: tuple[str, ...] = ("non_finite", "negative", "out_of_range", "bad_block", "rejected")
+class ProblemCode(StrEnum):
+    """Every ``Problem.code`` the core produces (the streaming layer's dead-letter ``Reason`` includes each)."""
+
+    NON_FINITE = "non_finite"  #: NaN, +-inf (or a null element)
+    NEGATIVE = "negative"  #: a negative dissimilarity
+    #: finite, but so large that its squares would overflow (or its placement keep too few digits)
+    OUT_OF_RANGE = "out_of_range"
+    BAD_BLOCK = "bad_block"  #: an invalid block (its ``cross`` matrix, or another member failed)
+    REJECTED = "rejected"  #: refused for another reason
+
+
+#: The codes, in a fixed order.
+PROBLEM_CODES: tuple[ProblemCode, ...] = tuple(ProblemCode)
 
 
 @dataclass(frozen=True)
@@ -26,12 +38,12 @@ class Problem:
     """Why one row (or one block) cannot be embedded.
 
     Attributes:
-        code: one of ``PROBLEM_CODES``.
+        code: a :class:`ProblemCode`.
         detail: what was wrong, for people (``"A[17] = -0.5"``).
         index: the offending column (or (row, column)), when there is one.
     """
 
-    code: str
+    code: ProblemCode
     detail: str
     index: int | tuple[int, ...] | None = None
 
@@ -175,14 +187,14 @@ def describe_bad_row(row: np.ndarray, name: str = "dissimilarities") -> Problem 
     nonfinite = ~np.isfinite(row)
     if nonfinite.any():
         j = int(np.argmax(nonfinite))
-        return Problem("non_finite", f"{name}[{j}] = {row[j]}", j)
+        return Problem(ProblemCode.NON_FINITE, f"{name}[{j}] = {row[j]}", j)
     neg = row < 0
     if neg.any():
         j = int(np.argmax(neg))
-        return Problem("negative", f"{name}[{j}] = {row[j]}", j)
+        return Problem(ProblemCode.NEGATIVE, f"{name}[{j}] = {row[j]}", j)
     with np.errstate(over="ignore"):
         if not np.isfinite(np.square(row, dtype=np.float64).sum()):
-            return Problem("out_of_range", f"the squared {name} overflow")
+            return Problem(ProblemCode.OUT_OF_RANGE, f"the squared {name} overflow")
     return None
 
 

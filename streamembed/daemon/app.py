@@ -38,7 +38,7 @@ from streamembed.config.schema import Config, k0_rows_value
 from streamembed.stream.checkpoint import CheckpointError, Checkpointer, CheckpointStore, CrashGuard
 from streamembed.stream.consistency import ConsistencyMonitor
 from streamembed.stream.embedder import BatchEmbedder
-from streamembed.stream.loop import EmbeddingLoop
+from streamembed.stream.loop import EmbeddingLoop, RollPolicy
 from streamembed.stream.pipeline import ReadAhead
 
 __all__ = ["run_daemon", "StartupError", "EnvironmentUnavailable"]
@@ -207,7 +207,7 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
                              consistency=ConsistencyMonitor(cfg.consistency, metrics=metrics, health=health),
                              output_version=cfg.output.schema_version)
     guard = CrashGuard(cfg.root / "crash-guard.json", cfg.run.max_batch_attempts)
-    loop = EmbeddingLoop(embedder, source, output, dead, checkpointer, run=cfg.run, output_cfg=cfg.output,
+    loop = EmbeddingLoop(embedder, source, output, dead, checkpointer, run=cfg.run, roll=RollPolicy.of(cfg.output),
                          metrics=metrics, health=health, stop=stop, between_batches=_chain(between),
                          crash_guard=guard)
     return loop, current, refits

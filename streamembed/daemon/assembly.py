@@ -37,14 +37,14 @@ from streamembed.fsafe import make_dirs
 from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
 from streamembed.kafka.limits import topic_limit
 from streamembed.kafka.model_topic import ModelTopic
-from streamembed.kafka.sink import FanoutSink, KafkaDeadLetterSink, KafkaOutputSink
+from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
 from streamembed.kafka.source import KafkaSource
 from streamembed.model_io import load_model, save_model
 from streamembed.config.schema import Config
 from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
 from streamembed.stream.models import ModelRegistry, StaleModelError
 from streamembed.stream.monitor import DriftMonitor, build_trigger
-from streamembed.stream.sinks import DeadLetterSink, ParquetSink, PerLabelSink, dead_letter_path
+from streamembed.stream.sinks import DeadLetterSink, FanoutSink, ParquetSink, PerLabelSink, dead_letter_path
 from streamembed.stream.sources import DirectorySource
 
 __all__ = ["load_or_fit_model", "build_registry", "build_drift", "build_source", "check_input_directory",

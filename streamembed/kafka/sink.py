@@ -1,4 +1,4 @@
-"""The output topic and the dead-letter topic, as loop sinks; fan-out to several sinks.
+"""The output topic and the dead-letter topic, as loop sinks (``stream.sinks.base``).
 
 Both topic sinks send as rows arrive (``write``) and become durable on
 ``flush``: :meth:`ReliableProducer.flush` returns only when the broker has
@@ -35,11 +35,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from dataclasses import dataclass
 from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any
 from collections.abc import Callable, Sequence
 
 import pyarrow as pa
@@ -56,8 +54,9 @@ from streamembed.kafka.limits import FULL_RECORD_HEADER, TRUNCATED_HEADER, fit_h
 from streamembed.kafka.source import Coordinates, KafkaDeadRecord
 from streamembed.stream.codecs import DeadRecord, row_as_json
 from streamembed.stream.records import Reason
+from streamembed.stream.sinks.base import DeadSink, OutputSink, Pending
 
-__all__ = ["KafkaOutputSink", "KafkaDeadLetterSink", "FanoutSink", "dead_letter_headers", "DLQ_HEADERS"]
+__all__ = ["KafkaOutputSink", "KafkaDeadLetterSink", "dead_letter_headers", "DLQ_HEADERS"]
 
 #: Header names of a dead-letter message, in the order they are written.
 DLQ_HEADERS = (
@@ -79,30 +78,10 @@ _MIN_LIMIT = 4096
 _DETAIL_LIMIT = 2000
 
 
-class _Pending:
-    """Rows handed to a topic since the last flush (the loop's roll logic reads these)."""
-
-    def __init__(self) -> None:
-        self.rows = 0
-        self.since: float | None = None
-
-    def add(self, n: int) -> None:
-        if n and self.since is None:
-            self.since = time.monotonic()
-        self.rows += n
-
-    @property
-    def age(self) -> float:
-        return 0.0 if self.since is None else time.monotonic() - self.since
-
-    def clear(self) -> None:
-        self.rows, self.since = 0, None
-
-
 class _TopicSink:
-    """What the loop asks every topic sink: rows written but not yet acknowledged, and since when."""
+    """What every topic sink does on ``flush``: return when every row written so far is acknowledged."""
 
-    _pending: _Pending
+    _pending: Pending
     producer: ReliableProducer
 
     def flush(self, label: str) -> Path | None:
@@ -114,20 +93,12 @@ class _TopicSink:
     def close(self) -> None:
         self._pending.clear()
 
-    @property
-    def pending_rows(self) -> int:
-        return self._pending.rows
-
-    @property
-    def pending_age(self) -> float:
-        return self._pending.age
-
 
 #: refuse(dead records, model version, label): where rows that no message can hold go (the dead-letter sink)
 Refuse = Callable[[list[DeadRecord], "int | None", str], None]
 
 
-class KafkaOutputSink(_TopicSink):
+class KafkaOutputSink(_TopicSink, OutputSink):
     """Embedded rows to ``topic`` as Arrow IPC or JSON messages (see the module doc).
 
     ``refuse`` receives the rows no message under ``max_message_bytes`` can
@@ -146,7 +117,7 @@ class KafkaOutputSink(_TopicSink):
         self.refuse = refuse
         self.refused = 0
         self._label = ""
-        self._pending = _Pending()
+        super().__init__()
 
     def write(self, data: pa.RecordBatch | pa.Table, label: str) -> None:
         if data.num_rows == 0:
@@ -235,7 +206,7 @@ def dead_letter_headers(d: DeadRecord, where: Coordinates | KafkaDeadRecord | No
     return h
 
 
-class KafkaDeadLetterSink(_TopicSink):
+class KafkaDeadLetterSink(_TopicSink, DeadSink):
     """Dead letters to ``topic`` (default ``<input>.dlq``).
 
     Value: the original message bytes when the whole message was refused, or
@@ -249,7 +220,7 @@ class KafkaDeadLetterSink(_TopicSink):
 
     def __init__(self, producer: ReliableProducer, topic: str,
                  locate: Callable[[str | None, int | None], Coordinates | None] | None = None, *,
-                 max_message_bytes: int = 1 << 20, spill: Any = None,
+                 max_message_bytes: int = 1 << 20, spill: DeadSink | None = None,
                  spill_path: Callable[[str], Path] | None = None) -> None:
         self.producer = producer
         self.topic = topic
@@ -258,7 +229,7 @@ class KafkaDeadLetterSink(_TopicSink):
         self.spill = spill
         self.spill_path = spill_path
         self.truncated = 0
-        self._pending = _Pending()
+        super().__init__()
 
     def write(self, dead: Sequence[DeadRecord], label: str, *, model_version: int | None,
               source: str | None = None) -> None:
@@ -339,39 +310,3 @@ class _Letter:
     model_version: int | None
     source: str | None
     spilled: bool = False
-
-
-class FanoutSink:
-    """Several sinks behind one: ``write`` to each, ``flush`` each (the first path returned wins)."""
-
-    def __init__(self, sinks: Sequence[Any]) -> None:
-        if not sinks:
-            raise ValueError("FanoutSink needs at least one sink")
-        self.sinks = list(sinks)
-
-    @property
-    def pending_rows(self) -> int:
-        return max(s.pending_rows for s in self.sinks)
-
-    @property
-    def pending_age(self) -> float:
-        return max(s.pending_age for s in self.sinks)
-
-    def accepts(self, schema: pa.Schema, label: str | None = None) -> bool:
-        """Whether every sink that has the notion (a Parquet file) can take rows of ``schema`` now."""
-        return all(getattr(s, "accepts", lambda *a: True)(schema, label) for s in self.sinks)
-
-    def write(self, *args: Any, **kwargs: Any) -> None:
-        for s in self.sinks:
-            s.write(*args, **kwargs)
-
-    def flush(self, label: str) -> Path | None:
-        out = None
-        for s in self.sinks:
-            path = s.flush(label)
-            out = out or path
-        return out
-
-    def close(self) -> None:
-        for s in self.sinks:
-            s.close()

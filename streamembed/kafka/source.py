@@ -81,6 +81,7 @@ from streamembed.kafka.unreadable import is_unreadable_data, skip_unreadable
 from streamembed.stream.codecs import DeadRecord
 from streamembed.stream.landmark_order import schema_order_key
 from streamembed.stream.records import INPUT_BLOCK, INPUT_CROSS, INPUT_DISSIMILARITIES, Reason
+from streamembed.stream.origin import RowOrigin
 from streamembed.stream.sinks import safe_label
 from streamembed.stream.sources import SourceBatch
 
@@ -619,7 +620,7 @@ class KafkaSource:
             self._provenance[file] = _Provenance(p, row_offset, row_in_msg)
             while len(self._provenance) > 64:
                 self._provenance.popitem(last=False)
-        return SourceBatch(table, position, label, dead=q.dead, file=file, row_base=0, stream=f"p{p}")
+        return SourceBatch(table, position, label, dead=q.dead, origin=RowOrigin(file), stream=f"p{p}")
 
     # ------------------------------------------------------------------ backpressure and lag
     def _apply_backpressure(self) -> bool:

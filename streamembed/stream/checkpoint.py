@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 
 from streamembed.atomic import atomic_write_bytes, naming_path
 from streamembed.fsafe import make_dirs, open_state, temporary_file
-from streamembed.stream.sinks import Sink
+from streamembed.stream.sinks.base import Sink
 
 __all__ = ["CHECKPOINT_SCHEMA_VERSION", "Checkpoint", "CheckpointError", "CheckpointStore", "Checkpointer",
            "CrashGuard"]

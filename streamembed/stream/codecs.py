@@ -29,6 +29,7 @@ from streamembed.stream.blocks import Blocks, find_blocks
 from streamembed.stream.columns import (column, is_list, list_lengths, null_mask, numeric_values_type, single_array,
                                         to_matrix)
 from streamembed.stream.landmark_order import apply_orders, permutation, row_orders
+from streamembed.stream.origin import NO_ORIGIN, RowOrigin
 from streamembed.stream.records import (
     INPUT_BLOCK,
     INPUT_CROSS,
@@ -329,9 +330,7 @@ def decode_batch(
     n_features: int | None = None,
     model_version: int = 1,
     accepted_versions: Sequence[int] | None = None,
-    file: str | None = None,
-    rows: np.ndarray | None = None,
-    row_base: int = 0,
+    origin: RowOrigin = NO_ORIGIN,
     max_block_rows: int = MAX_BLOCK_ROWS,
     landmark_ids: Mapping[int, np.ndarray] | None = None,
 ) -> DecodedBatch:
@@ -344,8 +343,7 @@ def decode_batch(
     n_features : p for a feature-mode model (``features`` accepted), else None.
     model_version : the model version rows without ``landmark_version`` follow.
     accepted_versions : landmark versions accepted (default: ``model_version`` only).
-    file, rows, row_base : provenance for dead letters; row i of the batch is
-        row ``rows[i]`` (or ``row_base + i``) of ``file``.
+    origin : provenance for dead letters (:class:`~streamembed.stream.origin.RowOrigin`).
     max_block_rows : largest block accepted (rows).
     landmark_ids : the landmark ids (in model order) of each accepted model
         version: rows that name their landmark order (``stream.landmark_order``)
@@ -378,7 +376,7 @@ def decode_batch(
         mark(all_rows, Reason.UNDECODABLE, dup)
         empty = np.empty((0, n_landmarks), dtype=np.float64)
         dead = _dead_records(table, code, column_detail, row_detail, np.full(m, -1), n_landmarks,
-                             INPUT_DISSIMILARITIES, None, pa.nulls(m, pa.string()), file, rows, row_base)
+                             INPUT_DISSIMILARITIES, None, pa.nulls(m, pa.string()), origin)
         return DecodedBatch(ids=pa.array([], pa.string()), matrix=empty, kind=INPUT_DISSIMILARITIES, blocks=None,
                             event_time=pa.array([], TIMESTAMP_TYPE), index=np.empty(0, np.int64), dead=dead)
 
@@ -449,7 +447,7 @@ def decode_batch(
     order_group, perms = _named_orders(table, kind, code, mark, versions, model_version, landmark_ids)
 
     # blocks: rows placed jointly from their mutual dissimilarities (stream.blocks)
-    row_no = rows if rows is not None else row_base + np.arange(m)
+    row_no = origin.numbers(m)
     found = find_blocks(column(table, INPUT_CROSS), column(table, INPUT_BLOCK), code, _CODES, row_no,
                         max_block_rows)
     if found is not None:
@@ -464,8 +462,7 @@ def decode_batch(
         matrix = apply_orders(matrix, order_group[ok], perms)
         # NaN/inf/negative values are left to the core (errors="mask"): its
         # fused kernel finds them in the same pass that embeds the batch
-    dead = _dead_records(table, code, column_detail, row_detail, lengths, width, kind, versions, ids, file, rows,
-                         row_base)
+    dead = _dead_records(table, code, column_detail, row_detail, lengths, width, kind, versions, ids, origin)
     if matrix is None:
         ok[:] = False
         matrix = np.empty((0, width), dtype=np.float64)
@@ -532,10 +529,6 @@ def _named_orders(table: pa.Table | pa.RecordBatch, kind: str, code: np.ndarray,
     return gid, perms
 
 
-def _row_no(rows: np.ndarray | None, row_base: int, i: int) -> int:
-    return int(rows[i]) if rows is not None else row_base + i
-
-
 def _dead_records(
     table: pa.Table | pa.RecordBatch,
     code: np.ndarray,
@@ -546,9 +539,7 @@ def _dead_records(
     kind: str,
     versions: np.ndarray | None,
     ids: pa.Array,
-    file: str | None,
-    rows: np.ndarray | None,
-    row_base: int,
+    origin: RowOrigin,
 ) -> list[DeadRecord]:
     """Dead letters for the rejected rows (the only per-row loop: bad rows only)."""
     bad = np.flatnonzero(code)
@@ -567,8 +558,8 @@ def _dead_records(
                 detail = f"landmark_version {int(versions[i])} is not served"
             elif reason == Reason.MISSING_ID:
                 detail = "id is null or empty"
-        out.append(DeadRecord(reason=reason, detail=detail, id=id_list[j], file=file,
-                              row=_row_no(rows, row_base, i), record=row_as_json(table, i)))
+        out.append(DeadRecord(reason=reason, detail=detail, id=id_list[j], file=origin.file,
+                              row=origin.row(i), record=row_as_json(table, i)))
     return out
 
 

@@ -32,6 +32,7 @@ from streamembed.core.validation import Problem
 from streamembed.stream.blocks import Blocks, block_units
 from streamembed.stream.codecs import DeadRecord, DecodedBatch, decode_batch, encode_result, row_as_json, split_valid
 from streamembed.stream.models import ModelRegistry
+from streamembed.stream.origin import NO_ORIGIN, RowOrigin
 from streamembed.stream.output import DEFAULT_OUTPUT_VERSION, OUTPUT_VERSIONS
 from streamembed.stream.records import INPUT_FEATURES, REASONS, Reason
 
@@ -115,15 +116,14 @@ class BatchEmbedder:
     def model_version(self) -> int:
         return self.registry.current_version
 
-    def process(self, table: pa.Table | pa.RecordBatch, *, file: str | None = None,
-                rows: np.ndarray | None = None, row_base: int = 0) -> Processed:
+    def process(self, table: pa.Table | pa.RecordBatch, *, origin: RowOrigin = NO_ORIGIN) -> Processed:
         """Output rows and dead letters for one input batch; never raises for what the batch holds.
 
-        Row i of ``table`` is row ``rows[i]`` (or ``row_base + i``) of ``file``.
+        ``origin``: where the rows come from (their ``file`` and ``row`` in dead letters).
         """
         try:
             with runtime.limit(self.max_batch_seconds, self.cancelled):
-                return self._process(table, file=file, rows=rows, row_base=row_base)
+                return self._process(table, origin)
         except Exception as exc:  # noqa: BLE001 - the rule: contained to the records that cause it
             m = table.num_rows
             units = block_units(table)  # where a piece that cannot be split (a block, or one row) begins
@@ -132,24 +132,22 @@ class BatchEmbedder:
                           "a block of" if m > 1 else "", m, exc_info=True)
                 detail = f"{type(exc).__name__}: {exc}"[:1000]
                 idx = np.arange(m)
-                return Processed(dead=_dead_rows(table, idx, _ids_or_none(table, m), [detail] * m, file, rows,
-                                                 row_base, Reason.EMBED_FAILED))
+                return Processed(dead=_dead_rows(table, idx, _ids_or_none(table, m), [detail] * m, origin,
+                                                 Reason.EMBED_FAILED))
             half = int(units[units.size // 2])
             out = Processed()
             for lo, hi in ((0, half), (half, m)):
-                sub_rows = None if rows is None else rows[lo:hi]
-                out.extend(self.process(table.slice(lo, hi - lo), file=file, rows=sub_rows, row_base=row_base + lo))
+                out.extend(self.process(table.slice(lo, hi - lo), origin=origin.slice(lo, hi)))
             return out
 
-    def _process(self, table: pa.Table | pa.RecordBatch, *, file: str | None, rows: np.ndarray | None,
-                 row_base: int) -> Processed:
+    def _process(self, table: pa.Table | pa.RecordBatch, origin: RowOrigin) -> Processed:
         current = self.registry.current_version
         model = self.registry.current
         n_features = None if model.features is None else int(model.features.shape[1])
         versions = self.registry.versions()
         ids = {v: got.landmark_ids for v in versions if (got := self.registry.get(v)) is not None}
         dec = decode_batch(table, n_landmarks=model.input_width, n_features=n_features, model_version=current,
-                           accepted_versions=versions, file=file, rows=rows, row_base=row_base,
+                           accepted_versions=versions, origin=origin,
                            max_block_rows=self.max_block_rows, landmark_ids=ids)
         out = Processed(dead=dec.dead)
         if dec.matrix.shape[0] == 0:
@@ -159,14 +157,14 @@ class BatchEmbedder:
         else:
             groups = [(int(v), np.flatnonzero(dec.versions == v)) for v in np.unique(dec.versions)]
             if dec.blocks is not None:
-                dec = self._refuse_mixed_blocks(table, dec, out, file, rows, row_base)
+                dec = self._refuse_mixed_blocks(table, dec, out, origin)
                 groups = [(int(v), np.flatnonzero(dec.versions == v)) for v in np.unique(dec.versions)]
         for version, sel in groups:
-            out.extend(self._embed_group(table, dec, version, sel, file, rows, row_base))
+            out.extend(self._embed_group(table, dec, version, sel, origin))
         return out
 
     def _refuse_mixed_blocks(self, table: pa.Table | pa.RecordBatch, dec: DecodedBatch, out: Processed,
-                             file: str | None, rows: np.ndarray | None, row_base: int) -> DecodedBatch:
+                             origin: RowOrigin) -> DecodedBatch:
         """Dead-letter the blocks whose members follow different landmark versions; the rest of ``dec``."""
         assert dec.blocks is not None and dec.versions is not None
         b = dec.blocks
@@ -178,8 +176,8 @@ class BatchEmbedder:
             return dec
         bad = b.rows[mixed]
         out.dead.extend(_dead_rows(table, dec.index[bad], dec.ids.take(pa.array(bad)),
-                                   ["block members follow different landmark versions"] * bad.size, file, rows,
-                                   row_base, Reason.BAD_BLOCK))
+                                   ["block members follow different landmark versions"] * bad.size, origin,
+                                   Reason.BAD_BLOCK))
         keep = np.ones(dec.matrix.shape[0], dtype=bool)
         keep[bad] = False
         pos = np.flatnonzero(keep)
@@ -189,26 +187,25 @@ class BatchEmbedder:
                        index=dec.index[pos], versions=dec.versions[pos], blocks=blocks)
 
     def _embed_group(self, table: pa.Table | pa.RecordBatch, dec: DecodedBatch, version: int,
-                     sel: np.ndarray | None, file: str | None, rows: np.ndarray | None, row_base: int) -> Processed:
+                     sel: np.ndarray | None, origin: RowOrigin) -> Processed:
         """Embed the decoded rows ``sel`` (None: all) with model ``version``: single objects by the configured
         method, the blocks among them by block RR, all blocks in one solver call."""
         model = self.registry.get(version)
         assert model is not None
         if dec.blocks is None:  # the common case: every row a single object, no copies
-            return self._place(model, version, table, dec, sel, None, file, rows, row_base)
+            return self._place(model, version, table, dec, sel, None, origin)
         pos = np.arange(dec.matrix.shape[0]) if sel is None else sel
         blocks = dec.blocks.within(pos)
         out = Processed()
         if blocks.rows.size < pos.size:
             singles = pos[~blocks.member_mask(pos.size)]
-            out.extend(self._place(model, version, table, dec, singles, None, file, rows, row_base))
+            out.extend(self._place(model, version, table, dec, singles, None, origin))
         if blocks.sizes.size:
-            out.extend(self._place(model, version, table, dec, pos[blocks.rows], blocks, file, rows, row_base))
+            out.extend(self._place(model, version, table, dec, pos[blocks.rows], blocks, origin))
         return out
 
     def _place(self, model: LandmarkModel, version: int, table: pa.Table | pa.RecordBatch, dec: DecodedBatch,
-               sel: np.ndarray | None, blocks: Blocks | None, file: str | None, rows: np.ndarray | None,
-               row_base: int) -> Processed:
+               sel: np.ndarray | None, blocks: Blocks | None, origin: RowOrigin) -> Processed:
         """Place the accepted rows ``sel`` (None: all; blocks: the members of ``blocks``, in block order)."""
         retained = version != self.registry.current_version
         A, ids, event_time, index = dec.matrix, dec.ids, dec.event_time, dec.index
@@ -228,8 +225,7 @@ class BatchEmbedder:
         if not valid.all():
             good, bad = split_valid(valid)
             problems = [res.reasons[i] for i in bad.tolist()]
-            out.dead.extend(_dead_rows(table, index[bad], ids.take(pa.array(bad)), problems, file, rows, row_base,
-                                       None))
+            out.dead.extend(_dead_rows(table, index[bad], ids.take(pa.array(bad)), problems, origin, None))
             if good.size == 0:
                 return out
             res = res.take(good)
@@ -241,7 +237,7 @@ class BatchEmbedder:
             res.flags = res.flags | FLAG_RETAINED_MODEL
         else:
             if self.consistency is not None and features is None:
-                self.consistency.observe(model, A, file=file)
+                self.consistency.observe(model, A, file=origin.file)
             if self.monitor is not None:
                 self.monitor.observe(A, res, ids=ids, features=features,
                                      block=None if blocks is None else _last_whole_block(blocks, valid, A, ids))
@@ -284,8 +280,7 @@ def _ids_or_none(table: pa.Table | pa.RecordBatch, m: int) -> pa.Array:
 
 
 def _dead_rows(table: pa.Table | pa.RecordBatch, index: np.ndarray, ids: pa.Array,
-               details: list[Problem | str | None], file: str | None, rows: np.ndarray | None, row_base: int,
-               reason: str | None) -> list[DeadRecord]:
+               details: list[Problem | str | None], origin: RowOrigin, reason: str | None) -> list[DeadRecord]:
     """Dead letters for accepted rows the core refused (a loop over those rows only).
 
     ``details`` are the core's Problems (their code is the reason) or, with
@@ -293,9 +288,8 @@ def _dead_rows(table: pa.Table | pa.RecordBatch, index: np.ndarray, ids: pa.Arra
     """
     out = []
     for j, (i, rid) in enumerate(zip(index.tolist(), ids.to_pylist())):
-        row = int(rows[i]) if rows is not None else row_base + i
         detail = details[j]
         code = reason or (detail.code if isinstance(detail, Problem) and detail.code in REASONS else Reason.REJECTED)
-        out.append(DeadRecord(code, None if detail is None else str(detail), id=rid, file=file, row=row,
-                              record=row_as_json(table, i)))
+        out.append(DeadRecord(code, None if detail is None else str(detail), id=rid, file=origin.file,
+                              row=origin.row(i), record=row_as_json(table, i)))
     return out

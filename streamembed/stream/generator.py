@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from streamembed.core.options import BATCH_ROWS
 from streamembed.config.schema import GeneratorConfig
+from streamembed.stream.origin import RowOrigin
 from streamembed.stream.records import TIMESTAMP_TYPE
 from streamembed.stream.sources import SourceBatch
 
@@ -156,7 +157,8 @@ class GeneratorSource:
         table = self.batch(i)
         self._next += 1
         self._produced += table.num_rows
-        return SourceBatch(table, {"next_batch": self._next}, f"{self.name}-{i:012d}", row_base=i * self.batch_rows)
+        return SourceBatch(table, {"next_batch": self._next}, f"{self.name}-{i:012d}",
+                           origin=RowOrigin(None, None, i * self.batch_rows))
 
     def wait_hint(self) -> float:
         if self.rate <= 0:

@@ -28,7 +28,7 @@ import math
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable
 
@@ -41,11 +41,13 @@ from streamembed.core.flags import FLAG_NAMES
 from streamembed.config.schema import OutputConfig, RunConfig
 from streamembed.stream.checkpoint import Checkpointer, CrashGuard
 from streamembed.stream.codecs import DeadRecord, row_as_json
+from streamembed.stream.contracts import Health, LoopMetrics
 from streamembed.stream.embedder import BatchEmbedder, Processed
 from streamembed.stream.records import Reason
+from streamembed.stream.sinks.base import DeadSink, OutputSink
 from streamembed.stream.sources import Source, SourceBatch
 
-__all__ = ["LoopStats", "EmbeddingLoop"]
+__all__ = ["LoopStats", "RollPolicy", "EmbeddingLoop"]
 
 log = logging.getLogger("streamembed.loop")
 
@@ -58,22 +60,54 @@ DEAD_LETTER_WARNING_SECONDS = 10.0
 
 @dataclass
 class LoopStats:
-    """Counts of one run (batches: those with at least one record)."""
+    """Counts of one run (batches: those with at least one record; dead letters by reason, with the first of each)."""
 
     batches: int = 0
     records_in: int = 0
     embedded: int = 0
     dead: int = 0
     commits: int = 0
+    failed_by_reason: Counter[str] = field(default_factory=Counter)
+    first_dead: dict[str, DeadRecord] = field(default_factory=dict)
+
+    def count_dead(self, dead: list[DeadRecord]) -> None:
+        self.dead += len(dead)
+        for r in dead:
+            self.failed_by_reason[r.reason] += 1
+            self.first_dead.setdefault(r.reason, r)
+
+
+@dataclass(frozen=True)
+class RollPolicy:
+    """When the loop publishes its files and commits: after ``rows`` pending rows or ``seconds`` of age.
+
+    :meth:`at_end` never rolls before the source is exhausted or the loop
+    stops (one output file: ``streamembed embed``).
+    """
+
+    rows: float = 100_000
+    seconds: float = 5.0
+
+    @classmethod
+    def of(cls, cfg: OutputConfig) -> RollPolicy:
+        """The policy of ``[output]`` (roll_rows, roll_seconds)."""
+        return cls(cfg.roll_rows, cfg.roll_seconds)
+
+    @classmethod
+    def at_end(cls) -> RollPolicy:
+        return cls(math.inf, math.inf)
+
+    def due(self, pending_rows: int, pending_age: float) -> bool:
+        return pending_rows >= self.rows or pending_age >= self.seconds
 
 
 class EmbeddingLoop:
     """Runs ``source`` through ``embedder`` into ``output`` and ``dead`` sinks, committing through ``checkpointer``.
 
     ``run`` gives the limits (max_batches, max_records) and the progress log
-    interval; ``output`` the roll policy (roll_rows, roll_seconds). ``metrics``
-    (``daemon.metrics.Metrics``) and ``health`` (``daemon.health.HealthState``)
-    are optional. Setting ``stop`` ends the loop after the current batch, with
+    interval; ``roll`` when to publish (default: ``[output]``'s defaults). ``metrics``
+    and ``health`` (``stream.contracts``: the daemon's ``Metrics`` and
+    ``HealthState``) are optional. Setting ``stop`` ends the loop after the current batch, with
     a final flush and commit. ``between_batches`` runs before every poll
     (refits, model topic). ``on_batch``, when set, is called with each batch's
     ``Processed`` after its rows went to the sinks (the live map).
@@ -84,14 +118,14 @@ class EmbeddingLoop:
         self,
         embedder: BatchEmbedder,
         source: Source,
-        output: Any,
-        dead: Any,
+        output: OutputSink,
+        dead: DeadSink,
         checkpointer: Checkpointer,
         *,
         run: RunConfig | None = None,
-        output_cfg: OutputConfig | None = None,
-        metrics: Any = None,
-        health: Any = None,
+        roll: RollPolicy | None = None,
+        metrics: LoopMetrics | None = None,
+        health: Health | None = None,
         stop: threading.Event | None = None,
         between_batches: Callable[[], None] | None = None,
         crash_guard: CrashGuard | None = None,
@@ -104,7 +138,7 @@ class EmbeddingLoop:
         self.dead = dead
         self.checkpointer = checkpointer
         self.run_cfg = run or RunConfig()
-        self.roll = output_cfg or OutputConfig()
+        self.roll = roll or RollPolicy.of(OutputConfig())
         self.metrics = metrics
         self.health = health
         self.stop = stop or threading.Event()
@@ -165,8 +199,7 @@ class EmbeddingLoop:
         return self.stats
 
     def _roll_due(self) -> bool:
-        return (self.checkpointer.pending_rows >= self.roll.roll_rows
-                or self.checkpointer.pending_age >= self.roll.roll_seconds)
+        return self.roll.due(self.checkpointer.pending_rows, self.checkpointer.pending_age)
 
     def commit(self) -> None:
         """Publish the sinks' files, then commit the position of the last batch (``Checkpointer``)."""
@@ -197,14 +230,13 @@ class EmbeddingLoop:
                 self.metrics.quarantined_batches.inc()
         elif batch.table is not None and batch.table.num_rows:
             self.guard.enter(batch.key)
-            done = self.embedder.process(batch.table, file=batch.file, rows=batch.rows, row_base=batch.row_base)
+            done = self.embedder.process(batch.table, origin=batch.origin)
             self.guard.finished()
         else:
             done = Processed()
         dead = list(batch.dead) + done.dead
         if done.output is not None and done.output.num_rows:
-            accepts = getattr(self.output, "accepts", None)
-            if self._uncommitted and accepts is not None and not accepts(done.output.schema, label):
+            if self._uncommitted and not self.output.accepts(done.output.schema, label):
                 # the open output file holds rows of another schema (another input precision): publish it
                 # and the position before this batch, and start a new roll with this batch
                 self.commit()
@@ -219,7 +251,7 @@ class EmbeddingLoop:
             self.stats.batches += 1
         self.stats.records_in += batch.n_records
         self.stats.embedded += done.n_out
-        self.stats.dead += len(dead)
+        self.stats.count_dead(dead)
         self._reporter.count(batch.n_records, done.n_out, dead)
         if self.metrics is not None:
             self._observe(batch, done, dead, time.perf_counter() - t0)
@@ -229,6 +261,7 @@ class EmbeddingLoop:
     # ----------------------------------------------------------------- metrics
     def _observe(self, batch: SourceBatch, done: Processed, dead: list[DeadRecord], seconds: float) -> None:
         m = self.metrics
+        assert m is not None
         m.records_in.inc(batch.n_records)
         if dead:
             m.dead_letters.inc(len(dead))
@@ -269,8 +302,8 @@ def _quarantined(batch: SourceBatch, attempts: int) -> list[DeadRecord]:
     detail = (f"the daemon crashed {attempts} times while processing this batch ({batch.key}); its records are "
               f"set aside so the stream can go on")
     ids = table.column("id").to_pylist() if table.schema.names.count("id") == 1 else [None] * table.num_rows
-    return [DeadRecord(Reason.QUARANTINED, detail, id=rid if isinstance(rid, str) else None, file=batch.file,
-                       row=int(batch.rows[i]) if batch.rows is not None else batch.row_base + i,
+    return [DeadRecord(Reason.QUARANTINED, detail, id=rid if isinstance(rid, str) else None, file=batch.origin.file,
+                       row=batch.origin.row(i),
                        record=row_as_json(table, i))
             for i, rid in enumerate(ids)]
 

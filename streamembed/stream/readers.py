@@ -116,6 +116,11 @@ _ARROW_FILE_MAGIC = b"ARROW1"
 class FileChanged(Exception):
     """The file changed (size, modification time or inode) while it was being read."""
 
+    def dead_letter(self, name: str, row: int) -> DeadRecord:
+        """The one ``unreadable_file`` dead letter for the rows of file ``name`` from ``row`` on (not read)."""
+        return DeadRecord(Reason.UNREADABLE_FILE, f"{self}: rows from {row} on were not read", file=name,
+                          row=row if row else None)
+
 
 @dataclass(frozen=True)
 class Signature:

@@ -34,9 +34,12 @@ Nothing here does I/O; the schemas are built by functions so ``d`` is explicit.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Final
 
 import pyarrow as pa
+
+from streamembed.core.validation import ProblemCode
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -79,49 +82,36 @@ INPUT_BLOCK: Final[str] = "block"
 TIMESTAMP_TYPE: Final[pa.DataType] = pa.timestamp("us", tz="UTC")
 
 
-class Reason:
-    """The bounded set of reasons a record can fail (metric label values)."""
+class Reason(StrEnum):
+    """The bounded set of reasons a record can fail: the dead letters' ``reason``, the metric's label values.
+
+    The one definition: metrics, the generated references and the dead-letter
+    codes derive from it; the core's :class:`ProblemCode` members are included
+    by reference (a row the core refuses becomes a dead letter of its code).
+    """
 
     MISSING_ID = "missing_id"  #: id absent, null or empty
     BAD_ID = "bad_id"  #: id present but not a string (a number, a list, ...)
     WRONG_LENGTH = "wrong_length"  #: list length != n landmarks (or p features)
     MISSING_VECTOR = "missing_vector"  #: no dissimilarities (or features) value at all: absent or null
-    NON_FINITE = "non_finite"  #: NaN, +-inf or a null element
-    NEGATIVE = "negative"  #: a negative dissimilarity
+    NON_FINITE = ProblemCode.NON_FINITE  #: NaN, +-inf or a null element
+    NEGATIVE = ProblemCode.NEGATIVE  #: a negative dissimilarity
     NON_NUMERIC = "non_numeric"  #: the list holds something that is not a number
-    BAD_BLOCK = "bad_block"  #: invalid ``cross`` matrix, or another member of the block failed
+    BAD_BLOCK = ProblemCode.BAD_BLOCK  #: invalid ``cross`` matrix, or another member of the block failed
     UNKNOWN_LANDMARK_VERSION = "unknown_landmark_version"  #: landmark_version not served
     #: the row names its landmark order, and it is not a permutation of the model's landmark ids
     LANDMARK_MISMATCH = "landmark_mismatch"
     UNDECODABLE = "undecodable"  #: not UTF-8 / not JSON / truncated Arrow data / bad column type
     UNREADABLE_FILE = "unreadable_file"  #: the file could not be opened or parsed at all
-    OUT_OF_RANGE = "out_of_range"  #: finite, but so large that its squares would overflow the arithmetic
-    REJECTED = "rejected"  #: the core refused the row (``errors="mask"``) for another reason
+    OUT_OF_RANGE = ProblemCode.OUT_OF_RANGE  #: finite, but so large that its squares would overflow the arithmetic
+    REJECTED = ProblemCode.REJECTED  #: the core refused the row (``errors="mask"``) for another reason
     EMBED_FAILED = "embed_failed"  #: embedding raised on this record (a bug, contained to the record)
     QUARANTINED = "quarantined"  #: the daemon crashed on this batch run.max_batch_attempts times in a row
     TOO_LARGE = "too_large"  #: a message (or its output) larger than the client may fetch or the broker accepts
 
 
 #: Every reason, in a fixed order (metrics pre-create a series per reason).
-REASONS: Final[tuple[str, ...]] = (
-    Reason.MISSING_ID,
-    Reason.BAD_ID,
-    Reason.WRONG_LENGTH,
-    Reason.MISSING_VECTOR,
-    Reason.NON_FINITE,
-    Reason.NEGATIVE,
-    Reason.NON_NUMERIC,
-    Reason.BAD_BLOCK,
-    Reason.UNKNOWN_LANDMARK_VERSION,
-    Reason.LANDMARK_MISMATCH,
-    Reason.UNDECODABLE,
-    Reason.UNREADABLE_FILE,
-    Reason.OUT_OF_RANGE,
-    Reason.REJECTED,
-    Reason.EMBED_FAILED,
-    Reason.QUARANTINED,
-    Reason.TOO_LARGE,
-)
+REASONS: Final[tuple[Reason, ...]] = tuple(Reason)
 
 
 def _with_version(fields: list[pa.Field]) -> pa.Schema:

@@ -122,7 +122,7 @@ def test_kafka_output_messages_carry_the_version_and_its_columns() -> None:
 
 
 def test_backfill_tasks_write_version_2_parts_in_the_data_sets_precision(tmp_path: Path) -> None:
-    from streamembed.backfill import plan, run_task
+    from streamembed.jobs.backfill import plan, run_task
     from streamembed.stream.input_precision import common_precision
 
     est = fitted_model()

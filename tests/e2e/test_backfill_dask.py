@@ -49,7 +49,7 @@ def _ids(out: Path) -> tuple[list[str], list[str]]:
 
 def test_every_input_id_is_in_the_output_exactly_once_and_a_rerun_rewrites_the_same_parts(
         tmp_path: Path, cluster) -> None:
-    from streamembed.backfill import backfill
+    from streamembed.jobs.backfill import backfill
 
     fitted_model().save(tmp_path / "m.npz")
     inp = tmp_path / "in"
@@ -78,7 +78,7 @@ def test_every_input_id_is_in_the_output_exactly_once_and_a_rerun_rewrites_the_s
 
 
 def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path: Path, cluster) -> None:
-    from streamembed.backfill import backfill
+    from streamembed.jobs.backfill import backfill
 
     fitted_model().save(tmp_path / "m.npz")
     inp = tmp_path / "in"
@@ -118,7 +118,7 @@ def test_a_killed_worker_loses_and_duplicates_nothing(tmp_path: Path, cluster) -
 
 
 def test_cli_dask_backfill_exits_1_naming_the_failed_task_and_finishes_the_others(tmp_path: Path, cluster) -> None:
-    from streamembed.backfill import Task
+    from streamembed.jobs.backfill import Task
 
     fitted_model().save(tmp_path / "m.npz")
     inp = tmp_path / "in"

@@ -16,10 +16,10 @@ import pytest
 from kafka import TopicPartition
 
 from streamembed.kafka.source import KafkaSource
-from streamembed.config.schema import OutputConfig, RunConfig
+from streamembed.config.schema import RunConfig
 from streamembed.stream.checkpoint import Checkpointer
 from streamembed.stream.embedder import BatchEmbedder
-from streamembed.stream.loop import EmbeddingLoop
+from streamembed.stream.loop import EmbeddingLoop, RollPolicy
 from streamembed.stream.sinks import DeadLetterSink, ParquetSink, PerLabelSink
 
 from ..stream.helpers import fitted
@@ -67,8 +67,7 @@ def _run(root: Path, consumer: FakeConsumer, crash: bool, n_records: int) -> Non
     out = PerLabelSink(lambda: ParquetSink(root / "embeddings", clean=False), root / "embeddings", "part")
     dead = DeadLetterSink(root / "dead-letter")
     loop = EmbeddingLoop(BatchEmbedder(fitted()), source, out, dead, Checkpointer([out, dead], source, None),
-                         run=RunConfig(max_records=n_records), output_cfg=OutputConfig(roll_rows=10_000,
-                                                                                       roll_seconds=3600))
+                         run=RunConfig(max_records=n_records), roll=RollPolicy(10_000, 3600))
     if crash:
         with pytest.raises(RuntimeError, match="killed"):
             loop.run()

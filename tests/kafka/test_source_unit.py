@@ -128,9 +128,9 @@ def test_messages_are_cut_into_batches_per_partition_and_blocks_apart_from_rows(
     assert len(dead) == 1 and isinstance(dead[0], KafkaDeadRecord)
     assert (dead[0].reason, dead[0].partition, dead[0].offset, dead[0].raw) == (Reason.UNDECODABLE, 0, 6, b"garbage")
     # rows refused later are located by the batch's file (unique) and row index
-    where = src.locate(batches[1].file, 150)
+    where = src.locate(batches[1].origin.file, 150)
     assert (where.partition, where.offset, where.row) == (0, 3, 50)
-    where = src.locate(batches[2].file, 4)
+    where = src.locate(batches[2].origin.file, 4)
     assert (where.partition, where.offset, where.row) == (0, 5, 1)
     assert src.poll() is None and src.caught_up
 

@@ -13,6 +13,7 @@ from streamembed.stream.codecs import decode_batch
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.readers import iter_file
 from streamembed.stream.records import Reason
+from streamembed.stream.origin import RowOrigin
 
 from .helpers import N_LANDMARKS, blocks_table, fitted, write_arrow, write_jsonl, write_parquet
 
@@ -173,7 +174,7 @@ def test_a_file_block_longer_than_max_block_rows_is_refused_not_half_placed(tmp_
     embedder = BatchEmbedder(model, max_block_rows=8)
     placed, dead = set(), {}
     for c in iter_file(path, batch_rows=4, max_block_rows=8):
-        out = embedder.process(c.table, row_base=c.start_row)
+        out = embedder.process(c.table, origin=RowOrigin(None, None, c.start_row))
         placed |= set(_placed(out)) if out.output is not None else set()
         dead.update({d.id: d.reason for d in out.dead})
     assert placed == {"b0-0", "b0-1", "b2-0", "b2-1"}
@@ -187,6 +188,6 @@ def test_a_jsonl_block_file_with_a_bad_line_keeps_its_blocks(tmp_path: Path) -> 
     path = write_jsonl(tmp_path / "b.jsonl", table.to_pylist(), raw_lines=[b"{not json"])
     chunks = list(iter_file(path, batch_rows=100, max_block_rows=8))
     assert [d.reason for c in chunks for d in c.dead] == [Reason.UNDECODABLE]
-    out = BatchEmbedder(model).process(chunks[0].table, rows=chunks[0].rows)
+    out = BatchEmbedder(model).process(chunks[0].table, origin=RowOrigin(None, chunks[0].rows))
     assert out.dead == [] and set(_placed(out)) == {"b0-0", "b0-1", "b0-2", "b1-0", "b1-1"}
     assert set(pa.Table.from_batches([out.output]).column("method").to_pylist()) == {"block"}

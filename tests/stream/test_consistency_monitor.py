@@ -24,6 +24,7 @@ from benchmarks.mixups import MIXUPS
 from streamembed.stream.consistency import HEALTH_PROBLEM, ConsistencyMonitor
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.models import ModelRegistry
+from streamembed.stream.origin import RowOrigin
 
 from ..realdata import setting
 from .helpers import fitted, input_table, list_column, objects
@@ -49,7 +50,7 @@ class Watch:
             A = rows[rng.integers(0, rows.shape[0], min(BATCH, count - start))]
             t = pa.table({"id": pa.array([f"o{self.seen + i}" for i in range(A.shape[0])]),
                           "dissimilarities": list_column(A)})
-            p = self.embedder.process(t, file="in.parquet")
+            p = self.embedder.process(t, origin=RowOrigin("in.parquet"))
             assert p.n_out == A.shape[0] and not p.dead  # the monitor never costs a record
             self.seen += A.shape[0]
             if self.monitor.alarm and self.alarm_at is None:

@@ -24,6 +24,7 @@ from streamembed.stream.landmark_order import order_metadata
 from streamembed.stream.models import ModelRegistry
 from streamembed.stream.readers import iter_file
 from streamembed.stream.records import Reason
+from streamembed.stream.origin import RowOrigin
 
 from .helpers import N_LANDMARKS, landmark_points, list_column, objects, write_arrow, write_jsonl, write_parquet
 
@@ -67,7 +68,7 @@ def _embed(path: Path, model: Any = None, *, registry: ModelRegistry | None = No
         dead.extend(chunk.dead)
         if chunk.table is None:
             continue
-        p = emb.process(chunk.table, file=path.name, rows=chunk.rows, row_base=chunk.start_row)
+        p = emb.process(chunk.table, origin=RowOrigin(path.name, chunk.rows, chunk.start_row))
         dead.extend(p.dead)
         if p.output is not None:
             ys = np.asarray(p.output.column("y").to_pylist())

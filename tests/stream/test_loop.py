@@ -9,11 +9,11 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from streamembed.config.schema import GeneratorConfig, OutputConfig, RunConfig
+from streamembed.config.schema import GeneratorConfig, RunConfig
 from streamembed.stream.checkpoint import Checkpointer, CheckpointStore, CrashGuard
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
-from streamembed.stream.loop import EmbeddingLoop
+from streamembed.stream.loop import EmbeddingLoop, RollPolicy
 from streamembed.stream.pipeline import ReadAhead
 from streamembed.stream.records import Reason
 from streamembed.stream.sinks import DeadLetterSink, ParquetSink
@@ -53,7 +53,7 @@ def _loop(indir: Path, out: Path, *, model=None, run: RunConfig | None = None, r
     checkpointer = Checkpointer([output, dead], src, store)
     checkpointer.restore(store.load())
     return EmbeddingLoop(BatchEmbedder(model, method=method), src, output, dead, checkpointer, run=run,
-                         output_cfg=OutputConfig(roll_rows=roll_rows, roll_seconds=roll_seconds), crash_guard=guard)
+                         roll=RollPolicy(roll_rows, roll_seconds), crash_guard=guard)
 
 
 def test_every_input_id_is_output_or_dead_letter(tmp_path: Path) -> None:
@@ -65,6 +65,23 @@ def test_every_input_id_is_output_or_dead_letter(tmp_path: Path) -> None:
     assert {(d["id"], d["reason"]) for d in dead} == {("p3", Reason.NON_FINITE), ("p4", Reason.NEGATIVE)}
     assert stats.records_in == len(ids) and stats.embedded == len(ids) - 2 and stats.dead == 2
     assert pq.read_table(tmp_path / "out" / "emb").schema.field("y").type.list_size == 2
+
+
+def test_the_loop_counts_dead_letters_by_reason_with_the_first_of_each(tmp_path: Path) -> None:
+    _corpus(tmp_path / "in")
+    stats = _loop(tmp_path / "in", tmp_path / "out").run()
+    assert stats.failed_by_reason == {Reason.NON_FINITE: 1, Reason.NEGATIVE: 1}
+    assert (stats.first_dead[Reason.NEGATIVE].id, stats.first_dead[Reason.NEGATIVE].row) == ("p4", 4)
+
+
+def test_the_at_end_policy_publishes_once_when_the_source_is_exhausted(tmp_path: Path) -> None:
+    assert not RollPolicy.at_end().due(1 << 62, 1e18)
+    ids, _ = _corpus(tmp_path / "in")
+    loop = _loop(tmp_path / "in", tmp_path / "out")
+    loop.roll = RollPolicy.at_end()
+    stats = loop.run()
+    assert stats.commits == 1 and len(list((tmp_path / "out" / "emb").glob("*.parquet"))) == 1
+    assert stats.embedded == len(ids) - 2
 
 
 @pytest.mark.parametrize("method", ["projection", "restricted"])
@@ -204,7 +221,7 @@ def test_generator_source_resumes_with_the_same_objects(tmp_path: Path) -> None:
         checkpointer = Checkpointer([output, dead], src, store)
         checkpointer.restore(store.load())
         EmbeddingLoop(BatchEmbedder(model), src, output, dead, checkpointer,
-                      output_cfg=OutputConfig(roll_rows=32)).run()
+                      roll=RollPolicy(rows=32)).run()
         src.close()
         return read_ids(out / "emb", "*.parquet")
 

@@ -173,9 +173,8 @@ def test_the_loop_starts_a_new_file_where_the_input_precision_changes(tmp_path: 
     one precision (a roll large enough to hold them all would otherwise mix them)."""
     from collections import Counter
 
-    from streamembed.config.schema import OutputConfig
     from streamembed.stream.checkpoint import Checkpointer, CheckpointStore
-    from streamembed.stream.loop import EmbeddingLoop
+    from streamembed.stream.loop import EmbeddingLoop, RollPolicy
     from streamembed.stream.pipeline import ReadAhead
     from streamembed.stream.sinks import DeadLetterSink
     from streamembed.stream.sources import DirectorySource
@@ -192,7 +191,7 @@ def test_the_loop_starts_a_new_file_where_the_input_precision_changes(tmp_path: 
     checkpointer = Checkpointer([output, dead], src, store)
     checkpointer.restore(store.load())
     EmbeddingLoop(BatchEmbedder(fitted(), output_version=2), src, output, dead, checkpointer,
-                  output_cfg=OutputConfig(roll_rows=10_000, roll_seconds=60.0)).run()
+                  roll=RollPolicy(10_000, 60.0)).run()
     files = sorted((out / "emb").glob("*.parquet"))
     types = [pq.read_schema(f).field("y0").type for f in files]
     assert set(types) == {pa.float32(), pa.float64()}, types

@@ -36,7 +36,7 @@ def test_new_files_are_picked_up_once_and_hidden_or_temp_files_ignored(tmp_path:
     assert src.caught_up
     _file(tmp_path / "c.parquet", ["c0"])
     more = _drain(src)
-    assert [b.file for b in more] == ["c.parquet", "c.parquet"]
+    assert [b.origin.file for b in more] == ["c.parquet", "c.parquet"]
     assert _drain(src) == []
 
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from streamembed.backfill import Task, expand_inputs, plan, run_task
+from streamembed.jobs.backfill import Task, expand_inputs, plan, run_task
 from streamembed.stream import readers
 from streamembed.stream.codecs import PACKED_DTYPE_KEY, decode_batch, packed_column
 from streamembed.stream.readers import FileChanged, iter_file, open_input

@@ -1,12 +1,4 @@
-"""Sources: where batches come from, each with an opaque resume position.
-
-A source yields :class:`SourceBatch` objects. ``position`` is a
-JSON-serialisable state meaning "everything up to and including this batch";
-the loop's checkpointer stores it once the batch's outputs are durable and
-hands it back to :meth:`Source.restore` on restart. ``label`` is a
-file-name-safe rendering of the batch's *first* position, used to name the
-output files deterministically; ``key`` identifies the batch across restarts
-(the crash guard counts crashes per key).
+"""The watched directory (:class:`DirectorySource`): files read once complete, resumable by position.
 
 File sources never lose a record (docs/sources.md): a file is read once it
 is complete — its size, modification time and inode unchanged for
@@ -27,91 +19,22 @@ import hashlib
 import logging
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 from collections.abc import Iterator
 
-import numpy as np
-import pyarrow as pa
 
 from streamembed.core.options import BATCH_ROWS, MAX_BLOCK_ROWS
-from streamembed.stream.codecs import DeadRecord
 from streamembed.stream.dirscan import DirectoryIndex
-from streamembed.stream.records import Reason
+from streamembed.stream.origin import RowOrigin
 from streamembed.stream.readers import FileChanged, ReadChunk, Signature, file_format, iter_file, open_input
 from streamembed.stream.sinks import safe_label
+from streamembed.stream.sources.base import SourceBatch, display_name
 
-__all__ = ["SourceBatch", "Source", "DirectorySource", "FileSource", "display_name"]
+__all__ = ["DirectorySource"]
 
 log = logging.getLogger("streamembed.source")
-
-
-@dataclass
-class SourceBatch:
-    """One batch of raw input.
-
-    ``table`` holds the rows to decode (None when there are none, e.g. an
-    unreadable file or an end-of-file marker); ``dead`` the records refused
-    before decoding. Row i of ``table`` is row ``rows[i]`` (or
-    ``row_base + i``) of ``file``. ``stream`` names the ordered part of the
-    input the batch belongs to when there are several read concurrently (a
-    Kafka partition): the loop writes each stream's rows of a roll under the
-    label of its first batch in that roll; None: one stream.
-    """
-
-    table: pa.Table | None
-    position: Any
-    label: str
-    dead: list[DeadRecord] = field(default_factory=list)
-    file: str | None = None
-    row_base: int = 0
-    rows: np.ndarray | None = None
-    stable_key: str | None = None
-    stream: str | None = None
-
-    @property
-    def key(self) -> str:
-        """The batch's identity across restarts (the label, unless the source says otherwise)."""
-        return self.stable_key or self.label
-
-    @property
-    def n_records(self) -> int:
-        """Input records in this batch (rows plus records refused while reading)."""
-        return (self.table.num_rows if self.table is not None else 0) + len(self.dead)
-
-
-class Source(Protocol):
-    """What the loop needs from a source."""
-
-    name: str
-
-    def poll(self) -> SourceBatch | None:
-        """The next batch, or None if nothing is available right now."""
-
-    def restore(self, state: Any) -> None:
-        """Resume after the batch whose ``position`` was ``state`` (raises ValueError for a state it cannot use)."""
-
-    def commit(self, position: Any) -> None:
-        """The outputs up to ``position`` are durable (Kafka commits its offsets; file sources have nothing to do)."""
-
-    def wait_hint(self) -> float:
-        """Seconds worth sleeping after ``poll`` returned None."""
-
-    @property
-    def caught_up(self) -> bool:
-        """True when the last ``poll`` found no input waiting (the loop publishes then)."""
-
-    @property
-    def exhausted(self) -> bool:
-        """True when no more batches will ever come (bounded sources)."""
-
-    def close(self) -> None: ...
-
-
-def display_name(rel: str) -> str:
-    """A file name as valid text (bytes that are not UTF-8 shown as U+FFFD), for dead letters and logs."""
-    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _is_count(v: Any) -> bool:
@@ -441,7 +364,7 @@ class DirectorySource:
             log.warning("%s changed while it was read; it will be read again once it is complete", name)
             self._done[r.rel] = {"sig": _NEVER.as_json(), "rows": r.row, "tail": None, "gen": r.gen}
             self._reading = None
-            return SourceBatch(None, self._position(), label, file=name, row_base=r.row)
+            return SourceBatch(None, self._position(), label, origin=RowOrigin(name, None, r.row))
         except OSError as exc:
             self._retry_later(r.rel, r.sig, exc)
             self._done[r.rel] = {"sig": _NEVER.as_json(), "rows": r.row, "tail": None, "gen": r.gen}
@@ -451,7 +374,7 @@ class DirectorySource:
             # end of file: an empty batch that marks the file done
             self._done[r.rel] = {"sig": r.sig.as_json(), "rows": r.row, "tail": None, "gen": r.gen}
             self._reading = None
-            return SourceBatch(None, self._position(), label, file=name, row_base=r.row)
+            return SourceBatch(None, self._position(), label, origin=RowOrigin(name, None, r.row))
         r.row = chunk.end_row
         if chunk.tail is not None:
             # the rest is unfinished: wait for the file to grow (or for incomplete_seconds)
@@ -463,8 +386,8 @@ class DirectorySource:
             # unreadable file or unreadable rest: the file is finished
             self._done[r.rel] = {"sig": r.sig.as_json(), "rows": r.row, "tail": None, "gen": r.gen}
             self._reading = None
-        return SourceBatch(chunk.table, self._position(), label, dead=chunk.dead, file=name,
-                           row_base=chunk.start_row, rows=chunk.rows)
+        return SourceBatch(chunk.table, self._position(), label, dead=chunk.dead,
+                           origin=RowOrigin(name, chunk.rows, chunk.start_row))
 
     def wait_hint(self) -> float:
         return self.poll_seconds
@@ -485,73 +408,3 @@ class DirectorySource:
 
     def close(self) -> None:
         self._reading = None
-
-
-class FileSource:
-    """The given files, in order, each read once to its end (``streamembed embed``; no waiting, no position).
-
-    A file's unfinished tail is dead-lettered at once (the file is taken as complete). Files are read
-    progressively (``readers.open_input(progressive=True)``: reading overlaps embedding); one that is
-    truncated or changes while it is read keeps the rows handed out before, and the rest of it is one
-    ``unreadable_file`` dead letter saying so.
-    """
-
-    def __init__(self, paths: list[str | os.PathLike[str]], *, batch_rows: int = BATCH_ROWS, max_block_rows: int = MAX_BLOCK_ROWS,
-                 names: list[str] | None = None, name: str = "files", mapping: str = "never") -> None:
-        self.name = name
-        self.mapping = mapping  # which files are memory-mapped instead of read progressively (``stream.mapped``)
-        self.paths = [Path(p) for p in paths]
-        self.names = names or [p.name for p in self.paths]
-        self.batch_rows = int(batch_rows)
-        self.max_block_rows = int(max_block_rows)
-        self._i = 0
-        self._chunks: Iterator[ReadChunk] | None = None
-        self._row = 0
-        self.unreadable: list[str] = []
-
-    def restore(self, state: Any) -> None:
-        """A one-shot source starts at the beginning."""
-
-    def commit(self, position: Any) -> None:
-        """Nothing to remember."""
-
-    def poll(self) -> SourceBatch | None:
-        while self._i < len(self.paths):
-            path, name = self.paths[self._i], self.names[self._i]
-            if self._chunks is None:
-                self._chunks = iter_file(path, batch_rows=self.batch_rows, max_block_rows=self.max_block_rows,
-                                         name=name, progressive=True, mapping=self.mapping)
-                self._row = 0
-            try:
-                chunk = next(self._chunks, None)
-            except FileChanged as exc:
-                # read progressively: the rows handed out so far stand, the rest is one dead letter
-                chunk = ReadChunk(None, self._row, self._row, [DeadRecord(
-                    Reason.UNREADABLE_FILE, f"{exc}: rows from {self._row} on were not read", file=name,
-                    row=self._row if self._row else None)])
-                self._chunks = iter(())
-            if chunk is None:
-                self._i += 1
-                self._chunks = None
-                continue
-            self._row = chunk.end_row
-            if chunk.table is None and any(d.row is None for d in chunk.dead):
-                self.unreadable.append(name)
-            return SourceBatch(chunk.table, {"file": self._i, "row": chunk.end_row},
-                               f"{safe_label(name, 64)}-r{chunk.start_row:012d}", dead=chunk.dead, file=name,
-                               row_base=chunk.start_row, rows=chunk.rows)
-        return None
-
-    def wait_hint(self) -> float:
-        return 0.0
-
-    @property
-    def caught_up(self) -> bool:
-        return self.exhausted
-
-    @property
-    def exhausted(self) -> bool:
-        return self._i >= len(self.paths)
-
-    def close(self) -> None:
-        self._chunks = None

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import io
 import os
 import threading
 import time
@@ -45,8 +44,6 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Iterable, Sequence
 
-import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from streamembed.core.options import BATCH_ROWS, MAX_BLOCK_ROWS
@@ -62,7 +59,10 @@ ATTEMPT_PREFIX = "attempt-"
 
 @dataclass(frozen=True)
 class Task:
-    """Rows ``start_row`` .. ``end_row - 1`` (None: to the end) of ``path``; ``name`` is the file's name in dead letters."""
+    """Rows ``start_row`` .. ``end_row - 1`` (None: to the end) of ``path``.
+
+    ``name`` is the file's name in dead letters.
+    """
 
     path: str
     name: str
@@ -153,7 +153,10 @@ def expand_inputs(inputs: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
 
 def plan(paths: Sequence[str | os.PathLike[str]], *, rows_per_task: int = 1 << 20) -> list[Task]:
-    """One task per file; a Parquet file of several row groups in ranges of whole row groups of >= rows_per_task rows."""
+    """One task per file; a Parquet file of several row groups in ranges of whole row groups.
+
+    A range holds at least ``rows_per_task`` rows (the last one may hold fewer).
+    """
     from streamembed.stream.readers import file_format
 
     tasks: list[Task] = []
@@ -210,12 +213,17 @@ def run_task(task: Task, model_bytes: bytes, out_dir: str, *, method: str = "pro
              k0_rows: None | str | int = None, batch_rows: int = BATCH_ROWS, max_block_rows: int = MAX_BLOCK_ROWS,
              row_group_rows: int = 65536, compression: str = "zstd", schema_version: int = 1,
              precision: str | None = None) -> TaskResult:
-    """Embed one task's rows into its own published Parquet part (and dead letters); see the module doc."""
-    from streamembed.stream.codecs import DeadRecord, encode_dead_letters
+    """Embed one task's rows into its own published Parquet part (and dead letters); see the module doc.
+
+    The daemon's loop (``stream.loop.EmbeddingLoop``) over the task's row range (``stream.sources.FileSource``),
+    into a single-file Parquet sink and a dead-letter sink, published once at the end.
+    """
+    from streamembed.config.schema import RunConfig
+    from streamembed.stream.checkpoint import Checkpointer
     from streamembed.stream.embedder import BatchEmbedder
-    from streamembed.stream.readers import FileChanged, iter_file
-    from streamembed.stream.records import Reason
-    from streamembed.stream.sinks import ParquetSink
+    from streamembed.stream.loop import EmbeddingLoop, RollPolicy
+    from streamembed.stream.sinks import DeadLetterSink, ParquetSink
+    from streamembed.stream.sources import FileSource
 
     t0 = time.perf_counter()
     model = _model(model_bytes)
@@ -227,71 +235,24 @@ def run_task(task: Task, model_bytes: bytes, out_dir: str, *, method: str = "pro
     part = ParquetSink(out, prefix=f"{ATTEMPT_PREFIX}{os.getpid()}-{os.urandom(4).hex()}",
                        final_name=f"part-{task.stem}.parquet", row_group_rows=row_group_rows,
                        compression=compression)
-    dead: list[DeadRecord] = []
-    res = TaskResult(task, worker_pid=os.getpid())
-    end = task.end_row
-    row = task.start_row
+    # other tasks write into the same directory at the same time: nobody's temporary files are removed here
+    dead = DeadLetterSink(out / DEAD_LETTER_DIR, source="backfill", compression=compression, clean=False)
+    source = FileSource([task.path], batch_rows=batch_rows, max_block_rows=max_block_rows, names=[task.name],
+                        name="backfill", row_range=(task.start_row, task.end_row), label=task.stem)
+    checkpointer = Checkpointer([part, dead], source, None)
+    loop = EmbeddingLoop(embedder, source, part, dead, checkpointer, run=RunConfig(progress_seconds=0),
+                         roll=RollPolicy.at_end(), warn_dead_letters=False)
     try:
-        try:
-            for chunk in iter_file(task.path, batch_rows=batch_rows, start_row=task.start_row,
-                                   max_block_rows=max_block_rows, name=task.name, progressive=True):
-                if end is not None and chunk.start_row >= end:
-                    break
-                table, rows, chunk_dead = chunk.table, chunk.rows, chunk.dead
-                if end is not None and chunk.end_row > end and table is not None:
-                    keep = (rows < end) if rows is not None else np.arange(table.num_rows) + chunk.start_row < end
-                    table = table.filter(pa.array(keep))
-                    rows = rows[keep] if rows is not None else None
-                    chunk_dead = [d for d in chunk_dead if d.row is None or d.row < end]
-                if table is None and any(d.row is None for d in chunk_dead):
-                    res.unreadable = True
-                dead.extend(chunk_dead)
-                res.records += len(chunk_dead)
-                row = chunk.end_row
-                if table is None or table.num_rows == 0:
-                    continue
-                res.records += table.num_rows
-                done = embedder.process(table, file=task.name, rows=rows, row_base=chunk.start_row)
-                dead.extend(done.dead)
-                if done.output is not None and done.output.num_rows:
-                    part.write(done.output, task.stem)
-                    res.embedded += done.output.num_rows
-        except FileChanged as exc:
-            dead.append(DeadRecord(Reason.UNREADABLE_FILE, f"{exc}: rows from {row} on were not read",
-                                   file=task.name, row=row if row else None))
-            res.records += 1
-            res.unreadable = res.unreadable or row == task.start_row
-        res.dead = len(dead)
-        published = part.flush(task.stem)
-        res.output = None if published is None else str(published)
-        res.dead_letters = _publish_dead(out / DEAD_LETTER_DIR / f"dead-{task.stem}.parquet", dead,
-                                         embedder.model_version, compression, encode_dead_letters)
+        stats = loop.run()
+        if not stats.commits:  # no batch at all: still remove what an earlier attempt published
+            checkpointer.commit(None, task.stem)
     finally:
         part.close()  # drops the temporary file of an attempt that failed
-    res.seconds = time.perf_counter() - t0
-    return res
-
-
-def _publish_dead(final: Path, dead: list[Any], model_version: int, compression: str, encode: Any) -> str | None:
-    """Publish the task's dead letters (or remove an earlier attempt's file when there are none)."""
-    from streamembed.atomic import fsync_dir, publish
-
-    if not dead:
-        if final.exists():
-            final.unlink()
-            fsync_dir(final.parent)
-        return None
-    final.parent.mkdir(parents=True, exist_ok=True)
-    table = encode(dead, source="backfill", model_version=model_version, failed_at_us=time.time_ns() // 1000)
-    buf = io.BytesIO()
-    pq.write_table(table, buf, compression=compression)
-    tmp = final.with_name(f".{final.name}.{os.getpid()}-{os.urandom(4).hex()}.tmp")  # unique per attempt
-    try:
-        tmp.write_bytes(buf.getvalue())
-        publish(tmp, final)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return str(final)
+        dead.close()
+    return TaskResult(task, records=stats.records_in, embedded=stats.embedded, dead=stats.dead,
+                      output=str(part.final_path(task.stem)) if stats.embedded else None,
+                      dead_letters=str(dead.path_for(task.stem)) if stats.dead else None,
+                      unreadable=bool(source.unreadable), seconds=time.perf_counter() - t0, worker_pid=os.getpid())
 
 
 def _remove_leftovers(out: Path) -> None:
