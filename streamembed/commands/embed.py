@@ -272,9 +272,10 @@ def add_parser(add: Any) -> None:
                         "batches are embedded)")
     e.add_argument("--max-block-rows", type=int, default=4096, metavar="N", help="largest block with 'cross'")
     e.add_argument("--compression", default="zstd", choices=("zstd", "snappy", "gzip", "lz4", "none"))
-    e.add_argument("--schema-version", type=int, default=1, choices=(1, 2),
-                   help="output record format: 1 (default: y list of float64, flags list of names) or 2 (the lean "
-                        "format: y0..y{d-1} columns in the input's precision, flag_bits; README, Record formats)")
+    e.add_argument("--schema-version", type=int, default=2, choices=(1, 2),  # stream.output.DEFAULT_OUTPUT_VERSION
+                   help="output record format: 2 (default: the lean format, y0..y{d-1} columns in the input's "
+                        "precision, flag_bits) or 1 (y list of float64, flags list of names; for one more release); "
+                        "README, Record formats")
     e.add_argument("--mmap", choices=("auto", "always", "never"), default="never",
                    help="memory-map Arrow IPC and Parquet inputs instead of copying them: always (inputs are never "
                         "truncated or rewritten while embed runs: a file truncated under a mapping kills the "

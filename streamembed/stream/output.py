@@ -76,9 +76,9 @@ __all__ = [
 
 #: The newest output version.
 OUTPUT_SCHEMA_VERSION: Final[int] = 2
-#: The output version written when none is asked for (``output.schema_version``, ``embed --schema-version``):
-#: still 1 for this release, so that no reader breaks unannounced; version 2 is opt-in.
-DEFAULT_OUTPUT_VERSION: Final[int] = 1
+#: The output version written when none is asked for (``output.schema_version``, ``embed --schema-version``,
+#: ``backfill``, the Kafka output messages). Version 1 is written on request for one more release.
+DEFAULT_OUTPUT_VERSION: Final[int] = 2
 #: Versions that can be written (``output.schema_version``) and read back here.
 OUTPUT_VERSIONS: Final[tuple[int, ...]] = (1, 2)
 #: Schema metadata: the bit of every flag name, JSON ``{"name": bit, ...}`` (version 2).
