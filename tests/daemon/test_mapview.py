@@ -20,6 +20,7 @@ from streamembed.settings import DriftConfig
 from streamembed.stream.embedder import BatchEmbedder, Processed
 from streamembed.stream.models import ModelRegistry
 from streamembed.stream.monitor import DriftMonitor, build_trigger
+from streamembed.stream.output import y_matrix
 
 from ..stream.helpers import dissimilarities, fitted, input_table, objects
 
@@ -61,7 +62,7 @@ def test_the_sample_is_the_newest_rows_in_order_with_their_coordinates_and_resid
     assert s["count"] == 300 == s["capacity"]
     newest = out.slice(out.num_rows - 300)
     assert s["id"] == newest.column("id").to_pylist()
-    Y = np.array(newest.column("y").to_pylist())
+    Y = y_matrix(newest)
     np.testing.assert_allclose(s["x"], Y[:, 0], rtol=5e-5, atol=1e-12)  # five significant digits (mapview.DIGITS)
     np.testing.assert_allclose(s["y"], Y[:, 1], rtol=5e-5, atol=1e-12)
     np.testing.assert_allclose(s["unexplained"], newest.column("unexplained").to_numpy(), rtol=5e-5, atol=1e-12)

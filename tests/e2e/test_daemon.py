@@ -8,8 +8,11 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+
+from streamembed.stream.output import flag_names_of, methods_of
 
 from ..stream.helpers import (dissimilarities, fitted_model, input_table, objects, read_dead, read_ids, write_arrow,
                               write_jsonl, write_parquet)
@@ -77,9 +80,9 @@ def test_mixed_files_sigterm_and_metrics_agree(tmp_path: Path, model: Path) -> N
     finally:
         d.close()
     table = pq.read_table(out / "embeddings")
-    blk = table.filter(table.column("method").to_numpy(zero_copy_only=False) == "block").to_pylist()
-    assert sorted(r["id"] for r in blk) == [f"blk{i}" for i in range(4)]
-    assert all("block" in r["flags"] for r in blk)
+    blk = table.filter(pc.equal(methods_of(table), "block"))
+    assert sorted(blk.column("id").to_pylist()) == [f"blk{i}" for i in range(4)]
+    assert all("block" in f for f in flag_names_of(blk))
     assert '"signal": "SIGTERM"' in d.log()
 
 

@@ -19,6 +19,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from streamembed.stream.output import y_matrix
+
 from tests.e2e.cli import CHECKOUT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -138,5 +140,5 @@ def test_your_own_data_recipe_runs_verbatim_in_the_fresh_venv(quick_start: Quick
     daemon_ids = [i for p in parts for i in pq.read_table(p).column("id").to_pylist()]
     assert sorted(daemon_ids) == sorted(f"obj{r}" for r in rows)
     assert not list((tmp_path / "streamembed-out").glob("dead-letter/*"))
-    y = np.asarray(embedded.column("y").to_pylist())
+    y = y_matrix(embedded)
     assert y.shape == (len(rows), 2) and np.isfinite(y).all()

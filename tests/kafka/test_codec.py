@@ -27,6 +27,7 @@ from streamembed.kafka.source import Coordinates, KafkaDeadRecord
 from streamembed.stream.codecs import DeadRecord, decode_batch
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.records import SCHEMA_VERSION_KEY, Reason
+from streamembed.stream.output import flag_names_of, y_matrix
 
 from ..stream.helpers import N_LANDMARKS, dissimilarities, fitted_model, input_table, objects
 
@@ -74,7 +75,7 @@ def test_arrow_block_message_is_one_block_and_embeds_as_a_block() -> None:
     done = BatchEmbedder(fitted_model().model_).process(msg.table)
     out, dead = done.output, done.dead
     assert dead == [] and out.num_rows == 4
-    assert all("block" in f for f in out.column("flags").to_pylist())
+    assert all("block" in f for f in flag_names_of(out))
 
 
 def test_content_type_is_sniffed_when_the_header_is_absent() -> None:
@@ -233,7 +234,7 @@ def _named_model() -> Any:
 
 def _y(processed: Any) -> dict[str, np.ndarray]:
     out = processed.output
-    return dict(zip(out.column("id").to_pylist(), np.asarray(out.column("y").to_pylist())))
+    return dict(zip(out.column("id").to_pylist(), y_matrix(out)))
 
 
 def test_messages_name_their_landmark_order_and_a_permutation_embeds_bit_identically() -> None:

@@ -24,6 +24,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from scipy.spatial.distance import cdist
 
 from streamembed.kafka.codec import ARROW_CONTENT_TYPE, arrow_message, json_message
+from streamembed.stream.output import y_matrix
 
 from ..e2e.daemon import Daemon, wait_for
 from ..stream.helpers import dissimilarities, fitted_model, input_table, objects
@@ -368,7 +369,7 @@ def test_block_messages_of_a_poll_are_placed_together_and_a_bad_block_alone_is_d
         methods = set()
         for r in recs:
             t = pa.ipc.open_stream(r.value).read_all()
-            got.update(zip(t.column("id").to_pylist(), np.asarray(t.column("y").to_pylist())))
+            got.update(zip(t.column("id").to_pylist(), y_matrix(t)))
             methods |= set(t.column("method").to_pylist())
         assert set(got) == set(want) and methods == {"block"}
         for x, y in want.items():

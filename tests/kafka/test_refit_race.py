@@ -20,6 +20,7 @@ from scipy.spatial.distance import cdist
 
 from streamembed.kafka.codec import arrow_message
 from streamembed.kafka.model_topic import ModelTopic, model_bytes
+from streamembed.stream.output import y_matrix
 
 from ..e2e.daemon import Daemon, wait_for
 from ..stream.helpers import fitted_model, input_table, landmark_points, objects
@@ -99,8 +100,7 @@ def test_two_replicas_refitting_at_once_end_on_one_map(broker, topic_factory, tm
         y: dict[str, np.ndarray] = {}
         for r in recs:
             t = pa.ipc.open_stream(r.value).read_all()
-            for rid, v, yy in zip(t.column("id").to_pylist(), t.column("model_version").to_pylist(),
-                                  t.column("y").to_pylist()):
+            for rid, v, yy in zip(t.column("id").to_pylist(), t.column("model_version").to_pylist(), y_matrix(t)):
                 if rid.startswith("probe"):
                     assert v == 2
                     y[rid] = np.asarray(yy)

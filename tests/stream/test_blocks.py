@@ -13,13 +13,14 @@ from streamembed.stream.codecs import decode_batch
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.readers import iter_file
 from streamembed.stream.records import Reason
+from streamembed.stream.output import y_matrix
 
 from .helpers import N_LANDMARKS, blocks_table, fitted, write_arrow, write_jsonl, write_parquet
 
 
 def _placed(out) -> dict[str, np.ndarray]:
     tab = pa.Table.from_batches([out.output])
-    ys = np.asarray(tab.column("y").to_pylist())
+    ys = y_matrix(tab)
     return dict(zip(tab.column("id").to_pylist(), ys))
 
 

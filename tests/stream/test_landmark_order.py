@@ -24,6 +24,7 @@ from streamembed.stream.landmark_order import order_metadata
 from streamembed.stream.models import ModelRegistry
 from streamembed.stream.readers import iter_file
 from streamembed.stream.records import Reason
+from streamembed.stream.output import y_matrix
 
 from .helpers import N_LANDMARKS, landmark_points, list_column, objects, write_arrow, write_jsonl, write_parquet
 
@@ -70,7 +71,7 @@ def _embed(path: Path, model: Any = None, *, registry: ModelRegistry | None = No
         p = emb.process(chunk.table, file=path.name, rows=chunk.rows, row_base=chunk.start_row)
         dead.extend(p.dead)
         if p.output is not None:
-            ys = np.asarray(p.output.column("y").to_pylist())
+            ys = y_matrix(p.output)
             out.update(zip(p.output.column("id").to_pylist(), zip(ys, p.output.column("beta").to_pylist())))
     return out, dead
 

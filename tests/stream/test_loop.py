@@ -18,6 +18,7 @@ from streamembed.stream.pipeline import ReadAhead
 from streamembed.stream.records import Reason
 from streamembed.stream.sinks import DeadLetterSink, ParquetSink
 from streamembed.stream.sources import DirectorySource
+from streamembed.stream.output import y_columns, y_matrix
 
 from .helpers import (dissimilarities, fitted, input_table, objects, read_dead, read_ids, write_arrow, write_jsonl,
                       write_parquet)
@@ -64,7 +65,7 @@ def test_every_input_id_is_output_or_dead_letter(tmp_path: Path) -> None:
     assert Counter(out_ids + [d["id"] for d in dead]) == Counter(ids)
     assert {(d["id"], d["reason"]) for d in dead} == {("p3", Reason.NON_FINITE), ("p4", Reason.NEGATIVE)}
     assert stats.records_in == len(ids) and stats.embedded == len(ids) - 2 and stats.dead == 2
-    assert pq.read_table(tmp_path / "out" / "emb").schema.field("y").type.list_size == 2
+    assert y_columns(pq.read_table(tmp_path / "out" / "emb").schema) == ["y0", "y1"]
 
 
 @pytest.mark.parametrize("method", ["projection", "restricted"])
@@ -74,7 +75,7 @@ def test_the_loop_writes_exactly_what_the_model_places(tmp_path: Path, method: s
     _loop(tmp_path / "in", tmp_path / "out", model=model, method=method).run()
     table = pq.read_table(tmp_path / "out" / "emb")
     ids = table.column("id").to_pylist()
-    y = np.array(table.column("y").to_pylist())
+    y = y_matrix(table)
     order = {f"p{i}": i for i in range(30)} | {f"s{i}": 30 + i for i in range(25)} | {f"j{i}": 55 + i for i in range(15)}
     rows = np.array([order[i] for i in ids])
     ok = np.ones(70, dtype=bool)
@@ -212,8 +213,8 @@ def test_generator_source_resumes_with_the_same_objects(tmp_path: Path) -> None:
     resumed = run(tmp_path / "a", 5)
     straight = run(tmp_path / "b", 5)
     assert sorted(resumed) == sorted(straight) and len(straight) == 80
-    ya = pq.read_table(tmp_path / "a" / "emb").sort_by("id").column("y").to_pylist()
-    yb = pq.read_table(tmp_path / "b" / "emb").sort_by("id").column("y").to_pylist()
+    ya = y_matrix(pq.read_table(tmp_path / "a" / "emb").sort_by("id"))
+    yb = y_matrix(pq.read_table(tmp_path / "b" / "emb").sort_by("id"))
     np.testing.assert_allclose(ya, yb)
 
 
