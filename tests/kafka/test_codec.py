@@ -202,7 +202,7 @@ def test_output_json_messages_one_per_row_keyed_by_id() -> None:
     msgs = list(output_json_messages(out))
     assert [k for k, _, _ in msgs] == [f"o{i}".encode() for i in range(5)]
     doc = json.loads(msgs[0][1])
-    assert doc["model_version"] == 1 and len(doc["y"]) == 2 and doc["k0"] is None
+    assert doc["model_version"] == 1 and [doc["y0"], doc["y1"]] == y_matrix(out)[0].tolist() and doc["k0"] is None
     assert dict(msgs[0][2])["streamembed-model-version"] == b"1"
 
 
