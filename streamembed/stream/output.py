@@ -33,7 +33,7 @@ formed in float64 from them, and their error against the same row in float64
 (about ε₃₂·E, docs/math.md §4.4) is larger than the float32 rounding of the
 stored value, so nothing the computation knows is lost.
 
-Version 1 (``output.schema_version = 1``; read for one more release): ``y``
+Version 1 (``output.schema_version = 1``: written on request, and read, for one more release): ``y``
 fixed_size_list<float64, d>, ``beta``/``unexplained``/``k0``/``t`` float64,
 ``method`` string, ``flags`` list<string> of flag names. Migration: README,
 "Record formats".
@@ -142,7 +142,10 @@ def output_schema_v2(d: int, dtype: Any = np.float64, *, lineage: str | None = N
 
 
 def _nullable(x: np.ndarray, dtype: Any) -> pa.Array:
-    """A float Arrow array of ``dtype`` with NaN as null (validity bitmap from numpy: ``pa.array(mask=)`` is 40x slower)."""
+    """A float Arrow array of ``dtype`` with NaN as null.
+
+    The validity bitmap is packed by numpy: ``pa.array(mask=)`` is 40x slower.
+    """
     x = np.ascontiguousarray(x, dtype=dtype)
     nan = np.isnan(x)
     n_null = int(np.count_nonzero(nan))
