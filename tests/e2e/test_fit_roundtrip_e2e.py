@@ -56,7 +56,7 @@ def test_fit_from_npy_then_embed_puts_each_landmark_on_its_own_coordinate(tmp_pa
     e = cli("embed", "in.parquet", "-m", "m.npz", "-o", "out.parquet", cwd=tmp_path)
     assert e.returncode == 0, e.stderr
     out = pq.read_table(tmp_path / "out.parquet")
-    Y = dict(zip(out.column("id").to_pylist(), y_matrix(out)))
+    Y = dict(zip(out.column("id").to_pylist(), y_matrix(out), strict=True))
     assert set(Y) == set(names) and set(out.column("model_version").to_pylist()) == {1}
     own = np.vstack([Y[f"r{r}"] for r in rows])
     np.testing.assert_allclose(own, est.embedding_, rtol=0, atol=1e-8)
@@ -67,5 +67,5 @@ def test_fit_from_npy_then_embed_puts_each_landmark_on_its_own_coordinate(tmp_pa
     wrong = cli("embed", "in-reversed.parquet", "-m", "m.npz", "-o", "reversed.parquet", cwd=tmp_path)
     assert wrong.returncode == 0, wrong.stderr
     ts = pq.read_table(tmp_path / "reversed.parquet")
-    Ys = dict(zip(ts.column("id").to_pylist(), y_matrix(ts)))
+    Ys = dict(zip(ts.column("id").to_pylist(), y_matrix(ts), strict=True))
     assert np.abs(np.vstack([Ys[f"r{r}"] for r in rows]) - est.embedding_).max() > 0.1

@@ -64,8 +64,8 @@ def test_manual_refit_then_old_new_and_unknown_landmark_versions(tmp_path: Path)
         d.close()
 
     table = pq.read_table(out / "embeddings")
-    rows = {i: (v, f, y) for i, v, f, y in zip(table.column("id").to_pylist(), table.column("model_version").to_pylist(),
-                                               flag_names_of(table), y_matrix(table))}
+    ids, versions = table.column("id").to_pylist(), table.column("model_version").to_pylist()
+    rows = {i: (v, f, y) for i, v, f, y in zip(ids, versions, flag_names_of(table), y_matrix(table), strict=True)}
     for i in range(10):
         version, flags, _ = rows[f"old{i}"]
         assert version == 1 and "retained_model" in flags

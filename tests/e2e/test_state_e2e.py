@@ -80,7 +80,7 @@ def _outputs(out: Path) -> dict[str, tuple[int, np.ndarray]]:
     got: dict[str, tuple[int, np.ndarray]] = {}
     for p in sorted((out / "embeddings").glob("*.parquet")):
         t = pq.read_table(p)
-        for i, v, y in zip(t.column("id").to_pylist(), t.column("model_version").to_pylist(), y_matrix(t)):
+        for i, v, y in zip(t.column("id").to_pylist(), t.column("model_version").to_pylist(), y_matrix(t), strict=True):
             got[i] = (int(v), np.asarray(y))
     return got
 
