@@ -108,7 +108,7 @@ def test_quick_start_installs_and_runs_the_default_job(quick_start: QuickStart, 
                                cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert str(quick_start.venv) in installed.stdout, installed.stdout + installed.stderr  # the fresh install ran
     table = pq.read_table(parts[0])
-    assert table.num_rows > 0 and table.schema.metadata[b"streamembed.schema_version"] == b"1"
+    assert table.num_rows > 0 and table.schema.metadata[b"streamembed.schema_version"] == b"2"  # the default
 
 
 def test_the_quick_start_run_keeps_its_model_for_model_info_and_plot_map(quick_start: QuickStart) -> None:
