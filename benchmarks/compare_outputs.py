@@ -1,6 +1,7 @@
 """This checkout's outputs against an older checkout's, bit for bit, on a corpus of every method and input option.
 
     python -m benchmarks.compare_outputs --before /path/to/an/older/checkout [--after CHECKOUT] [--json F]
+                                         [--schema-version {1,2}]
 
 Each tree fits its own model (``streamembed fit``: model files are not
 comparable across schema versions) from the same dissimilarities, then embeds
@@ -8,6 +9,12 @@ the same input file (``streamembed embed --k0-rows all``), and every output
 column is compared: ``id``, ``method``, ``flags`` exactly, ``y``, ``beta``,
 ``unexplained``, ``k0``, ``t`` bit for bit (as raw IEEE bytes, so NaN equals
 NaN and -0.0 differs from 0.0). Dead letters are compared by id and reason.
+
+Both trees write output version 1 (``--schema-version``, default 1: float64
+numbers, so bit-for-bit compares everything each tree computed); a tree
+too old to know ``embed --schema-version`` writes version 1 anyway. With
+``--schema-version 2`` both trees must know it, and the version-2 files are
+compared through ``stream.output.as_version1`` (their float32 numbers widened).
 
 The corpus: Euclidean points (a 2-D map of 5-D points, with exact landmark
 rows, far rows and bad rows mixed in) and L1 dissimilarities (non-Euclidean),
@@ -56,6 +63,21 @@ def _env(tree: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMEMBED_")}
     env.update(PYTHONPATH=str(tree), OPENBLAS_NUM_THREADS="1")
     return env
+
+
+def _knows_schema_version(tree: Path) -> bool:
+    """Whether the tree's ``embed`` takes ``--schema-version`` (older trees write version 1 only)."""
+    r = subprocess.run([sys.executable, "-m", "streamembed", "embed", "--help"], env=_env(tree), capture_output=True,
+                       text=True, timeout=120)
+    return "--schema-version" in r.stdout
+
+
+def _version_args(tree: Path, version: int) -> list[str]:
+    if _knows_schema_version(tree):
+        return ["--schema-version", str(version)]
+    if version != 1:
+        raise SystemExit(f"{tree}: embed has no --schema-version (it writes version 1 only)")
+    return []
 
 
 def _run(tree: Path, args: list[str], cwd: Path) -> None:
@@ -110,11 +132,12 @@ def _bits(col: pa.ChunkedArray) -> np.ndarray:
 def _dead(root: Path) -> list[tuple[str, str]]:
     return sorted((str(i), str(r)) for f in root.glob("*.parquet") for i, r in
                   zip(pq.read_table(f).column("id").to_pylist(), pq.read_table(f).column("reason").to_pylist(),
-                      strict=False))
+                      strict=True))
 
 
-def compare(before: Path, after: Path) -> list[dict]:
+def compare(before: Path, after: Path, schema_version: int = 1) -> list[dict]:
     rows: list[dict] = []
+    version = {before: _version_args(before, schema_version), after: _version_args(after, schema_version)}
     with tempfile.TemporaryDirectory(prefix="compare-outputs-") as tmp:
         base = Path(tmp)
         corpus = _corpus(base, np.random.default_rng(0))
@@ -127,10 +150,9 @@ def compare(before: Path, after: Path) -> list[dict]:
                         work = base / f"{metric}-{name}-{dtype}-{tree_name}"
                         work.mkdir()
                         _run(tree, ["fit", "--dissimilarities", str(D), "--landmarks", "120", "--selection", "first",
-                                    "--n-components", "2",
-                                    *fit_flags, "-o", "model.npz"], work)
+                                    "--n-components", "2", *fit_flags, "-o", "model.npz"], work)
                         _run(tree, ["embed", str(inp), "-m", "model.npz", "-o", "out.parquet", "--k0-rows", "all",
-                                    "--dead-letter", "dead", *embed_flags], work)
+                                    "--dead-letter", "dead", *embed_flags, *version[tree]], work)
                         tables[tree_name] = _as_v1(pq.read_table(work / "out.parquet"))
                         deads[tree_name] = _dead(work / "dead")
                     rows.append(_compare_tables(f"{metric} {name} {dtype}", tables["before"], tables["after"],
@@ -140,12 +162,11 @@ def compare(before: Path, after: Path) -> list[dict]:
                 work = base / f"{metric}-blocks-{tree_name}"
                 work.mkdir()
                 _run(tree, ["fit", "--dissimilarities", str(D), "--landmarks", "120", "--selection", "first",
-                            "--n-components", "2",
-                            "--method", "restricted", "-o", "model.npz"], work)
+                            "--n-components", "2", "--method", "restricted", "-o", "model.npz"], work)
                 parts = []
                 for f in sorted(blocks.glob("*.parquet")):  # one call per file: older versions take one input
                     _run(tree, ["embed", str(f), "-m", "model.npz", "-o", f"out-{f.stem}.parquet", "--k0-rows", "all",
-                                "--method", "restricted"], work)
+                                "--method", "restricted", *version[tree]], work)
                     parts.append(_as_v1(pq.read_table(work / f"out-{f.stem}.parquet")))
                 tables[tree_name] = pa.concat_tables(parts, promote_options="permissive")
             rows.append(_compare_tables(f"{metric} block RR k=8 float64", tables["before"], tables["after"], [], [],
@@ -194,8 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--before", type=Path, required=True)
     ap.add_argument("--after", type=Path, default=HERE, help="the newer checkout (default: this one)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--schema-version", type=int, choices=(1, 2), default=1,
+                    help="output version both trees write (default 1: float64 numbers, compared bit for bit)")
     args = ap.parse_args(argv)
-    rows = compare(args.before.resolve(), args.after.resolve())
+    rows = compare(args.before.resolve(), args.after.resolve(), args.schema_version)
     print("| case | rows | dead letters | bit for bit | largest difference (relative) | problems |")
     print("| --- | ---: | ---: | --- | ---: | --- |")
     for r in rows:

@@ -161,10 +161,11 @@ class OutputConfig:
     roll_rows: int = _f(100_000, "Publish the output files and commit the checkpoint after this many rows ...", min=1)
     roll_seconds: float = _s(5.0, "... or this many seconds after the first unpublished row (and whenever the source "
                              "has nothing new, and on shutdown).", min=0.0, exclusive_min=True)
-    schema_version: int = _f(1, "Output record format (files and Kafka output messages): 1 (y list of float64, "
-                             "flags list of names) or 2, the lean format (coordinates as columns y0..y{d-1} and "
-                             "numbers in the input's precision, flags as the flag_bits bitmask, constants in the "
-                             "schema metadata): README, Record formats (migration).", choices=(1, 2))
+    schema_version: int = _f(2, "Output record format (files and Kafka output messages): 2, the lean format "
+                             "(coordinates as columns y0..y{d-1} and numbers in the input's precision, flags as the "
+                             "flag_bits bitmask, constants in the schema metadata), or 1 (y list of float64, flags "
+                             "list of names; written on request for one more release): README, Record formats "
+                             "(migration).", choices=(1, 2))
     row_group_rows: int = _f(65536, "Rows per Parquet row group.", min=1)
     compression: str = _f("zstd", "Parquet compression.", choices=("zstd", "snappy", "gzip", "lz4", "none"))
     parquet: bool = _f(True, "Write the Parquet output files (false: only the Kafka output topic).")

@@ -211,7 +211,7 @@ def _model(model_bytes: bytes) -> Any:
 
 def run_task(task: Task, model_bytes: bytes, out_dir: str, *, method: str = "projection",
              k0_rows: None | str | int = None, batch_rows: int = BATCH_ROWS, max_block_rows: int = MAX_BLOCK_ROWS,
-             row_group_rows: int = 65536, compression: str = "zstd", schema_version: int = 1,
+             row_group_rows: int = 65536, compression: str = "zstd", schema_version: int = 2,
              precision: str | None = None) -> TaskResult:
     """Embed one task's rows into its own published Parquet part (and dead letters); see the module doc.
 
@@ -279,7 +279,7 @@ def backfill(inputs: Iterable[str | os.PathLike[str]], model: str | os.PathLike[
              out_dir: str | os.PathLike[str], scheduler: Any, *, method: str = "projection",
              k0_rows: None | str | int = None, batch_rows: int = BATCH_ROWS, max_block_rows: int = MAX_BLOCK_ROWS,
              row_group_rows: int = 65536, compression: str = "zstd", rows_per_task: int = 1 << 20,
-             progress: Any = None, schema_version: int = 1) -> BackfillReport:
+             progress: Any = None, schema_version: int = 2) -> BackfillReport:
     """Embed every row of ``inputs`` (files, directories, globs) on Dask into parts in ``out_dir``.
 
     ``model``: the ``.npz`` path (or its bytes), sent to every worker once.

@@ -43,7 +43,7 @@ from streamembed.stream.records import (
     Reason,
     dead_letter_schema,
 )
-from streamembed.stream.output import encode_output, flag_lists
+from streamembed.stream.output import DEFAULT_OUTPUT_VERSION, encode_output, flag_lists
 
 __all__ = [
     "DeadRecord",
@@ -579,7 +579,7 @@ def encode_result(
     event_time: pa.Array,
     processed_at_us: int,
     bit_names: Sequence[str],
-    version: int = 1,
+    version: int = DEFAULT_OUTPUT_VERSION,
     dtype: Any = np.float64,
     lineage: str | None = None,
 ) -> pa.RecordBatch:

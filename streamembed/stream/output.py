@@ -33,7 +33,7 @@ formed in float64 from them, and their error against the same row in float64
 (about ε₃₂·E, docs/math.md §4.4) is larger than the float32 rounding of the
 stored value, so nothing the computation knows is lost.
 
-Version 1 (``output.schema_version = 1``; read for one more release): ``y``
+Version 1 (``output.schema_version = 1``: written on request, and read, for one more release): ``y``
 fixed_size_list<float64, d>, ``beta``/``unexplained``/``k0``/``t`` float64,
 ``method`` string, ``flags`` list<string> of flag names. Migration: README,
 "Record formats".
@@ -76,9 +76,9 @@ __all__ = [
 
 #: The newest output version.
 OUTPUT_SCHEMA_VERSION: Final[int] = 2
-#: The output version written when none is asked for (``output.schema_version``, ``embed --schema-version``):
-#: still 1 for this release, so that no reader breaks unannounced; version 2 is opt-in.
-DEFAULT_OUTPUT_VERSION: Final[int] = 1
+#: The output version written when none is asked for (``output.schema_version``, ``embed --schema-version``,
+#: ``backfill``, the Kafka output messages). Version 1 is written on request for one more release.
+DEFAULT_OUTPUT_VERSION: Final[int] = 2
 #: Versions that can be written (``output.schema_version``) and read back here.
 OUTPUT_VERSIONS: Final[tuple[int, ...]] = (1, 2)
 #: Schema metadata: the bit of every flag name, JSON ``{"name": bit, ...}`` (version 2).
@@ -142,7 +142,10 @@ def output_schema_v2(d: int, dtype: Any = np.float64, *, lineage: str | None = N
 
 
 def _nullable(x: np.ndarray, dtype: Any) -> pa.Array:
-    """A float Arrow array of ``dtype`` with NaN as null (validity bitmap from numpy: ``pa.array(mask=)`` is 40x slower)."""
+    """A float Arrow array of ``dtype`` with NaN as null.
+
+    The validity bitmap is packed by numpy: ``pa.array(mask=)`` is 40x slower.
+    """
     x = np.ascontiguousarray(x, dtype=dtype)
     nan = np.isnan(x)
     n_null = int(np.count_nonzero(nan))

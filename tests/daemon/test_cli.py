@@ -13,6 +13,7 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from streamembed.cli import main
+from streamembed.stream.output import y_matrix
 
 from ..stream.helpers import dissimilarities, fitted_model, input_table, landmark_points, objects, write_jsonl
 
@@ -84,14 +85,14 @@ def test_embed_one_file_with_dead_letters(tmp_path: Path) -> None:
     A = dissimilarities(objects(50))
     A[7, 2] = -3.0
     pq.write_table(input_table([f"o{i}" for i in range(50)], A), tmp_path / "in.parquet")
-    rc = main(["embed", str(tmp_path / "in.parquet"), "-m", str(tmp_path / "m.npz"), "-o", str(tmp_path / "out.parquet"),
-               "--batch-rows", "16", "--k0-rows", "all", "--method", "restricted"])
+    rc = main(["embed", str(tmp_path / "in.parquet"), "-m", str(tmp_path / "m.npz"), "-o",
+               str(tmp_path / "out.parquet"), "--batch-rows", "16", "--k0-rows", "all", "--method", "restricted"])
     assert rc == 1  # done, with a dead letter
     out = pq.read_table(tmp_path / "out.parquet")
     assert out.num_rows == 49 and "o7" not in out.column("id").to_pylist()
     assert set(out.column("method").to_pylist()) == {"restricted"}
     assert out.column("k0").null_count == 0
-    np.testing.assert_allclose(np.array(out.column("y").to_pylist()),
+    np.testing.assert_allclose(y_matrix(out),
                                est.embed(np.delete(A, 7, axis=0), method="restricted").y, rtol=1e-5, atol=1e-6)
     dead = pq.read_table(tmp_path / "out.dead-letter").to_pylist()
     assert [(d["id"], d["reason"], d["row"]) for d in dead] == [("o7", "negative", 7)]
@@ -104,7 +105,7 @@ def test_embed_jsonl_in_feature_mode(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "in.jsonl", [{"id": f"z{i}", "features": z.tolist()} for i, z in enumerate(Z)])
     assert main(["embed", str(tmp_path / "in.jsonl"), "-m", str(tmp_path / "m.npz"), "-o",
                  str(tmp_path / "o.parquet"), "--progress", "always"]) == 0
-    y = np.array(pq.read_table(tmp_path / "o.parquet").column("y").to_pylist())
+    y = y_matrix(pq.read_table(tmp_path / "o.parquet"))
     np.testing.assert_allclose(y, est.transform(cdist(Z, landmark_points())), rtol=1e-9)
 
 

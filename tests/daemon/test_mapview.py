@@ -20,6 +20,7 @@ from streamembed.config.schema import DriftConfig
 from streamembed.stream.embedder import BatchEmbedder, Processed
 from streamembed.stream.models import ModelRegistry
 from streamembed.stream.monitor import DriftMonitor, build_trigger
+from streamembed.stream.output import y_matrix
 
 from ..stream.helpers import dissimilarities, fitted, input_table, objects
 
@@ -61,7 +62,7 @@ def test_the_sample_is_the_newest_rows_in_order_with_their_coordinates_and_resid
     assert s["count"] == 300 == s["capacity"]
     newest = out.slice(out.num_rows - 300)
     assert s["id"] == newest.column("id").to_pylist()
-    Y = np.array(newest.column("y").to_pylist())
+    Y = y_matrix(newest)
     np.testing.assert_allclose(s["x"], Y[:, 0], rtol=5e-5, atol=1e-12)  # five significant digits (mapview.DIGITS)
     np.testing.assert_allclose(s["y"], Y[:, 1], rtol=5e-5, atol=1e-12)
     np.testing.assert_allclose(s["unexplained"], newest.column("unexplained").to_numpy(), rtol=5e-5, atol=1e-12)
@@ -179,7 +180,8 @@ def test_drift_statistics_and_the_refit_history_tail(tmp_path: Path) -> None:
     assert drift["expected_run_objects"] == settings.expected_run_objects and drift["statistics"]["n_objects"] == 200
     rule = DriftConfig(stats_every_objects=10, window_objects=1000, detector="rule")
     ruled = MapView(registry, monitor=DriftMonitor(model, rule, build_trigger(rule)), points=100).snapshot()["drift"]
-    assert ruled["detector"] == "rule" and ruled["statistic"] == rule.statistic and ruled["expected_run_objects"] is None
+    assert ruled["detector"] == "rule" and ruled["statistic"] == rule.statistic
+    assert ruled["expected_run_objects"] is None
     refits = doc["refits"]
     assert 1 <= len(refits) <= MAX_HISTORY
     assert refits[-1]["status"] == "failed" and len(refits[-1]["error"]) == 500

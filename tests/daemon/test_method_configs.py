@@ -16,6 +16,7 @@ from streamembed.daemon.app import run_daemon
 from streamembed.daemon.assembly import load_or_fit_model
 from streamembed.daemon.errors import StartupError
 from streamembed.config import ConfigError, load_config
+from streamembed.stream.output import y_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,7 +54,7 @@ def test_config_runs_through_the_daemon_with_its_method(name: str, tmp_path: Pat
     table = ds.dataset(tmp_path / "embeddings").to_table()
     assert table.num_rows == 512
     assert set(table.column("method").to_pylist()) == {method}
-    y = np.asarray(table.column("y").to_pylist(), dtype=np.float64)
+    y = y_matrix(table)
     assert y.shape == (512, 2) and np.isfinite(y).all()
     assert not (tmp_path / "dead-letter").exists() or not any((tmp_path / "dead-letter").rglob("*.parquet"))
 

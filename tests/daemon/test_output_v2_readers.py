@@ -150,11 +150,13 @@ def test_the_daemon_writes_the_configured_output_version(tmp_path: Path) -> None
     from streamembed.config import load_config
 
     root = Path(__file__).resolve().parents[2]
-    for version in (1, 2):
-        out = tmp_path / f"v{version}"
+    for asked, version in ((None, 2), (1, 1), (2, 2)):  # None: the default
+        out = tmp_path / f"asked-{asked}"
         cfg = load_config(root / "config" / "restricted.toml", environ={}, overrides={
             "output.root": str(out), "metrics.enabled": False, "run.max_batches": 2, "source.batch_rows": 256,
-            "generator.rate": 0.0, "model.n_landmarks": 60, "output.schema_version": version})
+            "generator.rate": 0.0, "model.n_landmarks": 60, **({} if asked is None else
+                                                                 {"output.schema_version": asked})})
+        assert cfg.output.schema_version == version
         assert run_daemon(cfg) == 0
         files = sorted((out / "embeddings").glob("*.parquet"))
         assert files and {schema_version_of(pq.read_schema(f)) for f in files} == {version}

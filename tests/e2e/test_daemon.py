@@ -8,8 +8,11 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+
+from streamembed.stream.output import flag_names_of, methods_of
 
 from ..stream.helpers import (dissimilarities, fitted_model, input_table, objects, read_dead, read_ids, write_arrow,
                               write_jsonl, write_parquet)
@@ -36,7 +39,7 @@ def _mixed_inputs(indir: Path, seed: int = 0) -> tuple[set[str], set[str]]:
     write_arrow(indir / "b.arrows", input_table(ids[300:450], A[300:450]), chunk=40)
     write_arrow(indir / "c.arrow", input_table(ids[450:600], A[450:600]), file_format=True, chunk=50)
     write_jsonl(indir / "d.jsonl", [{"id": i, "dissimilarities": a.tolist(), "event_time": "2024-05-01T12:00:00Z"}
-                                    for i, a in zip(ids[600:], A[600:].astype(float))])
+                                    for i, a in zip(ids[600:], A[600:].astype(float), strict=True)])
     Zb = objects(4, seed=99)
     from scipy.spatial.distance import cdist
 
@@ -77,9 +80,9 @@ def test_mixed_files_sigterm_and_metrics_agree(tmp_path: Path, model: Path) -> N
     finally:
         d.close()
     table = pq.read_table(out / "embeddings")
-    blk = table.filter(table.column("method").to_numpy(zero_copy_only=False) == "block").to_pylist()
-    assert sorted(r["id"] for r in blk) == [f"blk{i}" for i in range(4)]
-    assert all("block" in r["flags"] for r in blk)
+    blk = table.filter(pc.equal(methods_of(table), "block"))
+    assert sorted(blk.column("id").to_pylist()) == [f"blk{i}" for i in range(4)]
+    assert all("block" in f for f in flag_names_of(blk))
     assert '"signal": "SIGTERM"' in d.log()
 
 

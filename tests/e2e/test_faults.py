@@ -24,6 +24,8 @@ import pyarrow.parquet as pq
 import pytest
 from scipy.spatial.distance import cdist
 
+from streamembed.stream.output import flag_names_of, y_matrix
+
 from ..stream.helpers import (dissimilarities, fitted_model, input_table, list_column, objects, read_dead, read_ids,
                               write_jsonl, write_parquet)
 from . import unprivileged
@@ -42,7 +44,7 @@ def _need_root() -> None:
 
 def _lines(ids: list[str], seed: int) -> list[dict[str, object]]:
     A = dissimilarities(objects(len(ids), seed=seed), dtype=np.float64)
-    return [{"id": i, "dissimilarities": a.tolist()} for i, a in zip(ids, A)]
+    return [{"id": i, "dissimilarities": a.tolist()} for i, a in zip(ids, A, strict=True)]
 
 
 def _model(tmp_path: Path) -> Path:
@@ -106,7 +108,7 @@ def test_huge_rows_with_l1_then_sigterm_mid_batch_then_the_batch_is_read_again(t
         assert {(r["id"], r["reason"]) for r in read_dead(out / "dead-letter")} == {("h2", "out_of_range"),
                                                                                      ("h5", "out_of_range")}
         t = pq.read_table(out / "embeddings")
-        assert np.isfinite(np.asarray(t.column("y").combine_chunks().flatten())).all()
+        assert np.isfinite(y_matrix(t)).all()
         assert np.isfinite(t.column("unexplained").to_numpy()).all()
         assert d.get("/healthz")[0] == 200
         # a long l1 batch: SIGTERM while it runs
@@ -135,7 +137,7 @@ def test_huge_rows_with_l1_then_sigterm_mid_batch_then_the_batch_is_read_again(t
     ids = Counter(read_ids(out / "embeddings", "*.parquet"))
     assert max(ids.values()) == 1 and set(big_ids) <= set(ids)
     t = pq.read_table(out / "embeddings")
-    flags = Counter(f for fl in t.column("flags").to_pylist() for f in fl)
+    flags = Counter(f for fl in flag_names_of(t) for f in fl)
     assert flags["not_converged"] > 0  # the budget stopped rows that were still iterating
 
 
@@ -155,7 +157,7 @@ def test_a_batch_that_keeps_killing_the_daemon_is_quarantined(tmp_path: Path) ->
         t0 = time.time_ns()
         d = Daemon(tmp_path, env)
         try:
-            wait_for(lambda: (_in_flight(out, t0) or "").startswith("files-a-heavy"), 30, f"attempt {attempt}", d)
+            wait_for(lambda t0=t0: (_in_flight(out, t0) or "").startswith("files-a-heavy"), 30, f"attempt {attempt}", d)
             d.kill9()
         finally:
             d.close()
@@ -181,7 +183,8 @@ def test_a_batch_that_keeps_killing_the_daemon_is_quarantined(tmp_path: Path) ->
 
 @pytest.mark.slow
 def test_jsonl_written_in_place_with_a_pause_loses_nothing(tmp_path: Path) -> None:
-    """Issue item 6: 100 lines, half a line, a pause longer than settle_seconds, then the rest: all 200 embedded once."""
+    """Issue item 6: 100 lines, half a line, a pause longer than settle_seconds, then the rest: all 200 embedded
+    once."""
     indir, out = tmp_path / "in", tmp_path / "out"
     indir.mkdir()
     model = _model(tmp_path)
@@ -209,7 +212,8 @@ def test_jsonl_written_in_place_with_a_pause_loses_nothing(tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_parquet_written_in_place_slowly_is_read_once_complete(tmp_path: Path) -> None:
-    """Issue item 6: a Parquet file written in five pieces with pauses is read once, complete, and never dead-lettered."""
+    """Issue item 6: a Parquet file written in five pieces with pauses is read once, complete, and never
+    dead-lettered."""
     indir, out = tmp_path / "in", tmp_path / "out"
     indir.mkdir()
     model = _model(tmp_path)
@@ -265,7 +269,7 @@ def test_a_mode_000_file_is_retried_not_dead_lettered_as_nobody(tmp_path: Path) 
         d = Daemon(work, directory_env(indir, out, model), wrap=nb.wrap)
         try:
             d.wait_port()
-            assert open(f"/proc/{d.proc.pid}/status").read().count(f"Uid:\t{unprivileged.NOBODY[0]}") == 1
+            assert Path(f"/proc/{d.proc.pid}/status").read_text().count(f"Uid:\t{unprivileged.NOBODY[0]}") == 1
             write_jsonl(indir / "b-open.jsonl", _lines(["o0", "o1"], seed=7))
             wait_for(lambda: set(read_ids(out / "embeddings", "*.parquet")) == {"o0", "o1"}, 20, "the open file", d)
             wait_for(lambda: d.metric("streamembed_read_retries_total", 'reason="EACCES"') >= 2, 20, "retries", d)

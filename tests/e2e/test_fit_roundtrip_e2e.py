@@ -16,6 +16,7 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from streamembed import LandmarkMDS
+from streamembed.stream.output import y_matrix
 
 from .cli import cli, rows_table
 
@@ -54,9 +55,9 @@ def test_fit_from_npy_then_embed_puts_each_landmark_on_its_own_coordinate(tmp_pa
     pq.write_table(rows_table(names, D[:, rows]), tmp_path / "in.parquet")
     e = cli("embed", "in.parquet", "-m", "m.npz", "-o", "out.parquet", cwd=tmp_path)
     assert e.returncode == 0, e.stderr
-    t = pq.read_table(tmp_path / "out.parquet").to_pydict()
-    Y = dict(zip(t["id"], map(np.asarray, t["y"])))
-    assert set(Y) == set(names) and set(t["model_version"]) == {1}
+    out = pq.read_table(tmp_path / "out.parquet")
+    Y = dict(zip(out.column("id").to_pylist(), y_matrix(out), strict=True))
+    assert set(Y) == set(names) and set(out.column("model_version").to_pylist()) == {1}
     own = np.vstack([Y[f"r{r}"] for r in rows])
     np.testing.assert_allclose(own, est.embedding_, rtol=0, atol=1e-8)
     np.testing.assert_allclose(np.vstack([Y[n] for n in names]), est.transform(D[:, rows]), rtol=0, atol=1e-8)
@@ -65,6 +66,6 @@ def test_fit_from_npy_then_embed_puts_each_landmark_on_its_own_coordinate(tmp_pa
     pq.write_table(rows_table(names, D[:, rows[::-1]]), tmp_path / "in-reversed.parquet")
     wrong = cli("embed", "in-reversed.parquet", "-m", "m.npz", "-o", "reversed.parquet", cwd=tmp_path)
     assert wrong.returncode == 0, wrong.stderr
-    ts = pq.read_table(tmp_path / "reversed.parquet").to_pydict()
-    Ys = dict(zip(ts["id"], map(np.asarray, ts["y"])))
+    ts = pq.read_table(tmp_path / "reversed.parquet")
+    Ys = dict(zip(ts.column("id").to_pylist(), y_matrix(ts), strict=True))
     assert np.abs(np.vstack([Ys[f"r{r}"] for r in rows]) - est.embedding_).max() > 0.1

@@ -19,6 +19,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from streamembed.stream.output import y_matrix
+
 from tests.e2e.cli import CHECKOUT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -106,7 +108,7 @@ def test_quick_start_installs_and_runs_the_default_job(quick_start: QuickStart, 
                                cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert str(quick_start.venv) in installed.stdout, installed.stdout + installed.stderr  # the fresh install ran
     table = pq.read_table(parts[0])
-    assert table.num_rows > 0 and table.schema.metadata[b"streamembed.schema_version"] == b"1"
+    assert table.num_rows > 0 and table.schema.metadata[b"streamembed.schema_version"] == b"2"  # the default
 
 
 def test_the_quick_start_run_keeps_its_model_for_model_info_and_plot_map(quick_start: QuickStart) -> None:
@@ -138,5 +140,5 @@ def test_your_own_data_recipe_runs_verbatim_in_the_fresh_venv(quick_start: Quick
     daemon_ids = [i for p in parts for i in pq.read_table(p).column("id").to_pylist()]
     assert sorted(daemon_ids) == sorted(f"obj{r}" for r in rows)
     assert not list((tmp_path / "streamembed-out").glob("dead-letter/*"))
-    y = np.asarray(embedded.column("y").to_pylist())
+    y = y_matrix(embedded)
     assert y.shape == (len(rows), 2) and np.isfinite(y).all()

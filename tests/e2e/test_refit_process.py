@@ -13,6 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 from scipy.spatial.distance import cdist
 
+from streamembed.stream.output import flag_names_of, y_matrix
+
 from ..stream.helpers import fitted_model, input_table, landmark_points, objects, read_dead, write_parquet
 from .daemon import Daemon, directory_env, wait_for
 
@@ -61,8 +63,9 @@ def test_manual_refit_then_old_new_and_unknown_landmark_versions(tmp_path: Path)
     finally:
         d.close()
 
-    table = pq.read_table(out / "embeddings").to_pydict() if (out / "embeddings").is_dir() else {}
-    rows = {i: (v, f, y) for i, v, f, y in zip(table["id"], table["model_version"], table["flags"], table["y"])}
+    table = pq.read_table(out / "embeddings")
+    ids, versions = table.column("id").to_pylist(), table.column("model_version").to_pylist()
+    rows = {i: (v, f, y) for i, v, f, y in zip(ids, versions, flag_names_of(table), y_matrix(table), strict=True)}
     for i in range(10):
         version, flags, _ = rows[f"old{i}"]
         assert version == 1 and "retained_model" in flags

@@ -19,6 +19,7 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from streamembed import LandmarkMDS
+from streamembed.stream.output import y_matrix
 
 from ..stream.helpers import (fitted_model, input_table, landmark_points, objects, read_dead, read_ids,
                               write_parquet)
@@ -78,8 +79,8 @@ def _outputs(out: Path) -> dict[str, tuple[int, np.ndarray]]:
     """id -> (model_version, y) over every published output file of ``out``."""
     got: dict[str, tuple[int, np.ndarray]] = {}
     for p in sorted((out / "embeddings").glob("*.parquet")):
-        t = pq.read_table(p).to_pydict()
-        for i, v, y in zip(t["id"], t["model_version"], t["y"]):
+        t = pq.read_table(p)
+        for i, v, y in zip(t.column("id").to_pylist(), t.column("model_version").to_pylist(), y_matrix(t), strict=True):
             got[i] = (int(v), np.asarray(y))
     return got
 

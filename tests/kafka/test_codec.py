@@ -27,6 +27,7 @@ from streamembed.kafka.source import Coordinates, KafkaDeadRecord
 from streamembed.stream.codecs import DeadRecord, decode_batch
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.records import SCHEMA_VERSION_KEY, Reason
+from streamembed.stream.output import flag_names_of, y_matrix
 
 from ..stream.helpers import N_LANDMARKS, dissimilarities, fitted_model, input_table, objects
 
@@ -74,7 +75,7 @@ def test_arrow_block_message_is_one_block_and_embeds_as_a_block() -> None:
     done = BatchEmbedder(fitted_model().model_).process(msg.table)
     out, dead = done.output, done.dead
     assert dead == [] and out.num_rows == 4
-    assert all("block" in f for f in out.column("flags").to_pylist())
+    assert all("block" in f for f in flag_names_of(out))
 
 
 def test_content_type_is_sniffed_when_the_header_is_absent() -> None:
@@ -201,7 +202,7 @@ def test_output_json_messages_one_per_row_keyed_by_id() -> None:
     msgs = list(output_json_messages(out))
     assert [k for k, _, _ in msgs] == [f"o{i}".encode() for i in range(5)]
     doc = json.loads(msgs[0][1])
-    assert doc["model_version"] == 1 and len(doc["y"]) == 2 and doc["k0"] is None
+    assert doc["model_version"] == 1 and [doc["y0"], doc["y1"]] == y_matrix(out)[0].tolist() and doc["k0"] is None
     assert dict(msgs[0][2])["streamembed-model-version"] == b"1"
 
 
@@ -233,7 +234,7 @@ def _named_model() -> Any:
 
 def _y(processed: Any) -> dict[str, np.ndarray]:
     out = processed.output
-    return dict(zip(out.column("id").to_pylist(), np.asarray(out.column("y").to_pylist())))
+    return dict(zip(out.column("id").to_pylist(), y_matrix(out), strict=True))
 
 
 def test_messages_name_their_landmark_order_and_a_permutation_embeds_bit_identically() -> None:
@@ -248,7 +249,8 @@ def test_messages_name_their_landmark_order_and_a_permutation_embeds_bit_identic
     emb = BatchEmbedder(model)
     want = _y(emb.process(input_table(_ids("r", 6), A, event_time=False)))
     t = input_table(_ids("r", 6), A[:, perm], event_time=False)
-    t = t.cast(pa.schema([t.schema.field("id"), t.schema.field("dissimilarities").with_metadata(order_metadata(named))]))
+    field = t.schema.field("dissimilarities").with_metadata(order_metadata(named))
+    t = t.cast(pa.schema([t.schema.field("id"), field]))
     messages = [arrow_message(t),
                 json_message({"objects": [{"id": f"r{i}", "dissimilarities": a[perm].tolist()} for i, a in
                                           enumerate(A)], "landmarks": named}),
@@ -266,7 +268,7 @@ def test_a_message_order_that_is_not_a_permutation_is_refused_as_landmark_mismat
     own = [None, ["mol-0"] * N_LANDMARKS, None]  # the second object names mol-0 twelve times
     value, headers = json_message({"objects": [{"id": f"r{i}", "dissimilarities": a.tolist(),
                                                 **({"landmarks": o} if o else {})} for i, (a, o) in
-                                               enumerate(zip(A, own))],
+                                               enumerate(zip(A, own, strict=True))],
                                    "landmarks": [f"mol-{i}" for i in range(N_LANDMARKS - 1)] + ["other"]})
     p = BatchEmbedder(model).process(decode_message(value, headers).table)
     assert p.n_out == 0 and [(d.row, d.reason) for d in p.dead] == [(i, Reason.LANDMARK_MISMATCH) for i in range(3)]

@@ -18,6 +18,7 @@ from streamembed import LandmarkMDS
 from streamembed.kafka.codec import arrow_message, json_message
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.landmark_order import order_metadata
+from streamembed.stream.output import y_matrix
 
 from ..e2e.daemon import Daemon
 from ..stream.helpers import N_LANDMARKS, input_table, landmark_points, objects
@@ -29,7 +30,7 @@ IDS = [f"mol-{i}" for i in range(N_LANDMARKS)]
 
 
 def _y(table: pa.Table | pa.RecordBatch) -> dict[str, np.ndarray]:
-    return dict(zip(table.column("id").to_pylist(), np.asarray(table.column("y").to_pylist())))
+    return dict(zip(table.column("id").to_pylist(), y_matrix(table), strict=True))
 
 
 def test_named_orders_in_json_and_arrow_messages_are_applied_exactly_or_refused(broker, topic_factory,

@@ -159,6 +159,7 @@ def test_flags_to_lists_in_bit_order() -> None:
 
 
 def test_encode_result_matches_the_output_schema() -> None:
+    """Version 1 on request (the default, version 2, is tested in test_output_v2.py)."""
     from types import SimpleNamespace
 
     m, d = 3, 2
@@ -167,17 +168,18 @@ def test_encode_result_matches_the_output_schema() -> None:
                           flags=np.array([0, 1, 0], np.uint32), method="projection")
     out = encode_result(pa.array(["a", "b", "c"]), res, model_version=3,
                         event_time=pa.nulls(m, pa.timestamp("us", tz="UTC")), processed_at_us=1_000_000,
-                        bit_names=[f"f{b}" for b in range(32)])
+                        bit_names=[f"f{b}" for b in range(32)], version=1)
     assert out.schema.equals(output_schema(d))
     assert out.schema.metadata[SCHEMA_VERSION_KEY.encode()] == b"1"
     rows = out.to_pylist()
     assert rows[1]["k0"] == 0.5 and rows[0]["k0"] is None and rows[0]["t"] is None
     assert rows[2]["y"] == [4.0, 5.0] and rows[1]["flags"] == ["f0"] and rows[0]["model_version"] == 3
     assert rows[0]["unexplained_placed"] is None  # projection: it would be `unexplained` again
-    res.method, res.unexplained_placed, res.t = "restricted", np.array([0.25, -1.0, np.nan]), np.array([-0.25, 1.0, 0.0])
+    res.method = "restricted"
+    res.unexplained_placed, res.t = np.array([0.25, -1.0, np.nan]), np.array([-0.25, 1.0, 0.0])
     rows = encode_result(pa.array(["a", "b", "c"]), res, model_version=3,
                          event_time=pa.nulls(m, pa.timestamp("us", tz="UTC")), processed_at_us=1_000_000,
-                         bit_names=[f"f{b}" for b in range(32)]).to_pylist()
+                         bit_names=[f"f{b}" for b in range(32)], version=1).to_pylist()
     assert [r["unexplained_placed"] for r in rows] == [0.25, -1.0, None] and rows[0]["unexplained"] == 0.0
 
 

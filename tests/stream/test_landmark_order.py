@@ -25,6 +25,7 @@ from streamembed.stream.models import ModelRegistry
 from streamembed.stream.readers import iter_file
 from streamembed.stream.records import Reason
 from streamembed.stream.origin import RowOrigin
+from streamembed.stream.output import y_matrix
 
 from .helpers import N_LANDMARKS, landmark_points, list_column, objects, write_arrow, write_jsonl, write_parquet
 
@@ -71,8 +72,9 @@ def _embed(path: Path, model: Any = None, *, registry: ModelRegistry | None = No
         p = emb.process(chunk.table, origin=RowOrigin(path.name, chunk.rows, chunk.start_row))
         dead.extend(p.dead)
         if p.output is not None:
-            ys = np.asarray(p.output.column("y").to_pylist())
-            out.update(zip(p.output.column("id").to_pylist(), zip(ys, p.output.column("beta").to_pylist())))
+            ys = y_matrix(p.output)
+            pairs = zip(ys, p.output.column("beta").to_pylist(), strict=True)
+            out.update(zip(p.output.column("id").to_pylist(), pairs, strict=True))
     return out, dead
 
 
@@ -156,7 +158,7 @@ def test_orders_that_are_not_a_permutation_are_refused_row_by_row(tmp_path: Path
         [1.5] * N_LANDMARKS,  # not ids
     ]
     recs = [{"id": f"r{i}", "dissimilarities": a[PERM].tolist(), "landmarks": o} for i, (a, o) in
-            enumerate(zip(A, orders))]
+            enumerate(zip(A, orders, strict=True))]
     got, dead = _embed(write_jsonl(tmp_path / "x.jsonl", recs), model)
     assert list(got) == ["r0"]
     assert sorted(d.row for d in dead) == list(range(1, 8))

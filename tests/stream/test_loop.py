@@ -18,6 +18,7 @@ from streamembed.stream.pipeline import ReadAhead
 from streamembed.stream.records import Reason
 from streamembed.stream.sinks import DeadLetterSink, ParquetSink
 from streamembed.stream.sources import DirectorySource
+from streamembed.stream.output import y_columns, y_matrix
 
 from .helpers import (dissimilarities, fitted, input_table, objects, read_dead, read_ids, write_arrow, write_jsonl,
                       write_parquet)
@@ -39,7 +40,7 @@ def _corpus(indir: Path) -> tuple[set[str], np.ndarray]:
     write_arrow(indir / "b.arrows", input_table(b_ids, A[30:55]), chunk=6)
     c_ids = [f"j{i}" for i in range(15)]
     write_jsonl(indir / "c.jsonl", [{"id": i, "dissimilarities": a.tolist()}
-                                    for i, a in zip(c_ids, A[55:].astype(float))])
+                                    for i, a in zip(c_ids, A[55:].astype(float), strict=True)])
     return set(a_ids + b_ids + c_ids), A
 
 
@@ -64,7 +65,7 @@ def test_every_input_id_is_output_or_dead_letter(tmp_path: Path) -> None:
     assert Counter(out_ids + [d["id"] for d in dead]) == Counter(ids)
     assert {(d["id"], d["reason"]) for d in dead} == {("p3", Reason.NON_FINITE), ("p4", Reason.NEGATIVE)}
     assert stats.records_in == len(ids) and stats.embedded == len(ids) - 2 and stats.dead == 2
-    assert pq.read_table(tmp_path / "out" / "emb").schema.field("y").type.list_size == 2
+    assert y_columns(pq.read_table(tmp_path / "out" / "emb").schema) == ["y0", "y1"]
 
 
 def test_the_loop_counts_dead_letters_by_reason_with_the_first_of_each(tmp_path: Path) -> None:
@@ -91,8 +92,9 @@ def test_the_loop_writes_exactly_what_the_model_places(tmp_path: Path, method: s
     _loop(tmp_path / "in", tmp_path / "out", model=model, method=method).run()
     table = pq.read_table(tmp_path / "out" / "emb")
     ids = table.column("id").to_pylist()
-    y = np.array(table.column("y").to_pylist())
-    order = {f"p{i}": i for i in range(30)} | {f"s{i}": 30 + i for i in range(25)} | {f"j{i}": 55 + i for i in range(15)}
+    y = y_matrix(table)
+    order = ({f"p{i}": i for i in range(30)} | {f"s{i}": 30 + i for i in range(25)}
+             | {f"j{i}": 55 + i for i in range(15)})
     rows = np.array([order[i] for i in ids])
     ok = np.ones(70, dtype=bool)
     ok[[3, 4]] = False
@@ -148,7 +150,8 @@ def test_crash_anywhere_then_restart_loses_nothing(tmp_path: Path, where: str, a
         loop.run()
     loop.source.close()
     _loop(tmp_path / "in", tmp_path / "out").run()  # a fresh process: new sinks, checkpoint reloaded
-    seen = Counter(read_ids(tmp_path / "out" / "emb", "*.parquet") + [d["id"] for d in read_dead(tmp_path / "out" / "dead")])
+    seen = Counter(read_ids(tmp_path / "out" / "emb", "*.parquet")
+                   + [d["id"] for d in read_dead(tmp_path / "out" / "dead")])
     assert set(seen) == ids
     # the replay rewrites the files of the unfinished roll under the same names
     assert all(c == 1 for c in seen.values()), {k: c for k, c in seen.items() if c > 1}
@@ -169,7 +172,7 @@ def test_a_batch_that_keeps_crashing_the_process_is_quarantined(tmp_path: Path,
     monkeypatch.setattr(embedder.BatchEmbedder, "process", dies_on_s)
     guard_path = tmp_path / "out" / "crash-guard.json"
     (tmp_path / "out").mkdir()
-    for attempt in range(3):  # three processes die in the same batch
+    for _ in range(3):  # three processes die in the same batch
         loop = _loop(tmp_path / "in", tmp_path / "out", guard=CrashGuard(guard_path, 3))
         with pytest.raises(SystemExit):
             loop.run()
@@ -229,8 +232,8 @@ def test_generator_source_resumes_with_the_same_objects(tmp_path: Path) -> None:
     resumed = run(tmp_path / "a", 5)
     straight = run(tmp_path / "b", 5)
     assert sorted(resumed) == sorted(straight) and len(straight) == 80
-    ya = pq.read_table(tmp_path / "a" / "emb").sort_by("id").column("y").to_pylist()
-    yb = pq.read_table(tmp_path / "b" / "emb").sort_by("id").column("y").to_pylist()
+    ya = y_matrix(pq.read_table(tmp_path / "a" / "emb").sort_by("id"))
+    yb = y_matrix(pq.read_table(tmp_path / "b" / "emb").sort_by("id"))
     np.testing.assert_allclose(ya, yb)
 
 
