@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.optimize
 
 from .blas import single_blas_thread
 from .block import block_objective
@@ -49,7 +48,8 @@ class ReferenceBlockSolution:
     single_flags: np.ndarray
 
 
-def _objective_and_gradient(flat: np.ndarray, C: np.ndarray, Beta: np.ndarray, lam: np.ndarray, sl: np.ndarray, B_norm2: float):
+def _objective_and_gradient(flat: np.ndarray, C: np.ndarray, Beta: np.ndarray, lam: np.ndarray, sl: np.ndarray,
+                            B_norm2: float):
     Y = flat.reshape(C.shape)
     R = Y @ Y.T - Beta
     fit = (lam * Y * Y).sum() - 2.0 * (sl * Y * C).sum() + B_norm2
@@ -103,6 +103,8 @@ def solve_block_reference(
     for _ in range(n_random_starts):
         starts.append(single.y + 0.3 * scale * rng.standard_normal(single.y.shape))
     best_f, best_y = np.inf, single.y
+    import scipy.optimize  # lazily: a test reference, never on the embed path
+
     with single_blas_thread():
         for Y0 in starts:
             res = scipy.optimize.minimize(
@@ -116,4 +118,5 @@ def solve_block_reference(
             f = block_objective(res.x.reshape(k, d), C, Beta, lam, B_norm2)
             if f < best_f:
                 best_f, best_y = f, res.x.reshape(k, d)
-    return ReferenceBlockSolution(y=best_y, objective=best_f, n_starts=len(starts), single=single.y, single_flags=single.flags)
+    return ReferenceBlockSolution(y=best_y, objective=best_f, n_starts=len(starts), single=single.y,
+                                  single_flags=single.flags)
