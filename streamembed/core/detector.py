@@ -37,6 +37,7 @@ pass ``now`` and log ``SequentialTrigger.warning``.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -46,10 +47,12 @@ from .drift import DriftStatistics, RefitTrigger, TriggerDecision
 
 
 def _normal_quantile(p: float) -> float:
-    """Φ⁻¹(p) of the standard normal (scipy.special.ndtri; scipy.stats costs 0.3 s to import)."""
-    from scipy.special import ndtri
+    """Φ⁻¹(p) of the standard normal: the standard library's (Wichura's AS 241, within 1e-15 of scipy's ndtri).
 
-    return float(ndtri(p))
+    The daemon checks its drift settings with it at start; importing
+    scipy.special for it cost 0.2-0.7 CPU-s of every ``streamembed run``.
+    """
+    return statistics.NormalDist().inv_cdf(p)
 
 __all__ = [
     "CalibrationError",
