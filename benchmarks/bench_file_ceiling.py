@@ -2,7 +2,8 @@
 
     python benchmarks/bench_file_ceiling.py [--objects 300000] [--landmarks 500] [--dims 10] [--repeat 5]
                                             [--formats arrows,parquet-fsb,parquet-list] [--no-daemon]
-                                            [--tree PATH] [--json OUT.json]
+                                            [--tree PATH] [--embed-args ARGS] [--daemon-mmap auto|always|never]
+                                            [--json OUT.json]
 
 Every command is a whole process (``python``, this interpreter, ``PYTHONPATH``
 = the tree), run one after the other on the same input in the page cache, in
@@ -238,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tree", type=Path, default=HERE, help="the checkout whose streamembed runs (default: this one)")
     ap.add_argument("--embed-args", default="",
                     help="extra arguments for streamembed embed (e.g. '--schema-version 1')")
+    ap.add_argument("--daemon-mmap", choices=("auto", "always", "never"),
+                    help="directory.mmap for the daemon (default: its own default)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     tree = args.tree.resolve()
@@ -259,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         daemon_env = {"STREAMEMBED_MODEL__PATH": str(model), "STREAMEMBED_SOURCE__KIND": "directory",
                       "STREAMEMBED_DIRECTORY__SETTLE_SECONDS": "0", "STREAMEMBED_DIRECTORY__EXIT_WHEN_IDLE": "true",
                       "STREAMEMBED_METRICS__ENABLED": "false", "STREAMEMBED_LOGGING__LEVEL": "WARNING"}
+        if args.daemon_mmap:
+            daemon_env["STREAMEMBED_DIRECTORY__MMAP"] = args.daemon_mmap
         extra = args.embed_args.split()
 
         def commands(fmt: str, rnd: int) -> dict[str, list]:
