@@ -2,7 +2,8 @@
 
     python benchmarks/bench_file_ceiling.py [--objects 300000] [--landmarks 500] [--dims 10] [--repeat 5]
                                             [--formats arrows,parquet-fsb,parquet-list] [--no-daemon]
-                                            [--tree PATH] [--json OUT.json]
+                                            [--tree PATH] [--embed-args ARGS] [--daemon-mmap auto|always|never]
+                                            [--json OUT.json]
 
 Every command is a whole process (``python``, this interpreter, ``PYTHONPATH``
 = the tree), run one after the other on the same input in the page cache, in
@@ -28,6 +29,16 @@ layout; Parquet ``fixed_size_list<float32>``):
 
 Targets (issue 27): ``ceiling / embed >= 0.8`` and ``script / embed >= 1.2``
 for Arrow IPC and fast-layout Parquet, ``ceiling / daemon >= 0.6``.
+
+Every command runs with compiled bytecode, as an installed package does: the
+children get ``PYTHONPYCACHEPREFIX`` (a directory of the run) and never
+``PYTHONDONTWRITEBYTECODE``, and one unrecorded round compiles what each
+imports. (With ``PYTHONDONTWRITEBYTECODE=1`` and no ``__pycache__`` in the tree,
+every process compiled streamembed's modules from source: 0.3 CPU-s each for
+``embed`` and the script, none for the ceiling.) Besides wall times the table
+gives the ratios of CPU times (user + system of the child process): on a
+loaded machine they move less than wall times, and a ratio of CPU times above
+the wall ratio says how much ``embed`` gains from its second core.
 """
 
 from __future__ import annotations
@@ -35,6 +46,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -73,18 +86,21 @@ for b in batches:
         if pa.types.is_string(t):
             cols.append(b.column(b.schema.get_field_index("id")))
         elif pa.types.is_fixed_size_list(t):
-            cols.append(pa.FixedSizeListArray.from_arrays(pa.array(A[:, :t.list_size].astype(t.value_type.to_pandas_dtype()).ravel()), t.list_size))
+            v = A[:, :t.list_size].astype(t.value_type.to_pandas_dtype()).ravel()
+            cols.append(pa.FixedSizeListArray.from_arrays(pa.array(v), t.list_size))
         elif pa.types.is_floating(t):
             cols.append(pa.array(A[:, k % A.shape[1]].astype(t.to_pandas_dtype()))); k += 1
         elif pa.types.is_dictionary(t):
-            cols.append(pa.DictionaryArray.from_arrays(pa.array(np.zeros(m, t.index_type.to_pandas_dtype())), pa.array(["projection"])).cast(t))
+            codes = pa.array(np.zeros(m, t.index_type.to_pandas_dtype()))
+            cols.append(pa.DictionaryArray.from_arrays(codes, pa.array(["projection"])).cast(t))
         elif pa.types.is_list(t):
             cols.append(pa.array([[]] * m, t))
         else:
             cols.append(pa.array(np.zeros(m, np.int64)).cast(t))
     k = 0
     if writer is None:
-        dictionary = [f.name for f in schema if not (pa.types.is_floating(t := f.type) or pa.types.is_fixed_size_list(t))]
+        dictionary = [f.name for f in schema
+                      if not (pa.types.is_floating(f.type) or pa.types.is_fixed_size_list(f.type))]
         writer = pq.ParquetWriter(out, schema, compression="zstd", use_dictionary=dictionary)
     writer.write_batch(pa.RecordBatch.from_arrays(cols, schema=schema))
 writer.close()
@@ -116,22 +132,30 @@ pq.write_table(pa.table({"id": pa.chunked_array(ids), "y": y}), out, compression
 """
 
 
+#: Where the children keep their bytecode (set by ``main`` to a directory of the run).
+PYCACHE: dict[str, str] = {}
+
+
 def _env(tree: Path, **more: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMEMBED_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMEMBED_")
+           and k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
     env["PYTHONPATH"] = str(tree)
+    env.update(PYCACHE)
     env.update(more)
     return env
 
 
-def _run(tree: Path, args: list[str], cwd: Path, ok: tuple[int, ...] = (0,), **env: str) -> float:
-    """Wall seconds of one whole process (``nice``d as the caller is)."""
+def _run(tree: Path, args: list[str], cwd: Path, ok: tuple[int, ...] = (0,), **env: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system) of one whole process (``nice``d as the caller is)."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, *args], env=_env(tree, **env), cwd=cwd, capture_output=True, text=True,
                        timeout=1800)
     seconds = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode not in ok:
         raise RuntimeError(f"{' '.join(args[:4])} exited {r.returncode}:\n{r.stderr[-3000:]}")
-    return seconds
+    return seconds, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
 def make_inputs(base: Path, m: int, n: int, d: int, formats: list[str]) -> dict[str, Path]:
@@ -165,6 +189,45 @@ def make_inputs(base: Path, m: int, n: int, d: int, formats: list[str]) -> dict[
     return paths
 
 
+def report(times: dict[str, list[float]], cpu: dict[str, list[float]], formats: list[str], daemon: bool,
+           title: str) -> dict[str, object]:
+    """Print the table (median and range of the within-round ratios); return them."""
+    def ratios(num: str, den: str, of: dict[str, list[float]] = times) -> list[float]:
+        return [a / b for a, b in zip(of[num], of[den], strict=True)]
+
+    def cell(r: list[float]) -> str:
+        return f"{statistics.median(r):.2f} ({min(r):.2f}-{max(r):.2f})"
+
+    print(title + "\n")
+    print("| input | embed s (median) | ceiling s | script s | ceiling / embed (median, range) | "
+          "script / embed (median, range) | CPU s: embed, ceiling, script | CPU ceiling / embed | "
+          "CPU script / embed |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    summary: dict[str, object] = {"times": times, "cpu": cpu}
+    for fmt in formats:
+        e, c, s = (f"{fmt} {w}" for w in ("embed", "ceiling", "script"))
+        rc, rs = ratios(c, e), ratios(s, e)
+        cc, cs = ratios(c, e, cpu), ratios(s, e, cpu)
+        summary[fmt] = {"ceiling_over_embed": rc, "script_over_embed": rs, "cpu_ceiling_over_embed": cc,
+                        "cpu_script_over_embed": cs}
+        print(f"| {fmt} | {statistics.median(times[e]):.2f} | {statistics.median(times[c]):.2f} | "
+              f"{statistics.median(times[s]):.2f} | {cell(rc)} | {cell(rs)} | "
+              f"{statistics.median(cpu[e]):.2f}, {statistics.median(cpu[c]):.2f}, {statistics.median(cpu[s]):.2f} | "
+              f"{cell(cc)} | {cell(cs)} |")
+    if "arrows" in formats and daemon:
+        rd = ratios("arrows ceiling", "arrows daemon")
+        net = [c / max(dm - st, 1e-3) for c, dm, st in zip(times["arrows ceiling"], times["arrows daemon"],
+                                                            times["arrows daemon-startup"], strict=True)]
+        cd = ratios("arrows ceiling", "arrows daemon", cpu)
+        summary["daemon"] = {"ceiling_over_daemon": rd, "ceiling_over_daemon_net_of_startup": net,
+                             "cpu_ceiling_over_daemon": cd}
+        print(f"\ndirectory daemon (arrows, whole process): {statistics.median(times['arrows daemon']):.2f} s, "
+              f"start-up alone {statistics.median(times['arrows daemon-startup']):.2f} s; ceiling / daemon "
+              f"{cell(rd)}; net of start-up {cell(net)}; CPU s daemon {statistics.median(cpu['arrows daemon']):.2f}, "
+              f"start-up {statistics.median(cpu['arrows daemon-startup']):.2f}; CPU ceiling / daemon {cell(cd)}")
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--objects", type=int, default=300_000)
@@ -174,15 +237,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--formats", default="arrows,parquet-fsb,parquet-list")
     ap.add_argument("--no-daemon", dest="daemon", action="store_false")
     ap.add_argument("--tree", type=Path, default=HERE, help="the checkout whose streamembed runs (default: this one)")
-    ap.add_argument("--embed-args", default="", help="extra arguments for streamembed embed (e.g. '--schema-version 1')")
+    ap.add_argument("--embed-args", default="",
+                    help="extra arguments for streamembed embed (e.g. '--schema-version 1')")
+    ap.add_argument("--daemon-mmap", choices=("auto", "always", "never"),
+                    help="directory.mmap for the daemon (default: its own default)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     tree = args.tree.resolve()
     formats = [f for f in args.formats.split(",") if f]
     m = args.objects
     times: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-ceiling-") as tmp:
         base = Path(tmp)
+        PYCACHE["PYTHONPYCACHEPREFIX"] = str(base / "pycache")
         paths = make_inputs(base, m, args.landmarks, args.dims, formats)
         model = base / "model.npz"
         _run(tree, ["-m", "streamembed", "fit", "--dissimilarities", str(base / "D.npy"), "--n-components",
@@ -194,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         daemon_env = {"STREAMEMBED_MODEL__PATH": str(model), "STREAMEMBED_SOURCE__KIND": "directory",
                       "STREAMEMBED_DIRECTORY__SETTLE_SECONDS": "0", "STREAMEMBED_DIRECTORY__EXIT_WHEN_IDLE": "true",
                       "STREAMEMBED_METRICS__ENABLED": "false", "STREAMEMBED_LOGGING__LEVEL": "WARNING"}
+        if args.daemon_mmap:
+            daemon_env["STREAMEMBED_DIRECTORY__MMAP"] = args.daemon_mmap
         extra = args.embed_args.split()
 
         def commands(fmt: str, rnd: int) -> dict[str, list]:
@@ -221,40 +291,22 @@ def main(argv: list[str] | None = None) -> int:
             got = pq.ParquetFile(warm).metadata.num_rows
             if got != m:
                 raise RuntimeError(f"embed wrote {got} of {m} rows")
-        for rnd in range(args.repeat):
+        for rnd in range(-1, args.repeat):  # round -1 compiles every command's bytecode and is not recorded
             order = [(name, cmd) for fmt in formats for name, cmd in commands(fmt, rnd).items()]
             k = rnd % len(order)
             for name, (cmd, env) in order[k:] + order[:k]:
-                times.setdefault(name, []).append(_run(tree, cmd, base, ok=(0, 1), **env))
+                wall, used = _run(tree, cmd, base, ok=(0, 1), **env)
+                if rnd >= 0:
+                    times.setdefault(name, []).append(wall)
+                    cpu.setdefault(name, []).append(used)
             for p in base.glob(f"out-*-{rnd}-*.parquet"):
                 p.unlink()
+            for p in base.glob(f"root-{rnd}"):
+                shutil.rmtree(p)
             print(f"round {rnd + 1}/{args.repeat} done", file=sys.stderr, flush=True)
 
-    def ratios(num: str, den: str) -> list[float]:
-        return [a / b for a, b in zip(times[num], times[den])]
-
-    print(f"{m:,} objects x {args.landmarks} landmarks float32, projection, d = {args.dims}; {args.repeat} rounds; "
-          f"tree {tree}\n")
-    print("| input | embed s (median) | ceiling s | script s | ceiling / embed (median, range) | "
-          "script / embed (median, range) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    summary: dict[str, object] = {"times": times}
-    for fmt in formats:
-        e, c, s = (f"{fmt} {w}" for w in ("embed", "ceiling", "script"))
-        rc, rs = ratios(c, e), ratios(s, e)
-        summary[fmt] = {"ceiling_over_embed": rc, "script_over_embed": rs}
-        print(f"| {fmt} | {statistics.median(times[e]):.2f} | {statistics.median(times[c]):.2f} | "
-              f"{statistics.median(times[s]):.2f} | {statistics.median(rc):.2f} ({min(rc):.2f}-{max(rc):.2f}) | "
-              f"{statistics.median(rs):.2f} ({min(rs):.2f}-{max(rs):.2f}) |")
-    if "arrows" in formats and args.daemon:
-        rd = ratios("arrows ceiling", "arrows daemon")
-        net = [c / max(dm - st, 1e-3) for c, dm, st in zip(times["arrows ceiling"], times["arrows daemon"],
-                                                            times["arrows daemon-startup"])]
-        summary["daemon"] = {"ceiling_over_daemon": rd, "ceiling_over_daemon_net_of_startup": net}
-        print(f"\ndirectory daemon (arrows, whole process): {statistics.median(times['arrows daemon']):.2f} s, "
-              f"start-up alone {statistics.median(times['arrows daemon-startup']):.2f} s; ceiling / daemon "
-              f"{statistics.median(rd):.2f} ({min(rd):.2f}-{max(rd):.2f}); net of start-up "
-              f"{statistics.median(net):.2f} ({min(net):.2f}-{max(net):.2f})")
+    summary = report(times, cpu, formats, args.daemon, f"{m:,} objects x {args.landmarks} landmarks float32, "
+                     f"projection, d = {args.dims}; {args.repeat} rounds; tree {tree}")
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))
     return 0

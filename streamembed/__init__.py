@@ -5,12 +5,36 @@ The public API::
     from streamembed import LandmarkMDS
     est = LandmarkMDS(n_components=2, method="projection").fit(D)
     Y = est.transform(A)
+
+``LandmarkMDS`` and ``EmbeddingResult`` are imported on first use (PEP 562),
+so that ``python -m streamembed --help`` and the start of ``embed`` / ``run``
+do not pay for the estimator's imports (tests/design/test_imports.py).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .core.errors import InputError, ModelFileError, NotFittedError
-from .core.result import EmbeddingResult
-from .estimator import LandmarkMDS
+
+if TYPE_CHECKING:
+    from .core.result import EmbeddingResult
+    from .estimator import LandmarkMDS
 
 __version__ = "0.1.0"
 
 __all__ = ["LandmarkMDS", "EmbeddingResult", "InputError", "ModelFileError", "NotFittedError", "__version__"]
+
+_LAZY = {"LandmarkMDS": ".estimator", "EmbeddingResult": ".core.result"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -25,7 +25,6 @@ import os
 from typing import Any, Literal
 
 import numpy as np
-import scipy.spatial.distance
 
 from .core import input_hints, kernel_input, validation
 from .core.bounds import WindowBounds
@@ -301,7 +300,7 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
             M = kernel_input.feature_kernel(X64, X64, metric)
         else:
             try:
-                M = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(X64, metric=metric))
+                M = _pairwise_distances(X64, metric)
             except ValueError as exc:
                 raise InputError(f"metric {metric!r} failed on X of shape {X64.shape}: {exc}") from exc
         idx = _kept_landmarks(self, F=X64, metric=metric if self.input != "similarity" else "euclidean")
@@ -523,8 +522,19 @@ def _takes_features(est: LandmarkMDS, X: object) -> bool:
     return width == p
 
 
+def _pairwise_distances(X: np.ndarray, metric: str) -> np.ndarray:
+    """The (p, p) distances between the rows of X (p, q) by ``scipy.spatial.distance.pdist``.
+
+    Imported here, not at the top: scipy.spatial costs 0.3-0.4 CPU-s, which
+    every ``embed`` and ``run`` would pay (tests/design/test_imports.py).
+    """
+    import scipy.spatial.distance
+
+    return scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(X, metric=metric))
+
+
 def _input_rows(est: LandmarkMDS, X: object) -> tuple[np.ndarray, np.dtype]:
-    """(the model's input rows (m, n) [or (m, n + 1)], X's float dtype) for X, checked as a whole as scikit-learn expects."""
+    """(the model's input rows (m, n) [or (m, n + 1)], X's float dtype) for X, checked whole (as scikit-learn does)."""
     model = est._model()
     if _takes_features(est, X):
         fitted = est.__dict__.get("_feature_names")

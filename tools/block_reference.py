@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.optimize
 
 from streamembed.core.runtime import single_blas_thread
 from streamembed.core.block import block_objective
@@ -104,6 +103,8 @@ def solve_block_reference(
     for _ in range(n_random_starts):
         starts.append(single.y + 0.3 * scale * rng.standard_normal(single.y.shape))
     best_f, best_y = np.inf, single.y
+    import scipy.optimize  # lazily: a test reference, never on the embed path
+
     with single_blas_thread():
         for Y0 in starts:
             res = scipy.optimize.minimize(

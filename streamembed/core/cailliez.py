@@ -43,7 +43,6 @@ Isomap (Choi & Choi 2004, Ghojogh et al. 2020, §4.2).
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
 from .cmds import double_center
 
@@ -65,6 +64,8 @@ def cailliez_constant(D: np.ndarray) -> float:
 
     Eigenvalues whose imaginary part exceeds 1e-8 of the spectral radius are not real.
     """
+    import scipy.linalg  # lazily: keeps the start-up of `embed` and `run` short
+
     w = scipy.linalg.eigvals(cailliez_matrix(D), check_finite=False)
     radius = float(np.abs(w).max()) if w.size else 0.0
     real = w.real[np.abs(w.imag) <= 1e-8 * max(radius, 1e-300)]

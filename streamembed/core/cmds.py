@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 
 from .errors import InputError
 
@@ -100,7 +99,7 @@ def fit_spectrum(
     D: np.ndarray,
     n_residual: int | None = None,
     solver: str = "auto",
-    input_dtype: np.dtype = np.dtype(np.float64),
+    input_dtype: np.dtype = np.dtype(np.float64),  # noqa: B008 - an immutable value
     n_components: int = 10,
 ) -> LandmarkSpectrum:
     """Classical MDS spectrum of validated dissimilarities D (n, n), float64.
@@ -123,6 +122,8 @@ def fit_spectrum(
     if solver == "auto":
         solver = "full" if (n <= FULL_EIGH_MAX_N or (n_residual is not None and n_residual > n // 4)) else "partial"
     if solver == "full":
+        import scipy.linalg  # lazily: `embed` and `run` load fitted models and never solve
+
         w, V = scipy.linalg.eigh(B, overwrite_a=False, check_finite=False)
         w, V = w[::-1], V[:, ::-1]
         tol = positive_tolerance(float(w[0]), n, input_dtype)
@@ -172,7 +173,8 @@ def default_partial_rank(n: int) -> int:
     return max(1, min(n // 4, 64))
 
 
-def partial_eigh(B: np.ndarray, d: int, k: int, rtol: float = 1e-10, max_iterations: int = 8) -> tuple[np.ndarray, np.ndarray]:
+def partial_eigh(B: np.ndarray, d: int, k: int, rtol: float = 1e-10,
+                 max_iterations: int = 8) -> tuple[np.ndarray, np.ndarray]:
     """Top-k eigenpairs of symmetric B: the top d to full accuracy, the rest approximately.
 
     Block subspace iteration with Rayleigh–Ritz on k + 10 vectors from a
@@ -228,7 +230,8 @@ def _v0(n: int) -> np.ndarray:
     return np.ones(n) / np.sqrt(n) + 1e-3 * np.cos(np.arange(n) * 0.7548776662466927)
 
 
-def randomized_eigh(B: np.ndarray, k: int, oversample: int = 10, power_iterations: int = 4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def randomized_eigh(B: np.ndarray, k: int, oversample: int = 10, power_iterations: int = 4,
+                    seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Top-k eigenpairs of a symmetric B by randomized subspace iteration (Halko et al. 2011).
 
     A seeded Gaussian test matrix, ``power_iterations`` rounds of B·Q with

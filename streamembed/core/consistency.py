@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.linalg
 
 from .runtime import single_blas_thread
 from .cmds import double_center
@@ -136,10 +135,7 @@ def _build(model: LandmarkModel) -> ProfileCheck | None:
     basis = _orthonormal(np.column_stack([m_tilde, U]))
     n, q = basis.shape
     check = ProfileCheck(basis=basis, chance=q / max(n - 1, 1), reference=float("nan"))
-    if self_sim is None:
-        ref = check.shares(landmark_rows)
-    else:
-        ref = _shares_of_profiles(basis, landmark_rows)
+    ref = check.shares(landmark_rows) if self_sim is None else _shares_of_profiles(basis, landmark_rows)
     return ProfileCheck(basis=basis, chance=check.chance, reference=float(np.nanmean(ref)), landmark_self=self_sim)
 
 
@@ -156,6 +152,8 @@ def _raw_basis(D: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     B, row_means, grand = double_center(D * D)
     n = B.shape[0]
     k = min(k, n - 1)
+    import scipy.linalg  # lazily: only transformed dissimilarities need it (0.1-0.3 s of `embed`'s start-up)
+
     w, V = scipy.linalg.eigh(B, subset_by_index=[n - k, n - 1])
     V = V[:, ::-1][:, w[::-1] > 0]
     return row_means - grand, V

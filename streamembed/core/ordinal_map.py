@@ -46,9 +46,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
-import scipy.optimize
-import scipy.stats
 
 from .errors import InputError
 
@@ -112,10 +109,14 @@ def rank_start(D: np.ndarray, d: int) -> np.ndarray | None:
     n = D.shape[0]
     iu = np.triu_indices(n, 1)
     R = np.zeros((n, n))
+    import scipy.stats  # lazily, as every scipy module here: `embed` and `run` start without them
+
     R[iu] = scipy.stats.rankdata(D[iu], method="average")
     R += R.T
     R2 = np.square(R)
     B = -0.5 * (R2 - R2.mean(axis=0)[None, :] - R2.mean(axis=1)[:, None] + R2.mean())
+    import scipy.linalg
+
     w, V = scipy.linalg.eigh(B, subset_by_index=[n - d, n - 1], check_finite=False)
     w, V = w[::-1], V[:, ::-1]
     if not (w > 1e-12 * max(float(w[0]), 0.0)).all() or w[0] <= 0:
@@ -148,6 +149,8 @@ class OrdinalProblem:
     def group_fit(self, pair_values: np.ndarray) -> np.ndarray:
         """(k,) isotonic regression of the tie groups' means (weights: group sizes), unnormalised."""
         means = np.add.reduceat(pair_values[self.order], self.starts) / self.counts
+        import scipy.optimize
+
         return np.asarray(scipy.optimize.isotonic_regression(means, weights=self.counts, increasing=True).x)
 
     def isotonic(self, pair_values: np.ndarray) -> np.ndarray:

@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 
 from .runtime import single_blas_thread
 from .cmds import fit_spectrum
@@ -136,6 +135,8 @@ def best_plane(D_E: np.ndarray, d: int) -> tuple[float, float]:
     r = D2.mean(axis=1)
     K = -0.5 * (D2 - r[:, None] - r[None, :] + r.mean())
     k = min(d, m)
+    import scipy.linalg  # lazily: keeps the start-up of `embed` and `run` short
+
     w = scipy.linalg.eigh(K, eigvals_only=True, subset_by_index=[m - k, m - 1], check_finite=False)
     top = float(np.maximum(w, 0.0).sum()) / m
     return top, float(np.trace(K)) / m - top
@@ -246,7 +247,8 @@ def _plan(D: np.ndarray, n_old: int, n_select: int, old_embedding: np.ndarray, d
                                n_components=d, population=np.arange(k, pool.size))
         options[name] = np.sort(pool[sel])
     scores = {name: scorer.score(L) for name, L in options.items()}
-    details["candidates"] = {name: {"captured": c, "unexplained": u, "movement": mv, "kept_old": int((options[name] < n_old).sum())}
+    details["candidates"] = {name: {"captured": c, "unexplained": u, "movement": mv,
+                                    "kept_old": int((options[name] < n_old).sum())}
                              for name, (c, u, mv) in scores.items()}
     net = {name: ((c - cap0) / cap0 if cap0 > 0 else np.inf) - mv * mv for name, (c, _, mv) in scores.items()}
     name = max(net, key=lambda k: net[k])
@@ -254,13 +256,14 @@ def _plan(D: np.ndarray, n_old: int, n_select: int, old_embedding: np.ndarray, d
     gain = (cap1 - cap0) / cap0 if cap0 > 0 else np.inf
     details.update(gain=gain, net_gain=net[name], best_candidate=name)
     if not (np.isfinite(net[name]) and net[name] >= min_gain):
-        return RefitPlan("keep", f"no candidate map gains {100 * min_gain:.0f}% more of the recent objects' variance "
-                                 f"than its movement of the old landmarks costs (best: {name}, gain {100 * gain:+.1f}%, "
-                                 f"movement {movement:.2f} of the map radius, cost {100 * movement ** 2:.1f}%; the current "
-                                 f"map holds {100 * cap0 / cap_best:.0f}% of what any {d}-dimensional map could)",
+        return RefitPlan("keep", f"no candidate map gains {100 * min_gain:.0f}% more of the recent objects' "
+                                 f"variance than its movement of the old landmarks costs (best: {name}, gain "
+                                 f"{100 * gain:+.1f}%, movement {movement:.2f} of the map radius, cost "
+                                 f"{100 * movement ** 2:.1f}%; the current map holds {100 * cap0 / cap_best:.0f}% "
+                                 f"of what any {d}-dimensional map could)",
                          details=details)
     details.update(captured_after=cap1, unexplained_after=u1, movement=movement)
     return RefitPlan("install", f"{name}: the map holds {100 * gain:+.0f}% more of the recent objects' variance "
-                                f"({100 * cap0 / cap_best:.0f}% → {100 * cap1 / cap_best:.0f}% of the best {d}-dimensional "
-                                f"map); old landmarks move {movement:.2f} of the map radius",
+                                f"({100 * cap0 / cap_best:.0f}% → {100 * cap1 / cap_best:.0f}% of the best "
+                                f"{d}-dimensional map); old landmarks move {movement:.2f} of the map radius",
                      landmarks=options[name], candidate=name, details=details)
