@@ -1,7 +1,7 @@
 """The Parquet sink's write-behind thread: the same file as writing inline, its errors, its bound.
 
 Row groups are encoded and compressed on a thread of their own
-(``stream.sinks._WriteBehind``) while the loop embeds the next batches; none of
+(``stream.sinks.parquet._WriteBehind``) while the loop embeds the next batches; none of
 that may show in the output or in what goes wrong.
 """
 
@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from streamembed.stream.sinks import ParquetSink, _dictionary_columns
+from streamembed.stream.sinks import ParquetSink
+from streamembed.stream.sinks.parquet import _dictionary_columns
 
 
 def _tables(n: int = 10, rows: int = 70) -> list[pa.Table]:
