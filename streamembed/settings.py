@@ -3,7 +3,7 @@
 Each section is a dataclass; each field's metadata carries its documentation,
 choices and range. Everything else is derived from here: the embedded default
 (``Config()``), ``config/default.toml`` and ``streamembed config`` (rendered by
-``daemon.config.to_toml``), the README's configuration reference
+``daemon.config.to_toml``), docs/configuration.md's reference
 (``streamembed config --reference``), validation of files, environment
 variables and ``--set`` flags (``daemon.config``). Components take their own
 section (``DriftMonitor(DriftConfig)``, ``GaussianMixtureStream(GeneratorConfig)``,
@@ -169,7 +169,7 @@ class OutputConfig:
     schema_version: int = _f(1, "Output record format (files and Kafka output messages): 1 (y list of float64, "
                              "flags list of names) or 2, the lean format (coordinates as columns y0..y{d-1} and "
                              "numbers in the input's precision, flags as the flag_bits bitmask, constants in the "
-                             "schema metadata): README, Record formats (migration).", choices=(1, 2))
+                             "schema metadata): docs/formats.md (migration).", choices=(1, 2))
     row_group_rows: int = _f(65536, "Rows per Parquet row group.", min=1)
     compression: str = _f("zstd", "Parquet compression.", choices=("zstd", "snappy", "gzip", "lz4", "none"))
     parquet: bool = _f(True, "Write the Parquet output files (false: only the Kafka output topic).")
@@ -296,7 +296,7 @@ class KafkaConfig:
 
     bootstrap_servers: str = _f("127.0.0.1:9092", "Comma-separated host:port of the brokers.")
     input_topic: str = _f("", "Input topic (source.kind = kafka). Messages: an Arrow IPC stream or JSON per message "
-                          "(header content-type, else sniffed); see the README.")
+                          "(header content-type, else sniffed); see docs/kafka.md.")
     group_id: str = _f("streamembed", "Consumer group: replicas with the same group id share the input partitions.")
     client_id: str = _f("streamembed", "Client id prefix (-consumer / -producer is appended).")
     auto_offset_reset: str = _f("earliest", "Where a group without committed offsets starts.",

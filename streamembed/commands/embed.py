@@ -274,7 +274,7 @@ def add_parser(add: Any) -> None:
     e.add_argument("--compression", default="zstd", choices=("zstd", "snappy", "gzip", "lz4", "none"))
     e.add_argument("--schema-version", type=int, default=1, choices=(1, 2),
                    help="output record format: 1 (default: y list of float64, flags list of names) or 2 (the lean "
-                        "format: y0..y{d-1} columns in the input's precision, flag_bits; README, Record formats)")
+                        "format: y0..y{d-1} columns in the input's precision, flag_bits; docs/formats.md)")
     e.add_argument("--mmap", choices=("auto", "always", "never"), default="never",
                    help="memory-map Arrow IPC and Parquet inputs instead of copying them: always (inputs are never "
                         "truncated or rewritten while embed runs: a file truncated under a mapping kills the "

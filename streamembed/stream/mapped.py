@@ -8,7 +8,7 @@ page cache. The price: a file that shrinks while it is mapped kills the
 process with SIGBUS (no language-level handler can survive it), so only files
 that nobody truncates or rewrites in place may be mapped. Files published by
 the rename protocol (written under a temporary name, fsynced, renamed into
-place: README, "Files and checkpoints") are such files: a later version is a
+place: docs/formats.md, "Files and checkpoints") are such files: a later version is a
 new inode, and the mapped one stays intact until it is unmapped.
 
 ``mode`` (``embed --mmap``, ``directory.mmap``):
