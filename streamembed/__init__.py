@@ -7,10 +7,22 @@ The public API::
     Y = est.transform(A)
 """
 
+import importlib.metadata
+
 from .core.errors import InputError, ModelFileError, NotFittedError
 from .core.result import EmbeddingResult
 from .estimator import LandmarkMDS
 
-__version__ = "0.1.0"
+
+def _installed_version() -> str:
+    """The version of the installed distribution (written once, in pyproject.toml); "0+unknown" when the
+    package runs from a source tree that was never installed."""
+    try:
+        return importlib.metadata.version("streamembed")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+__version__ = _installed_version()
 
 __all__ = ["LandmarkMDS", "EmbeddingResult", "InputError", "ModelFileError", "NotFittedError", "__version__"]

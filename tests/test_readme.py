@@ -46,8 +46,8 @@ def write() -> None:
         page = PAGES[name]
         text = page.read_text()
         _between(text, name)
-        text = re.sub(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)", lambda m: m.group(1) + body + m.group(2),
-                      text, flags=re.S)
+        text = re.sub(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)",
+                      lambda m, body=body: m.group(1) + body + m.group(2), text, flags=re.S)
         page.write_text(text)
 
 

@@ -519,7 +519,7 @@ def to_toml(cfg: Config, *, comments: bool = True) -> str:
 
 
 def reference_markdown() -> str:
-    """The key reference as a Markdown table (``streamembed config --reference``, docs/configuration.md)."""
+    """The key reference as a Markdown table (``streamembed config --reference``, README)."""
     lines = ["| key | default | meaning |", "| --- | --- | --- |"]
     for key, default, doc in reference_rows():
         cell = doc.replace("|", "\\|")
