@@ -73,6 +73,17 @@ def test_readme_keeps_the_two_commands_at_the_top() -> None:
     assert lines[3] in (ROOT / ".ci" / "run").read_text()
 
 
+def test_the_quick_start_page_repeats_readmes_commands_exactly() -> None:
+    """docs/quickstart.md shows README's two tested blocks (the top commands and "Your own data") word for word."""
+    readme = README.read_text()
+    blocks = re.findall(r"```sh\n(.*?)```", (DOCS / "quickstart.md").read_text(), flags=re.S)
+    own = re.search(r"^## Your own data\n(.*?)(?=^## )", readme, flags=re.S | re.M)
+    assert own, "README.md has no section '## Your own data'"
+    sh = re.compile(r"```sh\n(.*?)```", flags=re.S)
+    want = [sh.findall(readme)[0], *sh.findall(own.group(1))]
+    assert blocks[: len(want)] == want
+
+
 def test_readme_links_every_docs_page() -> None:
     text = README.read_text()
     for page in ("quickstart", "formats", "configuration", "metrics", "kafka", "drift", "operations", "architecture",
