@@ -45,10 +45,9 @@ def write() -> None:
     for name, body in _sections().items():
         page = PAGES[name]
         text = page.read_text()
-        _between(text, name)
-        text = re.sub(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)",
-                      lambda m, body=body: m.group(1) + body + m.group(2), text, flags=re.S)
-        page.write_text(text)
+        old = _between(text, name)
+        start = text.index(f"<!-- {name}:start -->\n") + len(f"<!-- {name}:start -->\n")
+        page.write_text(text[:start] + body + text[start + len(old):])
 
 
 def test_generated_tables_are_current() -> None:
