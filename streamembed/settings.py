@@ -313,8 +313,9 @@ class KafkaConfig:
                             "its first id) or json (one object per row, keyed by its id).", choices=("arrow", "json"))
     model_topic: str = _f("", "Compacted topic that distributes the landmark model to every replica of the group (key "
                           "model_name, value the .npz); empty: off. A replica with model.path publishes its model when "
-                          "it is newer than the topic's; one without model.path takes the topic's map of the lineage "
-                          "it can trace (adopt_lineage); all follow newer versions of their own map's lineage only.")
+                          "it is newer than the topic's; one without model.path takes the topic's map of the "
+                          "lineage it "
+                          "can trace (adopt_lineage); all follow newer versions of their own map's lineage only.")
     model_name: str = _f("streamembed", "Key of this deployment's model in model_topic.")
     adopt_lineage: str = _f("", "Without model.path: the lineage (as logged, e.g. 3f2a...) of the map this replica may "
                             "take from model_topic; \"*\": the newest map whatever its lineage. Empty: only the map "
