@@ -11,6 +11,7 @@ so that ``python -m streamembed --help`` and the start of ``embed`` / ``run``
 do not pay for the estimator's imports (tests/design/test_imports.py).
 """
 
+import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 from .core.errors import InputError, ModelFileError, NotFittedError
@@ -19,7 +20,17 @@ if TYPE_CHECKING:
     from .core.result import EmbeddingResult
     from .estimator import LandmarkMDS
 
-__version__ = "0.1.0"
+
+def _installed_version() -> str:
+    """The version of the installed distribution (written once, in pyproject.toml); "0+unknown" when the
+    package runs from a source tree that was never installed."""
+    try:
+        return importlib.metadata.version("streamembed")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+__version__ = _installed_version()
 
 __all__ = ["LandmarkMDS", "EmbeddingResult", "InputError", "ModelFileError", "NotFittedError", "__version__"]
 

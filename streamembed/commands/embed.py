@@ -264,7 +264,7 @@ def add_parser(add: Any) -> None:
                    choices=choices("output.schema_version"),
                    help="output record format: 2 (default: the lean format, y0..y{d-1} columns in the input's "
                         "precision, flag_bits) or 1 (y list of float64, flags list of names; for one more release); "
-                        "README, Record formats")
+                        "docs/formats.md")
     e.add_argument("--mmap", choices=choices("directory.mmap"), default=default("directory.mmap"),
                    help="memory-map Arrow IPC and Parquet inputs instead of copying them: always (inputs are never "
                         "truncated or rewritten while embed runs: a file truncated under a mapping kills the "

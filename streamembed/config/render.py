@@ -99,7 +99,7 @@ def to_toml(cfg: Config, *, comments: bool = True) -> str:
 
 
 def reference_markdown() -> str:
-    """The key reference as a Markdown table (``streamembed config --reference``, README)."""
+    """The key reference as a Markdown table (``streamembed config --reference``, docs/configuration.md)."""
     lines = ["| key | default | meaning |", "| --- | --- | --- |"]
     for key, default, doc in reference_rows():
         cell = doc.replace("|", "\\|")

@@ -6,7 +6,7 @@ and defaults, ``source.batch_rows``, ``source.max_block_rows``) come from the
 option table ``streamembed.core.options``, the drift statistics from
 ``core.drift``. Everything else is derived from here: the embedded default
 (``Config()``), ``config/default.toml`` and ``streamembed config`` (rendered by
-``config.render``), the configuration reference (``streamembed config
+``config.render``), docs/configuration.md's reference (``streamembed config
 --reference``), validation of files, environment variables and ``--set``
 flags (``config.load``, by each field's type and metadata: no key is
 special-cased by name). Components take their own section
@@ -164,7 +164,7 @@ class OutputConfig:
     schema_version: int = _f(2, "Output record format (files and Kafka output messages): 2, the lean format "
                              "(coordinates as columns y0..y{d-1} and numbers in the input's precision, flags as the "
                              "flag_bits bitmask, constants in the schema metadata), or 1 (y list of float64, flags "
-                             "list of names; written on request for one more release): README, Record formats "
+                             "list of names; written on request for one more release): docs/formats.md "
                              "(migration).", choices=(1, 2))
     row_group_rows: int = _f(65536, "Rows per Parquet row group.", min=1)
     compression: str = _f("zstd", "Parquet compression.", choices=("zstd", "snappy", "gzip", "lz4", "none"))
@@ -293,7 +293,7 @@ class KafkaConfig:
 
     bootstrap_servers: str = _f("127.0.0.1:9092", "Comma-separated host:port of the brokers.")
     input_topic: str = _f("", "Input topic (source.kind = kafka). Messages: an Arrow IPC stream or JSON per message "
-                          "(header content-type, else sniffed); see the README.")
+                          "(header content-type, else sniffed); see docs/kafka.md.")
     group_id: str = _f("streamembed", "Consumer group: replicas with the same group id share the input partitions.")
     client_id: str = _f("streamembed", "Client id prefix (-consumer / -producer is appended).")
     auto_offset_reset: str = _f("earliest", "Where a group without committed offsets starts.",

@@ -361,7 +361,7 @@ def check_detector_settings(
     baseline_objects ≥ (4·z / min_shift)².
 
     Raises:
-        CalibrationError naming the setting to change.
+        CalibrationError: naming the setting to change.
     """
     if not (math.isfinite(expected_run_objects) and expected_run_objects >= 10 * group_objects):
         raise CalibrationError(

@@ -266,7 +266,7 @@ LABEL_VALUES: dict[tuple[str, str], str] = {
 def reference_table() -> str:
     """Markdown table of every streamembed_* metric (name, type, labels, help), from a fresh registry.
 
-    README's metrics list is this table (a test keeps them equal).
+    docs/metrics.md is this table (a test keeps them equal).
     """
     values = dict(LABEL_VALUES)
     values[("streamembed_flags_total", "flag")] = ", ".join(FLAG_NAMES[b] for b in sorted(FLAG_NAMES))

@@ -292,7 +292,7 @@ def output_arrow_messages(batch: pa.RecordBatch | pa.Table, max_bytes: int
     """(key, value, headers) Arrow messages of output rows, each under ``max_bytes``.
 
     Keyed by the first row's id (the rows of one input batch travel together;
-    see the README for why). ``streamembed-model-version`` is the first row's
+    see docs/kafka.md for why). ``streamembed-model-version`` is the first row's
     model version (every row also carries its own).
     """
     n = batch.num_rows

@@ -157,7 +157,7 @@ class ConsistencyMonitor:
             f"{self._size:,} rows scored{where}, model version {getattr(model, 'version', '?')} (1 = like the "
             f"landmarks' own rows, 0 = unrelated to the landmark order; alarm below {self.settings.alarm_below:g}, "
             f"docs/math.md §4.5). Check the column order against `streamembed model info`, or name it: a "
-            f"'landmarks' list per row, or streamembed.landmarks field metadata (README, Record formats)")
+            f"'landmarks' list per row, or streamembed.landmarks field metadata (docs/formats.md)")
         if self.first_alarm is None:
             self.first_alarm, self.first_alarm_objects = self.alarm_text, self.objects
         if self.warn:

@@ -8,7 +8,7 @@ page cache. The price: a file that shrinks while it is mapped kills the
 process with SIGBUS (no language-level handler can survive it), so only files
 that nobody truncates or rewrites in place may be mapped. Files published by
 the rename protocol (written under a temporary name, fsynced, renamed into
-place: README, "Files and checkpoints") are such files: a later version is a
+place: docs/formats.md, "Files and checkpoints") are such files: a later version is a
 new inode, and the mapped one stays intact until it is unmapped.
 
 ``mode`` (``embed --mmap``, ``directory.mmap``):
@@ -33,6 +33,7 @@ anyway).
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 from pathlib import Path
@@ -97,8 +98,6 @@ def map_file(path: str | os.PathLike[str]) -> tuple[MappedFile, os.stat_result]:
     if hasattr(mm, "madvise"):
         for advice in ("MADV_SEQUENTIAL", "MADV_WILLNEED"):
             if hasattr(mmap, advice):
-                try:
+                with contextlib.suppress(OSError):  # advice is a hint
                     mm.madvise(getattr(mmap, advice))
-                except OSError:  # advice is a hint
-                    pass
     return MappedFile(fd, np.frombuffer(mm, dtype=np.uint8)), st

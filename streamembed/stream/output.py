@@ -13,7 +13,7 @@ readers and for its cost. One row per embedded object:
                        ``k0``/``t`` null where not computed / not RR)
     ``flag_bits``      int32 bitmask; the bit of each flag name is in the schema
                        metadata (:data:`FLAG_BITS_KEY`, JSON ``{"ambiguous_sign": 1, …}``)
-                       and in the README. Bits are only ever added within version 2.
+                       and in docs/formats.md. Bits are only ever added within version 2.
     ``model_version``  int64, the model that placed the row (a refit or a retained
                        model changes it within a file)
     ``method``         dictionary<int8, string> over :data:`METHOD_VALUES` (pandas: a
@@ -35,7 +35,7 @@ stored value, so nothing the computation knows is lost.
 
 Version 1 (``output.schema_version = 1``: written on request, and read, for one more release): ``y``
 fixed_size_list<float64, d>, ``beta``/``unexplained``/``k0``/``t`` float64,
-``method`` string, ``flags`` list<string> of flag names. Migration: README,
+``method`` string, ``flags`` list<string> of flag names. Migration: docs/formats.md,
 "Record formats".
 """
 

@@ -1,4 +1,4 @@
-"""Each option's example config in config/ runs through the real daemon (README "Methods").
+"""Each option's example config in config/ runs through the real daemon (docs/methods.md).
 
 Every file is a small override of the embedded default; run in-process with
 a few small batches, no ops server, output under tmp_path.
