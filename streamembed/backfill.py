@@ -60,7 +60,10 @@ ATTEMPT_PREFIX = "attempt-"
 
 @dataclass(frozen=True)
 class Task:
-    """Rows ``start_row`` .. ``end_row - 1`` (None: to the end) of ``path``; ``name`` is the file's name in dead letters."""
+    """Rows ``start_row`` .. ``end_row - 1`` (None: to the end) of ``path``.
+
+    ``name`` is the file's name in dead letters.
+    """
 
     path: str
     name: str
@@ -151,7 +154,10 @@ def expand_inputs(inputs: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
 
 def plan(paths: Sequence[str | os.PathLike[str]], *, rows_per_task: int = 1 << 20) -> list[Task]:
-    """One task per file; a Parquet file of several row groups in ranges of whole row groups of >= rows_per_task rows."""
+    """One task per file; a Parquet file of several row groups in ranges of whole row groups.
+
+    Each range holds at least ``rows_per_task`` rows.
+    """
     from streamembed.stream.readers import file_format
 
     tasks: list[Task] = []

@@ -543,7 +543,10 @@ def _takes_features(est: LandmarkMDS, X: object) -> bool:
 
 
 def _input_rows(est: LandmarkMDS, X: object) -> tuple[np.ndarray, np.dtype]:
-    """(the model's input rows (m, n) [or (m, n + 1)], X's float dtype) for X, checked as a whole as scikit-learn expects."""
+    """(the model's input rows (m, n) [or (m, n + 1)], X's float dtype) for X.
+
+    X is checked as a whole, as scikit-learn expects.
+    """
     model = est._model()
     if _takes_features(est, X):
         fitted = est.__dict__.get("_feature_names")

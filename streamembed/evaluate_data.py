@@ -109,7 +109,8 @@ class LandmarkReport:
         rows = [r for r in self.rows if method is None or r.method == method]
         if not rows:
             raise InputError("the report has no rows")
-        return min(rows, key=lambda r: (round(r.procrustes.median, 3), r.n_landmarks, r.selection != DEFAULT_LANDMARK_SELECTION))
+        return min(rows, key=lambda r: (round(r.procrustes.median, 3), r.n_landmarks,
+                                        r.selection != DEFAULT_LANDMARK_SELECTION))
 
     def recommendation(self) -> str:
         """One line: the best setting, how close it comes, and what max–min (or the worst choice) gives."""
@@ -120,7 +121,8 @@ class LandmarkReport:
                 f"(seeds {b.procrustes.low:.3f}–{b.procrustes.high:.3f}), trustworthiness {near} full CMDS "
                 f"({b.trustworthiness.median:.3f} vs {self.full_trustworthiness:.3f})")
         same = [r for r in self.rows if r.n_landmarks == b.n_landmarks and r.method == b.method and r is not b]
-        other = next((r for r in same if r.selection == "maxmin"), max(same, key=lambda r: r.procrustes.median, default=None))
+        worst = max(same, key=lambda r: r.procrustes.median, default=None)
+        other = next((r for r in same if r.selection == "maxmin"), worst)
         if other is not None:
             line += f"; {other.selection} would give {other.procrustes.median:.3f}"
         if b.subspace.median > 0.5 and self.eigengap() < 0.1:
@@ -142,7 +144,8 @@ class LandmarkReport:
             f"d = {self.n_components}; full classical MDS: trustworthiness (k = {self.knn}) "
             f"{self.full_trustworthiness:.3f}, Spearman {self.full_spearman:.3f}, top eigenvalues {w}.",
             "",
-            "| selection | landmarks | method | Procrustes to full CMDS | trustworthiness | Spearman | subspace sin θ | "
+            "| selection | landmarks | method | Procrustes to full CMDS | trustworthiness | Spearman | "
+            "subspace sin θ | "
             "selection s |",
             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
         ]

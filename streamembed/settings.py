@@ -282,7 +282,8 @@ class RefitConfig:
                         "maxmin).", choices=REFIT_SELECTIONS)
     min_gain: float = _f(0.05, "selection = adaptive: install a refit only if its map holds at least this share more "
                          "of the recent objects' variance than the current map, net of the old landmarks' movement "
-                         "(squared, in map radii; docs/refits.md). Manual refits install the best candidate whatever it gains.",
+                         "(squared, in map radii; docs/refits.md). Manual refits install the best candidate "
+                         "whatever it gains.",
                          min=0.0, max=10.0)
     drain_seconds: float = _f(600.0, "Batch mode (directory.exit_when_idle): when the input ends with a refit pending "
                               "or running, wait this long for it before exiting (0: do not wait).", min=0.0)
@@ -312,7 +313,8 @@ class KafkaConfig:
                             "its first id) or json (one object per row, keyed by its id).", choices=("arrow", "json"))
     model_topic: str = _f("", "Compacted topic that distributes the landmark model to every replica of the group (key "
                           "model_name, value the .npz); empty: off. A replica with model.path publishes its model when "
-                          "it is newer than the topic's; one without model.path takes the topic's map of the lineage it "
+                          "it is newer than the topic's; one without model.path takes the topic's map of the "
+                          "lineage it "
                           "can trace (adopt_lineage); all follow newer versions of their own map's lineage only.")
     model_name: str = _f("streamembed", "Key of this deployment's model in model_topic.")
     adopt_lineage: str = _f("", "Without model.path: the lineage (as logged, e.g. 3f2a...) of the map this replica may "
@@ -360,7 +362,8 @@ class KafkaConfig:
     ssl_check_hostname: bool = _f(True, "Verify that the broker certificate matches its host name.")
     client: dict[str, Any] = _f({}, "[kafka.client]: more kafka-python settings (e.g. compression_type = \"lz4\"), "
                                 "given to the consumer and/or producer that knows each key; a key that neither knows "
-                                "refuses to start. In the environment: STREAMEMBED_KAFKA__CLIENT='{\"linger_ms\": 10}'.")
+                                "refuses to start. In the environment: "
+                                "STREAMEMBED_KAFKA__CLIENT='{\"linger_ms\": 10}'.")
 
 
 @dataclass

@@ -157,7 +157,9 @@ class _DeadTally:
             return ""
         top = sorted(self.reasons.items(), key=lambda kv: -kv[1])
         ex = self.examples[top[0][0]]
-        where = f"row {ex.row}" + (f" (id {ex.id!r})" if ex.id is not None else "") if ex.row is not None else "the file"
+        where = "the file"
+        if ex.row is not None:
+            where = f"row {ex.row}" + (f" (id {ex.id!r})" if ex.id is not None else "")
         return (", ".join(f"{k} {v:,}" for k, v in top) + f"; e.g. {where}: {ex.reason}: {ex.detail}")
 
 

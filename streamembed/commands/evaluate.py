@@ -47,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "Parquet/Arrow/JSONL ('dissimilarities' list column or numeric columns; optional 'id')")
     src.add_argument("--features", metavar="FILE", help="N x p feature vectors (same formats; 'features' column)")
     p.add_argument("--metric", default="euclidean", help="scipy cdist metric for --features (default: euclidean)")
-    p.add_argument("--ids", metavar="FILE", help="object ids, one per line (else the file's 'id' column, or row numbers)")
+    p.add_argument("--ids", metavar="FILE",
+                   help="object ids, one per line (else the file's 'id' column, or row numbers)")
     p.add_argument("--landmarks", default="100,200", metavar="N,N", help="landmark counts (default: 100,200)")
     p.add_argument("--selections", default=",".join(LANDMARK_SELECTIONS), metavar="S,S",
                    help=f"landmark selections (default: all of {', '.join(LANDMARK_SELECTIONS)})")

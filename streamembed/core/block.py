@@ -89,7 +89,8 @@ def _pool() -> ThreadPoolExecutor:
     if _POOL is None:
         with _POOL_LOCK:  # threads sharing a model must not create two pools
             if _POOL is None:
-                _POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)), thread_name_prefix="streamembed-block")
+                _POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)),
+                                           thread_name_prefix="streamembed-block")
     return _POOL
 
 
@@ -226,7 +227,8 @@ def solve_blocks(
     return out
 
 
-def _solve_task(k, blocks, c, beta, lam, b_norm2, row_off, beta_off, single, ambiguity_rtol, out: BlocksSolution) -> None:
+def _solve_task(k, blocks, c, beta, lam, b_norm2, row_off, beta_off, single, ambiguity_rtol,
+                out: BlocksSolution) -> None:
     """Solve the blocks ``blocks`` (all of size k) and write their results into ``out``."""
     rows = row_off[blocks][:, None] + np.arange(k)  # (s, k)
     C = c[rows]

@@ -100,13 +100,13 @@ def check_blocks(
         raise ValueError(f"{nb} cross matrices but {len(sizes)} block sizes")
     problems: list[BlockProblem | None] = [None] * nb
     arrays: list[np.ndarray | None] = [None] * nb
-    for i, (x, k) in enumerate(zip(cross, sizes)):
+    for i, (x, k) in enumerate(zip(cross, sizes, strict=True)):
         why = _shape_problem(x, int(k), max_block_rows, name)
         if why is None:
             arrays[i] = np.asarray(x)
         else:
             problems[i] = BlockProblem(BAD_BLOCK, why)
-    ks = np.array([int(k) if a is not None else 0 for k, a in zip(sizes, arrays)], dtype=np.int64)
+    ks = np.array([int(k) if a is not None else 0 for k, a in zip(sizes, arrays, strict=True)], dtype=np.int64)
     for k in np.unique(ks[ks > 0]).tolist():
         idx = np.flatnonzero(ks == k)
         M = np.stack([arrays[i] for i in idx]).astype(np.float64, copy=False)  # (s, k, k)

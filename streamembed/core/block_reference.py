@@ -49,7 +49,8 @@ class ReferenceBlockSolution:
     single_flags: np.ndarray
 
 
-def _objective_and_gradient(flat: np.ndarray, C: np.ndarray, Beta: np.ndarray, lam: np.ndarray, sl: np.ndarray, B_norm2: float):
+def _objective_and_gradient(flat: np.ndarray, C: np.ndarray, Beta: np.ndarray, lam: np.ndarray, sl: np.ndarray,
+                            B_norm2: float):
     Y = flat.reshape(C.shape)
     R = Y @ Y.T - Beta
     fit = (lam * Y * Y).sum() - 2.0 * (sl * Y * C).sum() + B_norm2
@@ -116,4 +117,5 @@ def solve_block_reference(
             f = block_objective(res.x.reshape(k, d), C, Beta, lam, B_norm2)
             if f < best_f:
                 best_f, best_y = f, res.x.reshape(k, d)
-    return ReferenceBlockSolution(y=best_y, objective=best_f, n_starts=len(starts), single=single.y, single_flags=single.flags)
+    return ReferenceBlockSolution(y=best_y, objective=best_f, n_starts=len(starts), single=single.y,
+                                  single_flags=single.flags)

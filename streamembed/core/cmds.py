@@ -26,6 +26,8 @@ SPECTRUM_FLOOR = 1e-2
 #: Above this many landmarks a partial eigensolver replaces the full ``eigh``
 #: (docs/performance.md: full eigh of n = 2000 takes 0.58 s, eigsh of the top 10 0.11 s).
 FULL_EIGH_MAX_N = 1500
+# the default input dtype (a module-level value: argument defaults are evaluated once)
+_FLOAT64 = np.dtype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ def fit_spectrum(
     D: np.ndarray,
     n_residual: int | None = None,
     solver: str = "auto",
-    input_dtype: np.dtype = np.dtype(np.float64),
+    input_dtype: np.dtype = _FLOAT64,
     n_components: int = 10,
 ) -> LandmarkSpectrum:
     """Classical MDS spectrum of validated dissimilarities D (n, n), float64.
@@ -172,7 +174,8 @@ def default_partial_rank(n: int) -> int:
     return max(1, min(n // 4, 64))
 
 
-def partial_eigh(B: np.ndarray, d: int, k: int, rtol: float = 1e-10, max_iterations: int = 8) -> tuple[np.ndarray, np.ndarray]:
+def partial_eigh(B: np.ndarray, d: int, k: int, rtol: float = 1e-10,
+                 max_iterations: int = 8) -> tuple[np.ndarray, np.ndarray]:
     """Top-k eigenpairs of symmetric B: the top d to full accuracy, the rest approximately.
 
     Block subspace iteration with Rayleigh–Ritz on k + 10 vectors from a
@@ -228,7 +231,8 @@ def _v0(n: int) -> np.ndarray:
     return np.ones(n) / np.sqrt(n) + 1e-3 * np.cos(np.arange(n) * 0.7548776662466927)
 
 
-def randomized_eigh(B: np.ndarray, k: int, oversample: int = 10, power_iterations: int = 4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def randomized_eigh(B: np.ndarray, k: int, oversample: int = 10, power_iterations: int = 4,
+                    seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Top-k eigenpairs of a symmetric B by randomized subspace iteration (Halko et al. 2011).
 
     A seeded Gaussian test matrix, ``power_iterations`` rounds of B·Q with

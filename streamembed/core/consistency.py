@@ -136,10 +136,7 @@ def _build(model: LandmarkModel) -> ProfileCheck | None:
     basis = _orthonormal(np.column_stack([m_tilde, U]))
     n, q = basis.shape
     check = ProfileCheck(basis=basis, chance=q / max(n - 1, 1), reference=float("nan"))
-    if self_sim is None:
-        ref = check.shares(landmark_rows)
-    else:
-        ref = _shares_of_profiles(basis, landmark_rows)
+    ref = check.shares(landmark_rows) if self_sim is None else _shares_of_profiles(basis, landmark_rows)
     return ProfileCheck(basis=basis, chance=check.chance, reference=float(np.nanmean(ref)), landmark_self=self_sim)
 
 

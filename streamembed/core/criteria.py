@@ -541,11 +541,12 @@ def _l1_chunk(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray, local: bool = F
             break
         d2, e2 = delta2[todo], np.square(eps[todo])
 
-        def fun(Yr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        def fun(Yr: np.ndarray, rows: np.ndarray, d2: np.ndarray = d2, e2: np.ndarray = e2) -> np.ndarray:
             e = _sq(_diff(Yr, X)) - d2[rows]
             return np.sqrt(np.square(e) + e2[rows, None]).sum(axis=1)
 
-        def derivs(Yr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        def derivs(Yr: np.ndarray, rows: np.ndarray, d2: np.ndarray = d2,
+                   e2: np.ndarray = e2) -> tuple[np.ndarray, np.ndarray]:
             D = _diff(Yr, X)
             e = _sq(D) - d2[rows]
             rho = np.sqrt(np.square(e) + e2[rows, None])

@@ -295,7 +295,8 @@ def _adjustment_coefficient(y: np.ndarray, b_eff: float, scale: float, drift: fl
             break
         theta *= 2.0
     else:  # pragma: no cover - the CGF of a non-degenerate sample grows at least quadratically
-        raise CalibrationError("the baseline's cumulant generating function has no positive root", "drift.baseline_objects")
+        raise CalibrationError("the baseline's cumulant generating function has no positive root",
+                               "drift.baseline_objects")
     for _ in range(100):
         f, slope = psi(theta)
         step = f / slope
@@ -504,7 +505,8 @@ class CusumDetector:
             raise CalibrationError(
                 f"the baseline's statistic has zero variance (all {N} values ≈ {mean:.6g}"
                 f"{'' if q == 1.0 else f' after clipping at its {1 - q:g} and {q:g} quantiles'}): the CUSUM cannot "
-                f"be standardised (drift.baseline_objects; is the map exact for this stream?)", "drift.baseline_objects")
+                f"be standardised (drift.baseline_objects; is the map exact for this stream?)",
+                "drift.baseline_objects")
         y = (w - mean) / sd
         skew = float(np.mean(y**3))
         kurt = float(np.mean(y**4))

@@ -334,7 +334,8 @@ class RefitTrigger:
         """
         self._seen_since_refit += n_new
         value = math.nan if stats is None else float(getattr(stats, self.statistic))
-        if self.baseline is None and self.threshold is None and self._seen_since_refit >= self.baseline_objects and math.isfinite(value):
+        if self.baseline is None and self.threshold is None and self._seen_since_refit >= self.baseline_objects \
+                and math.isfinite(value):
             self.baseline = value
         level = self.level()
         if not (math.isfinite(value) and math.isfinite(level)):

@@ -380,7 +380,9 @@ def select_landmarks(
     if k <= 1 or strategy == "maxmin":
         return _at_least_two(np.sort(one(rng)), n_select, N)
     pop = np.arange(N) if population is None else np.asarray(population, dtype=np.int64)
-    sample = pop if pop.size <= SCORE_SAMPLE else pop[np.unique(np.linspace(0, pop.size - 1, SCORE_SAMPLE).round()).astype(np.int64)]
+    sample = pop
+    if pop.size > SCORE_SAMPLE:
+        sample = pop[np.unique(np.linspace(0, pop.size - 1, SCORE_SAMPLE).round()).astype(np.int64)]
     sets = [one(r) for r in rng.spawn(k)]
     with single_blas_thread():  # many small eigenproblems: BLAS threads would only contend
         scores = [captured_variance(L, dis, sample, n_components) if L.size > n_components else -np.inf for L in sets]

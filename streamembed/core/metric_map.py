@@ -100,7 +100,10 @@ def _distances(X: np.ndarray) -> np.ndarray:
 
 
 def map_stress(X: np.ndarray, D: np.ndarray, kind: str) -> float:
-    """The criterion of ``kind`` ("smacof" raw stress, "sammon", "nonmetric" Kruskal's stress-1) of X (n, d) against D (n, n)."""
+    """The criterion of ``kind`` of X (n, d) against D (n, n).
+
+    ``kind``: "smacof" (raw stress), "sammon", "nonmetric" (Kruskal's stress-1).
+    """
     if kind == "nonmetric":
         return kruskal_stress1(X, D)
     iu = np.triu_indices(D.shape[0], 1)

@@ -118,7 +118,8 @@ class ProjectionKernel:
         if backend == "compiled" and not compilable:
             raise ValueError(f"the compiled projection kernel takes native float32 or float64, not {self.dtype}")
         if backend not in available_backends():
-            raise ValueError(f"projection backend {backend!r} is not available here; choose from {available_backends()}")
+            raise ValueError(f"projection backend {backend!r} is not available here; "
+                             f"choose from {available_backends()}")
         self.backend = backend
         self.W = np.ascontiguousarray(W, dtype=self.dtype)
         self.WT = _padded_transpose(self.W)
@@ -178,7 +179,8 @@ class ProjectionKernel:
                 f.result()
         return Z, flags.view(bool)
 
-    def _run_blocks(self, A: np.ndarray, Z: np.ndarray, blkmin: np.ndarray, start: int, stop: int, buf: np.ndarray) -> None:
+    def _run_blocks(self, A: np.ndarray, Z: np.ndarray, blkmin: np.ndarray, start: int, stop: int,
+                    buf: np.ndarray) -> None:
         W = self.W
         bs = self.block_rows
         for s in range(start, stop, bs):

@@ -246,7 +246,8 @@ def _plan(D: np.ndarray, n_old: int, n_select: int, old_embedding: np.ndarray, d
                                n_components=d, population=np.arange(k, pool.size))
         options[name] = np.sort(pool[sel])
     scores = {name: scorer.score(L) for name, L in options.items()}
-    details["candidates"] = {name: {"captured": c, "unexplained": u, "movement": mv, "kept_old": int((options[name] < n_old).sum())}
+    details["candidates"] = {name: {"captured": c, "unexplained": u, "movement": mv,
+                                    "kept_old": int((options[name] < n_old).sum())}
                              for name, (c, u, mv) in scores.items()}
     net = {name: ((c - cap0) / cap0 if cap0 > 0 else np.inf) - mv * mv for name, (c, _, mv) in scores.items()}
     name = max(net, key=lambda k: net[k])
@@ -255,12 +256,15 @@ def _plan(D: np.ndarray, n_old: int, n_select: int, old_embedding: np.ndarray, d
     details.update(gain=gain, net_gain=net[name], best_candidate=name)
     if not (np.isfinite(net[name]) and net[name] >= min_gain):
         return RefitPlan("keep", f"no candidate map gains {100 * min_gain:.0f}% more of the recent objects' variance "
-                                 f"than its movement of the old landmarks costs (best: {name}, gain {100 * gain:+.1f}%, "
-                                 f"movement {movement:.2f} of the map radius, cost {100 * movement ** 2:.1f}%; the current "
+                                 f"than its movement of the old landmarks costs (best: {name}, "
+                                 f"gain {100 * gain:+.1f}%, "
+                                 f"movement {movement:.2f} of the map radius, cost {100 * movement ** 2:.1f}%; "
+                                 f"the current "
                                  f"map holds {100 * cap0 / cap_best:.0f}% of what any {d}-dimensional map could)",
                          details=details)
     details.update(captured_after=cap1, unexplained_after=u1, movement=movement)
     return RefitPlan("install", f"{name}: the map holds {100 * gain:+.0f}% more of the recent objects' variance "
-                                f"({100 * cap0 / cap_best:.0f}% → {100 * cap1 / cap_best:.0f}% of the best {d}-dimensional "
+                                f"({100 * cap0 / cap_best:.0f}% → {100 * cap1 / cap_best:.0f}% of the best "
+                                f"{d}-dimensional "
                                 f"map); old landmarks move {movement:.2f} of the map radius",
                      landmarks=options[name], candidate=name, details=details)

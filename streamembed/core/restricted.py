@@ -101,7 +101,8 @@ def _pool() -> ThreadPoolExecutor:
     if _POOL is None:
         with _POOL_LOCK:  # threads sharing a model must not create two pools
             if _POOL is None:
-                _POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)), thread_name_prefix="streamembed-rr")
+                _POOL = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)),
+                                           thread_name_prefix="streamembed-rr")
     return _POOL
 
 
@@ -340,7 +341,8 @@ def restricted_arc(c: np.ndarray, lam: np.ndarray, t_star: np.ndarray, s: float)
     return np.sqrt(lam) * c / (lam + t[:, None])
 
 
-def restricted_objective(y: np.ndarray, c: np.ndarray, beta: np.ndarray, lam: np.ndarray, b_perp2: np.ndarray) -> np.ndarray:
+def restricted_objective(y: np.ndarray, c: np.ndarray, beta: np.ndarray, lam: np.ndarray,
+                         b_perp2: np.ndarray) -> np.ndarray:
     """F(y) = 2‖Xy - b‖² + (‖y‖² - β)² per row, from d-dimensional quantities.
 
     ‖Xy - b‖² = Σ_j (√λ_j y_j - c_j)² + ‖b_⊥‖², with b_⊥ the part of b

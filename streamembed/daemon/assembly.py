@@ -48,7 +48,8 @@ from streamembed.stream.sinks import DeadLetterSink, ParquetSink, PerLabelSink, 
 from streamembed.stream.sources import DirectorySource
 
 __all__ = ["load_or_fit_model", "build_registry", "build_drift", "build_source", "check_input_directory",
-           "KafkaIO", "ModelSync", "build_kafka_source", "build_io", "open_model_topic", "startup_model", "dead_letter_topic",
+           "KafkaIO", "ModelSync", "build_kafka_source", "build_io", "open_model_topic", "startup_model",
+           "dead_letter_topic",
            "model_source", "own_lineage", "message_limit", "save_generator_model", "DEFAULT_MODEL_NAME"]
 
 log = logging.getLogger("streamembed.daemon")

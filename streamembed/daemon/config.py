@@ -99,7 +99,7 @@ def _type_name(tp: Any) -> str:
     return "none, all or an integer"
 
 
-def _check_value(key: str, tp: Any, f: dataclasses.Field[Any], value: Any) -> Any:
+def _check_value(key: str, tp: Any, f: dataclasses.Field[Any], value: Any) -> Any:  # noqa: C901 - see issue 25
     """Type-check and range-check one value (from TOML or already parsed)."""
     if tp is bool:
         ok = isinstance(value, bool)

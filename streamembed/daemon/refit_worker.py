@@ -16,6 +16,7 @@ process keeps streaming (and heartbeating) while the eigendecomposition runs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -100,10 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     die_with_parent()
-    try:
+    with contextlib.suppress(OSError):
         os.nice(19)  # background work: the stream (and Kafka heartbeats) come first
-    except OSError:
-        pass
     return run(*(Path(a) for a in args))
 
 

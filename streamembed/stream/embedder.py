@@ -291,7 +291,7 @@ def _dead_rows(table: pa.Table | pa.RecordBatch, index: np.ndarray, ids: pa.Arra
     ``reason`` given, texts.
     """
     out = []
-    for j, (i, rid) in enumerate(zip(index.tolist(), ids.to_pylist())):
+    for j, (i, rid) in enumerate(zip(index.tolist(), ids.to_pylist(), strict=True)):
         row = int(rows[i]) if rows is not None else row_base + i
         detail = details[j]
         code = reason or (detail.code if isinstance(detail, Problem) and detail.code in REASONS else Reason.REJECTED)

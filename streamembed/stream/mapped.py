@@ -33,6 +33,7 @@ anyway).
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 from pathlib import Path
@@ -97,8 +98,6 @@ def map_file(path: str | os.PathLike[str]) -> tuple[MappedFile, os.stat_result]:
     if hasattr(mm, "madvise"):
         for advice in ("MADV_SEQUENTIAL", "MADV_WILLNEED"):
             if hasattr(mmap, advice):
-                try:
+                with contextlib.suppress(OSError):  # advice is a hint
                     mm.madvise(getattr(mmap, advice))
-                except OSError:  # advice is a hint
-                    pass
     return MappedFile(fd, np.frombuffer(mm, dtype=np.uint8)), st

@@ -41,7 +41,10 @@ log = logging.getLogger("streamembed.monitor")
 
 
 def build_trigger(drift: DriftConfig) -> RefitTrigger | SequentialTrigger:
-    """The refit trigger of a [drift] section; raises ``core.detector.CalibrationError`` for settings no data can fit."""
+    """The refit trigger of a [drift] section.
+
+    Raises ``core.detector.CalibrationError`` for settings no data can fit.
+    """
     rule = RefitTrigger(statistic=drift.statistic, ratio=drift.ratio, margin=drift.margin,
                         threshold=drift.threshold or None, hysteresis=drift.hysteresis, min_objects=drift.min_objects,
                         baseline_objects=drift.baseline_objects, cooldown_seconds=drift.cooldown_seconds)

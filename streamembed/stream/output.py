@@ -142,7 +142,10 @@ def output_schema_v2(d: int, dtype: Any = np.float64, *, lineage: str | None = N
 
 
 def _nullable(x: np.ndarray, dtype: Any) -> pa.Array:
-    """A float Arrow array of ``dtype`` with NaN as null (validity bitmap from numpy: ``pa.array(mask=)`` is 40x slower)."""
+    """A float Arrow array of ``dtype`` with NaN as null.
+
+    The validity bitmap comes from numpy: ``pa.array(mask=)`` is 40x slower.
+    """
     x = np.ascontiguousarray(x, dtype=dtype)
     nan = np.isnan(x)
     n_null = int(np.count_nonzero(nan))

@@ -664,8 +664,9 @@ def _iter_arrow(src: _Input, batch_rows: int, start_row: int, max_block_rows: in
             batches = _stream_batches(sr)
     except Exception as exc:  # noqa: BLE001
         if not final and _looks_unfinished(src, (_ARROW_FILE_MAGIC, b"\xff\xff\xff\xff")):
-            yield ReadChunk(None, start_row, start_row, tail=f"an Arrow IPC file that cannot be read yet (unfinished?): "
-                                                             f"{exc}")
+            yield ReadChunk(None, start_row, start_row,
+                            tail=f"an Arrow IPC file that cannot be read yet (unfinished?): "
+                                 f"{exc}")
         else:
             yield _unreadable(name, start_row, f"not a readable Arrow IPC file or stream: {exc}")
         return

@@ -19,6 +19,7 @@ without a dictionary (see :func:`_dictionary_columns`): same values, other bytes
 
 from __future__ import annotations
 
+import contextlib
 import base64
 import json
 import os
@@ -267,10 +268,8 @@ class ParquetSink:
     def close(self) -> None:
         """Drop an unflushed temporary file (nothing durable is lost)."""
         if self._writer is not None:
-            try:
+            with contextlib.suppress(Exception):  # the file is dropped anyway
                 self._writer.close()
-            except Exception:  # noqa: BLE001 - the file is dropped anyway
-                pass
         if self._fh is not None:
             self._fh.close()
         if self._tmp is not None:
