@@ -33,7 +33,8 @@ def write() -> None:
     text = README.read_text()
     for name, body in _sections().items():
         _between(text, name)
-        text = re.sub(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)", lambda m: m.group(1) + body + m.group(2),
+        text = re.sub(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)",
+                      lambda m, body=body: m.group(1) + body + m.group(2),
                       text, flags=re.S)
     README.write_text(text)
 

@@ -84,7 +84,8 @@ def test_embed_one_file_with_dead_letters(tmp_path: Path) -> None:
     A = dissimilarities(objects(50))
     A[7, 2] = -3.0
     pq.write_table(input_table([f"o{i}" for i in range(50)], A), tmp_path / "in.parquet")
-    rc = main(["embed", str(tmp_path / "in.parquet"), "-m", str(tmp_path / "m.npz"), "-o", str(tmp_path / "out.parquet"),
+    rc = main(["embed", str(tmp_path / "in.parquet"), "-m", str(tmp_path / "m.npz"),
+               "-o", str(tmp_path / "out.parquet"),
                "--batch-rows", "16", "--k0-rows", "all", "--method", "restricted"])
     assert rc == 1  # done, with a dead letter
     out = pq.read_table(tmp_path / "out.parquet")

@@ -179,7 +179,8 @@ def test_drift_statistics_and_the_refit_history_tail(tmp_path: Path) -> None:
     assert drift["expected_run_objects"] == settings.expected_run_objects and drift["statistics"]["n_objects"] == 200
     rule = DriftConfig(stats_every_objects=10, window_objects=1000, detector="rule")
     ruled = MapView(registry, monitor=DriftMonitor(model, rule, build_trigger(rule)), points=100).snapshot()["drift"]
-    assert ruled["detector"] == "rule" and ruled["statistic"] == rule.statistic and ruled["expected_run_objects"] is None
+    assert ruled["detector"] == "rule" and ruled["statistic"] == rule.statistic
+    assert ruled["expected_run_objects"] is None
     refits = doc["refits"]
     assert 1 <= len(refits) <= MAX_HISTORY
     assert refits[-1]["status"] == "failed" and len(refits[-1]["error"]) == 500

@@ -36,7 +36,7 @@ def _mixed_inputs(indir: Path, seed: int = 0) -> tuple[set[str], set[str]]:
     write_arrow(indir / "b.arrows", input_table(ids[300:450], A[300:450]), chunk=40)
     write_arrow(indir / "c.arrow", input_table(ids[450:600], A[450:600]), file_format=True, chunk=50)
     write_jsonl(indir / "d.jsonl", [{"id": i, "dissimilarities": a.tolist(), "event_time": "2024-05-01T12:00:00Z"}
-                                    for i, a in zip(ids[600:], A[600:].astype(float))])
+                                    for i, a in zip(ids[600:], A[600:].astype(float), strict=True)])
     Zb = objects(4, seed=99)
     from scipy.spatial.distance import cdist
 

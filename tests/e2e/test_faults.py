@@ -42,7 +42,7 @@ def _need_root() -> None:
 
 def _lines(ids: list[str], seed: int) -> list[dict[str, object]]:
     A = dissimilarities(objects(len(ids), seed=seed), dtype=np.float64)
-    return [{"id": i, "dissimilarities": a.tolist()} for i, a in zip(ids, A)]
+    return [{"id": i, "dissimilarities": a.tolist()} for i, a in zip(ids, A, strict=True)]
 
 
 def _model(tmp_path: Path) -> Path:
@@ -155,7 +155,7 @@ def test_a_batch_that_keeps_killing_the_daemon_is_quarantined(tmp_path: Path) ->
         t0 = time.time_ns()
         d = Daemon(tmp_path, env)
         try:
-            wait_for(lambda: (_in_flight(out, t0) or "").startswith("files-a-heavy"), 30, f"attempt {attempt}", d)
+            wait_for(lambda t0=t0: (_in_flight(out, t0) or "").startswith("files-a-heavy"), 30, f"attempt {attempt}", d)
             d.kill9()
         finally:
             d.close()
@@ -181,7 +181,10 @@ def test_a_batch_that_keeps_killing_the_daemon_is_quarantined(tmp_path: Path) ->
 
 @pytest.mark.slow
 def test_jsonl_written_in_place_with_a_pause_loses_nothing(tmp_path: Path) -> None:
-    """Issue item 6: 100 lines, half a line, a pause longer than settle_seconds, then the rest: all 200 embedded once."""
+    """Issue item 6: 100 lines, half a line, a pause longer than settle_seconds, then the rest.
+
+    All 200 are embedded once.
+    """
     indir, out = tmp_path / "in", tmp_path / "out"
     indir.mkdir()
     model = _model(tmp_path)
@@ -209,7 +212,10 @@ def test_jsonl_written_in_place_with_a_pause_loses_nothing(tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_parquet_written_in_place_slowly_is_read_once_complete(tmp_path: Path) -> None:
-    """Issue item 6: a Parquet file written in five pieces with pauses is read once, complete, and never dead-lettered."""
+    """Issue item 6: a Parquet file written in five pieces with pauses.
+
+    It is read once, complete, and never dead-lettered.
+    """
     indir, out = tmp_path / "in", tmp_path / "out"
     indir.mkdir()
     model = _model(tmp_path)
@@ -265,7 +271,7 @@ def test_a_mode_000_file_is_retried_not_dead_lettered_as_nobody(tmp_path: Path) 
         d = Daemon(work, directory_env(indir, out, model), wrap=nb.wrap)
         try:
             d.wait_port()
-            assert open(f"/proc/{d.proc.pid}/status").read().count(f"Uid:\t{unprivileged.NOBODY[0]}") == 1
+            assert Path(f"/proc/{d.proc.pid}/status").read_text().count(f"Uid:\t{unprivileged.NOBODY[0]}") == 1
             write_jsonl(indir / "b-open.jsonl", _lines(["o0", "o1"], seed=7))
             wait_for(lambda: set(read_ids(out / "embeddings", "*.parquet")) == {"o0", "o1"}, 20, "the open file", d)
             wait_for(lambda: d.metric("streamembed_read_retries_total", 'reason="EACCES"') >= 2, 20, "retries", d)

@@ -55,7 +55,7 @@ def test_fit_from_npy_then_embed_puts_each_landmark_on_its_own_coordinate(tmp_pa
     e = cli("embed", "in.parquet", "-m", "m.npz", "-o", "out.parquet", cwd=tmp_path)
     assert e.returncode == 0, e.stderr
     t = pq.read_table(tmp_path / "out.parquet").to_pydict()
-    Y = dict(zip(t["id"], map(np.asarray, t["y"])))
+    Y = dict(zip(t["id"], map(np.asarray, t["y"]), strict=True))
     assert set(Y) == set(names) and set(t["model_version"]) == {1}
     own = np.vstack([Y[f"r{r}"] for r in rows])
     np.testing.assert_allclose(own, est.embedding_, rtol=0, atol=1e-8)
@@ -66,5 +66,5 @@ def test_fit_from_npy_then_embed_puts_each_landmark_on_its_own_coordinate(tmp_pa
     wrong = cli("embed", "in-reversed.parquet", "-m", "m.npz", "-o", "reversed.parquet", cwd=tmp_path)
     assert wrong.returncode == 0, wrong.stderr
     ts = pq.read_table(tmp_path / "reversed.parquet").to_pydict()
-    Ys = dict(zip(ts["id"], map(np.asarray, ts["y"])))
+    Ys = dict(zip(ts["id"], map(np.asarray, ts["y"]), strict=True))
     assert np.abs(np.vstack([Ys[f"r{r}"] for r in rows]) - est.embedding_).max() > 0.1

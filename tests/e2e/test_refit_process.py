@@ -62,7 +62,8 @@ def test_manual_refit_then_old_new_and_unknown_landmark_versions(tmp_path: Path)
         d.close()
 
     table = pq.read_table(out / "embeddings").to_pydict() if (out / "embeddings").is_dir() else {}
-    rows = {i: (v, f, y) for i, v, f, y in zip(table["id"], table["model_version"], table["flags"], table["y"])}
+    rows = {i: (v, f, y)
+            for i, v, f, y in zip(table["id"], table["model_version"], table["flags"], table["y"], strict=True)}
     for i in range(10):
         version, flags, _ = rows[f"old{i}"]
         assert version == 1 and "retained_model" in flags

@@ -79,7 +79,7 @@ def _outputs(out: Path) -> dict[str, tuple[int, np.ndarray]]:
     got: dict[str, tuple[int, np.ndarray]] = {}
     for p in sorted((out / "embeddings").glob("*.parquet")):
         t = pq.read_table(p).to_pydict()
-        for i, v, y in zip(t["id"], t["model_version"], t["y"]):
+        for i, v, y in zip(t["id"], t["model_version"], t["y"], strict=True):
             got[i] = (int(v), np.asarray(y))
     return got
 

@@ -8,7 +8,8 @@ import pytest
 
 from streamembed.evaluation import bench
 
-TINY = "n=60;d=2;dtype=float32,float64;mb=0.25;max_m=1000;m=50,200;n_scaling=60;d_scaling=2;refit=80;repeat=1;block_objects=8;k=4"
+TINY = ("n=60;d=2;dtype=float32,float64;mb=0.25;max_m=1000;m=50,200;n_scaling=60;d_scaling=2;refit=80;repeat=1;"
+        "block_objects=8;k=4")
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamembed.evaluation.datasets import DatasetUnavailable, load_dataset, novel_cluster, random_strings, stdlib_docstrings
+from streamembed.evaluation.datasets import (DatasetUnavailable, load_dataset, novel_cluster, random_strings,
+                                             stdlib_docstrings)
 
 
 def check_dissimilarities(D: np.ndarray) -> None:

@@ -62,7 +62,8 @@ def test_in_span_objects_every_method_ties_exactly() -> None:
 
 def test_report_table_and_json(tmp_path, capsys) -> None:
     out = tmp_path / "eval.json"
-    code = evaluate.main(["--datasets", "plane", "--landmarks", "15", "--heldout", "24", "--block", "4", "--knn", "4", "--json", str(out)])
+    code = evaluate.main(["--datasets", "plane", "--landmarks", "15", "--heldout", "24", "--block", "4", "--knn", "4",
+                          "--json", str(out)])
     assert code == 0
     text = capsys.readouterr().out
     assert "| projection |" in text and "| restricted |" in text and "| block RR (k=4) |" in text
@@ -77,7 +78,8 @@ def test_unknown_dataset_is_refused(capsys) -> None:
 
 
 def test_format_report_mentions_k0_statistics() -> None:
-    rep = evaluate_dataset(novel_cluster(n=200, seed=3), EvaluationSettings(n_landmarks=15, n_heldout=20, block_size=4, knn=4))
+    rep = evaluate_dataset(novel_cluster(n=200, seed=3),
+                           EvaluationSettings(n_landmarks=15, n_heldout=20, block_size=4, knn=4))
     text = format_report(rep)
     assert "mean k0" in text and "kernel-distance error bound" in text
     assert np.isfinite(rep.trace_k0)

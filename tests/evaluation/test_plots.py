@@ -75,7 +75,8 @@ def test_plot_cli_drift_and_map(tmp_path, fitted) -> None:
         "beta": res.beta, "unexplained": res.unexplained, "model_version": np.ones(len(res), dtype=np.int64),
     })
     pq.write_table(table, tmp_path / "emb.parquet")
-    assert plots.main(["map", "-m", str(model), "-e", str(tmp_path / "emb.parquet"), "-o", str(tmp_path / "m.png")]) == 0
+    assert plots.main(["map", "-m", str(model), "-e", str(tmp_path / "emb.parquet"),
+                       "-o", str(tmp_path / "m.png")]) == 0
     assert is_png(tmp_path / "m.png")
     assert plots.main(["drift", str(tmp_path / "missing.jsonl")]) == 2
 
@@ -94,7 +95,8 @@ def history_root(tmp_path_factory):
 
 def test_history_timeline_keeps_refits_within_the_records_span(history_root) -> None:
     drift, refits = plots.read_drift_history(history_root)
-    assert drift and all({"time", "unix", "model_version", "objects_seen", "window", "detector"} <= set(r) for r in drift)
+    assert drift
+    assert all({"time", "unix", "model_version", "objects_seen", "window", "detector"} <= set(r) for r in drift)
     assert [h["status"] for h in refits] == ["installed"]
     early = {"time": "2001-01-01T00:00:00Z", "status": "failed"}  # before the records: not drawn
     recs, times, marks = plots.history_timeline(list(reversed(drift)), refits + [early])
@@ -119,7 +121,8 @@ def test_plot_drift_history_draws_a_fallback_rule_panel(tmp_path) -> None:
         kind = "cusum" if i < 15 else "rule"
         recs.append({"time": f"2026-11-22T12:{i:02d}:00.000000Z", "unix": 1795000000.0 + 60 * i, "model_version": 1,
                      "objects_seen": 10_000 * i, "window": {"relative_unexplained_mean": 0.1 + 0.001 * i},
-                     "detector": {"kind": kind, "statistic": float(i % 5), "threshold": 10.0 if kind == "cusum" else 0.2,
+                     "detector": {"kind": kind, "statistic": float(i % 5),
+                                  "threshold": 10.0 if kind == "cusum" else 0.2,
                                   "expected_run_objects": 1e8 if kind == "cusum" else None, "fired": False}})
     out = plots.plot_drift_history(recs, [], tmp_path / "fb.png")
     assert is_png(out)

@@ -233,7 +233,7 @@ def _named_model() -> Any:
 
 def _y(processed: Any) -> dict[str, np.ndarray]:
     out = processed.output
-    return dict(zip(out.column("id").to_pylist(), np.asarray(out.column("y").to_pylist())))
+    return dict(zip(out.column("id").to_pylist(), np.asarray(out.column("y").to_pylist()), strict=True))
 
 
 def test_messages_name_their_landmark_order_and_a_permutation_embeds_bit_identically() -> None:
@@ -248,7 +248,8 @@ def test_messages_name_their_landmark_order_and_a_permutation_embeds_bit_identic
     emb = BatchEmbedder(model)
     want = _y(emb.process(input_table(_ids("r", 6), A, event_time=False)))
     t = input_table(_ids("r", 6), A[:, perm], event_time=False)
-    t = t.cast(pa.schema([t.schema.field("id"), t.schema.field("dissimilarities").with_metadata(order_metadata(named))]))
+    named_field = t.schema.field("dissimilarities").with_metadata(order_metadata(named))
+    t = t.cast(pa.schema([t.schema.field("id"), named_field]))
     messages = [arrow_message(t),
                 json_message({"objects": [{"id": f"r{i}", "dissimilarities": a[perm].tolist()} for i, a in
                                           enumerate(A)], "landmarks": named}),
@@ -266,7 +267,7 @@ def test_a_message_order_that_is_not_a_permutation_is_refused_as_landmark_mismat
     own = [None, ["mol-0"] * N_LANDMARKS, None]  # the second object names mol-0 twelve times
     value, headers = json_message({"objects": [{"id": f"r{i}", "dissimilarities": a.tolist(),
                                                 **({"landmarks": o} if o else {})} for i, (a, o) in
-                                               enumerate(zip(A, own))],
+                                               enumerate(zip(A, own, strict=True))],
                                    "landmarks": [f"mol-{i}" for i in range(N_LANDMARKS - 1)] + ["other"]})
     p = BatchEmbedder(model).process(decode_message(value, headers).table)
     assert p.n_out == 0 and [(d.row, d.reason) for d in p.dead] == [(i, Reason.LANDMARK_MISMATCH) for i in range(3)]

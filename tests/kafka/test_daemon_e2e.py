@@ -214,8 +214,8 @@ def test_mixed_messages_end_to_end_with_dead_letters_and_restart(broker, topic_f
         assert d.metric("streamembed_kafka_messages_in_total") == 10 + 4 + 1 + 10 + 1 + 1 + 4 + 12
         assert d.metric("streamembed_kafka_messages_out_total", f'topic="{dlq}"') == 7
         for part in (0, 1):
-            wait_for(lambda: d.metric("streamembed_kafka_consumer_lag", f'partition="{part}",topic="{topic}"') == 0
-                     and f'partition="{part}"' in d.get("/metrics")[1], 10, "lag 0", d)
+            wait_for(lambda part=part: d.metric("streamembed_kafka_consumer_lag", f'partition="{part}",topic="{topic}"')
+                     == 0 and f'partition="{part}"' in d.get("/metrics")[1], 10, "lag 0", d)
         assert d.terminate() == 0
     finally:
         d.close()
@@ -355,8 +355,8 @@ def test_block_messages_of_a_poll_are_placed_together_and_a_bad_block_alone_is_d
                 p.send(topic, *arrow_message(input_table(ids, A, cross=C)))
             else:
                 p.send(topic, *json_message({"objects": [{"id": x, "dissimilarities": a.astype(float).tolist()}
-                                                         for x, a in zip(ids, A)], "cross": C.tolist()}))
-            want.update(zip(ids, est.transform_block(A.astype(np.float64), C)))
+                                                         for x, a in zip(ids, A, strict=True)], "cross": C.tolist()}))
+            want.update(zip(ids, est.transform_block(A.astype(np.float64), C), strict=True))
     finally:
         p.close()
     d = Daemon(tmp_path, _env(broker, tmp_path / "out", model, f"g-{topic}", topic, out,
@@ -368,7 +368,7 @@ def test_block_messages_of_a_poll_are_placed_together_and_a_bad_block_alone_is_d
         methods = set()
         for r in recs:
             t = pa.ipc.open_stream(r.value).read_all()
-            got.update(zip(t.column("id").to_pylist(), np.asarray(t.column("y").to_pylist())))
+            got.update(zip(t.column("id").to_pylist(), np.asarray(t.column("y").to_pylist()), strict=True))
             methods |= set(t.column("method").to_pylist())
         assert set(got) == set(want) and methods == {"block"}
         for x, y in want.items():

@@ -29,7 +29,7 @@ IDS = [f"mol-{i}" for i in range(N_LANDMARKS)]
 
 
 def _y(table: pa.Table | pa.RecordBatch) -> dict[str, np.ndarray]:
-    return dict(zip(table.column("id").to_pylist(), np.asarray(table.column("y").to_pylist())))
+    return dict(zip(table.column("id").to_pylist(), np.asarray(table.column("y").to_pylist()), strict=True))
 
 
 def test_named_orders_in_json_and_arrow_messages_are_applied_exactly_or_refused(broker, topic_factory,

@@ -58,7 +58,7 @@ def test_two_replicas_refitting_at_once_end_on_one_map(broker, topic_factory, tm
             for part, shift in ((0, 4.0), (1, -4.0)):
                 Zb = objects(40, seed=5 + part) + shift
                 ids = [f"b{part}-{i}" for i in range(40)]
-                pool.update(zip(ids, Zb))
+                pool.update(zip(ids, Zb, strict=True))
                 p.send(topic, *arrow_message(input_table(ids, cdist(Zb, L).astype(np.float32), cross=cdist(Zb, Zb))),
                        partition=part)
         finally:
@@ -69,7 +69,8 @@ def test_two_replicas_refitting_at_once_end_on_one_map(broker, topic_factory, tm
         b.proc.send_signal(signal.SIGUSR1)
         for d in (a, b):
             wait_for(lambda d=d: d.metric("streamembed_model_version") == 2, 60, "version 2", d)
-        for root, d in zip(roots, (a, b)):  # each refit ends: installed, or superseded (lost, or overtaken)
+        # each refit ends: installed, or superseded (lost, or overtaken)
+        for root, d in zip(roots, (a, b), strict=True):
             wait_for(lambda root=root: any(h.get("trigger") == "manual" for h in _history(root)), 60,
                      "the end of the refit", d)
 
@@ -100,7 +101,7 @@ def test_two_replicas_refitting_at_once_end_on_one_map(broker, topic_factory, tm
         for r in recs:
             t = pa.ipc.open_stream(r.value).read_all()
             for rid, v, yy in zip(t.column("id").to_pylist(), t.column("model_version").to_pylist(),
-                                  t.column("y").to_pylist()):
+                                  t.column("y").to_pylist(), strict=True):
                 if rid.startswith("probe"):
                     assert v == 2
                     y[rid] = np.asarray(yy)

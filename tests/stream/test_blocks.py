@@ -20,7 +20,7 @@ from .helpers import N_LANDMARKS, blocks_table, fitted, write_arrow, write_jsonl
 def _placed(out) -> dict[str, np.ndarray]:
     tab = pa.Table.from_batches([out.output])
     ys = np.asarray(tab.column("y").to_pylist())
-    return dict(zip(tab.column("id").to_pylist(), ys))
+    return dict(zip(tab.column("id").to_pylist(), ys, strict=True))
 
 
 def test_blocks_and_single_objects_of_one_batch_are_decoded_apart() -> None:
@@ -30,7 +30,7 @@ def test_blocks_and_single_objects_of_one_batch_are_decoded_apart() -> None:
     assert dec.blocks.sizes.tolist() == [2, 3, 1]
     # rows: b0 (0, 1), single (2), b1 (3, 4, 5), single (6), b2 (7), single (8)
     assert dec.blocks.rows.tolist() == [0, 1, 3, 4, 5, 7]
-    for got, want in zip(dec.blocks.cross, mats):
+    for got, want in zip(dec.blocks.cross, mats, strict=True):
         np.testing.assert_array_equal(got, want)
 
 
@@ -55,7 +55,7 @@ def test_every_block_of_a_batch_is_placed_as_if_it_were_alone(key_type: pa.DataT
     singles = [i for i, x in enumerate(ids) if x.startswith("s")]
     np.testing.assert_allclose(np.vstack([got[ids[i]] for i in singles]), model.place(A[singles]).y, rtol=1e-12)
     methods = dict(zip(pa.Table.from_batches([out.output]).column("id").to_pylist(),
-                       pa.Table.from_batches([out.output]).column("method").to_pylist()))
+                       pa.Table.from_batches([out.output]).column("method").to_pylist(), strict=True))
     assert {methods[ids[i]] for i in singles} == {"projection"}
     assert {m for x, m in methods.items() if x.startswith("b")} == {"block"}
 

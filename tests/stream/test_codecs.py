@@ -178,7 +178,8 @@ def test_encode_result_matches_the_output_schema() -> None:
     assert rows[1]["k0"] == 0.5 and rows[0]["k0"] is None and rows[0]["t"] is None
     assert rows[2]["y"] == [4.0, 5.0] and rows[1]["flags"] == ["f0"] and rows[0]["model_version"] == 3
     assert rows[0]["unexplained_placed"] is None  # projection: it would be `unexplained` again
-    res.method, res.unexplained_placed, res.t = "restricted", np.array([0.25, -1.0, np.nan]), np.array([-0.25, 1.0, 0.0])
+    res.method = "restricted"
+    res.unexplained_placed, res.t = np.array([0.25, -1.0, np.nan]), np.array([-0.25, 1.0, 0.0])
     rows = encode_result(pa.array(["a", "b", "c"]), res, model_version=3,
                          event_time=pa.nulls(m, pa.timestamp("us", tz="UTC")), processed_at_us=1_000_000,
                          bit_names=[f"f{b}" for b in range(32)]).to_pylist()

@@ -71,7 +71,8 @@ def _embed(path: Path, model: Any = None, *, registry: ModelRegistry | None = No
         dead.extend(p.dead)
         if p.output is not None:
             ys = np.asarray(p.output.column("y").to_pylist())
-            out.update(zip(p.output.column("id").to_pylist(), zip(ys, p.output.column("beta").to_pylist())))
+            rows = zip(ys, p.output.column("beta").to_pylist(), strict=True)
+            out.update(zip(p.output.column("id").to_pylist(), rows, strict=True))
     return out, dead
 
 
@@ -155,7 +156,7 @@ def test_orders_that_are_not_a_permutation_are_refused_row_by_row(tmp_path: Path
         [1.5] * N_LANDMARKS,  # not ids
     ]
     recs = [{"id": f"r{i}", "dissimilarities": a[PERM].tolist(), "landmarks": o} for i, (a, o) in
-            enumerate(zip(A, orders))]
+            enumerate(zip(A, orders, strict=True))]
     got, dead = _embed(write_jsonl(tmp_path / "x.jsonl", recs), model)
     assert list(got) == ["r0"]
     assert sorted(d.row for d in dead) == list(range(1, 8))

@@ -39,7 +39,7 @@ def _corpus(indir: Path) -> tuple[set[str], np.ndarray]:
     write_arrow(indir / "b.arrows", input_table(b_ids, A[30:55]), chunk=6)
     c_ids = [f"j{i}" for i in range(15)]
     write_jsonl(indir / "c.jsonl", [{"id": i, "dissimilarities": a.tolist()}
-                                    for i, a in zip(c_ids, A[55:].astype(float))])
+                                    for i, a in zip(c_ids, A[55:].astype(float), strict=True)])
     return set(a_ids + b_ids + c_ids), A
 
 
@@ -75,7 +75,8 @@ def test_the_loop_writes_exactly_what_the_model_places(tmp_path: Path, method: s
     table = pq.read_table(tmp_path / "out" / "emb")
     ids = table.column("id").to_pylist()
     y = np.array(table.column("y").to_pylist())
-    order = {f"p{i}": i for i in range(30)} | {f"s{i}": 30 + i for i in range(25)} | {f"j{i}": 55 + i for i in range(15)}
+    order = {f"p{i}": i for i in range(30)} | {f"s{i}": 30 + i for i in range(25)} \
+        | {f"j{i}": 55 + i for i in range(15)}
     rows = np.array([order[i] for i in ids])
     ok = np.ones(70, dtype=bool)
     ok[[3, 4]] = False
@@ -131,7 +132,8 @@ def test_crash_anywhere_then_restart_loses_nothing(tmp_path: Path, where: str, a
         loop.run()
     loop.source.close()
     _loop(tmp_path / "in", tmp_path / "out").run()  # a fresh process: new sinks, checkpoint reloaded
-    seen = Counter(read_ids(tmp_path / "out" / "emb", "*.parquet") + [d["id"] for d in read_dead(tmp_path / "out" / "dead")])
+    seen = Counter(read_ids(tmp_path / "out" / "emb", "*.parquet")
+                   + [d["id"] for d in read_dead(tmp_path / "out" / "dead")])
     assert set(seen) == ids
     # the replay rewrites the files of the unfinished roll under the same names
     assert all(c == 1 for c in seen.values()), {k: c for k, c in seen.items() if c > 1}
@@ -152,7 +154,7 @@ def test_a_batch_that_keeps_crashing_the_process_is_quarantined(tmp_path: Path,
     monkeypatch.setattr(embedder.BatchEmbedder, "process", dies_on_s)
     guard_path = tmp_path / "out" / "crash-guard.json"
     (tmp_path / "out").mkdir()
-    for attempt in range(3):  # three processes die in the same batch
+    for _attempt in range(3):  # three processes die in the same batch
         loop = _loop(tmp_path / "in", tmp_path / "out", guard=CrashGuard(guard_path, 3))
         with pytest.raises(SystemExit):
             loop.run()

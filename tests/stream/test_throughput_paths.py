@@ -167,7 +167,7 @@ def test_write_behind_sink_writes_the_same_rows_and_row_groups(tmp_path: Path) -
 def test_a_write_error_on_the_writer_thread_is_raised_by_flush(tmp_path: Path) -> None:
     sink = ParquetSink(tmp_path, final_name="out.parquet", row_group_rows=10)
     sink.write(pa.table({"v": pa.array(np.arange(20.0))}), "l")
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError, match="schema"):
         sink.write(pa.table({"v": pa.array(["not", "a", "float"] * 5)}), "l")  # another schema
         sink.flush("l")
     sink.close()
