@@ -66,7 +66,7 @@ class Spread:
     high: float
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> Spread:
+    def of(cls, values: Sequence[float] | np.ndarray) -> Spread:
         v = np.asarray(values, dtype=np.float64)
         return cls(float(np.median(v)), float(v.min()), float(v.max()))
 
@@ -177,28 +177,32 @@ class _Rows:
     def __init__(self, D: np.ndarray | None, X: np.ndarray | None, metric: str):
         if (D is None) == (X is None):
             raise InputError("evaluate_landmarks needs exactly one of D (dissimilarities) or X (features)")
+        self.D: np.ndarray | None = None
+        self.X: np.ndarray | None = None
         if D is not None:
-            self.D = validation.check_array(D, "D")
-            if self.D.ndim != 2 or self.D.shape[0] != self.D.shape[1]:
-                raise InputError(f"D must be a square (N, N) dissimilarity matrix, got shape {self.D.shape}")
-            if (self.D < 0).any():
+            D = validation.check_array(D, "D")
+            if D.ndim != 2 or D.shape[0] != D.shape[1]:
+                raise InputError(f"D must be a square (N, N) dissimilarity matrix, got shape {D.shape}")
+            if (D < 0).any():
                 raise InputError("D holds negative dissimilarities")
-            if not np.allclose(self.D, self.D.T, rtol=1e-6, atol=1e-9 * float(np.abs(self.D).max() or 1.0)):
+            if not np.allclose(D, D.T, rtol=1e-6, atol=1e-9 * float(np.abs(D).max() or 1.0)):
                 raise InputError("D is not symmetric")
-            self.X = None
+            self.D = D
+            self.N = int(D.shape[0])
         else:
             self.X = validation.check_array(X, "X")
-            self.D = None
+            self.N = int(self.X.shape[0])
         self.metric = metric
-        self.N = int((self.D if self.D is not None else self.X).shape[0])
 
     def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         if self.D is not None:
             return np.ascontiguousarray(self.D[np.ix_(rows, cols)], dtype=np.float64)
+        X = self.X
+        assert X is not None  # one of D and X (__init__)
         try:
-            return scipy.spatial.distance.cdist(self.X[rows], self.X[cols], metric=self.metric)
+            return scipy.spatial.distance.cdist(X[rows], X[cols], metric=self.metric)
         except ValueError as exc:
-            raise InputError(f"metric {self.metric!r} failed on features of shape {self.X.shape}: {exc}") from exc
+            raise InputError(f"metric {self.metric!r} failed on features of shape {X.shape}: {exc}") from exc
 
 
 def evaluate_landmarks(
@@ -284,12 +288,13 @@ def evaluate_landmarks(
                     est = LandmarkMDS(n_components=d, random_state=seed).fit(data.block(L, L))
                 A = data.block(ref, L)
                 for m in methods:
-                    Y = est.embed(A, method=m).y
+                    Y = est.embed(A, method=m).y  # type: ignore[arg-type]  # one of EVALUATED_METHODS
                     figures[m].append((procrustes_share(Y, full.Y), trustworthiness(ranks, Y, k),
                                        spearman_agreement(pairs, Y), subspace_distance(Y, full.Y)))
             for m in methods:
                 f = np.asarray(figures[m])
-                row = SelectionRow(sel, n, m, *(Spread.of(f[:, c]) for c in range(4)),
+                procrustes, trust, spearman, subspace = (Spread.of(f[:, c]) for c in range(4))
+                row = SelectionRow(sel, n, m, procrustes, trust, spearman, subspace,
                                    seconds=float(np.median(seconds)), seeds=seeds)
                 report.rows.append(row)
                 say(f"{name}: {sel} {n} landmarks, {m}: Procrustes {row.procrustes}, trustworthiness "

@@ -23,6 +23,7 @@ import json
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -348,7 +349,7 @@ def fit_model(
     landmark_map: str = "cmds",
     n_residual_components: int | None = None,
     eigensolver: str = "auto",
-    landmark_ids: object = None,
+    landmark_ids: Iterable[Any] | None = None,
     features: np.ndarray | None = None,
     metric: str | None = None,
     random_state: int = 0,
@@ -423,10 +424,10 @@ def _too_few_eigenpairs(d: int, spectrum: LandmarkSpectrum, n_residual: int | No
             f"(n = {n} landmarks)")
 
 
-def _landmark_ids(landmark_ids: object, n: int) -> np.ndarray:
+def _landmark_ids(landmark_ids: Iterable[Any] | None, n: int) -> np.ndarray:
     if landmark_ids is None:  # the row numbers, as `streamembed fit` names landmarks of an input without ids
         return np.array([str(i) for i in range(n)])
-    ids = np.asarray([str(x) for x in landmark_ids])  # type: ignore[union-attr]
+    ids = np.asarray([str(x) for x in landmark_ids])
     if ids.shape != (n,):
         raise InputError(f"landmark_ids must have {n} entries, got shape {ids.shape}")
     if len(set(ids.tolist())) != n:

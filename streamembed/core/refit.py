@@ -35,7 +35,7 @@ import numpy as np
 
 from .errors import InputError
 from .landmarks import LANDMARK_SELECTIONS, residual_pivoted_select, select_landmarks
-from .model import fit_model
+from .model import LandmarkModel, fit_model
 from .procrustes import orthogonal_procrustes_align
 from .refit_policy import assess, plan_refit
 
@@ -66,7 +66,7 @@ class RefitResult:
         details: n_candidates, kept_old, selection, and the strategy's own figures.
     """
 
-    model: object
+    model: LandmarkModel | None
     rotation: np.ndarray
     shift: np.ndarray
     alignment_rms: float

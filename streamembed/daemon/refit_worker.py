@@ -22,6 +22,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,8 +47,8 @@ def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
             selection = str(npz["selection"]) if "selection" in npz.files else DEFAULT_SELECTION
             min_gain = float(npz["min_gain"]) if "min_gain" in npz.files else None
         old, params = read_model_file(old_model)
-        res = refit(old, D, ids, n_landmarks=n_landmarks or None, features=features, selection=selection,
-                    **({"min_gain": min_gain} if selection == "adaptive" and min_gain is not None else {}))
+        options: dict[str, Any] = {"min_gain": min_gain} if selection == "adaptive" and min_gain is not None else {}
+        res = refit(old, D, ids, n_landmarks=n_landmarks or None, features=features, selection=selection, **options)
         if res.model is not None:
             save_model(res.model, new_model, params=params)
         doc = {

@@ -117,6 +117,7 @@ def find_blocks(ccol: pa.Array | None, bcol: pa.Array | None, code: np.ndarray, 
     m = int(code.size)
     ok = code == 0
     has_cross = np.zeros(m, dtype=bool) if ccol is None or pa.types.is_null(ccol.type) else ~null_mask(ccol)
+    keys: np.ndarray | None
     if bcol is None or pa.types.is_null(bcol.type):
         if not has_cross.any():
             return None

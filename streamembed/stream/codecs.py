@@ -194,7 +194,7 @@ def _valid_utf8(table: pa.Table | pa.RecordBatch) -> tuple[pa.Table | pa.RecordB
 
 #: Field metadata key naming the element type of a fixed_size_binary vector column (the fast layout).
 PACKED_DTYPE_KEY = b"streamembed.dtype"
-_PACKED = {b"float32": np.dtype("<f4"), b"float64": np.dtype("<f8")}
+_PACKED: dict[bytes, np.dtype[Any]] = {b"float32": np.dtype("<f4"), b"float64": np.dtype("<f8")}
 
 
 def _packed_dtype(field: pa.Field) -> tuple[np.dtype, None] | tuple[None, str]:
@@ -289,7 +289,9 @@ def _event_times(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 bad[i] = True
                 details[i] = f"event_time {v!r:.60} is not an ISO 8601 time"
-        good = pa.array(np.where(bad, None, np.array(values, dtype=object)).tolist(), pa.string())
+        kept = np.array(values, dtype=object)
+        kept[bad] = None
+        good = pa.array(kept.tolist(), pa.string())
         return _parse_times(good), bad, details
     return pa.nulls(m, type=TIMESTAMP_TYPE), np.ones(m, dtype=bool), {-1: f"event_time has type {t}, expected a "
                                                                         f"timestamp or an ISO 8601 string"}
@@ -474,7 +476,7 @@ def _vector_lengths(table: pa.Table | pa.RecordBatch, marks: _Marks, kind: str, 
                    + _near_miss(table, INPUT_DISSIMILARITIES))
     elif pa.types.is_fixed_size_binary(col.type):
         packed, problem = _packed_dtype(table.schema.field(kind))
-        if problem is not None:
+        if packed is None:
             marks.mark(all_rows, Reason.NON_NUMERIC, problem)
             col = None
         else:
@@ -559,6 +561,7 @@ def _named_orders(table: pa.Table | pa.RecordBatch, kind: str, code: np.ndarray,
     inv = inv.ravel()
     for j, (g, v) in enumerate(pairs):
         ids = None if landmark_ids is None else landmark_ids.get(int(v))
+        problem: str | None
         if kind == INPUT_FEATURES:
             perm, problem = None, (f"'{INPUT_LANDMARKS}' names the order of '{INPUT_DISSIMILARITIES}'; these rows "
                                    f"carry '{INPUT_FEATURES}'")

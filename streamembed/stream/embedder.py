@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 import pyarrow as pa
@@ -98,7 +98,8 @@ class BatchEmbedder:
         self.max_batch_seconds = max_batch_seconds
         self.cancelled = cancelled
         self.method = method
-        self.k0_rows = k0_rows
+        # a string other than "all" is refused by the placement, batch by batch, as before
+        self.k0_rows = cast("None | Literal['all'] | int", k0_rows)
         self.max_block_rows = max_block_rows
         self.monitor = monitor
         self.consistency = consistency
@@ -153,13 +154,10 @@ class BatchEmbedder:
         out = Processed(dead=dec.dead)
         if dec.matrix.shape[0] == 0:
             return out
-        if dec.versions is None:
-            groups: list[tuple[int, np.ndarray | None]] = [(current, None)]
-        else:
-            groups = [(int(v), np.flatnonzero(dec.versions == v)) for v in np.unique(dec.versions)]
-            if dec.blocks is not None:
-                dec = self._refuse_mixed_blocks(table, dec, out, file, rows, row_base)
-                groups = [(int(v), np.flatnonzero(dec.versions == v)) for v in np.unique(dec.versions)]
+        groups = _version_groups(dec.versions, current)
+        if dec.versions is not None and dec.blocks is not None:
+            dec = self._refuse_mixed_blocks(table, dec, out, file, rows, row_base)
+            groups = _version_groups(dec.versions, current)
         for version, sel in groups:
             out.extend(self._embed_group(table, dec, version, sel, file, rows, row_base))
         return out
@@ -298,3 +296,10 @@ def _dead_rows(table: pa.Table | pa.RecordBatch, index: np.ndarray, ids: pa.Arra
         out.append(DeadRecord(code, None if detail is None else str(detail), id=rid, file=file, row=row,
                               record=row_as_json(table, i)))
     return out
+
+
+def _version_groups(versions: np.ndarray | None, current: int) -> list[tuple[int, np.ndarray | None]]:
+    """(landmark version, its rows of the batch, None: all) for the row ``versions`` (None: all ``current``)."""
+    if versions is None:
+        return [(current, None)]
+    return [(int(v), np.flatnonzero(versions == v)) for v in np.unique(versions)]

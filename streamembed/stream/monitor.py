@@ -289,4 +289,5 @@ class _Ring:
     def contents(self) -> tuple[np.ndarray, np.ndarray]:
         """(ids, rows), oldest first."""
         order = (self._next - self._size + np.arange(self._size)) % self.capacity
-        return self._ids[order], self._rows[order]
+        rows = self._rows if self._rows is not None else np.empty((self.capacity, 0))  # nothing added yet
+        return self._ids[order], rows[order]
