@@ -120,6 +120,8 @@ class _Majorizer:
         n = D.shape[0]
         self.n = n
         off = ~np.eye(n, dtype=bool)
+        self.Vplus: np.ndarray | None
+        self.W: np.ndarray | None
         if kind == "sammon":
             if (D[off] <= 0).any():
                 i, j = np.argwhere((D <= 0) & off)[0]
@@ -197,7 +199,7 @@ def refine_map(X0: np.ndarray, D: np.ndarray, kind: str, max_iter: int | None = 
             nv = np.linalg.norm(v)
             sweeps += 2
             if nv > 0:
-                alpha = min(-np.linalg.norm(r) / nv, -1.0)
+                alpha = min(float(-np.linalg.norm(r) / nv), -1.0)
                 Xa = X - 2.0 * alpha * r + alpha**2 * v
                 X3 = maj.sweep(Xa, _distances(Xa))
                 d3 = _distances(X3)

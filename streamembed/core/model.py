@@ -106,7 +106,7 @@ class LandmarkModel:
     n_threads: int | None = None
     negative_ratio: float | None = None
     eigengap: float | None = None
-    _kernels: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _kernels: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
     _lock: Any = field(default_factory=threading.RLock, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -176,7 +176,8 @@ class LandmarkModel:
 
     @property
     def is_aligned(self) -> bool:
-        return not (np.array_equal(self.rotation, np.eye(self.rotation.shape[0])) and not self.shift.any())
+        rotation, shift = np.asarray(self.rotation), np.asarray(self.shift)  # set by __post_init__
+        return not (np.array_equal(rotation, np.eye(rotation.shape[0])) and not shift.any())
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary: version, lineage, landmarks, dimension, input, spectrum head."""
@@ -318,8 +319,9 @@ class LandmarkModel:
         if F64.shape[1] != p:
             raise InputError(f"features have {F64.shape[1]} columns, the landmarks have {p} (shape {F64.shape})")
         if self.pipeline.similarity is not None:
-            K = kernel_input.feature_kernel(F64, self.features, self.metric)
-            return np.hstack([K, kernel_input.feature_self_similarity(F64, self.metric)[:, None]])
+            metric = self.metric or "euclidean"
+            K = kernel_input.feature_kernel(F64, self.features, metric)
+            return np.hstack([K, kernel_input.feature_self_similarity(F64, metric)[:, None]])
         import scipy.spatial.distance  # lazily: keeps `streamembed embed`'s start-up short
         return scipy.spatial.distance.cdist(F64, self.features, metric=self.metric)
 

@@ -32,7 +32,7 @@ All results are in the model's own frame; ``LandmarkModel.place`` aligns them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from collections.abc import Sequence
 
 import numpy as np
@@ -56,6 +56,9 @@ if TYPE_CHECKING:
     from .model import LandmarkModel
 
 __all__ = ["place", "place_blocks", "residuals", "arc", "core_dissimilarities", "block_residual", "K0_RTOL"]
+
+#: ``k0_rows``: exact k0 for no rows (None), every row ("all"), or s rows evenly spread.
+K0Rows = Literal["all"] | int | None
 
 def place(model: LandmarkModel, A: object, C: object = None, *, method: str = "projection",
           k0_rows: None | Literal["all"] | int = None, errors: str = "raise",
@@ -89,7 +92,7 @@ def place(model: LandmarkModel, A: object, C: object = None, *, method: str = "p
 
 
 def _place_rows(model: LandmarkModel, A_arr: np.ndarray, valid: np.ndarray | None,
-                reasons: list[Problem | None] | None, method: str, k0_rows: object, errors: str) -> EmbeddingResult:
+                reasons: list[Problem | None] | None, method: str, k0_rows: K0Rows, errors: str) -> EmbeddingResult:
     """Single objects from dissimilarities A_arr (m, n) the spectrum is built on."""
     d = int(model.n_components)
     Z, suspect = model.kernel(d, A_arr.dtype)(A_arr)
@@ -166,7 +169,7 @@ def _range_detail(model: LandmarkModel, energy: float, limit: float, why: str, d
 
 
 def _finish(model: LandmarkModel, A_arr: np.ndarray, Z: np.ndarray, valid: np.ndarray,
-            reasons: list[Problem | None], method: str, k0_rows: object) -> EmbeddingResult:
+            reasons: list[Problem | None], method: str, k0_rows: K0Rows) -> EmbeddingResult:
     d = int(model.n_components)
     lam = model.eigenvalues
     m = A_arr.shape[0]
@@ -192,16 +195,16 @@ def _finish(model: LandmarkModel, A_arr: np.ndarray, Z: np.ndarray, valid: np.nd
             delta = model.map_dissimilarities(A_arr[rows])  # f(δ) on a non-metric map (core.ordinal_map)
             y0 = y[rows] if model.landmark_map is None else _map_start(model, delta)
             if method == "l1":
-                sol = solve_l1(y0, X, np.square(delta))
+                crit = solve_l1(y0, X, np.square(delta))
             elif model.fit_params.get("landmark_map") == "sammon":  # the map's own criterion (docs/math.md §3.5)
-                sol = solve_sammon(y0, X, delta)
+                crit = solve_sammon(y0, X, delta)
             else:
-                sol = solve_stress(y0, X, delta)
-            y[rows] = sol.y
-            flags[rows[~sol.converged]] |= FLAG_NOT_CONVERGED
-            flags[rows[sol.escaped]] |= FLAG_ESCAPED
-            flags[rows[sol.ambiguous]] |= FLAG_AMBIGUOUS
-            flags[rows[sol.possibly_nonglobal]] |= FLAG_POSSIBLY_NONGLOBAL
+                crit = solve_stress(y0, X, delta)
+            y[rows] = crit.y
+            flags[rows[~crit.converged]] |= FLAG_NOT_CONVERGED
+            flags[rows[crit.escaped]] |= FLAG_ESCAPED
+            flags[rows[crit.ambiguous]] |= FLAG_AMBIGUOUS
+            flags[rows[crit.possibly_nonglobal]] |= FLAG_POSSIBLY_NONGLOBAL
     k0 = np.full(m, np.nan)
     sample = _k0_sample(k0_rows, np.flatnonzero(valid))
     coords = None
@@ -277,12 +280,12 @@ def landmark_negative_ratio(model: LandmarkModel) -> float:
     return model.cached("negative_ratio", compute)
 
 
-def _place_block(model: LandmarkModel, A: np.ndarray, C: object, k0_rows: object, errors: str) -> EmbeddingResult:
+def _place_block(model: LandmarkModel, A: np.ndarray, C: object, k0_rows: K0Rows, errors: str) -> EmbeddingResult:
     """One block (core dissimilarities A (k, n), C (k, k)): ``place_blocks`` with a single block."""
     return _blocks(model, A, [C], np.array([A.shape[0]]), k0_rows, errors, name="C")
 
 
-def place_blocks(model: LandmarkModel, A: object, cross: Sequence[object], sizes: Sequence[int] | None = None, *,
+def place_blocks(model: LandmarkModel, A: object, cross: Sequence[Any], sizes: Sequence[int] | None = None, *,
                  k0_rows: None | Literal["all"] | int = None, errors: str = "raise",
                  max_block_rows: int | None = None) -> EmbeddingResult:
     """Block restricted reconstruction of many blocks in one solver call (docs/math.md §3), own frame.
@@ -332,7 +335,7 @@ def place_blocks(model: LandmarkModel, A: object, cross: Sequence[object], sizes
     return res
 
 
-def _blocks(model: LandmarkModel, A: np.ndarray, cross: list, sizes: np.ndarray, k0_rows: object, errors: str,
+def _blocks(model: LandmarkModel, A: np.ndarray, cross: list[Any], sizes: np.ndarray, k0_rows: K0Rows, errors: str,
             max_block_rows: int | None = None, name: str = "cross") -> EmbeddingResult:
     """Blocks of core dissimilarities: check, centre and pack (``block_input``), solve (``block.solve_blocks``)."""
     m, d = A.shape[0], int(model.n_components)
@@ -353,8 +356,9 @@ def _blocks(model: LandmarkModel, A: np.ndarray, cross: list, sizes: np.ndarray,
     valid = np.repeat(prep.valid, sizes)
     reasons: list[Problem | None] = [None] * m
     own = validation.row_problems(A, "A")
-    for b in np.flatnonzero(~prep.valid):
-        block_problem = Problem("bad_block", prep.problems[b].detail)
+    for b in np.flatnonzero(~prep.valid).tolist():
+        problem = prep.problems[b]
+        block_problem = Problem("bad_block", problem.detail if problem is not None else "")
         for r in range(off[b], off[b + 1]):
             reasons[r] = own[r] or block_problem
     batch, rows = prep.batch, prep.rows
@@ -397,7 +401,7 @@ def _blocks(model: LandmarkModel, A: np.ndarray, cross: list, sizes: np.ndarray,
                            blocks={"sizes": sizes.copy(), "objective": objective, "certified": certified})
 
 
-def _blocks_out_of_range(model: LandmarkModel, A: np.ndarray, cross: list, off: np.ndarray) -> dict[int, str]:
+def _blocks_out_of_range(model: LandmarkModel, A: np.ndarray, cross: list[Any], off: np.ndarray) -> dict[int, str]:
     """Blocks with a member row, or a mutual dissimilarity, beyond the placeable range: {block: detail}."""
     limit, why = range_limit(model, A.dtype)
     out: dict[int, str] = {}
@@ -434,7 +438,7 @@ def _largest_block_norm(batch: BlockBatch, coords: np.ndarray) -> float:
     return best
 
 
-def _place_transformed(model: LandmarkModel, A: object, C: object, kappa: object, method: str, k0_rows: object,
+def _place_transformed(model: LandmarkModel, A: object, C: object, kappa: object, method: str, k0_rows: K0Rows,
                        errors: str) -> EmbeddingResult:
     """Embed raw input through similarities -> geodesics -> additive constant (``core.transforms``)."""
     A_raw = validation.as_float_array(A, "A", 2)
@@ -495,7 +499,7 @@ def block_residual(model: LandmarkModel, A: object, C: object) -> np.ndarray:
     return block_k0(Beta, model.project_r(A64)[0])
 
 
-def residuals(model: LandmarkModel, A: object, C: object, k0_rows: object, n_window: int | None,
+def residuals(model: LandmarkModel, A: object, C: object, k0_rows: K0Rows, n_window: int | None,
               self_similarity: object) -> tuple[EmbeddingResult, WindowBounds]:
     """Per-object residuals (β, unexplained, exact k0) and the window bounds (docs/math.md §4).
 

@@ -33,6 +33,7 @@ running the batch itself), and the worker pool is created once, under a lock.
 
 from __future__ import annotations
 
+from typing import Any
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -45,7 +46,7 @@ from .cmds import LandmarkSpectrum
 try:
     from . import _native
 except ImportError:  # built without a C compiler (or off x86): the numpy path
-    _native = None
+    _native = None  # type: ignore[assignment]  # the numpy path: available_backends() says so
 
 #: The implementations ``ProjectionKernel`` can use, best first.
 BACKENDS = ("compiled", "numpy")
@@ -130,13 +131,13 @@ class ProjectionKernel:
         self._pool_lock = threading.Lock()
         self._local = threading.local()  # per thread: the squaring buffer of the numpy path
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         for name in ("_pool", "_pool_lock", "_local"):
             del state[name]
         return state
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._pool = None
         self._pool_lock = threading.Lock()

@@ -74,7 +74,7 @@ class RefitResult:
     new_ids: list[str]
     eigenvalues: np.ndarray
     duration_seconds: float
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
     outcome: str = "installed"
     reason: str = ""
 
@@ -198,7 +198,7 @@ def choose_landmarks(
     old: Any = None,
     seed: int = 0,
     **options: Any,
-) -> tuple[np.ndarray | None, dict]:
+) -> tuple[np.ndarray | None, dict[str, Any]]:
     """Sorted indices of the new landmarks among the candidates (None: keep the map), and what the strategy reports.
 
     Args:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -42,7 +43,7 @@ from .flags import FLAG_AMBIGUOUS, FLAG_NOT_CONVERGED
 try:
     from . import _native
 except ImportError:  # built without a C compiler: the numpy solver
-    _native = None
+    _native = None  # type: ignore[assignment]  # the numpy path: available_backends() says so
 
 #: The implementations of the Newton iteration, best first: "compiled"
 #: (``csrc/secular.c``, four objects side by side in vector lanes) and "numpy"
@@ -148,7 +149,8 @@ def solve_restricted(
 class _Constants:
     """Per-spectrum quantities shared by every chunk."""
 
-    def __init__(self, lam: np.ndarray, ambiguity_rtol: float, newton):
+    def __init__(self, lam: np.ndarray, ambiguity_rtol: float,
+                 newton: Callable[..., tuple[np.ndarray, int, np.ndarray]]) -> None:
         d = lam.size
         self.newton = newton
         self.lam = lam
