@@ -28,7 +28,7 @@ def test_ruff_finds_nothing() -> None:
     assert res.returncode == 0, f"ruff check:\n{res.stdout}{res.stderr}"
 
 
-@pytest.mark.slow  # about 25 s without a cache (.mypy_cache), 2-4 s with one
+@pytest.mark.slow  # 25-60 s without a cache (.mypy_cache, load-dependent), about 2 s with one
 def test_mypy_finds_nothing() -> None:
     res = _run("mypy")  # files, strictness and exclusions: [tool.mypy] in pyproject.toml
     assert res.returncode == 0, f"mypy:\n{res.stdout}{res.stderr}"
