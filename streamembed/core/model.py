@@ -319,7 +319,8 @@ class LandmarkModel:
         if F64.shape[1] != p:
             raise InputError(f"features have {F64.shape[1]} columns, the landmarks have {p} (shape {F64.shape})")
         if self.pipeline.similarity is not None:
-            metric = self.metric or "euclidean"
+            metric = self.metric
+            assert metric is not None  # fit_features records the kernel of a similarity-input feature model
             K = kernel_input.feature_kernel(F64, self.features, metric)
             return np.hstack([K, kernel_input.feature_self_similarity(F64, metric)[:, None]])
         import scipy.spatial.distance  # lazily: keeps `streamembed embed`'s start-up short
