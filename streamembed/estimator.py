@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 from typing import Any, Literal
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -40,6 +41,9 @@ from .set_output import SetOutputMixin
 __all__ = ["LandmarkMDS", "METHODS"]
 
 log = logging.getLogger("streamembed")
+
+#: Landmark ids (n,), in the order of the fitted rows; None: their row numbers.
+LandmarkIds = Iterable[Any] | None
 
 
 def _fitted(name: str, doc: str) -> property:
@@ -214,7 +218,7 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
         self.metric = metric
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X: object, y: object = None, *, landmark_ids: object = None) -> LandmarkMDS:
+    def fit(self, X: object, y: object = None, *, landmark_ids: LandmarkIds = None) -> LandmarkMDS:
         """Fit the landmark map from X (n, n) dissimilarities (not squared); ``y`` is ignored.
 
         With ``input="similarity"``, X is an (n, n) symmetric similarity matrix;
@@ -277,7 +281,7 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
                         "criterion change fell to %g (criterion %.6g); the map is not converged (map_converged_ is "
                         "False)", self.landmark_map, info["iterations"], info["tolerance"], info["criterion"])
 
-    def fit_features(self, X: object, metric: str | None = None, landmark_ids: object = None) -> LandmarkMDS:
+    def fit_features(self, X: object, metric: str | None = None, landmark_ids: LandmarkIds = None) -> LandmarkMDS:
         """Fit from landmark feature vectors X (n, p); distances by ``scipy.spatial.distance.cdist``.
 
         ``metric`` defaults to the estimator's (or "euclidean" when that is

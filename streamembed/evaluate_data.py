@@ -66,7 +66,7 @@ class Spread:
     high: float
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> Spread:
+    def of(cls, values: Sequence[float] | np.ndarray) -> Spread:
         v = np.asarray(values, dtype=np.float64)
         return cls(float(np.median(v)), float(v.min()), float(v.max()))
 
@@ -109,7 +109,8 @@ class LandmarkReport:
         rows = [r for r in self.rows if method is None or r.method == method]
         if not rows:
             raise InputError("the report has no rows")
-        return min(rows, key=lambda r: (round(r.procrustes.median, 3), r.n_landmarks, r.selection != DEFAULT_LANDMARK_SELECTION))
+        return min(rows, key=lambda r: (round(r.procrustes.median, 3), r.n_landmarks,
+                                        r.selection != DEFAULT_LANDMARK_SELECTION))
 
     def recommendation(self) -> str:
         """One line: the best setting, how close it comes, and what max–min (or the worst choice) gives."""
@@ -120,7 +121,8 @@ class LandmarkReport:
                 f"(seeds {b.procrustes.low:.3f}–{b.procrustes.high:.3f}), trustworthiness {near} full CMDS "
                 f"({b.trustworthiness.median:.3f} vs {self.full_trustworthiness:.3f})")
         same = [r for r in self.rows if r.n_landmarks == b.n_landmarks and r.method == b.method and r is not b]
-        other = next((r for r in same if r.selection == "maxmin"), max(same, key=lambda r: r.procrustes.median, default=None))
+        worst = max(same, key=lambda r: r.procrustes.median, default=None)
+        other = next((r for r in same if r.selection == "maxmin"), worst)
         if other is not None:
             line += f"; {other.selection} would give {other.procrustes.median:.3f}"
         if b.subspace.median > 0.5 and self.eigengap() < 0.1:
@@ -142,7 +144,8 @@ class LandmarkReport:
             f"d = {self.n_components}; full classical MDS: trustworthiness (k = {self.knn}) "
             f"{self.full_trustworthiness:.3f}, Spearman {self.full_spearman:.3f}, top eigenvalues {w}.",
             "",
-            "| selection | landmarks | method | Procrustes to full CMDS | trustworthiness | Spearman | subspace sin θ | "
+            "| selection | landmarks | method | Procrustes to full CMDS | trustworthiness | Spearman | "
+            "subspace sin θ | "
             "selection s |",
             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
         ]
@@ -174,28 +177,32 @@ class _Rows:
     def __init__(self, D: np.ndarray | None, X: np.ndarray | None, metric: str):
         if (D is None) == (X is None):
             raise InputError("evaluate_landmarks needs exactly one of D (dissimilarities) or X (features)")
+        self.D: np.ndarray | None = None
+        self.X: np.ndarray | None = None
         if D is not None:
-            self.D = validation.check_array(D, "D")
-            if self.D.ndim != 2 or self.D.shape[0] != self.D.shape[1]:
-                raise InputError(f"D must be a square (N, N) dissimilarity matrix, got shape {self.D.shape}")
-            if (self.D < 0).any():
+            D = validation.check_array(D, "D")
+            if D.ndim != 2 or D.shape[0] != D.shape[1]:
+                raise InputError(f"D must be a square (N, N) dissimilarity matrix, got shape {D.shape}")
+            if (D < 0).any():
                 raise InputError("D holds negative dissimilarities")
-            if not np.allclose(self.D, self.D.T, rtol=1e-6, atol=1e-9 * float(np.abs(self.D).max() or 1.0)):
+            if not np.allclose(D, D.T, rtol=1e-6, atol=1e-9 * float(np.abs(D).max() or 1.0)):
                 raise InputError("D is not symmetric")
-            self.X = None
+            self.D = D
+            self.N = int(D.shape[0])
         else:
             self.X = validation.check_array(X, "X")
-            self.D = None
+            self.N = int(self.X.shape[0])
         self.metric = metric
-        self.N = int((self.D if self.D is not None else self.X).shape[0])
 
     def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         if self.D is not None:
             return np.ascontiguousarray(self.D[np.ix_(rows, cols)], dtype=np.float64)
+        X = self.X
+        assert X is not None  # one of D and X (__init__)
         try:
-            return scipy.spatial.distance.cdist(self.X[rows], self.X[cols], metric=self.metric)
+            return scipy.spatial.distance.cdist(X[rows], X[cols], metric=self.metric)
         except ValueError as exc:
-            raise InputError(f"metric {self.metric!r} failed on features of shape {self.X.shape}: {exc}") from exc
+            raise InputError(f"metric {self.metric!r} failed on features of shape {X.shape}: {exc}") from exc
 
 
 def evaluate_landmarks(
@@ -281,12 +288,13 @@ def evaluate_landmarks(
                     est = LandmarkMDS(n_components=d, random_state=seed).fit(data.block(L, L))
                 A = data.block(ref, L)
                 for m in methods:
-                    Y = est.embed(A, method=m).y
+                    Y = est.embed(A, method=m).y  # type: ignore[arg-type]  # one of EVALUATED_METHODS
                     figures[m].append((procrustes_share(Y, full.Y), trustworthiness(ranks, Y, k),
                                        spearman_agreement(pairs, Y), subspace_distance(Y, full.Y)))
             for m in methods:
                 f = np.asarray(figures[m])
-                row = SelectionRow(sel, n, m, *(Spread.of(f[:, c]) for c in range(4)),
+                procrustes, trust, spearman, subspace = (Spread.of(f[:, c]) for c in range(4))
+                row = SelectionRow(sel, n, m, procrustes, trust, spearman, subspace,
                                    seconds=float(np.median(seconds)), seeds=seeds)
                 report.rows.append(row)
                 say(f"{name}: {sel} {n} landmarks, {m}: Procrustes {row.procrustes}, trustworthiness "

@@ -61,14 +61,14 @@ def _checksum(arrays: dict[str, np.ndarray], meta: dict[str, Any] | None) -> str
 def model_arrays(model: LandmarkModel) -> dict[str, np.ndarray]:
     """The arrays that define a fitted model."""
     sp = model.spectrum
-    arrays = {
+    arrays: dict[str, np.ndarray] = {
         "eigenvalues": sp.eigenvalues,
         "eigenvectors": sp.eigenvectors,
         "row_means": sp.row_means,
         "grand_mean": np.array(sp.grand_mean),
         "landmark_ids": np.asarray(model.landmark_ids, dtype=str),
-        "alignment_rotation": model.rotation,
-        "alignment_shift": model.shift,
+        "alignment_rotation": np.asarray(model.rotation),  # never None once built (LandmarkModel.__post_init__)
+        "alignment_shift": np.asarray(model.shift),
         **model.pipeline.state(),
     }
     if model.dissimilarities is not None:
@@ -113,7 +113,7 @@ def save_model(model: LandmarkModel, path: str | os.PathLike, params: dict[str, 
     if not path.parent.is_dir():
         raise ModelFileError(f"cannot write model {path}: directory {path.parent} does not exist")
     with atomic_file(path) as fh:
-        np.savez(fh, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
+        np.savez(fh, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)  # type: ignore[arg-type]  # the stub's allow_pickle (numpy >= 2.1) is not one of the names
 
 
 def _jsonable(params: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import warnings
 from typing import Any
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -40,7 +40,7 @@ def column_names(X: object) -> np.ndarray | None:
     return np.asarray(names, dtype=object)
 
 
-def default_ids(ids: Sequence[str]) -> bool:
+def default_ids(ids: Iterable[Any]) -> bool:
     """True for the ids a model gets when none are given: it was not fitted with names.
 
     The default ids are the row numbers of the fit data, "0", "1", ... (the API

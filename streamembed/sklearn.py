@@ -28,7 +28,8 @@ def estimator_tags(pairwise: bool = True, positive_only: bool = True) -> Any:
 
     ``pairwise``: X is a matrix between objects and landmarks (``metric="precomputed"``),
     not feature vectors; ``positive_only``: its entries are dissimilarities (a negative one
-    is refused with scikit-learn's "Negative values in data"). ``transform`` returns float32 for float32 input and float64 otherwise.
+    is refused with scikit-learn's "Negative values in data"). ``transform`` returns float32 for float32 input
+    and float64 otherwise.
     """
     from sklearn.utils import InputTags, Tags, TargetTags, TransformerTags
 

@@ -50,6 +50,7 @@ MAX_BLOCK_ROWS = 16
 #: A JSON nesting deep enough to exhaust Python's recursion limit (issue item 1: 5,000 levels).
 DEEP = 5000
 JSON_HEADERS = [("content-type", JSON_CONTENT_TYPE.encode())]
+_FLOAT64 = pa.float64()
 ARROW_HEADERS = [("content-type", ARROW_CONTENT_TYPE.encode())]
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def _fixed(A: np.ndarray, value_type: pa.DataType | None = None) -> pa.Array:
     return pa.FixedSizeListArray.from_arrays(values, A.shape[1])
 
 
-def _varlist(rows: Sequence[Sequence[object] | None], value_type: pa.DataType = pa.float64()) -> pa.Array:
+def _varlist(rows: Sequence[Sequence[object] | None], value_type: pa.DataType = _FLOAT64) -> pa.Array:
     return pa.array(rows, pa.list_(value_type))
 
 
@@ -386,25 +387,57 @@ def _rows_table(tag: str, m: int, seed: int, **cols: pa.Array) -> pa.Table:
     return pa.table({k: v for k, v in base.items() if v is not None})
 
 
+# builders of the table kinds: a table for a tag, and the outcome of each of its rows
+
+
+def all_rows(reason: str, m: int = 3, seed: int = 100, **cols: pa.Array) -> Builder:
+    def build(tag: str) -> tuple[pa.Table, list[tuple[str, str | None]]]:
+        t = _rows_table(tag, m, seed, **cols)
+        ids = t.column("id").to_pylist() if "id" in t.schema.names and pa.types.is_string(
+            t.schema.field("id").type) and t.schema.names.count("id") == 1 else [None] * m
+        return t, [(reason, i) for i in ids]
+    return build
+
+
+def some_rows(m: int, bad: dict[int, str], make: Callable[[str, list[str]], pa.Table]) -> Builder:
+    def build(tag: str) -> tuple[pa.Table, list[tuple[str, str | None]]]:
+        ids = _ids(tag, m)
+        return make(tag, ids), [(bad.get(i, EMBEDDED), ids[i]) for i in range(m)]
+    return build
+
+
+def patched(m: int, seed: int, patch: dict[int, tuple[int, float]], dtype: type = np.float64) -> Callable[
+        [str, list[str]], pa.Table]:
+    def make(tag: str, ids: list[str]) -> pa.Table:
+        A = good_rows(m, seed).astype(dtype)
+        for r, (c, v) in patch.items():
+            A[r, c] = v
+        return pa.table({"id": pa.array(ids), "dissimilarities": _fixed(A)})
+    return make
+
+
+def times(values: list[object], typ: pa.DataType) -> Callable[[str, list[str]], pa.Table]:
+    def make(tag: str, ids: list[str]) -> pa.Table:
+        return pa.table({"id": pa.array(ids), "dissimilarities": _fixed(good_rows(len(ids), 108)),
+                         "event_time": pa.array(values, typ)})
+    return make
+
+
+def ordered(meta: bytes, field_level: bool = True) -> Builder:
+    def build(tag: str) -> tuple[pa.Table, list[tuple[str, str | None]]]:
+        t = _rows_table(tag, 3, 100)
+        f = t.schema.field("dissimilarities")
+        schema = (pa.schema([t.schema.field("id"), f.with_metadata({"streamembed.landmarks": meta})])
+                  if field_level else t.schema.with_metadata({"streamembed.landmarks": meta}))
+        return t.cast(schema), [("landmark_mismatch", i) for i in t.column("id").to_pylist()]
+    return build
+
+
 def table_kinds() -> list[Kind]:
     out: list[Kind] = []
 
     def add(name: str, about: str, build: Builder, **kw: object) -> None:
         out.append(_table_kind(name, about, build, **kw))  # type: ignore[arg-type]
-
-    def all_rows(reason: str, m: int = 3, seed: int = 100, **cols: pa.Array) -> Builder:
-        def build(tag: str) -> tuple[pa.Table, list[tuple[str, str | None]]]:
-            t = _rows_table(tag, m, seed, **cols)
-            ids = t.column("id").to_pylist() if "id" in t.schema.names and pa.types.is_string(
-                t.schema.field("id").type) and t.schema.names.count("id") == 1 else [None] * m
-            return t, [(reason, i) for i in ids]
-        return build
-
-    def some_rows(m: int, bad: dict[int, str], make: Callable[[str, list[str]], pa.Table]) -> Builder:
-        def build(tag: str) -> tuple[pa.Table, list[tuple[str, str | None]]]:
-            ids = _ids(tag, m)
-            return make(tag, ids), [(bad.get(i, EMBEDDED), ids[i]) for i in range(m)]
-        return build
 
     A3 = good_rows(3, 100)
     add("col_id_int64", "an integer id column", lambda tag: (
@@ -462,15 +495,6 @@ def table_kinds() -> list[Kind]:
         lambda tag, ids: pa.table({"id": pa.array(ids), "dissimilarities": _varlist(
             [A3[0].tolist(), A3[1, :5].tolist(), A3[2].tolist() + [1.0]])})))
 
-    def patched(m: int, seed: int, patch: dict[int, tuple[int, float]], dtype: type = np.float64) -> Callable[
-            [str, list[str]], pa.Table]:
-        def make(tag: str, ids: list[str]) -> pa.Table:
-            A = good_rows(m, seed).astype(dtype)
-            for r, (c, v) in patch.items():
-                A[r, c] = v
-            return pa.table({"id": pa.array(ids), "dissimilarities": _fixed(A)})
-        return make
-
     add("col_vector_nan", "NaN in one row of four", some_rows(4, {2: "non_finite"}, patched(4, 102, {2: (3, np.nan)})))
     add("col_vector_inf", "+inf and -inf", some_rows(4, {0: "non_finite", 3: "non_finite"},
                                                      patched(4, 103, {0: (0, np.inf), 3: (5, -np.inf)})))
@@ -494,12 +518,6 @@ def table_kinds() -> list[Kind]:
     add("col_vector_tiny", "subnormal values 1e-310 (valid, near every landmark's... nothing)", some_rows(
         3, {}, lambda tag, ids: pa.table({"id": pa.array(ids), "dissimilarities": _fixed(good_rows(3, 107) + 1e-310)})))
 
-    def times(values: list[object], typ: pa.DataType) -> Callable[[str, list[str]], pa.Table]:
-        def make(tag: str, ids: list[str]) -> pa.Table:
-            return pa.table({"id": pa.array(ids), "dissimilarities": _fixed(good_rows(len(ids), 108)),
-                             "event_time": pa.array(values, typ)})
-        return make
-
     forty = ["2024-05-01T12:00:00Z"] * 40
     forty[23] = "not a time"
     add("col_time_one_of_40", "issue item 10: one unparseable event_time string among 40 rows",
@@ -518,14 +536,6 @@ def table_kinds() -> list[Kind]:
     add("col_version_mixed", "landmark_version 1, 7, null", some_rows(
         3, {1: "unknown_landmark_version"}, lambda tag, ids: pa.table(
             {"id": pa.array(ids), "dissimilarities": _fixed(A3), "landmark_version": pa.array([1, 7, None])})))
-    def ordered(meta: bytes, field_level: bool = True) -> Builder:
-        def build(tag: str) -> tuple[pa.Table, list[tuple[str, str | None]]]:
-            t = _rows_table(tag, 3, 100)
-            f = t.schema.field("dissimilarities")
-            schema = (pa.schema([t.schema.field("id"), f.with_metadata({"streamembed.landmarks": meta})])
-                      if field_level else t.schema.with_metadata({"streamembed.landmarks": meta}))
-            return t.cast(schema), [("landmark_mismatch", i) for i in t.column("id").to_pylist()]
-        return build
 
     names = [f"L{i}" for i in range(N_LANDMARKS)]
     add("col_landmarks_meta_unknown", "field metadata naming an order with an id the model does not have",
@@ -589,7 +599,7 @@ def block_kinds() -> list[Kind]:
             reasons = [reason] * k
             if member is not None:
                 reasons[member[0]] = member[1]
-            return t, [(r, i) for r, i in zip(reasons, ids)]
+            return t, [(r, i) for r, i in zip(reasons, ids, strict=True)]
         kind = _table_kind(name, about, build, formats=("parquet",))
         if json_too:  # the same block as one JSON message {"objects": [...], "cross": [[...]]}
             assert kind.messages is not None
@@ -913,10 +923,11 @@ if __name__ == "__main__":
         print(f"  {k.name:40s} {modes:11s} {k.about}")
 
 
-# ----------------------------------------------------------------------------- in process (tests/stream/test_poison_in_process.py)
+# ------------------------------------------------------------ in process (tests/stream/test_poison_in_process.py)
 
 
-def outcomes_in_process(kind: Kind, mode: str, model: object, workdir: Path) -> set[tuple[int, int | None, str, str | None]]:
+def outcomes_in_process(kind: Kind, mode: str, model: object,
+                        workdir: Path) -> set[tuple[int, int | None, str, str | None]]:
     """A kind through the daemon's own components in this process: (unit, row, reason, id) of every record.
 
     File mode: ``DirectorySource`` (settle and incomplete times 0) and ``BatchEmbedder``; Kafka mode:

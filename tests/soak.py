@@ -45,7 +45,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -81,7 +81,7 @@ class Runs:
         self.starts += 1
         path = self.workdir / f"{self.name}-{self.starts:03d}.log"
         self.logs.append(path)
-        self._log = open(path, "wb")
+        self._log = open(path, "wb")  # noqa: SIM115 - the child's log stays open for its lifetime
         umask = self.umask
         self.proc = subprocess.Popen([sys.executable, "-m", "streamembed", "run"], cwd=self.workdir, env=self.env,
                                      stdout=self._log, stderr=subprocess.STDOUT,
@@ -242,7 +242,7 @@ class DirectoryFeeder:
         self.ledger.good("appended", ids)
         cuts = sorted(self.rng.sample(range(1, len(data)), 2))
         with open(self.indir / f"a{self.n:05d}.jsonl", "wb") as f:
-            for lo, hi in zip([0, *cuts], [*cuts, len(data)]):
+            for lo, hi in zip([0, *cuts], [*cuts, len(data)], strict=True):
                 f.write(data[lo:hi])
                 f.flush()
                 self.stop.wait(self.rng.uniform(0.05, 0.6))
@@ -571,9 +571,63 @@ def _mode_problems(top: Path) -> list[str]:
             continue
         mode = p.stat().st_mode & 0o7777
         want = 0o750 if p.is_dir() else 0o640
-        if mode != want and not (p == top):
+        if mode != want and p != top:
             bad.append(f"{p.relative_to(top.parent)} {mode:04o} (not {want:04o})")
     return bad
+
+
+def _shared_output_member(workdir: Path, name: str, model: Path, shared: Path, canary: Path, ledger: Ledger,
+                          rng: random.Random) -> tuple[dict[str, str], Runs, DirectoryFeeder]:
+    """(environment, runs, feeder) of one daemon of the shared-output soak; its root holds a link to ``canary``."""
+    indir, root = workdir / f"in-{name}", workdir / f"root-{name}"
+    indir.mkdir()
+    root.mkdir()
+    os.symlink(canary, root / ".checkpoint.json.tmp")
+    env = {
+        "STREAMEMBED_SOURCE__KIND": "directory", "STREAMEMBED_MODEL__PATH": str(model),
+        "STREAMEMBED_DIRECTORY__PATH": str(indir), "STREAMEMBED_DIRECTORY__SETTLE_SECONDS": "0.3",
+        "STREAMEMBED_DIRECTORY__POLL_SECONDS": "0.05", "STREAMEMBED_DIRECTORY__INCOMPLETE_SECONDS": "3",
+        "STREAMEMBED_OUTPUT__ROOT": str(root), "STREAMEMBED_OUTPUT__ROLL_SECONDS": "0.5",
+        "STREAMEMBED_OUTPUT__EMBEDDINGS_DIR": str(shared / "embeddings"),
+        "STREAMEMBED_OUTPUT__DEAD_LETTER_DIR": str(shared / "dead-letter"),
+        "STREAMEMBED_SOURCE__BATCH_ROWS": "256", "STREAMEMBED_METRICS__ENABLED": "false",
+        "STREAMEMBED_LOGGING__FORMAT": "text", "STREAMEMBED_DRIFT__ENABLED": "false",
+    }
+    runs = Runs(workdir, env, name=f"daemon-{name}", umask=0)
+    feeder = DirectoryFeeder(indir, ledger, random.Random(rng.random()), prefix=f"{name}-", poison=False)
+    return env, runs, feeder
+
+
+def _drain_shared(runs: list[Runs], ledger: Ledger, shared: Path, drain_seconds: float) -> None:
+    """Wait (at most ``drain_seconds``) until every id of the ledger is in the shared embeddings, then 1 s more."""
+    deadline = time.monotonic() + drain_seconds
+    while time.monotonic() < deadline:
+        for r in runs:
+            r.check()
+        ids, _ = _read_parquet_ids(shared / "embeddings", "part-*.parquet")
+        if set(ledger.ids) <= set(ids):
+            break
+        time.sleep(0.5)
+    time.sleep(1.0)
+
+
+def _hostile_problems(workdir: Path, shared: Path, canary: Path, names: Sequence[str], runs: list[Runs],
+                      ids: list[str], dead: list[dict[str, Any]]) -> list[str]:
+    """What the hostile names, links and modes of the shared-output soak got through."""
+    problems: list[str] = []
+    if SECRET_ID in ids or any(SECRET_ID in str(r) for r in dead):
+        problems.append("a file outside the watched directory was read through a symbolic link")
+    if canary.read_text() != "canary\n":
+        problems.append("the link planted at .checkpoint.json.tmp was followed")
+    temps = [str(p.relative_to(workdir)) for p in workdir.rglob(".*.tmp")]
+    if temps:
+        problems.append(f"temporary files left: {temps}")
+    for top in [shared, *(workdir / f"root-{n}" for n in names)]:
+        problems += [f"mode: {m}" for m in _mode_problems(top)[:5]]
+    logs = "".join(p.read_text(errors="replace") for r in runs for p in r.logs)
+    if "\x1b" in logs or any(line.startswith("2026-01-01") for line in logs.splitlines()):
+        problems.append("a file name forged a log line or put ESC on the terminal")
+    return problems
 
 
 def shared_output_soak(workdir: Path, seconds: float = 30.0, seed: int = 0, drain_seconds: float = 90.0,
@@ -601,22 +655,8 @@ def shared_output_soak(workdir: Path, seconds: float = 30.0, seed: int = 0, drai
     names = ("a", "b")
     envs, runs, feeders = {}, {}, {}
     for name in names:
-        indir, root = workdir / f"in-{name}", workdir / f"root-{name}"
-        indir.mkdir()
-        root.mkdir()
-        os.symlink(canary, root / ".checkpoint.json.tmp")
-        envs[name] = {
-            "STREAMEMBED_SOURCE__KIND": "directory", "STREAMEMBED_MODEL__PATH": str(model),
-            "STREAMEMBED_DIRECTORY__PATH": str(indir), "STREAMEMBED_DIRECTORY__SETTLE_SECONDS": "0.3",
-            "STREAMEMBED_DIRECTORY__POLL_SECONDS": "0.05", "STREAMEMBED_DIRECTORY__INCOMPLETE_SECONDS": "3",
-            "STREAMEMBED_OUTPUT__ROOT": str(root), "STREAMEMBED_OUTPUT__ROLL_SECONDS": "0.5",
-            "STREAMEMBED_OUTPUT__EMBEDDINGS_DIR": str(shared / "embeddings"),
-            "STREAMEMBED_OUTPUT__DEAD_LETTER_DIR": str(shared / "dead-letter"),
-            "STREAMEMBED_SOURCE__BATCH_ROWS": "256", "STREAMEMBED_METRICS__ENABLED": "false",
-            "STREAMEMBED_LOGGING__FORMAT": "text", "STREAMEMBED_DRIFT__ENABLED": "false",
-        }
-        runs[name] = Runs(workdir, envs[name], name=f"daemon-{name}", umask=0)
-        feeders[name] = DirectoryFeeder(indir, ledger, random.Random(rng.random()), prefix=f"{name}-", poison=False)
+        envs[name], runs[name], feeders[name] = _shared_output_member(workdir, name, model, shared, canary, ledger,
+                                                                      rng)
     threads = [threading.Thread(target=f.run, daemon=True) for f in feeders.values()]
     kills = refusals = hostile = links = 0
     problems: list[str] = []
@@ -652,15 +692,7 @@ def shared_output_soak(workdir: Path, seconds: float = 30.0, seed: int = 0, drai
         for t in threads:
             t.join(30)
         t_drain = time.monotonic()
-        deadline = time.monotonic() + drain_seconds
-        while time.monotonic() < deadline:
-            for r in runs.values():
-                r.check()
-            ids, _ = _read_parquet_ids(shared / "embeddings", "part-*.parquet")
-            if set(ledger.ids) <= set(ids):
-                break
-            time.sleep(0.5)
-        time.sleep(1.0)
+        _drain_shared(list(runs.values()), ledger, shared, drain_seconds)
         for r in runs.values():
             r.stop()
     finally:
@@ -680,18 +712,7 @@ def shared_output_soak(workdir: Path, seconds: float = 30.0, seed: int = 0, drai
                                    "two daemons, one output directory, kill -9 at random")
     problems += more
     problems += [f"unreadable output: {b}" for b in bad_out + bad_dead]
-    if SECRET_ID in ids or any(SECRET_ID in str(r) for r in dead):
-        problems.append("a file outside the watched directory was read through a symbolic link")
-    if canary.read_text() != "canary\n":
-        problems.append("the link planted at .checkpoint.json.tmp was followed")
-    temps = [str(p.relative_to(workdir)) for p in workdir.rglob(".*.tmp")]
-    if temps:
-        problems.append(f"temporary files left: {temps}")
-    for top in [shared, *(workdir / f"root-{n}" for n in names)]:
-        problems += [f"mode: {m}" for m in _mode_problems(top)[:5]]
-    logs = "".join(p.read_text(errors="replace") for r in runs.values() for p in r.logs)
-    if "\x1b" in logs or any(line.startswith("2026-01-01") for line in logs.splitlines()):
-        problems.append("a file name forged a log line or put ESC on the terminal")
+    problems += _hostile_problems(workdir, shared, canary, names, list(runs.values()), ids, dead)
     problems += [f"crash: {c}" for r in runs.values() for c in r.crashes]
     details.update(kills=kills, starts=starts, second_daemons_refused=refusals, hostile_files=hostile,
                    links_out=links, seconds=round(time.monotonic() - t_start, 1),
@@ -836,6 +857,119 @@ class TransportFaults:
         return True
 
 
+class _KafkaFeed:
+    """The Kafka soak's producer thread: good messages, the poison corpus (or transport faults), into the ledger."""
+
+    def __init__(self, producer: Any, topic: str, ledger: Ledger, where: dict[tuple[int, int], tuple[str, int]],
+                 rng: random.Random, kinds: list[poison.Kind], extra: TransportFaults | None, stop: threading.Event,
+                 errors: list[BaseException]) -> None:
+        self.producer, self.topic, self.ledger, self.where, self.rng = producer, topic, ledger, where, rng
+        self.kinds, self.extra, self.stop, self.errors = kinds, extra, stop, errors
+
+    def run(self) -> None:
+        n = 0
+        try:
+            while not self.stop.is_set():
+                n += 1
+                pick = self.rng.random()
+                if self.extra is not None and pick >= 0.45:
+                    if pick < 0.75:
+                        self.extra.compressed_batch()
+                    elif pick < 0.87 or not self.extra.oversize(self.producer):
+                        self.extra.unreadable_batch()
+                elif pick < 0.5 or not self.kinds:
+                    self._good(n)
+                else:
+                    self._poison(self.kinds.pop(0))
+                self.stop.wait(self.rng.uniform(0.01, 0.1))
+        except BaseException as exc:  # noqa: BLE001 - reported by the soak
+            self.errors.append(exc)
+
+    def _good(self, n: int) -> None:
+        """One message of good rows, as Arrow IPC or as JSON."""
+        ids = [f"m{n}-{i}" for i in range(self.rng.randint(1, 120))]
+        t = _good_table(ids, n)
+        if self.rng.random() < 0.5:
+            value = poison.encode_arrow(t)
+            headers = poison.ARROW_HEADERS
+        else:
+            value = json.dumps([{"id": r["id"], "dissimilarities": [float(x) for x in r["dissimilarities"]]}
+                                for r in t.to_pylist()]).encode()
+            headers = poison.JSON_HEADERS
+        self.producer.send(self.topic, key=ids[0].encode(), value=value, headers=headers).get(30)
+        self.ledger.good("good-msg", ids)
+
+    def _poison(self, kind: poison.Kind) -> None:
+        """The messages of one poison kind, on one partition, and their expected outcomes."""
+        assert kind.messages is not None
+        part = self.rng.randint(0, 1)
+        for unit, (value, headers) in enumerate(kind.messages):
+            md = self.producer.send(self.topic, key=kind.name.encode(), value=value, headers=headers,
+                                    partition=part).get(30)
+            self.where[(md.partition, md.offset)] = (kind.name, unit)
+        for o in kind.kafka_outcomes:
+            if o.reason == poison.EMBEDDED:
+                assert o.id is not None
+                self.ledger.ids[o.id] = "poison-msg"
+            else:
+                self.ledger.dead[(kind.name, o.unit, o.row, o.reason)] = "poison-msg"
+        self.ledger.records["poison-msg"] += len(kind.kafka_outcomes)
+
+
+class _DeadLetterReader:
+    """Reads ``<topic>.dlq`` from the start: the dead letters by (kind, unit, row, reason), and what faults check."""
+
+    def __init__(self, bootstrap: str, topic: str, where: dict[tuple[int, int], tuple[str, int]],
+                 faults: TransportFaults | None) -> None:
+        from kafka import KafkaConsumer, TopicPartition
+
+        self.where, self.faults = where, faults
+        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                      max_partition_fetch_bytes=32 << 20, fetch_max_bytes=64 << 20)
+        tps = [TopicPartition(f"{topic}.dlq", 0)]
+        self.consumer.assign(tps)
+        self.consumer.seek_to_beginning(*tps)
+        self.dead_keys: Counter[tuple[Any, ...]] = Counter()
+        self.quarantined: set[str] = set()
+        self.refused: Counter[str] = Counter()  # output rows refused by the output topic (no coordinates), by id
+        self.unfit: list[str] = []  # dead letters over the produce limit
+        self.kept_in: set[str] = set()  # the files cut dead letters name (checked at the end: published at the commit)
+
+    def read(self) -> None:
+        for recs in self.consumer.poll(timeout_ms=200).values():
+            for r in recs:
+                h = {k: v.decode("utf-8", "replace") for k, v in r.headers}
+                if self.faults is not None and self._refused_output(r, h, self.faults):
+                    continue
+                p, o = int(h.get("streamembed-source-partition", -1)), int(h.get("streamembed-source-offset", -1))
+                row = h.get("streamembed-source-row")
+                reason = h["streamembed-error-reason"]
+                if reason == "quarantined" and "streamembed-id" in h:
+                    self.quarantined.add(h["streamembed-id"])
+                other = f"q:{p}/{o}" if reason == "quarantined" else f"?{p}/{o}"
+                self.dead_keys[(*self.where.get((p, o), (other, -1)), None if row is None else int(row), reason)] += 1
+
+    def _refused_output(self, r: Any, h: dict[str, str], faults: TransportFaults) -> bool:
+        """Check a dead letter's size and cut; True for an output row the output topic refused (counted here)."""
+        from streamembed.kafka.limits import FULL_RECORD_HEADER, TRUNCATED_HEADER
+
+        size = len(r.value or b"") + len(r.key or b"") + sum(len(k) + len(v) for k, v in r.headers)
+        if size > FAULT_LIMITS[0] or (TRUNCATED_HEADER in h and FULL_RECORD_HEADER not in h):
+            self.unfit.append(f"offset {r.offset}: {size} bytes, headers {sorted(h)}")
+        if FULL_RECORD_HEADER in h:
+            self.kept_in.add(h[FULL_RECORD_HEADER])
+        rid = h.get("streamembed-id", "")
+        if "streamembed-source-offset" not in h and h["streamembed-error-reason"] == "too_large":
+            match = [x for x in faults.refused_outputs if x.startswith(rid.split("...(")[0])]
+            if match:
+                self.refused[match[0]] += 1
+                return True
+        return False
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
 def kafka_soak(workdir: Path, bootstrap: str, topic: str, out_topic: str, seconds: float = 40.0, seed: int = 0,
                drain_seconds: float = 90.0, log: Callable[[str], None] = lambda s: None,
                faults: bool = False) -> SoakResult:
@@ -844,9 +978,7 @@ def kafka_soak(workdir: Path, bootstrap: str, topic: str, out_topic: str, second
     ``faults``: the transport faults (:class:`TransportFaults`) instead of the poison corpus, at the
     :data:`FAULT_LIMITS`; every dead letter must fit the produce limit, and a cut one must name an existing file.
     """
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-
-    from streamembed.kafka.limits import FULL_RECORD_HEADER, TRUNCATED_HEADER
+    from kafka import KafkaProducer
 
     rng = random.Random(seed)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -873,91 +1005,15 @@ def kafka_soak(workdir: Path, bootstrap: str, topic: str, out_topic: str, second
     errors: list[BaseException] = []
     producer = KafkaProducer(bootstrap_servers=bootstrap, max_request_size=32 << 20, linger_ms=5)
     extra = TransportFaults(bootstrap, topic, ledger, where, rng) if faults else None
-
-    def feed() -> None:
-        n = 0
-        try:
-            while not stop.is_set():
-                n += 1
-                pick = rng.random()
-                if extra is not None and pick >= 0.45:
-                    if pick < 0.75:
-                        extra.compressed_batch()
-                    elif pick < 0.87 or not extra.oversize(producer):
-                        extra.unreadable_batch()
-                    stop.wait(rng.uniform(0.01, 0.1))
-                    continue
-                if pick < 0.5 or not kinds:
-                    ids = [f"m{n}-{i}" for i in range(rng.randint(1, 120))]
-                    t = _good_table(ids, n)
-                    if rng.random() < 0.5:
-                        value = poison.encode_arrow(t)
-                        headers = poison.ARROW_HEADERS
-                    else:
-                        value = json.dumps([{"id": r["id"], "dissimilarities": [float(x) for x in r[
-                            "dissimilarities"]]} for r in t.to_pylist()]).encode()
-                        headers = poison.JSON_HEADERS
-                    producer.send(topic, key=ids[0].encode(), value=value, headers=headers).get(30)
-                    ledger.good("good-msg", ids)
-                else:
-                    kind = kinds.pop(0)
-                    assert kind.messages is not None
-                    part = rng.randint(0, 1)
-                    for unit, (value, headers) in enumerate(kind.messages):
-                        md = producer.send(topic, key=kind.name.encode(), value=value, headers=headers,
-                                           partition=part).get(30)
-                        where[(md.partition, md.offset)] = (kind.name, unit)
-                    for o in kind.kafka_outcomes:
-                        if o.reason == poison.EMBEDDED:
-                            assert o.id is not None
-                            ledger.ids[o.id] = "poison-msg"
-                        else:
-                            ledger.dead[(kind.name, o.unit, o.row, o.reason)] = "poison-msg"
-                    ledger.records["poison-msg"] += len(kind.kafka_outcomes)
-                stop.wait(rng.uniform(0.01, 0.1))
-        except BaseException as exc:  # noqa: BLE001 - reported by the soak
-            errors.append(exc)
-
-    dlq = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, max_partition_fetch_bytes=32 << 20,
-                        fetch_max_bytes=64 << 20)
-    dlq_tps = [TopicPartition(f"{topic}.dlq", 0)]
-    dlq.assign(dlq_tps)
-    dlq.seek_to_beginning(*dlq_tps)
-    dead_keys: Counter[tuple[Any, ...]] = Counter()
-    quarantined: set[str] = set()
-    refused: Counter[str] = Counter()  # output rows refused by the output topic (no coordinates), by id
-    unfit: list[str] = []  # dead letters over the produce limit
-    kept_in: set[str] = set()  # the files cut dead letters name (checked at the end: published at the commit)
-
-    def read_dlq() -> None:
-        for recs in dlq.poll(timeout_ms=200).values():
-            for r in recs:
-                h = {k: v.decode("utf-8", "replace") for k, v in r.headers}
-                if faults:
-                    size = len(r.value or b"") + len(r.key or b"") + sum(len(k) + len(v) for k, v in r.headers)
-                    if size > FAULT_LIMITS[0] or (TRUNCATED_HEADER in h and FULL_RECORD_HEADER not in h):
-                        unfit.append(f"offset {r.offset}: {size} bytes, headers {sorted(h)}")
-                    if FULL_RECORD_HEADER in h:
-                        kept_in.add(h[FULL_RECORD_HEADER])
-                    rid = h.get("streamembed-id", "")
-                    if extra is not None and "streamembed-source-offset" not in h and h[
-                            "streamembed-error-reason"] == "too_large":
-                        match = [x for x in extra.refused_outputs if x.startswith(rid.split("...(")[0])]
-                        if match:
-                            refused[match[0]] += 1
-                            continue
-                p, o = int(h.get("streamembed-source-partition", -1)), int(h.get("streamembed-source-offset", -1))
-                row = h.get("streamembed-source-row")
-                reason = h["streamembed-error-reason"]
-                if reason == "quarantined" and "streamembed-id" in h:
-                    quarantined.add(h["streamembed-id"])
-                other = f"q:{p}/{o}" if reason == "quarantined" else f"?{p}/{o}"
-                dead_keys[(*where.get((p, o), (other, -1)), None if row is None else int(row), reason)] += 1
+    feed = _KafkaFeed(producer, topic, ledger, where, rng, kinds, extra, stop, errors)
+    dlq = _DeadLetterReader(bootstrap, topic, where, extra if faults else None)
+    dead_keys, quarantined, refused = dlq.dead_keys, dlq.quarantined, dlq.refused
+    read_dlq = dlq.read
 
     read_committed, close_committed = _committed_offsets(bootstrap, env["STREAMEMBED_KAFKA__GROUP_ID"], topic)
     watch = CheckpointWatch(read_committed)
     runs = Runs(workdir, env)
-    feeder = threading.Thread(target=feed, daemon=True)
+    feeder = threading.Thread(target=feed.run, daemon=True)
     watcher = threading.Thread(target=watch.run, daemon=True)
     kills = 0
     t_start = time.monotonic()
@@ -1010,8 +1066,8 @@ def kafka_soak(workdir: Path, bootstrap: str, topic: str, out_topic: str, second
     rows, problems, details = _account(ledger, Counter(ids), dead_keys, quarantined, runs.starts,
                                        len(runs.crashes), label)
     problems += [f"unreadable output: {b}" for b in bad_out]
-    problems += [f"a dead letter that does not fit: {u}" for u in unfit]
-    problems += [f"a cut dead letter names a file that does not exist: {f}" for f in sorted(kept_in)
+    problems += [f"a dead letter that does not fit: {u}" for u in dlq.unfit]
+    problems += [f"a cut dead letter names a file that does not exist: {f}" for f in sorted(dlq.kept_in)
                  if not Path(f).exists()]
     if extra is not None:
         missing = sorted(x[:20] for x in extra.refused_outputs if not refused[x])
@@ -1066,7 +1122,8 @@ def main(argv: list[str] | None = None) -> int:
             rows += res.rows
             problems += res.problems
         for faults in (False, True):
-            if args.mode not in ("kafka", "both", "kafka-faults", "all") or (args.mode == "kafka-faults" and not faults):
+            wanted = args.mode in ("kafka", "both", "all") or (args.mode == "kafka-faults" and faults)
+            if not wanted:
                 continue
             from tools.broker import TansuBroker
 

@@ -49,7 +49,7 @@ class ReferenceBlockSolution:
 
 
 def _objective_and_gradient(flat: np.ndarray, C: np.ndarray, Beta: np.ndarray, lam: np.ndarray, sl: np.ndarray,
-                            B_norm2: float):
+                            B_norm2: float) -> tuple[float, np.ndarray]:
     Y = flat.reshape(C.shape)
     R = Y @ Y.T - Beta
     fit = (lam * Y * Y).sum() - 2.0 * (sl * Y * C).sum() + B_norm2

@@ -50,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--features", metavar="FILE", help="N x p feature vectors (same formats; 'features' column)")
     p.add_argument("--metric", default=default("model.metric"),
                    help="scipy cdist metric for --features (default: %(default)s)")
-    p.add_argument("--ids", metavar="FILE", help="object ids, one per line (else the file's 'id' column, or row numbers)")
+    p.add_argument("--ids", metavar="FILE",
+                   help="object ids, one per line (else the file's 'id' column, or row numbers)")
     p.add_argument("--landmarks", default="100,200", metavar="N,N", help="landmark counts (default: 100,200)")
     p.add_argument("--selections", default=",".join(LANDMARK_SELECTIONS), metavar="S,S",
                    help=f"landmark selections (default: all of {', '.join(LANDMARK_SELECTIONS)})")

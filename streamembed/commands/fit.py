@@ -60,7 +60,7 @@ def read_matrix(path: str, column: str) -> tuple[np.ndarray, list[str] | None]:
             return list_column_to_matrix(table.column(column)), ids
         except ValueError as exc:
             raise Refused(f"{path}: column '{column}': {exc}") from None
-    numeric = [n for n, t in zip(table.schema.names, table.schema.types)
+    numeric = [n for n, t in zip(table.schema.names, table.schema.types, strict=True)
                if pa.types.is_integer(t) or pa.types.is_floating(t)]
     if not numeric:
         raise Refused(f"{path} has no '{column}' list column and no numeric columns")
@@ -125,27 +125,24 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise Refused(str(exc)) from None
 
 
-def cmd_fit(args: argparse.Namespace) -> int:
-    from streamembed import LandmarkMDS
-    from streamembed.model_io import save_model
-
-    _check_flags(args)
-
-    out = Path(args.output)
+def _check_output_dirs(args: argparse.Namespace, out: Path) -> None:
+    """Refuse before any work if the model's or the landmark list's directory does not exist."""
     if not out.parent.is_dir():
         raise Refused(f"-o {args.output}: directory {out.parent} does not exist")
     if args.landmarks_out and not Path(args.landmarks_out).parent.is_dir():
-        raise Refused(f"--landmarks-out {args.landmarks_out}: directory {Path(args.landmarks_out).parent} does not exist")
-    features = args.features is not None
-    sims = args.similarities is not None
-    path = args.features if features else (args.similarities if sims else args.dissimilarities)
-    M, ids = read_matrix(path, "features" if features else "dissimilarities")
+        raise Refused(f"--landmarks-out {args.landmarks_out}: directory {Path(args.landmarks_out).parent} "
+                      f"does not exist")
+
+
+def _check_square(M: np.ndarray, path: str, sims: bool) -> None:
+    """Refuse a (dis)similarity matrix M (N, N') that is not square, or dissimilarities that look like similarities."""
     N = M.shape[0]
-    if not features and M.shape[1] != N:
-        raise Refused(f"{path}: a {'similarity' if sims else 'dissimilarity'} matrix must be square, got shape {M.shape}"
+    if M.shape[1] != N:
+        raise Refused(f"{path}: a {'similarity' if sims else 'dissimilarity'} matrix must be square, "
+                      f"got shape {M.shape}"
                       + ("" if sims else f"; if its rows are feature vectors, fit them with --features {path} "
                          f"(and --metric)"))
-    if not features and not sims:
+    if not sims:
         from streamembed.core.input_hints import looks_like_similarity
 
         if looks_like_similarity(M):
@@ -153,6 +150,22 @@ def cmd_fit(args: argparse.Namespace) -> int:
             raise Refused(f"{path}: a dissimilarity matrix has a zero diagonal, but D[{i}, {i}] = {M[i, i]:.6g} and "
                           f"each diagonal entry bounds its row as in a similarity (kernel) matrix: did you mean "
                           f"--similarities {path}?")
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from streamembed import LandmarkMDS
+    from streamembed.model_io import save_model
+
+    _check_flags(args)
+    out = Path(args.output)
+    _check_output_dirs(args, out)
+    features = args.features is not None
+    sims = args.similarities is not None
+    path = args.features if features else (args.similarities if sims else args.dissimilarities)
+    M, ids = read_matrix(path, "features" if features else "dissimilarities")
+    N = M.shape[0]
+    if not features:
+        _check_square(M, path, sims)
     M_select = M
     if sims:  # landmarks are chosen on the equivalent dissimilarities (docs/math.md §2)
         from streamembed.core.kernel_input import check_similarity_matrix, landmark_dissimilarities

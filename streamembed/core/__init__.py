@@ -15,7 +15,7 @@
 | ``block_starts`` | §3.3 | starting points: projection, spectral, eigen, seeded random |
 | ``block_input`` | §2 | per-block validation of cross matrices, centring and packing |
 | ``block_consistency`` | §4.3 | the ``inconsistent_block`` flag: does a block's C agree with its rows |
-| ``criteria``, ``criteria_checks``, ``criteria_line`` | §3.4 | raw-stress (and Sammon) and squared-distance L1 placement, certified, further starts |
+| ``criteria``, ``criteria_checks``, ``criteria_line`` | §3.4 | raw-stress, Sammon and L1 placement, certified |
 | ``metric_map`` | §3.5 | SMACOF / Sammon refinement of the landmark map |
 | ``kernel_input`` | §2 | similarity (kernel) input as dissimilarities |
 | ``geodesic`` | §2 | landmark Isomap: k-NN graph geodesics, ties kept |

@@ -54,7 +54,7 @@ from .block_certificate import optimality_gap
 from .block_newton import NewtonResult, gradient, trust_region_newton
 from .block_starts import eigen_starts, projection_starts, random_starts, spectral_starts
 from .flags import FLAG_AMBIGUOUS, FLAG_NOT_CONVERGED, FLAG_UNCERTIFIED
-from .restricted import AMBIGUITY_RTOL, solve_restricted
+from .restricted import AMBIGUITY_RTOL, RestrictedSolution, solve_restricted
 from .runtime import in_worker, resolve_threads, single_blas_thread, worker_pool
 
 #: A block is certified when its optimality gap bound is at most
@@ -210,7 +210,9 @@ def solve_blocks(
     return out
 
 
-def _solve_task(k, blocks, c, beta, lam, b_norm2, row_off, beta_off, single, ambiguity_rtol, out: BlocksSolution) -> None:
+def _solve_task(k: int, blocks: np.ndarray, c: np.ndarray, beta: np.ndarray, lam: np.ndarray, b_norm2: np.ndarray,
+                row_off: np.ndarray, beta_off: np.ndarray, single: RestrictedSolution, ambiguity_rtol: float,
+                out: BlocksSolution) -> None:
     """Solve the blocks ``blocks`` (all of size k) and write their results into ``out``."""
     rows = row_off[blocks][:, None] + np.arange(k)  # (s, k)
     C = c[rows]
@@ -303,7 +305,8 @@ def _run_starts(starts: np.ndarray, C: np.ndarray, Beta: np.ndarray, lam: np.nda
     return res
 
 
-def _keep_better(idx, stage: NewtonResult, best_y, best_f, iterations, converged) -> None:
+def _keep_better(idx: np.ndarray, stage: NewtonResult, best_y: np.ndarray, best_f: np.ndarray, iterations: np.ndarray,
+                 converged: np.ndarray) -> None:
     """Replace the result of blocks ``idx`` by the stage's single start where it is lower (in place)."""
     better = stage.objective[:, 0] < best_f[idx]
     i = idx[better]
@@ -311,8 +314,8 @@ def _keep_better(idx, stage: NewtonResult, best_y, best_f, iterations, converged
     iterations[i], converged[i] = stage.iterations[better, 0], stage.converged[better, 0]
 
 
-def _merge(idx, stage: NewtonResult, best_y, best_f, iterations, converged, n_starts,
-           n_best, scale) -> None:
+def _merge(idx: np.ndarray, stage: NewtonResult, best_y: np.ndarray, best_f: np.ndarray, iterations: np.ndarray,
+           converged: np.ndarray, n_starts: np.ndarray, n_best: np.ndarray, scale: np.ndarray) -> None:
     """Fold a stage's starts into the running best of blocks ``idx`` (in place).
 
     Ties go to the earlier start, so the result does not depend on round-off

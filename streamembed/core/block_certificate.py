@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import numpy as np
 
+_cholesky_lo: np.ufunc | None
 try:  # numpy's stacked Cholesky, which marks a failed matrix with NaN instead of raising for the stack
-    from numpy.linalg._umath_linalg import cholesky_lo as _cholesky_lo
-except ImportError:  # pragma: no cover - a numpy without it: decide with eigenvalues instead
+    from numpy.linalg import _umath_linalg
+
+    _cholesky_lo = _umath_linalg.cholesky_lo
+except (ImportError, AttributeError):  # pragma: no cover - a numpy without it: decide with eigenvalues instead
     _cholesky_lo = None
 
 _EPS = np.finfo(np.float64).eps

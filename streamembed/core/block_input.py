@@ -79,7 +79,8 @@ def _fmt(x: float) -> str:
 
 
 def check_blocks(
-    cross: Sequence[object], sizes: Sequence[int], max_block_rows: int | None = None, rtol: float = CROSS_RTOL,
+    cross: Sequence[object], sizes: Sequence[int] | np.ndarray, max_block_rows: int | None = None,
+    rtol: float = CROSS_RTOL,
     name: str = "cross",
 ) -> list[BlockProblem | None]:
     """Per-block problems of the mutual dissimilarity matrices (None = valid); never raises.
@@ -99,17 +100,17 @@ def check_blocks(
     if len(sizes) != nb:
         raise ValueError(f"{nb} cross matrices but {len(sizes)} block sizes")
     problems: list[BlockProblem | None] = [None] * nb
-    arrays: list[np.ndarray | None] = [None] * nb
-    for i, (x, k) in enumerate(zip(cross, sizes)):
+    arrays: dict[int, np.ndarray] = {}  # the blocks of a usable shape
+    for i, (x, k) in enumerate(zip(cross, sizes, strict=True)):
         why = _shape_problem(x, int(k), max_block_rows, name)
         if why is None:
             arrays[i] = np.asarray(x)
         else:
             problems[i] = BlockProblem(BAD_BLOCK, why)
-    ks = np.array([int(k) if a is not None else 0 for k, a in zip(sizes, arrays)], dtype=np.int64)
+    ks = np.array([int(k) if i in arrays else 0 for i, k in enumerate(sizes)], dtype=np.int64)
     for k in np.unique(ks[ks > 0]).tolist():
         idx = np.flatnonzero(ks == k)
-        M = np.stack([arrays[i] for i in idx]).astype(np.float64, copy=False)  # (s, k, k)
+        M = np.stack([arrays[i] for i in idx.tolist()]).astype(np.float64, copy=False)  # (s, k, k)
         for j, why in _entry_problems(M, rtol, name):
             problems[int(idx[j])] = BlockProblem(BAD_BLOCK, why)
     return problems
@@ -212,7 +213,7 @@ def pack_blocks(
     beta = np.empty(int(beta_off[-1]))
     for k in np.unique(sizes).tolist():
         idx = np.flatnonzero(sizes == k)
-        X = np.stack([np.asarray(cross[i], dtype=np.float64) for i in idx])  # (s, k, k)
+        X = np.stack([np.asarray(cross[i], dtype=np.float64) for i in idx.tolist()])  # (s, k, k)
         ab = abar[row_off[idx][:, None] + np.arange(k)]  # (s, k)
         Bk = -0.5 * (X * X - ab[:, :, None] - ab[:, None, :] + grand_mean)
         beta[beta_off[idx][:, None] + np.arange(k * k)] = Bk.reshape(idx.size, k * k)
@@ -220,7 +221,7 @@ def pack_blocks(
 
 
 def prepare_blocks(
-    A: np.ndarray, cross: Sequence[object], sizes: Sequence[int], row_means: np.ndarray, grand_mean: float,
+    A: np.ndarray, cross: Sequence[object], sizes: Sequence[int] | np.ndarray, row_means: np.ndarray, grand_mean: float,
     eigenvectors: np.ndarray, max_block_rows: int | None = None, rtol: float = CROSS_RTOL, name: str = "cross",
 ) -> PreparedBlocks:
     """Check every block and pack the valid ones: one call from raw rows to ``solve_blocks`` input.

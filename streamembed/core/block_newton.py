@@ -141,7 +141,8 @@ def gradient(Y: np.ndarray, C: np.ndarray, Beta: np.ndarray, lam: np.ndarray) ->
     return st.g, st.g_scale
 
 
-def _steihaug(P: _Problems, st: _State, M: np.ndarray, radius: np.ndarray, max_cg: int) -> tuple[np.ndarray, np.ndarray]:
+def _steihaug(P: _Problems, st: _State, M: np.ndarray, radius: np.ndarray,
+              max_cg: int) -> tuple[np.ndarray, np.ndarray]:
     """Truncated preconditioned CG on the model g·s + ½ s·Hs within ‖s‖_M ≤ radius.
 
     M: (s, k, d) positive diagonal preconditioner. Returns (step (s, k, d), CG iterations (s,)).
@@ -228,7 +229,8 @@ def trust_region_newton(
     Y0 = np.asarray(Y0, dtype=np.float64)
     s, k, d = Y0.shape
     max_cg = k * d if max_cg is None else max_cg
-    P_all = _Problems(np.asarray(C, dtype=np.float64), np.asarray(Beta, dtype=np.float64), np.asarray(lam, dtype=np.float64),
+    P_all = _Problems(np.asarray(C, dtype=np.float64), np.asarray(Beta, dtype=np.float64),
+                      np.asarray(lam, dtype=np.float64),
                       np.asarray(f0, dtype=np.float64))
     y_out = Y0.copy()
     f_out = np.empty(s)
@@ -245,10 +247,8 @@ def trust_region_newton(
     radius = 2.0 * np.sqrt(4.0 * (lam[0] + size2) * np.maximum(size2, np.finfo(float).tiny))
     for it in range(max_iter + 1):
         done = st.g_norm <= GRAD_RTOL * st.g_scale
-        if it == max_iter or (it and runtime.spent()):  # out of iterations or of the batch's time
-            finished = np.ones(idx.size, dtype=bool)
-        else:
-            finished = done
+        out_of_budget = it == max_iter or (it and runtime.spent())  # out of iterations or of the batch's time
+        finished = np.ones(idx.size, dtype=bool) if out_of_budget else done
         if finished.any():
             f_idx = idx[finished]
             y_out[f_idx] = st.Y[finished]
@@ -271,7 +271,8 @@ def trust_region_newton(
             rho = np.where(pred > 0, actual / pred, -1.0)
         s_norm_M = np.sqrt(_bdot(S * M, S))
         accept = (rho > ACCEPT_RATIO) & (actual > 0)
-        radius = np.where(rho < 0.25, 0.25 * s_norm_M, np.where((rho > 0.75) & (s_norm_M >= 0.99 * radius), 2.0 * radius, radius))
+        grow = (rho > 0.75) & (s_norm_M >= 0.99 * radius)
+        radius = np.where(rho < 0.25, 0.25 * s_norm_M, np.where(grow, 2.0 * radius, radius))
         s_norm = np.sqrt(_bdot(S, S))
         tiny_step = accept & (s_norm <= STEP_RTOL * st.y_norm)
         stuck = ~accept & (pred <= 0)  # no model decrease left: round-off level
@@ -289,4 +290,5 @@ def trust_region_newton(
                 break
             idx, radius = idx[keep], radius[keep]
             P, st = P.take(keep), st.take(keep)
-    return NewtonResult(y=y_out, objective=f_out, grad_norm=g_out, iterations=it_out, cg_iterations=cg_out, converged=conv_out)
+    return NewtonResult(y=y_out, objective=f_out, grad_norm=g_out, iterations=it_out, cg_iterations=cg_out,
+                        converged=conv_out)

@@ -209,7 +209,7 @@ def window_bounds(
     bound_x = float(u_sum) + lt if (psd and u_sum is not None) else math.nan
     exact_dist = None
     if K0 is not None and K0.shape[0] == nz:
-        block_norm = spectral_norm(K0)
+        block_norm = float(spectral_norm(K0))  # of one (k, k) matrix: a float
         if euclidean and lt == 0.0:
             exact_dist = kernel_distance_exact(K0, n_landmarks)
     norm, norm_exact = bound_x, False

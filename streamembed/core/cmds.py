@@ -25,6 +25,8 @@ SPECTRUM_FLOOR = 1e-2
 #: Above this many landmarks a partial eigensolver replaces the full ``eigh``
 #: (docs/performance.md: full eigh of n = 2000 takes 0.58 s, eigsh of the top 10 0.11 s).
 FULL_EIGH_MAX_N = 1500
+# the default input dtype (a module-level value: argument defaults are evaluated once)
+_FLOAT64 = np.dtype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -192,7 +194,8 @@ def partial_eigh(B: np.ndarray, d: int, k: int, rtol: float = 1e-10,
     p = min(n, k + 10)
     rng = np.random.default_rng(0)
     Q = _orthonormalize(B @ rng.standard_normal((n, p)))
-    w = V = None
+    w: np.ndarray | None = None
+    V: np.ndarray | None = None
     for _ in range(max_iterations):
         BQ = B @ Q
         T = Q.T @ BQ
@@ -221,6 +224,7 @@ def partial_eigh(B: np.ndarray, d: int, k: int, rtol: float = 1e-10,
         w2, V2 = np.linalg.eigh(0.5 * (T + T.T))
         order = np.argsort(w2)[::-1][: max(k - d, 0)]
         w, V = np.concatenate([wd, w2[order]]), np.hstack([Vd, R @ V2[:, order]])
+    assert V is not None  # set with w
     return w, V
 
 

@@ -68,6 +68,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -217,7 +218,7 @@ def _chunks(m: int, xshape: tuple[int, int]) -> list[slice]:
     return [slice(i, min(i + rows, m)) for i in range(0, m, rows)]
 
 
-def _by_chunks(fn: Callable, Y: np.ndarray, X: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, ...]:
+def _by_chunks(fn: Callable[..., Any], Y: np.ndarray, X: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, ...]:
     """Apply ``fn(Y_rows, X, data_rows) -> tuple of row arrays`` over cache-sized row chunks."""
     parts = [fn(Y[s], X, data[s]) for s in _chunks(Y.shape[0], X.shape)]
     if not parts:
@@ -226,8 +227,8 @@ def _by_chunks(fn: Callable, Y: np.ndarray, X: np.ndarray, data: np.ndarray) -> 
     return tuple(np.concatenate([p[k] for p in parts]) for k in range(len(parts[0])))
 
 
-def _solve(descend: Callable, objective: Callable, check: Callable, Y0: np.ndarray, X: np.ndarray,
-           data: np.ndarray, starts: Callable | None = None) -> CriterionSolution:
+def _solve(descend: Callable[..., Any], objective: Callable[..., Any], check: Callable[..., Any], Y0: np.ndarray,
+           X: np.ndarray, data: np.ndarray, starts: Callable[..., Any] | None = None) -> CriterionSolution:
     """Descend from Y0 (and further starts), certify, leave non-minima (module docstring).
 
     ``starts(rows, dense) -> (owner rows (q,), starts (q, d))``: further starts for the rows
@@ -283,7 +284,7 @@ def _solve(descend: Callable, objective: Callable, check: Callable, Y0: np.ndarr
     return _select(pool, start, length)
 
 
-def _select(pool: list, start: np.ndarray, length: float) -> CriterionSolution:
+def _select(pool: list[tuple[Any, ...]], start: np.ndarray, length: float) -> CriterionSolution:
     """Per row, the lowest certified candidate (else the lowest), first among ties."""
     owner, Y, f, st, route = (np.concatenate([p[k] for p in pool]) for k in range(5))
     m = start.size
@@ -319,7 +320,7 @@ def _select(pool: list, start: np.ndarray, length: float) -> CriterionSolution:
 
 
 def _escape_starts(P: np.ndarray, fP: np.ndarray, dirs: np.ndarray, X: np.ndarray, data: np.ndarray,
-                   objective: Callable, length: float) -> tuple[np.ndarray, np.ndarray]:
+                   objective: Callable[..., Any], length: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """New starts leaving the points P (k, d): per direction of ``dirs`` (k, p, d), the lowest of the ladder.
 
     Returns (starts (q, d), their criteria (q,), index into P (q,)), only starts strictly below
@@ -509,7 +510,7 @@ def solve_l1(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray) -> CriterionSolu
     return _solve(descend, l1_objective, l1_check, Y0, X, delta2)
 
 
-def _on_a_line(line: Callable, objective: Callable, Y0: np.ndarray, X: np.ndarray,
+def _on_a_line(line: Callable[..., Any], objective: Callable[..., Any], Y0: np.ndarray, X: np.ndarray,
                data: np.ndarray) -> CriterionSolution:
     """d = 1: the exact global minimiser (``criteria_line``)."""
     X = np.asarray(X, dtype=np.float64)
@@ -541,11 +542,12 @@ def _l1_chunk(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray, local: bool = F
             break
         d2, e2 = delta2[todo], np.square(eps[todo])
 
-        def fun(Yr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        def fun(Yr: np.ndarray, rows: np.ndarray, d2: np.ndarray = d2, e2: np.ndarray = e2) -> np.ndarray:
             e = _sq(_diff(Yr, X)) - d2[rows]
             return np.sqrt(np.square(e) + e2[rows, None]).sum(axis=1)
 
-        def derivs(Yr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        def derivs(Yr: np.ndarray, rows: np.ndarray, d2: np.ndarray = d2,
+                   e2: np.ndarray = e2) -> tuple[np.ndarray, np.ndarray]:
             D = _diff(Yr, X)
             e = _sq(D) - d2[rows]
             rho = np.sqrt(np.square(e) + e2[rows, None])

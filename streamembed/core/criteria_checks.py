@@ -88,7 +88,8 @@ def stress_check(Y: np.ndarray, X: np.ndarray, delta: np.ndarray, length: float)
         w = np.where(on_landmark, 0.0, wdelta / r)
         w3 = np.where(on_landmark, 0.0, w / np.square(r))
     g = 2.0 * (wsum[:, None] * Y - wx - np.matmul(w[:, None, :], D)[:, 0, :])
-    H = 2.0 * ((wsum - w.sum(axis=1))[:, None, None] * np.eye(d) + np.matmul((w3[:, :, None] * D).transpose(0, 2, 1), D))
+    H = 2.0 * ((wsum - w.sum(axis=1))[:, None, None] * np.eye(d)
+               + np.matmul((w3[:, :, None] * D).transpose(0, 2, 1), D))
     lam, V = np.linalg.eigh(H)
     weight = 1.0 if wt is None else wt
     gscale = 2.0 * (weight * (r + delta)).sum(axis=1) + 1e-300

@@ -171,7 +171,7 @@ class Calibration:
     min_shift: float = math.nan
     effective_min_shift: float = math.nan
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -565,11 +565,13 @@ class CusumDetector:
     def increments(self, group_means: np.ndarray) -> np.ndarray:
         """x_j − k for group means (G,) of the clipped statistic (``group_means``)."""
         c = self.calibration
+        assert c is not None, "calibrate() first"
         return (np.asarray(group_means, dtype=np.float64) - c.mean) / c.group_sd - c.reference
 
     def group_means(self, values: np.ndarray) -> np.ndarray:
         """Means (⌊m/b⌋,) of consecutive complete groups of b clipped finite values of ``values`` (m,), no carry."""
         c = self.calibration
+        assert c is not None, "calibrate() first"
         v = np.asarray(values, dtype=np.float64).ravel()
         v = np.clip(v[np.isfinite(v)], c.clip_low, c.clip_high)
         G = v.size // self.group_objects
@@ -740,6 +742,7 @@ class SequentialTrigger:
     def observe(self, now: float, stats: DriftStatistics | None, n_new: int, values: Any = None) -> TriggerDecision:
         """Account for ``n_new`` objects: ``values`` (n_new,) their per-object statistic, ``stats`` the window's."""
         if self._failed:
+            assert self.fallback is not None  # _failed is only set with a fallback
             return self.fallback.observe(now, stats, n_new)
         vals = np.empty(0) if values is None else np.asarray(values, dtype=np.float64).ravel()
         det = self.detector
@@ -764,7 +767,8 @@ class SequentialTrigger:
         d = det.update(vals, now)
         cooling = self._last_refit is not None and now - self._last_refit < self.cooldown_seconds
         if d.fired and not cooling:
-            c = det.calibration
-            return TriggerDecision(True, f"CUSUM of the residual reached {d.peak:.4g} > h = {c.threshold:.4g} "
-                                   f"(ERT {c.expected_run_objects:.3g} objects)", d.peak, d.threshold, 0)
+            cal = det.calibration
+            assert cal is not None  # a detector that fired is calibrated
+            return TriggerDecision(True, f"CUSUM of the residual reached {d.peak:.4g} > h = {cal.threshold:.4g} "
+                                   f"(ERT {cal.expected_run_objects:.3g} objects)", d.peak, d.threshold, 0)
         return TriggerDecision(False, "cooldown" if d.fired else "below threshold", d.statistic, d.threshold, 0)

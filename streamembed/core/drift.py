@@ -13,6 +13,7 @@ deterministic under test.
 
 from __future__ import annotations
 
+from typing import Any
 import math
 from collections import deque
 from dataclasses import asdict, dataclass
@@ -68,7 +69,7 @@ class DriftStatistics:
     new_axis_possible: bool | None
     negative_k0_share: float
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -201,7 +202,7 @@ class DriftWindow:
                                landmark_trace=self.landmark_trace, euclidean=self.euclidean, rtol=self.negative_tol)
             with np.errstate(divide="ignore", invalid="ignore"):
                 rel_k0 = float(np.nanmean(np.where(beta > 0, k0 / beta, np.nan))) if (beta > 0).any() else math.nan
-            stats = dict(
+            stats: dict[str, Any] = dict(
                 k0_mean=float(k0.mean()),
                 relative_k0_mean=rel_k0,
                 trace_k0=wb.trace_k0,
@@ -334,7 +335,8 @@ class RefitTrigger:
         """
         self._seen_since_refit += n_new
         value = math.nan if stats is None else float(getattr(stats, self.statistic))
-        if self.baseline is None and self.threshold is None and self._seen_since_refit >= self.baseline_objects and math.isfinite(value):
+        if self.baseline is None and self.threshold is None and self._seen_since_refit >= self.baseline_objects \
+                and math.isfinite(value):
             self.baseline = value
         level = self.level()
         if not (math.isfinite(value) and math.isfinite(level)):

@@ -34,6 +34,7 @@ per-object streaming work.
 
 from __future__ import annotations
 
+from typing import Any
 import logging
 from collections.abc import Callable
 
@@ -85,7 +86,7 @@ class Dissimilarities:
         self.D = None if D is None else np.asarray(D)
         self.X = None if X is None else np.asarray(X, dtype=np.float64)
         self.metric = metric
-        self.N = int(self.D.shape[0] if self.D is not None else self.X.shape[0])
+        self.N = int(self.D.shape[0] if self.D is not None else self._features().shape[0])
         self._sq_means: np.ndarray | None = None
 
     def rows(self, idx: np.ndarray | list[int]) -> np.ndarray:
@@ -95,7 +96,8 @@ class Dissimilarities:
             return np.asarray(self.D[idx], dtype=np.float64)
         import scipy.spatial.distance  # lazily: keeps `streamembed embed`'s start-up short
 
-        return scipy.spatial.distance.cdist(self.X[idx], self.X, metric=self.metric)
+        X = self._features()
+        return scipy.spatial.distance.cdist(X[idx], X, metric=self.metric)
 
     def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """(len(rows), len(cols)) float64 dissimilarities."""
@@ -103,7 +105,13 @@ class Dissimilarities:
             return np.asarray(self.D[np.ix_(rows, cols)], dtype=np.float64)
         import scipy.spatial.distance  # lazily: keeps `streamembed embed`'s start-up short
 
-        return scipy.spatial.distance.cdist(self.X[rows], self.X[cols], metric=self.metric)
+        X = self._features()
+        return scipy.spatial.distance.cdist(X[rows], X[cols], metric=self.metric)
+
+    def _features(self) -> np.ndarray:
+        """X (N, p), for dissimilarities given by features."""
+        assert self.X is not None  # one of D and X (__init__)
+        return self.X
 
     def squared_row_means(self) -> np.ndarray:
         """(N,) mean over j of δ²(i, j): in chunks of ``CHUNK`` rows, or in O(N p) for Euclidean features
@@ -120,7 +128,7 @@ class Dissimilarities:
         return self._sq_means
 
 
-def _as_dissimilarities(D: np.ndarray | None, X: np.ndarray | None, metric: str) -> Dissimilarities:
+def _as_dissimilarities(D: np.ndarray | Dissimilarities | None, X: np.ndarray | None, metric: str) -> Dissimilarities:
     return D if isinstance(D, Dissimilarities) else Dissimilarities(D, X, metric)
 
 
@@ -380,7 +388,9 @@ def select_landmarks(
     if k <= 1 or strategy == "maxmin":
         return _at_least_two(np.sort(one(rng)), n_select, N)
     pop = np.arange(N) if population is None else np.asarray(population, dtype=np.int64)
-    sample = pop if pop.size <= SCORE_SAMPLE else pop[np.unique(np.linspace(0, pop.size - 1, SCORE_SAMPLE).round()).astype(np.int64)]
+    sample = pop
+    if pop.size > SCORE_SAMPLE:
+        sample = pop[np.unique(np.linspace(0, pop.size - 1, SCORE_SAMPLE).round()).astype(np.int64)]
     sets = [one(r) for r in rng.spawn(k)]
     with single_blas_thread():  # many small eigenproblems: BLAS threads would only contend
         scores = [captured_variance(L, dis, sample, n_components) if L.size > n_components else -np.inf for L in sets]
@@ -453,7 +463,7 @@ def residual_pivoted_select(
     tolerance: float = 1.25,
     quantile: float = 0.99,
     support_k: int = 10,
-) -> tuple[np.ndarray, dict]:
+) -> tuple[np.ndarray, dict[str, Any]]:
     """Keep the old landmarks that still carry the map; add what it does not explain (randomly pivoted Cholesky).
 
     Candidates 0..n_old-1 are the old landmarks, the others the reservoir

@@ -115,7 +115,10 @@ def _distances(X: np.ndarray) -> np.ndarray:
 
 
 def map_stress(X: np.ndarray, D: np.ndarray, kind: str) -> float:
-    """The criterion of ``kind`` ("smacof" raw stress, "sammon", "nonmetric" Kruskal's stress-1) of X (n, d) against D (n, n)."""
+    """The criterion of ``kind`` of X (n, d) against D (n, n).
+
+    ``kind``: "smacof" (raw stress), "sammon", "nonmetric" (Kruskal's stress-1).
+    """
     if kind == "nonmetric":
         return kruskal_stress1(X, D)
     iu = np.triu_indices(D.shape[0], 1)
@@ -132,6 +135,8 @@ class _Majorizer:
         n = D.shape[0]
         self.n = n
         off = ~np.eye(n, dtype=bool)
+        self.Vplus: np.ndarray | None
+        self.W: np.ndarray | None
         if kind == "sammon":
             if (D[off] <= 0).any():
                 i, j = np.argwhere((D <= 0) & off)[0]
@@ -209,7 +214,7 @@ def refine_map(X0: np.ndarray, D: np.ndarray, kind: str, max_iter: int | None = 
             nv = np.linalg.norm(v)
             sweeps += 2
             if nv > 0:
-                alpha = min(-np.linalg.norm(r) / nv, -1.0)
+                alpha = min(float(-np.linalg.norm(r) / nv), -1.0)
                 Xa = X - 2.0 * alpha * r + alpha**2 * v
                 X3 = maj.sweep(Xa, _distances(Xa))
                 d3 = _distances(X3)

@@ -25,6 +25,7 @@ import json
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -172,7 +173,8 @@ class LandmarkModel:
 
     @property
     def is_aligned(self) -> bool:
-        return not (np.array_equal(self.rotation, np.eye(self.rotation.shape[0])) and not self.shift.any())
+        rotation, shift = np.asarray(self.rotation), np.asarray(self.shift)  # set by __post_init__
+        return not (np.array_equal(rotation, np.eye(rotation.shape[0])) and not shift.any())
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary: version, lineage, landmarks, dimension, input, spectrum head."""
@@ -313,8 +315,10 @@ class LandmarkModel:
         if F64.shape[1] != p:
             raise InputError(f"features have {F64.shape[1]} columns, the landmarks have {p} (shape {F64.shape})")
         if self.pipeline.similarity is not None:
-            K = kernel_input.feature_kernel(F64, self.features, self.metric)
-            return np.hstack([K, kernel_input.feature_self_similarity(F64, self.metric)[:, None]])
+            metric = self.metric
+            assert metric is not None  # fit_features records the kernel of a similarity-input feature model
+            K = kernel_input.feature_kernel(F64, self.features, metric)
+            return np.hstack([K, kernel_input.feature_self_similarity(F64, metric)[:, None]])
         import scipy.spatial.distance  # lazily: keeps `streamembed embed`'s start-up short
         return scipy.spatial.distance.cdist(F64, self.features, metric=self.metric)
 
@@ -344,7 +348,7 @@ def fit_model(
     landmark_map: str = "cmds",
     n_residual_components: int | None = None,
     eigensolver: str = "auto",
-    landmark_ids: object = None,
+    landmark_ids: Iterable[Any] | None = None,
     features: np.ndarray | None = None,
     metric: str | None = None,
     random_state: int = 0,
@@ -414,10 +418,10 @@ def _too_few_eigenpairs(d: int, spectrum: LandmarkSpectrum, n_residual: int | No
             f"(n = {n} landmarks)")
 
 
-def _landmark_ids(landmark_ids: object, n: int) -> np.ndarray:
+def _landmark_ids(landmark_ids: Iterable[Any] | None, n: int) -> np.ndarray:
     if landmark_ids is None:  # the row numbers, as `streamembed fit` names landmarks of an input without ids
         return np.array([str(i) for i in range(n)])
-    ids = np.asarray([str(x) for x in landmark_ids])  # type: ignore[union-attr]
+    ids = np.asarray([str(x) for x in landmark_ids])
     if ids.shape != (n,):
         raise InputError(f"landmark_ids must have {n} entries, got shape {ids.shape}")
     if len(set(ids.tolist())) != n:

@@ -305,7 +305,8 @@ class Placer:
         flags[(beta < 0) & valid] |= FLAG_NON_EUCLIDEAN
         lost = valid & ~np.isfinite(unexpl)  # a non-finite coordinate makes β - ‖y‖² non-finite too
         for i in np.flatnonzero(lost):  # never expected past the range guard: never an output with inf
-            valid[i], reasons[i] = False, Problem(ProblemCode.OUT_OF_RANGE, "the placement overflowed (non-finite result)")
+            valid[i], reasons[i] = False, Problem(ProblemCode.OUT_OF_RANGE,
+                                                  "the placement overflowed (non-finite result)")
         placed = None if method == "projection" else beta - np.einsum("ij,ij->i", y, y)
         res = EmbeddingResult(y=y, beta=beta, unexplained=unexpl, k0=k0, t=t, flags=flags, valid=valid,
                               reasons=reasons, method=method, residual_rows=sample if sample.size else None,

@@ -35,6 +35,7 @@ running the batch itself). The threads are the process's one worker pool
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +45,7 @@ from .runtime import in_worker, resolve_threads, single_blas_thread, worker_pool
 try:
     from . import _native
 except ImportError:  # built without a C compiler (or off x86): the numpy path
-    _native = None
+    _native = None  # type: ignore[assignment]  # the numpy path: available_backends() says so
 
 #: The implementations ``ProjectionKernel`` can use, best first.
 BACKENDS = ("compiled", "numpy")
@@ -117,7 +118,8 @@ class ProjectionKernel:
         if backend == "compiled" and not compilable:
             raise ValueError(f"the compiled projection kernel takes native float32 or float64, not {self.dtype}")
         if backend not in available_backends():
-            raise ValueError(f"projection backend {backend!r} is not available here; choose from {available_backends()}")
+            raise ValueError(f"projection backend {backend!r} is not available here; "
+                             f"choose from {available_backends()}")
         self.backend = backend
         self.W = np.ascontiguousarray(W, dtype=self.dtype)
         self.WT = _padded_transpose(self.W)
@@ -126,12 +128,12 @@ class ProjectionKernel:
         self.block_rows = int(np.clip(BLOCK_ELEMENTS // n, 16, 1024))
         self._local = threading.local()  # per thread: the squaring buffer of the numpy path
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["_local"]
         return state
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._local = threading.local()
 
@@ -165,7 +167,8 @@ class ProjectionKernel:
                 f.result()
         return Z, flags.view(bool)
 
-    def _run_blocks(self, A: np.ndarray, Z: np.ndarray, blkmin: np.ndarray, start: int, stop: int, buf: np.ndarray) -> None:
+    def _run_blocks(self, A: np.ndarray, Z: np.ndarray, blkmin: np.ndarray, start: int, stop: int,
+                    buf: np.ndarray) -> None:
         W = self.W
         bs = self.block_rows
         for s in range(start, stop, bs):

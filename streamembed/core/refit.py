@@ -35,7 +35,7 @@ import numpy as np
 
 from .errors import InputError
 from .landmarks import LANDMARK_SELECTIONS, residual_pivoted_select, select_landmarks
-from .model import fit_model
+from .model import LandmarkModel, fit_model
 from .procrustes import orthogonal_procrustes_align
 from .refit_policy import assess, plan_refit
 
@@ -66,7 +66,7 @@ class RefitResult:
         details: n_candidates, kept_old, selection, and the strategy's own figures.
     """
 
-    model: object
+    model: LandmarkModel | None
     rotation: np.ndarray
     shift: np.ndarray
     alignment_rms: float
@@ -74,7 +74,7 @@ class RefitResult:
     new_ids: list[str]
     eigenvalues: np.ndarray
     duration_seconds: float
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
     outcome: str = "installed"
     reason: str = ""
 
@@ -198,7 +198,7 @@ def choose_landmarks(
     old: Any = None,
     seed: int = 0,
     **options: Any,
-) -> tuple[np.ndarray | None, dict]:
+) -> tuple[np.ndarray | None, dict[str, Any]]:
     """Sorted indices of the new landmarks among the candidates (None: keep the map), and what the strategy reports.
 
     Args:
@@ -226,7 +226,8 @@ def choose_landmarks(
                      "reservoir_residual_after": info["residual_after"], "off_map_level": info["landmark_cut"]}
     d = 2 if old is None else int(old.n_components)
     return select_landmarks(selection, n_select, D=D_candidates, seed=seed, n_components=d,
-                            population=np.arange(n_old, D_candidates.shape[0]) if n_old < D_candidates.shape[0] else None), {}
+                            population=np.arange(n_old, D_candidates.shape[0])
+                            if n_old < D_candidates.shape[0] else None), {}
 
 
 def _fit_model(old: Any, D_new: np.ndarray, ids: list[str], features: np.ndarray | None) -> Any:
@@ -274,7 +275,8 @@ def refit(
     D_candidates = np.asarray(D_candidates, dtype=np.float64)
     N = D_candidates.shape[0]
     if D_candidates.shape != (N, N) or len(candidate_ids) != N:
-        raise InputError(f"refit needs square candidate dissimilarities with one id each, got {D_candidates.shape} and {len(candidate_ids)} ids")
+        raise InputError(f"refit needs square candidate dissimilarities with one id each, got {D_candidates.shape} "
+                         f"and {len(candidate_ids)} ids")
     if n_old > N or list(candidate_ids[:n_old]) != [str(x) for x in old.landmark_ids]:
         raise InputError("the first candidates must be the old landmarks, in the model's order")
     if not np.isfinite(D_candidates).all():
@@ -284,7 +286,8 @@ def refit(
     old_ids = [str(x) for x in old.landmark_ids]
     base = {"n_candidates": N, "selection": selection, **info}
     if sel is None or (sel.size == n_old and np.array_equal(sel, np.arange(n_old))):
-        reason = info.get("reason") if sel is None else "the selection chose the same landmarks: the map would not change"
+        reason = info.get("reason") if sel is None else \
+            "the selection chose the same landmarks: the map would not change"
         return RefitResult(model=None, rotation=np.eye(int(old.n_components)), shift=np.zeros(int(old.n_components)),
                            alignment_rms=0.0, old_ids=old_ids, new_ids=old_ids, eigenvalues=old.eigenvalues.copy(),
                            duration_seconds=time.perf_counter() - t0, details={**base, "kept_old": n_old},
@@ -292,7 +295,8 @@ def refit(
     if "captured_before" not in info:  # the same figures for every selection, on the same recent objects
         base.update(assess(D_candidates, n_old, sel, old.embedding, int(old.n_components), seed=seed))
     ids = [str(candidate_ids[i]) for i in sel]
-    model = _fit_model(old, D_candidates[np.ix_(sel, sel)], ids, None if features is None else np.asarray(features)[sel])
+    model = _fit_model(old, D_candidates[np.ix_(sel, sel)], ids,
+                       None if features is None else np.asarray(features)[sel])
     # a SMACOF/Sammon map has no projection: place the old landmarks by its stress criterion
     placement = "projection" if model.landmark_map is None else "stress"
     placed = model.place(D_candidates[np.ix_(np.arange(n_old), sel)], method=placement).y

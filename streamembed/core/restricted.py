@@ -30,6 +30,7 @@ sign when c_G = 0 exactly; such objects carry ``FLAG_AMBIGUOUS``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,7 +41,7 @@ from .runtime import in_worker, resolve_threads, worker_pool
 try:
     from . import _native
 except ImportError:  # built without a C compiler: the numpy solver
-    _native = None
+    _native = None  # type: ignore[assignment]  # the numpy path: available_backends() says so
 
 #: The implementations of the Newton iteration, best first: "compiled"
 #: (``csrc/secular.c``, four objects side by side in vector lanes) and "numpy"
@@ -133,7 +134,8 @@ def solve_restricted(
 class _Constants:
     """Per-spectrum quantities shared by every chunk."""
 
-    def __init__(self, lam: np.ndarray, ambiguity_rtol: float, newton):
+    def __init__(self, lam: np.ndarray, ambiguity_rtol: float,
+                 newton: Callable[..., tuple[np.ndarray, int, np.ndarray]]) -> None:
         d = lam.size
         self.newton = newton
         self.lam = lam
@@ -326,7 +328,8 @@ def restricted_arc(c: np.ndarray, lam: np.ndarray, t_star: np.ndarray, s: float)
     return np.sqrt(lam) * c / (lam + t[:, None])
 
 
-def restricted_objective(y: np.ndarray, c: np.ndarray, beta: np.ndarray, lam: np.ndarray, b_perp2: np.ndarray) -> np.ndarray:
+def restricted_objective(y: np.ndarray, c: np.ndarray, beta: np.ndarray, lam: np.ndarray,
+                         b_perp2: np.ndarray) -> np.ndarray:
     """F(y) = 2‖Xy - b‖² + (‖y‖² - β)² per row, from d-dimensional quantities.
 
     ‖Xy - b‖² = Σ_j (√λ_j y_j - c_j)² + ‖b_⊥‖², with b_⊥ the part of b

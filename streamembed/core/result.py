@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -56,7 +57,7 @@ class EmbeddingResult:
     block_norm_k0: float | None = None
     residual_rows: np.ndarray | None = None
     residual_coords: np.ndarray | None = None
-    blocks: dict | None = None
+    blocks: dict[str, Any] | None = None
     unexplained_placed: np.ndarray | None = None
 
     def __len__(self) -> int:

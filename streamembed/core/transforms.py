@@ -85,7 +85,8 @@ class SimilarityInput:
             return A_raw, None
         k = np.asarray(kappa, dtype=np.float64).reshape(-1)
         if k.shape != (m,):
-            raise InputError(f"self_similarity must have shape ({m},) to match A's {m} rows, got {np.shape(kappa)}")
+            raise InputError(f"self_similarity must have shape ({m},) to match A's {m} rows, "
+                             f"got {np.asarray(kappa).shape}")
         return A_raw, k
 
     def rows(self, A_raw: np.ndarray, kappa: object) -> RowsInCore:
@@ -94,10 +95,11 @@ class SimilarityInput:
         valid = np.ones(m, dtype=bool)
         problems: list[Problem | None] = [None] * m
         finite = np.isfinite(K_rows).all(axis=1) & (np.isfinite(k) if k is not None else True)
-        for i in np.flatnonzero(~finite):
+        for i in np.flatnonzero(~finite).tolist():
             bad = np.flatnonzero(~np.isfinite(K_rows[i]))
-            problems[int(i)] = (Problem(ProblemCode.NON_FINITE, f"similarity A[{bad[0]}] = {K_rows[i, bad[0]]}", int(bad[0]))
-                                if bad.size else Problem(ProblemCode.NON_FINITE, f"self-similarity = {k[i]}"))
+            problems[int(i)] = (
+                Problem(ProblemCode.NON_FINITE, f"similarity A[{bad[0]}] = {K_rows[i, bad[0]]}", int(bad[0]))
+                if bad.size or k is None else Problem(ProblemCode.NON_FINITE, f"self-similarity = {k[i]}"))
             valid[i] = False
         if not finite.all():
             K_rows = np.where(finite[:, None], K_rows, 0).astype(K_rows.dtype)

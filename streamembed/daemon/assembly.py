@@ -48,7 +48,8 @@ from streamembed.stream.sinks import DeadLetterSink, FanoutSink, ParquetSink, Pe
 from streamembed.stream.sources import DirectorySource
 
 __all__ = ["load_or_fit_model", "build_registry", "build_drift", "build_source", "check_input_directory",
-           "KafkaIO", "ModelSync", "build_kafka_source", "build_io", "open_model_topic", "startup_model", "dead_letter_topic",
+           "KafkaIO", "ModelSync", "build_kafka_source", "build_io", "open_model_topic", "startup_model",
+           "dead_letter_topic",
            "model_source", "own_lineage", "message_limit", "save_generator_model", "DEFAULT_MODEL_NAME"]
 
 log = logging.getLogger("streamembed.daemon")
@@ -111,7 +112,8 @@ def _generator_estimator(cfg: Config) -> Any:
     from streamembed import LandmarkMDS
 
     m = cfg.model
-    return LandmarkMDS(n_components=m.n_components, method=m.method, input=m.input,
+    return LandmarkMDS(n_components=m.n_components, method=m.method,  # type: ignore[arg-type]  # a checked choice
+                       input=m.input,
                        geodesic_neighbors=m.geodesic_neighbors or None, correction=m.correction,
                        landmark_map=m.landmark_map, random_state=cfg.generator.seed)
 

@@ -3,8 +3,8 @@
 | code | meaning | a supervisor should |
 | --- | --- | --- |
 | 0 | stopped cleanly: SIGTERM/SIGINT, a limit, or batch mode finished | not restart (systemd: success) |
-| 1 | the loop died of an unexpected error (a bug); nothing durable is lost | restart: it resumes from the checkpoint, and a batch that keeps crashing it is quarantined |
-| 2 | refused: configuration, model file or run state that a restart cannot fix | not restart; fix what the message names |
+| 1 | died of an unexpected error (a bug); nothing durable is lost | restart (a crashing batch is quarantined) |
+| 2 | refused: configuration, model file or run state a restart cannot fix | not restart; fix what the message names |
 | 3 | the environment is not ready: disk full, port taken, permissions, brokers unreachable | restart with backoff |
 
 ``deploy/systemd/streamembed.service`` has ``RestartPreventExitStatus=2``;

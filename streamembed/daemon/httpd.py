@@ -46,6 +46,7 @@ from http import HTTPStatus
 from collections.abc import Callable
 
 from streamembed.daemon.logs import RateLimitedLog
+import contextlib
 
 __all__ = ["Response", "HttpServer", "MAX_HEAD_BYTES"]
 
@@ -225,10 +226,8 @@ class HttpServer:
         for c in list(self._limits.open.values()):
             self._close(c)
         for fd in (self._wake_r, self._wake_w):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         self._listen.close()
         self._sel.close()
 
@@ -424,10 +423,8 @@ class HttpServer:
             return
         c.outbuf = c.outbuf[n:]
         if not c.outbuf:
-            try:
+            with contextlib.suppress(OSError):
                 c.sock.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
             self._close(c)
 
     def _expire(self, now: float) -> None:
@@ -448,21 +445,15 @@ class HttpServer:
     def _close(self, c: _Conn) -> None:
         self._limits.remove(c)
         if c.state != "working":
-            try:
+            with contextlib.suppress(KeyError, ValueError):
                 self._sel.unregister(c.sock)
-            except (KeyError, ValueError):
-                pass
         c.state = "closed"
-        try:
+        with contextlib.suppress(OSError):
             c.sock.close()
-        except OSError:
-            pass
 
     def _wake(self) -> None:
-        try:
+        with contextlib.suppress(OSError):  # a wake-up is already pending (or the server is closing)
             os.write(self._wake_w, b"x")
-        except (BlockingIOError, OSError):
-            pass  # a wake-up is already pending (or the server is closing)
 
     def _drain_wake(self) -> None:
         try:

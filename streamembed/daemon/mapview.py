@@ -270,7 +270,7 @@ def _k0_rows(results: list[Any], m: int, limit: int) -> np.ndarray | None:
         return None
     parts: list[np.ndarray] = []
     need, end = limit, m
-    for res, size in zip(reversed(results), reversed(sizes)):
+    for res, size in zip(reversed(results), reversed(sizes), strict=True):
         end -= size
         rows = res.residual_rows
         if rows is not None and rows.size and need > 0:

@@ -71,7 +71,7 @@ class BulkHistogram(Collector):
         with self._lock:
             cum = np.cumsum(self._counts)
             total = float(self._sum)
-        buckets = [(floatToGoString(b), float(c)) for b, c in zip(self.bounds, cum[:-1])]
+        buckets = [(floatToGoString(b), float(c)) for b, c in zip(self.bounds, cum[:-1], strict=True)]
         buckets.append(("+Inf", float(cum[-1])))
         fam = HistogramMetricFamily(self.name, self.documentation, buckets=buckets, sum_value=total)
         yield fam

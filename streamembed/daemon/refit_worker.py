@@ -16,11 +16,13 @@ process keeps streaming (and heartbeating) while the eigendecomposition runs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -45,8 +47,8 @@ def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
             selection = str(npz["selection"]) if "selection" in npz.files else DEFAULT_SELECTION
             min_gain = float(npz["min_gain"]) if "min_gain" in npz.files else None
         old, params = read_model_file(old_model)
-        res = refit(old, D, ids, n_landmarks=n_landmarks or None, features=features, selection=selection,
-                    **({"min_gain": min_gain} if selection == "adaptive" and min_gain is not None else {}))
+        options: dict[str, Any] = {"min_gain": min_gain} if selection == "adaptive" and min_gain is not None else {}
+        res = refit(old, D, ids, n_landmarks=n_landmarks or None, features=features, selection=selection, **options)
         if res.model is not None:
             save_model(res.model, new_model, params=params)
         doc = {
@@ -100,10 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     die_with_parent()
-    try:
+    with contextlib.suppress(OSError):
         os.nice(19)  # background work: the stream (and Kafka heartbeats) come first
-    except OSError:
-        pass
     return run(*(Path(a) for a in args))
 
 

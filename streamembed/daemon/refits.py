@@ -112,7 +112,7 @@ class RefitManager:
         #: claim(new model) before installing it: None when its version is this replica's to install, else why not
         self.claim: Callable[[Any], str | None] | None = None
         self._proc: subprocess.Popen[bytes] | None = None
-        self._job: dict[str, Any] | None = None
+        self._job: dict[str, Any] = {}  # the running refit's (empty: none)
         self.completed = 0
         self.kept = 0
         self.failed = 0
@@ -209,7 +209,7 @@ class RefitManager:
                   "min_gain": np.asarray(-np.inf if trigger == "manual" else float(self.settings.min_gain))}
         if features is not None:
             arrays["features"] = features
-        np.savez(job, **arrays)
+        np.savez(job, **arrays)  # type: ignore[arg-type]  # the stub's allow_pickle (numpy >= 2.1) is not one of the names
         old_path = workdir / "old.npz"
         save_model(est, old_path)
         new_path = workdir / "new.npz"
@@ -230,6 +230,7 @@ class RefitManager:
     def _finish(self) -> None:
 
         job, proc = self._job, self._proc
+        assert proc is not None  # poll() finishes the running worker
         self._proc = None
         self.monitor.refit_running = False
         try:
@@ -367,7 +368,7 @@ class RefitManager:
         import shutil
 
         shutil.rmtree(job["workdir"], ignore_errors=True)
-        self._job = None
+        self._job = {}
 
     def _record(self, doc: dict[str, Any]) -> None:
         ms = round(time.time() * 1000)  # to the millisecond: plot drift marks the refit between the updates around it

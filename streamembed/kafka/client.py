@@ -83,9 +83,9 @@ def validate_client_table(table: Mapping[str, Any]) -> None:
             near = difflib.get_close_matches(key, sorted(known), n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             raise ValueError(f"kafka.client.{key} is not a kafka-python setting{hint}")
-        if isinstance(value, (dict, list)) and key not in ("api_version",):
-            if not (isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value)):
-                raise ValueError(f"kafka.client.{key} = {value!r}: only numbers, strings, booleans and lists of them")
+        if isinstance(value, (dict, list)) and key not in ("api_version",) \
+                and not (isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value)):
+            raise ValueError(f"kafka.client.{key} = {value!r}: only numbers, strings, booleans and lists of them")
         if key == "compression_type":
             _check_codec(value)
 

@@ -214,7 +214,7 @@ def _decode_json(value: bytes) -> DecodedMessage:
                     and all(isinstance(o, dict) for o in objects)):
                 return _refuse(value, JSON_CONTENT_TYPE, Reason.BAD_BLOCK,
                                f"'cross' must be a {k} x {k} matrix (a list of {k} lists) over {k} objects")
-            objects = [{**o, INPUT_CROSS: row} for o, row in zip(objects, cross)]
+            objects = [{**o, INPUT_CROSS: row} for o, row in zip(objects, cross, strict=True)]
         order = doc.get(INPUT_LANDMARKS)
         if order is not None:  # the shared order; an object's own wins (a bad one is refused row by row)
             objects = [{INPUT_LANDMARKS: order, **o} if isinstance(o, dict) else o for o in objects]
@@ -325,7 +325,8 @@ def _json_value(v: Any) -> Any:
     return v
 
 
-def output_json_messages(batch: pa.RecordBatch | pa.Table) -> Iterator[tuple[bytes | None, bytes, list[tuple[str, bytes]]]]:
+def output_json_messages(
+        batch: pa.RecordBatch | pa.Table) -> Iterator[tuple[bytes | None, bytes, list[tuple[str, bytes]]]]:
     """(key, value, headers): one JSON object per output row (the output columns by name), keyed by its id."""
     version = schema_version_of(batch.schema)
     for row in batch.to_pylist():

@@ -14,6 +14,7 @@ Tansu test broker does not describe configs, and has no limit).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 from collections.abc import Mapping, Sequence
@@ -83,10 +84,8 @@ def topic_limit(admin_settings: Mapping[str, Any], topic: str) -> int | None:
         log.debug("cannot ask the broker for the size limit of %s (%s)", topic, exc)
         return None
     finally:
-        try:
+        with contextlib.suppress(Exception):
             admin.close()
-        except Exception:  # noqa: BLE001
-            pass
 
 
 def _config_value(responses: Any, name: str) -> int | None:

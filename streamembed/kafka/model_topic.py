@@ -257,9 +257,10 @@ class ModelTopic:
                     out.extend(r for r in recs if r.key == self._key)
                 if until is not None and any(r.partition == until[0] and r.offset >= until[1] for r in out):
                     break
-                if all((hw := consumer.highwater(tp)) is not None and consumer.position(tp) >= hw for tp in tps):
-                    if until is None or until[0] not in parts:
-                        break
+                caught_up = all((hw := consumer.highwater(tp)) is not None and consumer.position(tp) >= hw
+                                for tp in tps)
+                if caught_up and (until is None or until[0] not in parts):
+                    break
             else:
                 log.warning("reading the model topic %s timed out; using what was read", self.topic)
             if until is not None:

@@ -84,6 +84,7 @@ from streamembed.stream.records import INPUT_BLOCK, INPUT_CROSS, INPUT_DISSIMILA
 from streamembed.stream.origin import RowOrigin
 from streamembed.stream.sinks import safe_label
 from streamembed.stream.sources import SourceBatch
+import contextlib
 
 __all__ = ["KafkaSource", "KafkaDeadRecord", "Coordinates", "cut_batches", "throttle_join_spin"]
 
@@ -616,7 +617,7 @@ class KafkaSource:
             counts = [t.num_rows for t in q.tables]
             row_offset = np.repeat(np.asarray(q.offsets, dtype=np.int64), counts)
             row_in_msg = np.concatenate([np.arange(c, dtype=np.int64) if r is None else np.asarray(r, np.int64)
-                                         for c, r in zip(counts, q.msg_rows)])
+                                         for c, r in zip(counts, q.msg_rows, strict=True)])
             self._provenance[file] = _Provenance(p, row_offset, row_in_msg)
             while len(self._provenance) > 64:
                 self._provenance.popitem(last=False)
@@ -679,10 +680,8 @@ class KafkaSource:
             self._epoch[p] = next(self._epochs)
             self._lag.pop(p, None)
             if self.metrics is not None:
-                try:
+                with contextlib.suppress(KeyError):
                     self.metrics.kafka_consumer_lag.remove(self.topic, str(p))
-                except KeyError:
-                    pass
         self._assigned_parts -= parts
         if parts:
             log.info("partitions revoked", extra={"topic": self.topic, "partitions": sorted(parts)})

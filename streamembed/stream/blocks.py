@@ -54,7 +54,7 @@ class Blocks:
         keep = np.isin(self.rows[starts], positions)
         members = np.repeat(keep, self.sizes)
         return Blocks(rows=np.searchsorted(positions, self.rows[members]), sizes=self.sizes[keep],
-                      cross=[c for c, k in zip(self.cross, keep.tolist()) if k])
+                      cross=[c for c, k in zip(self.cross, keep.tolist(), strict=True) if k])
 
     def member_mask(self, m: int) -> np.ndarray:
         """(m,) bool over the accepted rows: True for block members."""
@@ -117,6 +117,7 @@ def find_blocks(ccol: pa.Array | None, bcol: pa.Array | None, code: np.ndarray, 
     m = int(code.size)
     ok = code == 0
     has_cross = np.zeros(m, dtype=bool) if ccol is None or pa.types.is_null(ccol.type) else ~null_mask(ccol)
+    keys: np.ndarray | None
     if bcol is None or pa.types.is_null(bcol.type):
         if not has_cross.any():
             return None
@@ -208,7 +209,8 @@ def _matrices(ccol: pa.Array, starts: np.ndarray, sizes: np.ndarray) -> list[np.
     flat = values.to_numpy(zero_copy_only=False)
     lengths = np.maximum(list_lengths(ccol), 0)
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    return [flat[offsets[s]:offsets[s] + k * k].reshape(k, k) for s, k in zip(starts.tolist(), sizes.tolist())]
+    return [flat[offsets[s]:offsets[s] + k * k].reshape(k, k)
+            for s, k in zip(starts.tolist(), sizes.tolist(), strict=True)]
 
 
 def block_units(table: pa.Table | pa.RecordBatch) -> np.ndarray:

@@ -237,7 +237,8 @@ class CrashGuard:
                     or not (current is None or isinstance(current, str)):
                 raise ValueError("fields of the wrong type")
         except (OSError, ValueError, AttributeError) as exc:
-            raise CheckpointError(f"crash record {self.path} is unreadable ({exc}); delete it (it only counts crashes)")
+            raise CheckpointError(f"crash record {self.path} is unreadable ({exc}); delete it "
+                                  f"(it only counts crashes)") from exc
         self.crashed = dict(crashed)
         if current is not None:
             self.crashed[current] = self.crashed.get(current, 0) + 1

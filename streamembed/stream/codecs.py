@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamembed.core.options import MAX_BLOCK_ROWS
-from streamembed.stream.blocks import Blocks, find_blocks
+from streamembed.stream.blocks import BlockRows, Blocks, find_blocks
 from streamembed.stream.columns import (column, is_list, list_lengths, null_mask, numeric_values_type, single_array,
                                         to_matrix)
 from streamembed.stream.landmark_order import apply_orders, permutation, row_orders
@@ -196,7 +196,7 @@ def _valid_utf8(table: pa.Table | pa.RecordBatch) -> tuple[pa.Table | pa.RecordB
 
 #: Field metadata key naming the element type of a fixed_size_binary vector column (the fast layout).
 PACKED_DTYPE_KEY = b"streamembed.dtype"
-_PACKED = {b"float32": np.dtype("<f4"), b"float64": np.dtype("<f8")}
+_PACKED: dict[bytes, np.dtype[Any]] = {b"float32": np.dtype("<f4"), b"float64": np.dtype("<f8")}
 
 
 def _packed_dtype(field: pa.Field) -> tuple[np.dtype, None] | tuple[None, str]:
@@ -291,7 +291,9 @@ def _event_times(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 bad[i] = True
                 details[i] = f"event_time {v!r:.60} is not an ISO 8601 time"
-        good = pa.array(np.where(bad, None, np.array(values, dtype=object)).tolist(), pa.string())
+        kept = np.array(values, dtype=object)
+        kept[bad] = None
+        good = pa.array(kept.tolist(), pa.string())
         return _parse_times(good), bad, details
     return pa.nulls(m, type=TIMESTAMP_TYPE), np.ones(m, dtype=bool), {-1: f"event_time has type {t}, expected a "
                                                                         f"timestamp or an ISO 8601 string"}
@@ -351,23 +353,9 @@ def decode_batch(
     """
     m = table.num_rows
     accepted = set(accepted_versions) if accepted_versions is not None else {model_version}
-    code = np.zeros(m, dtype=np.uint8)
-    column_detail: dict[int, str] = {}
-    row_detail: dict[int, str] = {}
+    marks = _Marks(m)
     all_rows = np.ones(m, dtype=bool)
-
-    def mark(mask: np.ndarray, reason: str, detail: str | None = None,
-             per_row: dict[int, str] | None = None) -> None:
-        c = _CODE[reason]
-        sel = mask & (code == 0)
-        if not sel.any():
-            return
-        code[sel] = c
-        if detail is not None and c not in column_detail:
-            column_detail[c] = detail
-        for i, text in (per_row or {}).items():
-            if i >= 0 and sel[i]:
-                row_detail[i] = text
+    mark = marks.mark
 
     table, bad_text = _valid_utf8(table)
     mark(bad_text, Reason.UNDECODABLE, "a string column holds bytes that are not valid UTF-8")
@@ -375,7 +363,7 @@ def decode_batch(
     if dup is not None:
         mark(all_rows, Reason.UNDECODABLE, dup)
         empty = np.empty((0, n_landmarks), dtype=np.float64)
-        dead = _dead_records(table, code, column_detail, row_detail, np.full(m, -1), n_landmarks,
+        dead = _dead_records(table, marks.code, marks.column_detail, marks.row_detail, np.full(m, -1), n_landmarks,
                              INPUT_DISSIMILARITIES, None, pa.nulls(m, pa.string()), origin)
         return DecodedBatch(ids=pa.array([], pa.string()), matrix=empty, kind=INPUT_DISSIMILARITIES, blocks=None,
                             event_time=pa.array([], TIMESTAMP_TYPE), index=np.empty(0, np.int64), dead=dead)
@@ -385,76 +373,25 @@ def decode_batch(
         mark(bad_id, Reason.BAD_ID, id_problem)
     mark(bad_id, Reason.MISSING_ID, "no id column" if column(table, INPUT_ID) is None else None)
 
-    # which vector column, and its required width
-    kind = INPUT_DISSIMILARITIES
-    width = n_landmarks
-    col = column(table, INPUT_DISSIMILARITIES)
-    if col is not None and pa.types.is_null(col.type):
-        col = None  # an all-null column from JSON lines that did not use it
-    if col is None:
-        fcol = column(table, INPUT_FEATURES)
-        if fcol is not None and not pa.types.is_null(fcol.type):
-            if n_features is None:
-                mark(all_rows, Reason.UNDECODABLE,
-                     "rows carry 'features' but the model was not fitted on feature vectors")
-            else:
-                kind, width, col = INPUT_FEATURES, n_features, fcol
-    lengths = np.full(m, -1, dtype=np.int64)
-    packed: np.dtype | None = None  # the fast layout: rows packed as fixed_size_binary
-    if col is None:
-        mark(all_rows, Reason.MISSING_VECTOR, f"no '{INPUT_DISSIMILARITIES}' column"
-             + _near_miss(table, INPUT_DISSIMILARITIES))
-    elif pa.types.is_fixed_size_binary(col.type):
-        packed, problem = _packed_dtype(table.schema.field(kind))
-        if problem is not None:
-            mark(all_rows, Reason.NON_NUMERIC, problem)
-            col = None
-        else:
-            bw = col.type.byte_width
-            lengths = np.full(m, bw // packed.itemsize if bw % packed.itemsize == 0 else -2, dtype=np.int64)
-            if col.null_count:
-                lengths[null_mask(col)] = -1
-            mark(lengths == -1, Reason.MISSING_VECTOR, f"'{kind}' is null" + _near_miss(table, kind))
-            if bw != width * packed.itemsize:
-                mark(lengths != -1, Reason.WRONG_LENGTH,
-                     f"'{kind}' is fixed_size_binary({bw}): {bw / packed.itemsize:g} {packed.name} values per row, "
-                     f"expected {width} ({width * packed.itemsize} bytes)")
-    elif not is_list(col.type):
-        mark(all_rows, Reason.UNDECODABLE, f"'{kind}' has type {col.type}, expected a list of floats")
-        col = None
-    elif not numeric_values_type(col.type):
-        mark(all_rows, Reason.NON_NUMERIC, f"'{kind}' holds {col.type.value_type}, expected float32/float64")
-        col = None
-    else:
-        lengths = list_lengths(col)
-        mark(lengths < 0, Reason.MISSING_VECTOR, f"'{kind}' is null" + _near_miss(table, kind))
-        mark(lengths != width, Reason.WRONG_LENGTH)
-
-    # landmark version
-    lv = column(table, INPUT_LANDMARK_VERSION)
-    versions: np.ndarray | None = None
-    if lv is not None and not pa.types.is_null(lv.type):
-        if not pa.types.is_integer(lv.type):
-            mark(all_rows, Reason.UNKNOWN_LANDMARK_VERSION, f"landmark_version has type {lv.type}, expected int64")
-        else:
-            versions = lv.cast(pa.int64()).fill_null(model_version).to_numpy(zero_copy_only=False)
-            mark(~np.isin(versions, list(accepted)), Reason.UNKNOWN_LANDMARK_VERSION)
+    kind, width, col = _vector_column(table, marks, n_landmarks, n_features)
+    col, lengths, packed = _vector_lengths(table, marks, kind, width, col)
+    versions = _landmark_versions(table, marks, model_version, accepted)
 
     event_time, bad_time, time_details = _event_times(table, m)
     mark(bad_time, Reason.UNDECODABLE, time_details.get(-1), time_details)
 
     # rows that name their landmark order: checked against the ids of the version they follow
-    order_group, perms = _named_orders(table, kind, code, mark, versions, model_version, landmark_ids)
+    order_group, perms = _named_orders(table, kind, marks.code, mark, versions, model_version, landmark_ids)
 
     # blocks: rows placed jointly from their mutual dissimilarities (stream.blocks)
     row_no = origin.numbers(m)
-    found = find_blocks(column(table, INPUT_CROSS), column(table, INPUT_BLOCK), code, _CODES, row_no,
+    found = find_blocks(column(table, INPUT_CROSS), column(table, INPUT_BLOCK), marks.code, _CODES, row_no,
                         max_block_rows)
     if found is not None:
         mark(found.bad, Reason.BAD_BLOCK, None, found.details)
 
     # vectors of the rows still ok: zero-copy when every row is ok
-    ok = code == 0
+    ok = marks.code == 0
     matrix: np.ndarray | None = None
     if col is not None and ok.any():
         sub = col if ok.all() else col.filter(pa.array(ok))
@@ -462,7 +399,8 @@ def decode_batch(
         matrix = apply_orders(matrix, order_group[ok], perms)
         # NaN/inf/negative values are left to the core (errors="mask"): its
         # fused kernel finds them in the same pass that embeds the batch
-    dead = _dead_records(table, code, column_detail, row_detail, lengths, width, kind, versions, ids, origin)
+    dead = _dead_records(table, marks.code, marks.column_detail, marks.row_detail, lengths, width, kind, versions,
+                         ids, origin)
     if matrix is None:
         ok[:] = False
         matrix = np.empty((0, width), dtype=np.float64)
@@ -475,13 +413,124 @@ def decode_batch(
     if versions is not None and ok.any() and (versions[ok] != model_version).any():
         row_versions = versions[ok]
     index = np.flatnonzero(ok)
-    blocks = None
-    if found is not None and found.sizes.size and ok.any():
-        first = np.concatenate([[0], np.cumsum(found.sizes)[:-1]])
-        members = np.arange(int(found.sizes.sum())) + np.repeat(found.starts - first, found.sizes)
-        blocks = Blocks(rows=np.searchsorted(index, members), sizes=found.sizes, cross=found.cross)
+    blocks = _batch_blocks(found, index) if ok.any() else None
     return DecodedBatch(ids=out_ids, matrix=matrix, kind=kind, blocks=blocks,
                         event_time=out_et, index=index, dead=dead, versions=row_versions)
+
+
+class _Marks:
+    """The reason code of each row of a batch (0: ok) and the texts that explain them; the first reason wins."""
+
+    def __init__(self, m: int) -> None:
+        self.code = np.zeros(m, dtype=np.uint8)
+        self.column_detail: dict[int, str] = {}
+        self.row_detail: dict[int, str] = {}
+
+    def mark(self, mask: np.ndarray, reason: str, detail: str | None = None,
+             per_row: dict[int, str] | None = None) -> None:
+        """Give the rows of ``mask`` (bool, (m,)) not yet refused ``reason``; ``detail`` for the column, per row."""
+        c = _CODE[reason]
+        sel = mask & (self.code == 0)
+        if not sel.any():
+            return
+        self.code[sel] = c
+        if detail is not None and c not in self.column_detail:
+            self.column_detail[c] = detail
+        for i, text in (per_row or {}).items():
+            if i >= 0 and sel[i]:
+                self.row_detail[i] = text
+
+
+def _vector_column(table: pa.Table | pa.RecordBatch, marks: _Marks, n_landmarks: int,
+                   n_features: int | None) -> tuple[str, int, pa.Array | None]:
+    """(kind, required width, column) of the vectors: ``dissimilarities``, else ``features`` of a feature model."""
+    kind = INPUT_DISSIMILARITIES
+    width = n_landmarks
+    col = column(table, INPUT_DISSIMILARITIES)
+    if col is not None and pa.types.is_null(col.type):
+        col = None  # an all-null column from JSON lines that did not use it
+    if col is None:
+        fcol = column(table, INPUT_FEATURES)
+        if fcol is not None and not pa.types.is_null(fcol.type):
+            if n_features is None:
+                marks.mark(np.ones(table.num_rows, dtype=bool), Reason.UNDECODABLE,
+                           "rows carry 'features' but the model was not fitted on feature vectors")
+            else:
+                kind, width, col = INPUT_FEATURES, n_features, fcol
+    return kind, width, col
+
+
+def _vector_lengths(table: pa.Table | pa.RecordBatch, marks: _Marks, kind: str, width: int,
+                    col: pa.Array | None) -> tuple[pa.Array | None, np.ndarray, np.dtype | None]:
+    """(column, or None if unusable; row lengths (m,) int64, -1: null; the packed value dtype, or None).
+
+    Marks missing, non-numeric and wrong-length vectors.
+    """
+    m = table.num_rows
+    all_rows = np.ones(m, dtype=bool)
+    lengths = np.full(m, -1, dtype=np.int64)
+    packed: np.dtype | None = None  # the fast layout: rows packed as fixed_size_binary
+    if col is None:
+        marks.mark(all_rows, Reason.MISSING_VECTOR, f"no '{INPUT_DISSIMILARITIES}' column"
+                   + _near_miss(table, INPUT_DISSIMILARITIES))
+    elif pa.types.is_fixed_size_binary(col.type):
+        packed, problem = _packed_dtype(table.schema.field(kind))
+        if packed is None:
+            marks.mark(all_rows, Reason.NON_NUMERIC, problem)
+            col = None
+        else:
+            lengths = _packed_lengths(table, marks, kind, width, col, packed)
+    elif not is_list(col.type):
+        marks.mark(all_rows, Reason.UNDECODABLE, f"'{kind}' has type {col.type}, expected a list of floats")
+        col = None
+    elif not numeric_values_type(col.type):
+        marks.mark(all_rows, Reason.NON_NUMERIC, f"'{kind}' holds {col.type.value_type}, expected float32/float64")
+        col = None
+    else:
+        lengths = list_lengths(col)
+        marks.mark(lengths < 0, Reason.MISSING_VECTOR, f"'{kind}' is null" + _near_miss(table, kind))
+        marks.mark(lengths != width, Reason.WRONG_LENGTH)
+    return col, lengths, packed
+
+
+def _packed_lengths(table: pa.Table | pa.RecordBatch, marks: _Marks, kind: str, width: int, col: pa.Array,
+                    packed: np.dtype) -> np.ndarray:
+    """Row lengths (m,) int64 of a fixed_size_binary vector column (-1: null, -2: not a whole number of values)."""
+    m = table.num_rows
+    bw = col.type.byte_width
+    lengths = np.full(m, bw // packed.itemsize if bw % packed.itemsize == 0 else -2, dtype=np.int64)
+    if col.null_count:
+        lengths[null_mask(col)] = -1
+    marks.mark(lengths == -1, Reason.MISSING_VECTOR, f"'{kind}' is null" + _near_miss(table, kind))
+    if bw != width * packed.itemsize:
+        marks.mark(lengths != -1, Reason.WRONG_LENGTH,
+                   f"'{kind}' is fixed_size_binary({bw}): {bw / packed.itemsize:g} {packed.name} values per row, "
+                   f"expected {width} ({width * packed.itemsize} bytes)")
+    return lengths
+
+
+def _landmark_versions(table: pa.Table | pa.RecordBatch, marks: _Marks, model_version: int,
+                       accepted: set[int]) -> np.ndarray | None:
+    """The landmark version of each row (m,) int64 (null: ``model_version``), or None without the column."""
+    lv = column(table, INPUT_LANDMARK_VERSION)
+    if lv is None or pa.types.is_null(lv.type):
+        return None
+    if not pa.types.is_integer(lv.type):
+        marks.mark(np.ones(table.num_rows, dtype=bool), Reason.UNKNOWN_LANDMARK_VERSION,
+                   f"landmark_version has type {lv.type}, expected int64")
+        return None
+    versions: np.ndarray = lv.cast(pa.int64()).fill_null(model_version).to_numpy(zero_copy_only=False)
+    marks.mark(~np.isin(versions, list(accepted)), Reason.UNKNOWN_LANDMARK_VERSION)
+    return versions
+
+
+def _batch_blocks(found: BlockRows | None, index: np.ndarray) -> Blocks | None:
+    """The blocks of the kept rows, their rows counted among the kept (``index``: kept rows of the batch)."""
+    if found is None or not found.sizes.size:
+        return None
+    first = np.concatenate([[0], np.cumsum(found.sizes)[:-1]])
+    members = np.arange(int(found.sizes.sum())) + np.repeat(found.starts - first, found.sizes)
+    return Blocks(rows=np.searchsorted(index, members), sizes=found.sizes, cross=found.cross)
 
 
 def _named_orders(table: pa.Table | pa.RecordBatch, kind: str, code: np.ndarray, mark: Any,
@@ -511,6 +560,7 @@ def _named_orders(table: pa.Table | pa.RecordBatch, kind: str, code: np.ndarray,
     inv = inv.ravel()
     for j, (g, v) in enumerate(pairs):
         ids = None if landmark_ids is None else landmark_ids.get(int(v))
+        problem: str | None
         if kind == INPUT_FEATURES:
             perm, problem = None, (f"'{INPUT_LANDMARKS}' names the order of '{INPUT_DISSIMILARITIES}'; these rows "
                                    f"carry '{INPUT_FEATURES}'")

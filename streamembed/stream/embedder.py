@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 import pyarrow as pa
@@ -100,7 +100,8 @@ class BatchEmbedder:
         self.max_batch_seconds = max_batch_seconds
         self.cancelled = cancelled
         self.method = method
-        self.k0_rows = k0_rows
+        # a string other than "all" is refused by the placement, batch by batch, as before
+        self.k0_rows = cast("None | Literal['all'] | int", k0_rows)
         self.max_block_rows = max_block_rows
         self.monitor = monitor
         self.consistency = consistency
@@ -152,13 +153,10 @@ class BatchEmbedder:
         out = Processed(dead=dec.dead)
         if dec.matrix.shape[0] == 0:
             return out
-        if dec.versions is None:
-            groups: list[tuple[int, np.ndarray | None]] = [(current, None)]
-        else:
-            groups = [(int(v), np.flatnonzero(dec.versions == v)) for v in np.unique(dec.versions)]
-            if dec.blocks is not None:
-                dec = self._refuse_mixed_blocks(table, dec, out, origin)
-                groups = [(int(v), np.flatnonzero(dec.versions == v)) for v in np.unique(dec.versions)]
+        groups = _version_groups(dec.versions, current)
+        if dec.versions is not None and dec.blocks is not None:
+            dec = self._refuse_mixed_blocks(table, dec, out, origin)
+            groups = _version_groups(dec.versions, current)
         for version, sel in groups:
             out.extend(self._embed_group(table, dec, version, sel, origin))
         return out
@@ -287,9 +285,16 @@ def _dead_rows(table: pa.Table | pa.RecordBatch, index: np.ndarray, ids: pa.Arra
     ``reason`` given, texts.
     """
     out = []
-    for j, (i, rid) in enumerate(zip(index.tolist(), ids.to_pylist())):
+    for j, (i, rid) in enumerate(zip(index.tolist(), ids.to_pylist(), strict=True)):
         detail = details[j]
         code = reason or (detail.code if isinstance(detail, Problem) and detail.code in REASONS else Reason.REJECTED)
         out.append(DeadRecord(code, None if detail is None else str(detail), id=rid, file=origin.file,
                               row=origin.row(i), record=row_as_json(table, i)))
     return out
+
+
+def _version_groups(versions: np.ndarray | None, current: int) -> list[tuple[int, np.ndarray | None]]:
+    """(landmark version, its rows of the batch, None: all) for the row ``versions`` (None: all ``current``)."""
+    if versions is None:
+        return [(current, None)]
+    return [(int(v), np.flatnonzero(versions == v)) for v in np.unique(versions)]

@@ -154,7 +154,7 @@ def _group_lists(lists: pa.Array, named: np.ndarray, out: RowOrders) -> None:
         if len(values) and pc.any(pc.match_substring(values, _SEP)).as_py():
             keys = [tuple(x) for x in lists.take(pa.array(rows)).to_pylist()]  # the odd case: ids hold the separator
             uniq: dict[tuple[str, ...], int] = {}
-            for r, k in zip(rows.tolist(), keys):
+            for r, k in zip(rows.tolist(), keys, strict=True):
                 out.group[r] = uniq.setdefault(k, len(uniq) + len(out.orders))
             out.orders.extend(uniq)
         else:

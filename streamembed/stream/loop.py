@@ -210,7 +210,7 @@ class EmbeddingLoop:
         self._stream_labels.clear()
         if self.metrics is not None:
             self.metrics.checkpoints.inc()
-            for kind, path in zip(("output", "dead_letter"), paths):
+            for kind, path in zip(("output", "dead_letter"), paths, strict=True):
                 if path is not None:
                     self.metrics.files_written.labels(kind=kind).inc()
         log.debug("committed", extra={"files": [str(p) for p in paths if p is not None]})

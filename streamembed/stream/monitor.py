@@ -41,7 +41,10 @@ log = logging.getLogger("streamembed.monitor")
 
 
 def build_trigger(drift: DriftConfig) -> RefitTrigger | SequentialTrigger:
-    """The refit trigger of a [drift] section; raises ``core.detector.CalibrationError`` for settings no data can fit."""
+    """The refit trigger of a [drift] section.
+
+    Raises ``core.detector.CalibrationError`` for settings no data can fit.
+    """
     rule = RefitTrigger(statistic=drift.statistic, ratio=drift.ratio, margin=drift.margin,
                         threshold=drift.threshold or None, hysteresis=drift.hysteresis, min_objects=drift.min_objects,
                         baseline_objects=drift.baseline_objects, cooldown_seconds=drift.cooldown_seconds)
@@ -286,4 +289,5 @@ class _Ring:
     def contents(self) -> tuple[np.ndarray, np.ndarray]:
         """(ids, rows), oldest first."""
         order = (self._next - self._size + np.arange(self._size)) % self.capacity
-        return self._ids[order], self._rows[order]
+        rows = self._rows if self._rows is not None else np.empty((self.capacity, 0))  # nothing added yet
+        return self._ids[order], rows[order]

@@ -171,7 +171,7 @@ def file_format(path: str | os.PathLike[str]) -> str | None:
 
 def _read_into(fh: Any, buf: np.ndarray) -> int:
     """Fill ``buf`` from ``fh`` (unbuffered) with as few ``readinto`` calls as the kernel allows; bytes read."""
-    view = memoryview(buf)
+    view = buf.data
     got = 0
     while got < len(view):
         n = fh.readinto(view[got:])
@@ -337,7 +337,9 @@ class _Input:
 
     def binary(self) -> io.BufferedIOBase:
         whole = self._whole()
-        return io.BytesIO(memoryview(whole)) if whole is not None else open(self.path, "rb")  # noqa: SIM115
+        if whole is None:
+            return open(self.path, "rb")  # noqa: SIM115 - the caller closes it
+        return io.BytesIO(whole.data if isinstance(whole, np.ndarray) else memoryview(whole))
 
     def check(self) -> None:
         """Raise FileChanged if the file on disk is no longer the version being read (streamed or mapped reads)."""
@@ -670,8 +672,9 @@ def _iter_arrow(src: _Input, batch_rows: int, start_row: int, max_block_rows: in
             batches = _stream_batches(sr)
     except Exception as exc:  # noqa: BLE001
         if not final and _looks_unfinished(src, (_ARROW_FILE_MAGIC, b"\xff\xff\xff\xff")):
-            yield ReadChunk(None, start_row, start_row, tail=f"an Arrow IPC file that cannot be read yet (unfinished?): "
-                                                             f"{exc}")
+            yield ReadChunk(None, start_row, start_row,
+                            tail=f"an Arrow IPC file that cannot be read yet (unfinished?): "
+                                 f"{exc}")
         else:
             yield _unreadable(name, start_row, f"not a readable Arrow IPC file or stream: {exc}")
         return
@@ -958,11 +961,11 @@ def _parse_lines_slowly(lines: list[bytes], start: int, name: str) -> ReadChunk:
     table: pa.Table | None = None
     if good:
         table, bad = _rows_to_table(good)
-        for j, exc in bad:
+        for j, err in bad:
             obj = good[j]
             vector = any(not _all_numbers(obj.get(k)) for k in _VECTOR_FIELDS)
             reason = Reason.NON_NUMERIC if vector else Reason.UNDECODABLE
-            dead.append(DeadRecord(reason, f"cannot convert: {exc}", id=obj.get(INPUT_ID), file=name,
+            dead.append(DeadRecord(reason, f"cannot convert: {err}", id=obj.get(INPUT_ID), file=name,
                                    row=good_rows[j], record=good_text[j]))
         if bad:
             keep = sorted(set(range(len(good))) - {j for j, _ in bad})

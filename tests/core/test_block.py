@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 
@@ -65,7 +67,8 @@ def test_a_block_of_one_in_the_hard_case_keeps_the_single_solvers_sign_and_flag(
     L = np.array([[-1.0, 0.0], [1.0, 0.0]])
     model = LandmarkMDS(n_components=1).fit(euclidean(L, L))
     z = np.array([[0.0, 9.0]])
-    B, Beta = center_block(euclidean(z, L) ** 2, np.zeros((1, 1)), model.spectrum_.row_means, model.spectrum_.grand_mean)
+    B, Beta = center_block(euclidean(z, L) ** 2, np.zeros((1, 1)), model.spectrum_.row_means,
+                           model.spectrum_.grand_mean)
     sol = solve_blocks(B @ model.spectrum_.eigenvectors[:, :1], Beta.ravel(), np.array([1]), model.eigenvalues_,
                        np.array([float((B**2).sum())]))
     assert sol.y[0, 0] == pytest.approx(np.sqrt(79.0), rel=1e-12)
@@ -167,7 +170,7 @@ def test_batch_independence_with_mixed_sizes_and_bad_blocks_left_out():
     Z = np.hstack([rng.normal(size=(sum(sizes), 4)) * rng.uniform(0.05, 1), rng.normal(size=(sum(sizes), 1)) * 2])
     A = euclidean(Z, Lx)
     off = np.concatenate([[0], np.cumsum(sizes)])
-    cross = [euclidean(Z[a:b], Z[a:b]) for a, b in zip(off[:-1], off[1:])]
+    cross = [euclidean(Z[a:b], Z[a:b]) for a, b in pairwise(off)]
     cross[4] = cross[4].copy()
     cross[4][0, 2] += 1.0  # not symmetric: left out, the others proceed
     sp = model.spectrum_

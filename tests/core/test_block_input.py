@@ -84,7 +84,7 @@ def test_packing_matches_the_centring_formulas(dtype):
     cross = [euclidean(Z[:4], Z[:4]), np.zeros((1, 1)), euclidean(Z[5:], Z[5:])]
     b = pack_blocks(A, cross, np.array(sizes), sp.row_means, sp.grand_mean, sp.eigenvectors[:, :3])
     A64 = A.astype(np.float64)
-    for (lo, hi), X in zip([(0, 4), (4, 5), (5, 7)], cross):
+    for (lo, hi), X in zip([(0, 4), (4, 5), (5, 7)], cross, strict=True):
         B, Beta = center_block(A64[lo:hi] ** 2, X**2, sp.row_means, sp.grand_mean)
         np.testing.assert_allclose(b.c[lo:hi], B @ sp.eigenvectors[:, :3], rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(b.beta_self[lo:hi], np.diagonal(Beta), rtol=1e-12)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -31,7 +33,7 @@ def block_batches(draw):
     L = np.hstack([rng.normal(size=(n, p)), np.zeros((n, 2))]) * spread
     Z = np.hstack([rng.normal(size=(m, p)), rng.normal(size=(m, 2)) * off]) * spread
     bounds = np.concatenate([[0], np.cumsum(sizes)])
-    cross = [euclidean(Z[a:b], Z[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    cross = [euclidean(Z[a:b], Z[a:b]) for a, b in pairwise(bounds)]
     return euclidean(L, L), euclidean(Z, L), cross, sizes, d
 
 

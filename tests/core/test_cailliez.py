@@ -31,7 +31,8 @@ def _edit_distances(rng: np.random.Generator, n: int = 30) -> np.ndarray:
 
 @pytest.mark.parametrize("kind", ["cityblock", "edit"])
 def test_the_constant_makes_the_smallest_eigenvalue_zero(rng, kind: str) -> None:
-    D = ssd.squareform(ssd.pdist(rng.normal(size=(40, 5)), "cityblock")) if kind == "cityblock" else _edit_distances(rng)
+    D = ssd.squareform(ssd.pdist(rng.normal(size=(40, 5)), "cityblock")) if kind == "cityblock" \
+        else _edit_distances(rng)
     before = _eigs(D)
     assert before[0] < -1e-3 * before[-1]  # non-Euclidean
     c = cailliez_constant(D)

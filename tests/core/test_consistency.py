@@ -75,7 +75,7 @@ def test_landmarks_that_are_all_alike_cannot_be_checked() -> None:
 def test_a_geodesic_model_is_checked_on_the_raw_rows() -> None:
     """Geodesic paths make any row look like a path through some landmarks; the raw rows still tell (digits)."""
     s = setting("digits", 60)
-    L, rest = s.landmarks, s.arrivals
+    L = s.landmarks
     D = matrix("digits")
     check = profile_check(fit_model(D[np.ix_(L, L)], n_components=2, geodesic_neighbors=10))
     assert _c(check, s.rows["model order"]) > 0.8

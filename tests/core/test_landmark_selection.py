@@ -39,7 +39,7 @@ def clustered(rng: np.random.Generator, N: int = 80, p: int = 8) -> np.ndarray:
     """Unequal clusters with a decaying spectrum: uniform picks miss the small ones, pivoting does not."""
     centres = rng.normal(size=(6, p)) * np.array([12, 9, 7, 5, 3, 2, 1, 1])[:p]
     sizes = np.array([40, 20, 10, 5, 3, 2])[:6] * N // 80
-    X = np.vstack([c + 0.5 * rng.normal(size=(int(s), p)) for c, s in zip(centres, sizes)])
+    X = np.vstack([c + 0.5 * rng.normal(size=(int(s), p)) for c, s in zip(centres, sizes, strict=True)])
     return X
 
 
@@ -158,7 +158,8 @@ def test_duplicates_give_fewer_landmarks_with_a_warning_naming_the_count(caplog)
             sel = select_landmarks(strategy, 6, X=X, seed=0)
         assert sel.size == 4 and len({tuple(x) for x in X[sel]}) == 4, strategy
         warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-        assert len(warnings) == 1 and "only 4 distinct objects among 20" in warnings[0] and "instead of 6" in warnings[0]
+        assert len(warnings) == 1
+        assert "only 4 distinct objects among 20" in warnings[0] and "instead of 6" in warnings[0]
 
 
 def test_identical_objects_are_refused_and_rank_deficient_ones_refused_by_the_fit():

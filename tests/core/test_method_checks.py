@@ -137,7 +137,8 @@ def test_placements_do_not_depend_on_landmark_order(option: Option) -> None:
     swapped = problem.permuted(perm)
     b = fit(option, swapped)
     ya, yb = place(a, option, problem).y, place(b, option, swapped).y
-    np.testing.assert_allclose(euclidean(yb, b.embedding_), euclidean(ya, a.embedding_)[:, perm], atol=1e-7 * _scale(ya))
+    np.testing.assert_allclose(euclidean(yb, b.embedding_), euclidean(ya, a.embedding_)[:, perm],
+                               atol=1e-7 * _scale(ya))
 
 
 @pytest.mark.parametrize("option", [o for o in OPTIONS if not o.block], ids=[o.name for o in OPTIONS if not o.block])
@@ -211,7 +212,7 @@ def test_threads_sharing_a_model_give_bit_identical_results(option: Option, back
     for threads in (2, 4):
         est = fit(option, problem)  # fresh: its kernels are built lazily by the racing threads
         with ThreadPoolExecutor(max_workers=threads) as pool:
-            got = list(pool.map(lambda args: _run(est, option, args), batches * 2))
-        for want, have in zip(reference * 2, got):
-            for a, b in zip(want, have):
+            got = list(pool.map(lambda args, est=est: _run(est, option, args), batches * 2))
+        for want, have in zip(reference * 2, got, strict=True):
+            for a, b in zip(want, have, strict=True):
                 np.testing.assert_array_equal(b, a)

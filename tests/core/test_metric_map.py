@@ -12,6 +12,8 @@ majorisation run to 10⁻¹⁴, and an analytic gradient of each criterion.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 
@@ -109,7 +111,7 @@ def test_the_criterion_never_increases_along_the_accelerated_iteration(rng, kind
     np.fill_diagonal(D, 0.0)
     X0 = LandmarkMDS(2).fit(D).embedding_
     crits = [refine_map(X0, D, kind, max_iter=k, rtol=0.0).criterion for k in range(0, 90, 3)]
-    assert all(b <= a * (1 + 1e-13) for a, b in zip(crits, crits[1:]))
+    assert all(b <= a * (1 + 1e-13) for a, b in pairwise(crits))
     assert crits[-1] < crits[0]
 
 
@@ -160,7 +162,8 @@ def test_edit_distance_maps_converge_within_the_default_budget(kind: str) -> Non
     if kind == "smacof":  # the capped iteration is scikit-learn's, sweep for sweep
         from sklearn.manifold import smacof
 
-        _, sk = smacof(D, metric=True, n_components=3, init=X0, n_init=1, max_iter=1000, eps=0.0, normalized_stress=False)
+        _, sk = smacof(D, metric=True, n_components=3, init=X0, n_init=1, max_iter=1000, eps=0.0,
+                       normalized_stress=False)
         assert capped.criterion == pytest.approx(sk, rel=1e-12)
     ref = refine_map(X0, D, kind)  # the default: accelerated, MAP_RTOL, MAP_MAX_ITER
     assert ref.converged and ref.iterations < 1000
@@ -168,14 +171,16 @@ def test_edit_distance_maps_converge_within_the_default_budget(kind: str) -> Non
     assert np.linalg.norm(_gradient(ref.X, D, kind)) * scale <= 1e-5 * ref.criterion
     plain = refine_map(X0, D, kind, accelerate=False)
     assert plain.converged and plain.iterations < MAP_MAX_ITER  # the default budget suffices unaccelerated too
-    assert plain.criterion == pytest.approx(converged.criterion, rel=1e-7)  # slower to settle: per-sweep changes are small
+    # slower to settle: per-sweep changes are small
+    assert plain.criterion == pytest.approx(converged.criterion, rel=1e-7)
 
 
 def test_fit_reports_a_map_that_ran_out_of_budget(rng, monkeypatch, caplog) -> None:
     D, A, _ = landmark_problem(rng, 30, 5, 3, off_span=1.0)
     est = LandmarkMDS(2, method="stress", landmark_map="smacof").fit(D)
     assert est.map_converged_ is True and 1 < est.map_iterations_ < MAP_MAX_ITER
-    assert est.map_criterion_ == pytest.approx(map_stress(est.landmark_map_, D, "smacof")) and est.map_tolerance_ == MAP_RTOL
+    assert est.map_criterion_ == pytest.approx(map_stress(est.landmark_map_, D, "smacof"))
+    assert est.map_tolerance_ == MAP_RTOL
     assert LandmarkMDS(2).fit(D).map_converged_ is None  # a classical-MDS map is not iterated
     monkeypatch.setattr(metric_map, "MAP_MAX_ITER", 6)
     with caplog.at_level(logging.WARNING, logger="streamembed"):

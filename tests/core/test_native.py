@@ -55,7 +55,8 @@ def _inputs(rng, m: int, n: int, dtype) -> np.ndarray:
 
 @needs_native
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("n, d", [(2, 1), (3, 2), (15, 3), (16, 10), (17, 11), (40, 12), (100, 24), (300, 5), (700, 10)])
+@pytest.mark.parametrize("n, d", [(2, 1), (3, 2), (15, 3), (16, 10), (17, 11), (40, 12), (100, 24), (300, 5),
+                                  (700, 10)])
 def test_compiled_projection_equals_numpy(isa, dtype, n, d):
     """Every (rows, landmarks, columns) shape: the tail of a vector, column groups, row blocks."""
     d = min(d, n)
@@ -225,6 +226,6 @@ def test_a_kernel_shared_by_threads_gives_each_call_its_own_numbers(backend):
         batches = [np.ascontiguousarray(A[i * 600:(i + 1) * 600]) for i in range(40)]
         want = [kernel(a)[0] for a in batches]
         with ThreadPoolExecutor(max_workers=4) as pool:
-            got = list(pool.map(lambda a: kernel(a)[0], batches))
-        assert sum(not np.array_equal(g, w) for g, w in zip(got, want)) == 0
+            got = list(pool.map(lambda a, kernel=kernel: kernel(a)[0], batches))
+        assert sum(not np.array_equal(g, w) for g, w in zip(got, want, strict=True)) == 0
 

@@ -120,7 +120,8 @@ def test_residual_selection_repairs_the_map_where_maxmin_does_not(rng):
         assert len(res.new_ids) == 40 and res.details["selection"] == selection
     res, after = out["residual"]
     # half of the reservoir's energy is off the plane: about half of the landmarks are replaced, all from off it
-    assert 10 <= res.details["new_from_reservoir"] <= 20 and res.details["kept_old"] == 40 - res.details["new_from_reservoir"]
+    assert 10 <= res.details["new_from_reservoir"] <= 20
+    assert res.details["kept_old"] == 40 - res.details["new_from_reservoir"]
     assert all(not i.startswith("z") or int(i[1:]) >= 100 for i in res.new_ids)  # old landmarks or off-plane ones
     assert after < 0.3 * before  # the new 2-d map takes the off-plane axis: the window is explained again
     assert after < 0.5 * out["maxmin"][1]  # max–min takes a few extremes, too few to turn an axis

@@ -31,7 +31,8 @@ def brute_force(c: np.ndarray, beta: float, lam: np.ndarray, b_perp2: float, rng
     scale = np.sqrt(abs(beta) + np.square(c / sl).sum()) + 1.0
     best = np.inf
     for _ in range(n_starts):
-        res = scipy.optimize.minimize(f, rng.normal(size=lam.size) * scale, jac=g, method="BFGS", options={"gtol": 1e-10})
+        res = scipy.optimize.minimize(f, rng.normal(size=lam.size) * scale, jac=g, method="BFGS",
+                                      options={"gtol": 1e-10})
         best = min(best, res.fun)
     return best
 

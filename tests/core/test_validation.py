@@ -23,8 +23,10 @@ def D(rng):
         (lambda D: D + np.eye(6), r"zero diagonal: D\[0, 0\]"),
         (lambda D: np.where(np.arange(36).reshape(6, 6) == 1, D + 1, D), r"symmetric: D\[0, 1\]"),
         (lambda D: np.where(np.eye(6, k=2) + np.eye(6, k=-2) > 0, -1.0, D), r"negative dissimilarity: D\[0, 2\]"),
-        (lambda D: np.where(np.eye(6, k=1) + np.eye(6, k=-1) > 0, np.nan, D), r"contains NaN or infinity: D\[0, 1\] = nan"),
-        (lambda D: np.where(np.eye(6, k=3) + np.eye(6, k=-3) > 0, np.inf, D), r"contains NaN or infinity: D\[0, 3\] = inf"),
+        (lambda D: np.where(np.eye(6, k=1) + np.eye(6, k=-1) > 0, np.nan, D),
+         r"contains NaN or infinity: D\[0, 1\] = nan"),
+        (lambda D: np.where(np.eye(6, k=3) + np.eye(6, k=-3) > 0, np.inf, D),
+         r"contains NaN or infinity: D\[0, 3\] = inf"),
         (lambda D: D[0], r"must be 2-dimensional, got shape \(6,\)"),
         (lambda D: D.astype(str), r"must be numeric"),
     ],
@@ -49,9 +51,11 @@ def test_a_partial_solver_refusal_names_its_truncation_not_a_count_of_positive_e
     assert "64 positive eigenvalues" not in str(exc.value)
     assert "the 64 eigenpairs the partial eigensolver computed" in str(exc.value)
     assert "n_residual_components >= 100 or eigensolver='full'" in str(exc.value)
-    assert LandmarkMDS(n_components=100, eigensolver="partial", n_residual_components=120).fit(D300).model_.eigenvalues.size == 100
+    est = LandmarkMDS(n_components=100, eigensolver="partial", n_residual_components=120).fit(D300)
+    assert est.model_.eigenvalues.size == 100
     # a kernel that has fewer positive eigenvalues than computed: that count is right, and said so
-    with pytest.raises(InputError, match=r"exceeds the 3 positive eigenvalues the partial eigensolver found among the top 64"):
+    with pytest.raises(InputError,
+                       match=r"exceeds the 3 positive eigenvalues the partial eigensolver found among the top 64"):
         LandmarkMDS(n_components=5, eigensolver="partial").fit(np.linalg.norm(P[:, None, :3] - P[None, :, :3], axis=-1))
 
 

@@ -17,6 +17,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
+import contextlib
 
 __all__ = ["SlowClients", "probe", "ProbeStats"]
 
@@ -69,10 +70,8 @@ class SlowClients(threading.Thread):
 
     def _drop(self, slow: _Slow) -> None:
         self._live.pop(slow.sock.fileno(), None)
-        try:
+        with contextlib.suppress(KeyError, ValueError):
             self._sel.unregister(slow.sock)
-        except (KeyError, ValueError):
-            pass
         slow.sock.close()
         self.closed_by_server += 1
         self._open(slow.kind, time.monotonic())
@@ -87,31 +86,9 @@ class SlowClients(threading.Thread):
                 self._open(kind, now)
         self.ready.set()
         while not self.stop_event.is_set():
-            for key, _ in self._sel.select(timeout=0.05):
-                slow: _Slow = key.data
-                try:
-                    data = slow.sock.recv(65536)
-                except BlockingIOError:
-                    continue
-                except OSError:
-                    data = b""
-                if not data:  # closed (or answered, then closed) by the server
-                    self._drop(slow)
+            self._read()
             now = time.monotonic()
-            for slow in list(self._live.values()):
-                if slow.next_at > now:
-                    continue
-                piece = b"a" if slow.kind == "dribble" else b"X-Slow-%d: x\r\n" % slow.sent
-                try:
-                    slow.sock.send(piece)
-                    slow.sent += 1
-                except BlockingIOError:
-                    pass
-                except OSError as exc:
-                    if exc.errno in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
-                        self._drop(slow)
-                        continue
-                slow.next_at = now + self.gaps[slow.kind]
+            self._dribble(now)
             # keep the numbers up: connections that could not be reopened are retried
             for kind, n in self.counts.items():
                 for _ in range(n - self.live(kind)):
@@ -119,6 +96,36 @@ class SlowClients(threading.Thread):
         for slow in list(self._live.values()):
             slow.sock.close()
         self._sel.close()
+
+    def _read(self) -> None:
+        """Drop the connections the server closed (or answered, then closed)."""
+        for key, _ in self._sel.select(timeout=0.05):
+            slow: _Slow = key.data
+            try:
+                data = slow.sock.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                self._drop(slow)
+
+    def _dribble(self, now: float) -> None:
+        """Send the next piece of every connection whose gap has passed."""
+        for slow in list(self._live.values()):
+            if slow.next_at > now:
+                continue
+            piece = b"a" if slow.kind == "dribble" else b"X-Slow-%d: x\r\n" % slow.sent
+            try:
+                slow.sock.send(piece)
+                slow.sent += 1
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                if exc.errno in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
+                    self._drop(slow)
+                    continue
+            slow.next_at = now + self.gaps[slow.kind]
 
     def stop(self) -> None:
         self.stop_event.set()

@@ -102,7 +102,8 @@ def test_toml_output_round_trips() -> None:
 
 
 def test_a_near_miss_environment_variable_is_refused_with_the_right_name() -> None:
-    with pytest.raises(ConfigError, match="STREAMEMBED_MODEL_PATH names no setting: did you mean STREAMEMBED_MODEL__PATH"):
+    with pytest.raises(ConfigError,
+                       match="STREAMEMBED_MODEL_PATH names no setting: did you mean STREAMEMBED_MODEL__PATH"):
         load_config(environ={"STREAMEMBED_MODEL_PATH": "m.npz"})
     load_config(environ={"STREAMEMBED_TANSU": "/bin/tansu"})  # not a setting, not like one: not ours
 

@@ -90,7 +90,8 @@ def test_environment_names_in_any_case() -> None:
 
 def test_the_daemon_refuses_them_with_exit_2_and_no_traceback(tmp_path: Path) -> None:
     cases = {"[metrics]\nwedged_after_seconds = nan\n": "metrics.wedged_after_seconds = nan is not a finite number",
-             "[drift]\nreservoir_objects = 1_000_000_000_000\n": "drift.reservoir_objects = 1000000000000 needs at least"}
+             "[drift]\nreservoir_objects = 1_000_000_000_000\n":
+                 "drift.reservoir_objects = 1000000000000 needs at least"}
     for text, needle in cases.items():
         (tmp_path / "c.toml").write_text(text)
         r = subprocess.run([sys.executable, "-m", "streamembed", "run", "--config", str(tmp_path / "c.toml")],

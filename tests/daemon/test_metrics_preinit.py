@@ -57,12 +57,13 @@ def test_a_fresh_daemon_exports_every_labelled_counter_series_at_zero(tmp_path: 
     (tmp_path / "in").mkdir()
     fitted_model().save(tmp_path / "model.npz")
     cfg = load_config(None, environ={}, overrides={
-        "model.path": str(tmp_path / "model.npz"), "output.root": str(tmp_path / "out"), "metrics.enabled": False, "source.kind": "directory",
+        "model.path": str(tmp_path / "model.npz"), "output.root": str(tmp_path / "out"), "metrics.enabled": False,
+        "source.kind": "directory",
         "directory.path": str(tmp_path / "in"), "directory.exit_when_idle": True, "drift.enabled": False})
     metrics = Metrics()
     assert run_daemon(cfg, metrics=metrics) == 0  # nothing to read: no event of any kind
     got = _scrape(metrics)
-    for name, (label, values) in EXPECTED.items():
+    for name, (_label, values) in EXPECTED.items():
         assert got.get(name) == {v: 0.0 for v in values}, (name, got.get(name))
 
 

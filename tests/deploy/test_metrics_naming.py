@@ -7,6 +7,8 @@ rules promtool does not know are asserted here.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import math
 import re
 
@@ -168,7 +170,7 @@ def test_histograms_not_summaries_with_well_formed_buckets(live_scrape: Scrape) 
         count = [v for n, _, v in f.samples if n.endswith("_count")]
         assert buckets and buckets[-1][0] == math.inf, f.name
         assert [b for b, _ in buckets] == sorted(b for b, _ in buckets), f.name
-        assert all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])), f"{f.name}: buckets not cumulative"
+        assert all(a[1] <= b[1] for a, b in pairwise(buckets)), f"{f.name}: buckets not cumulative"
         assert count == [buckets[-1][1]], f.name
 
 

@@ -48,7 +48,7 @@ class Prometheus:
     def __init__(self, binary: str, config: Path, workdir: Path) -> None:
         self.port = _free_port()
         self.log_path = workdir / "prometheus.log"
-        self._log = open(self.log_path, "wb")
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - the child's log stays open for its lifetime
         self.proc = subprocess.Popen(
             [binary, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'tsdb'}",
              f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=info"],

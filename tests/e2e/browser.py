@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tools.process import stop_process
+import contextlib
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -107,10 +108,8 @@ class _WebSocket:
                 return b"".join(parts).decode()
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.sock.close()
-        except OSError:
-            pass
 
 
 class Browser:
@@ -122,7 +121,7 @@ class Browser:
         self.profile.mkdir(parents=True)
         self.timeout = timeout
         self.log_path = workdir / f"chromium-{time.monotonic_ns()}.log"
-        self._log = open(self.log_path, "wb")
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - the child's log stays open for its lifetime
         cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                "--disable-background-networking", "--disable-component-update", "--disable-sync",
                "--disable-extensions", "--disable-default-apps", "--mute-audio", "--hide-scrollbars",

@@ -43,7 +43,7 @@ class Daemon:
         full.update(env)
         self.env = full
         self.log_path = workdir / f"daemon-{time.monotonic_ns()}.log"
-        self._log = open(self.log_path, "wb")
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - the child's log stays open for its lifetime
         argv = [sys.executable, "-m", "streamembed", "run", *args]
         self.proc = subprocess.Popen(wrap(argv) if wrap is not None else argv, cwd=workdir, env=full,
                                      stdout=self._log, stderr=subprocess.STDOUT)

@@ -59,7 +59,8 @@ def test_every_input_id_is_in_the_output_exactly_once_and_a_rerun_rewrites_the_s
     write_parquet(inp / "a.parquet", input_table(ids[:400], A[:400]), row_group_size=50)  # split in row groups
     write_arrow(inp / "b.arrows", input_table(ids[400:700], A[400:700]), chunk=64)
     write_arrow(inp / "c.arrow", input_table(ids[700:850], A[700:850]), file_format=True)
-    write_jsonl(inp / "d.jsonl", [{"id": i, "dissimilarities": a.tolist()} for i, a in zip(ids[850:], A[850:])],
+    write_jsonl(inp / "d.jsonl",
+                [{"id": i, "dissimilarities": a.tolist()} for i, a in zip(ids[850:], A[850:], strict=True)],
                 raw_lines=[b'{"id": "short", "dissimilarities": [1.0]}'])
     (inp / "e.arrows").write_bytes(b"not an arrow stream")
     out = tmp_path / "out"

@@ -109,7 +109,7 @@ def test_two_daemons_with_their_own_roots_share_an_output_directory(tmp_path: Pa
     for name in ("a", "b"):
         indir = tmp_path / f"in-{name}"
         expected += _inputs(indir, name, files=4, rows=250)
-        (indir / "bad.jsonl").write_text('{"id": "%s-bad"}\n' % name)  # a dead letter of the same file name
+        (indir / "bad.jsonl").write_text(f'{{"id": "{name}-bad"}}\n')  # a dead letter of the same file name
         env = directory_env(indir, tmp_path / f"root-{name}", model, STREAMEMBED_DIRECTORY__EXIT_WHEN_IDLE="true",
                             STREAMEMBED_OUTPUT__EMBEDDINGS_DIR=str(shared / "embeddings"),
                             STREAMEMBED_OUTPUT__DEAD_LETTER_DIR=str(shared / "dead-letter"),

@@ -192,8 +192,10 @@ def test_after_a_refit_the_page_shows_the_aligned_new_map_and_marks_the_switch(t
         assert [(s["from"], s["to"]) for s in doc["switches"]] == [(1, 2)]
         assert doc["refits"][-1]["status"] == "installed" and doc["refits"][-1]["model_version"] == 2
         # the new map is aligned to the old: the landmarks both versions share have barely moved
-        old = {i: (x, y) for i, x, y in zip(doc["previous"]["id"], doc["previous"]["x"], doc["previous"]["y"])}
-        new = {i: (x, y) for i, x, y in zip(doc["landmarks"]["id"], doc["landmarks"]["x"], doc["landmarks"]["y"])}
+        prev = doc["previous"]
+        old = {i: (x, y) for i, x, y in zip(prev["id"], prev["x"], prev["y"], strict=True)}
+        lms = doc["landmarks"]
+        new = {i: (x, y) for i, x, y in zip(lms["id"], lms["x"], lms["y"], strict=True)}
         # (a manual refit installs the best candidate: a repair keeps most old landmarks, a redraw few or none;
         # its record says how far the old map moved, in map radii, whichever it was)
         assert doc["refits"][-1]["movement"] < 0.5, doc["refits"][-1]

@@ -35,7 +35,8 @@ def _knn_accuracy(Y: np.ndarray, labels: np.ndarray, k: int = 5) -> float:
     return float((np.array([np.bincount(v).argmax() for v in votes]) == labels).mean())
 
 
-def _files(directory: Path, X: np.ndarray, rng: np.random.Generator, count: int, prefix: str, per_file: int = 4000) -> None:
+def _files(directory: Path, X: np.ndarray, rng: np.random.Generator, count: int, prefix: str,
+           per_file: int = 4000) -> None:
     rows = X[rng.integers(0, len(X), size=count)] + rng.normal(scale=0.5, size=(count, X.shape[1]))
     for k, start in enumerate(range(0, count, per_file)):
         part = rows[start:start + per_file]

@@ -66,7 +66,8 @@ def test_produce_consume_round_trip(broker: TansuBroker, topic_factory) -> None:
 
 def test_headers_round_trip(broker: TansuBroker, topic_factory) -> None:
     topic = topic_factory()
-    headers = [("content-type", b"application/json"), ("empty", b""), ("dup", b"1"), ("dup", b"2"), ("bin", b"\x00\xff")]
+    headers = [("content-type", b"application/json"), ("empty", b""), ("dup", b"1"), ("dup", b"2"),
+               ("bin", b"\x00\xff")]
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
     try:
         producer.send(topic, value=b"{}", headers=headers).get(timeout=10)

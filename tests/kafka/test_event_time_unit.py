@@ -30,7 +30,7 @@ def _rows(times: list[str | None] | None) -> list[dict]:
     A = dissimilarities(objects(3, seed=2)).astype(float)
     rows = [{"id": f"r{i}", "dissimilarities": A[i].tolist()} for i in range(3)]
     if times is not None:
-        for r, t in zip(rows, times):
+        for r, t in zip(rows, times, strict=True):
             if t is not None:
                 r["event_time"] = t
     return rows

@@ -28,6 +28,7 @@ from tools.broker import TansuBroker, TansuNotFoundError, find_tansu
 
 from ..e2e.daemon import Daemon, wait_for
 from ..stream.helpers import dissimilarities, fitted_model, input_table, objects, read_ids
+import contextlib
 
 pytestmark = [pytest.mark.broker]
 
@@ -123,9 +124,7 @@ def test_a_broker_away_longer_than_wedged_after_is_unready_not_dead(tmp_path: Pa
         finally:
             stop.set()
             if b.running:
-                try:
+                with contextlib.suppress(OSError):
                     os.kill(b._proc.pid, signal.SIGCONT)
-                except OSError:
-                    pass
             d.close()
             producer.close(5)

@@ -17,6 +17,7 @@ from scipy.spatial.distance import cdist
 N_LANDMARKS = 12
 DIMS = 2
 P = 3
+_STRING = pa.string()
 
 
 def landmark_points(seed: int = 0) -> np.ndarray:
@@ -130,7 +131,7 @@ def drain(src: Any, limit: int = 100) -> list[Any]:
 
 
 def blocks_table(sizes: Sequence[int], *, seed: int = 3, singles_between: int = 0, keys: Sequence[Any] | None = None,
-                 key_type: pa.DataType = pa.string()) -> tuple[pa.Table, np.ndarray, list[np.ndarray]]:
+                 key_type: pa.DataType = _STRING) -> tuple[pa.Table, np.ndarray, list[np.ndarray]]:
     """A batch of blocks of the given sizes (``block`` column, variable-length ``cross``), with
     ``singles_between`` single objects (null ``block``) after each block.
 

@@ -141,7 +141,8 @@ def test_landmarks_too_alike_to_tell_an_order_turn_the_check_off(caplog: pytest.
     assert any("not checked" in r.getMessage() for r in caplog.records)
 
 
-def test_a_failing_score_never_costs_the_batch(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failing_score_never_costs_the_batch(monkeypatch: pytest.MonkeyPatch,
+                                              caplog: pytest.LogCaptureFixture) -> None:
     def broken(self: Any, A: np.ndarray) -> np.ndarray:
         raise MemoryError("no room to score")
 

@@ -59,7 +59,7 @@ def test_a_mapped_file_reads_as_the_copied_one_with_vectors_in_place(tmp_path: P
     copied = list(iter_file(path, batch_rows=10))
     mapped = list(iter_file(path, batch_rows=10, mapping="always"))
     assert [(c.start_row, c.end_row) for c in mapped] == [(c.start_row, c.end_row) for c in copied]
-    for a, b in zip(copied, mapped):
+    for a, b in zip(copied, mapped, strict=True):
         assert a.table.equals(b.table)
     resumed = list(iter_file(path, batch_rows=10, start_row=13, mapping="always"))
     assert resumed[0].start_row == 13 and resumed[0].table.column("id")[0].as_py() == "r13"

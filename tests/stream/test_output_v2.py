@@ -197,7 +197,7 @@ def test_the_loop_starts_a_new_file_where_the_input_precision_changes(tmp_path: 
     assert set(types) == {pa.float32(), pa.float64()}, types
     got = [i for f in files for i in pq.read_table(f).column("id").to_pylist()]
     assert Counter(got + [d["id"] for d in read_dead(out / "dead")]) == Counter(ids)
-    jsonl = [f for f, t in zip(files, types) if t == pa.float64()]
+    jsonl = [f for f, t in zip(files, types, strict=True) if t == pa.float64()]
     assert {i for f in jsonl for i in pq.read_table(f).column("id").to_pylist()} == {f"j{i}" for i in range(15)}
 
 

@@ -79,7 +79,8 @@ def test_generator_batches_are_deterministic_per_index() -> None:
     for _ in range(2):
         a.poll()
     ta, tb = a.poll(), b.poll()
-    assert ta.table.column("id").to_pylist() == tb.table.column("id").to_pylist() == [f"gen-5-{i}" for i in range(16, 24)]
+    assert ta.table.column("id").to_pylist() == tb.table.column("id").to_pylist() \
+        == [f"gen-5-{i}" for i in range(16, 24)]
     assert ta.table.column("features").equals(tb.table.column("features"))
     assert ta.position == {"next_batch": 3}
 
@@ -112,6 +113,7 @@ def test_new_cluster_appears_outside_the_landmarks_span() -> None:
 def test_generator_can_emit_dissimilarities() -> None:
     est = fitted_model(features=True)
     spec = GeneratorConfig(n_features=3, intrinsic_dims=2)
-    src = GeneratorSource(GaussianMixtureStream(spec), batch_rows=4, to_dissimilarities=est.dissimilarities_to_landmarks)
+    src = GeneratorSource(GaussianMixtureStream(spec), batch_rows=4,
+                          to_dissimilarities=est.dissimilarities_to_landmarks)
     t = src.poll().table
     assert t.schema.field("dissimilarities").type.value_type == "float"

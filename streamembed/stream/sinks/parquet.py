@@ -174,6 +174,7 @@ class ParquetSink(OutputSink):
         self._buffered += data.num_rows
         self._pending.add(data.num_rows)
         if self._buffered >= self.row_group_rows:
+            assert self._tmp is not None  # opened above
             with naming_path(self._tmp):
                 self._write_buffer()
 

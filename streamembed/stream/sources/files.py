@@ -30,7 +30,8 @@ class FileSource:
     only those rows of one file (a backfill task); ``label`` names every batch (default: file and row).
     """
 
-    def __init__(self, paths: list[str | os.PathLike[str]], *, batch_rows: int = BATCH_ROWS, max_block_rows: int = MAX_BLOCK_ROWS,
+    def __init__(self, paths: list[str | os.PathLike[str]], *, batch_rows: int = BATCH_ROWS,
+                 max_block_rows: int = MAX_BLOCK_ROWS,
                  names: list[str] | None = None, name: str = "files", mapping: str = "never",
                  row_range: tuple[int, int | None] = (0, None), label: str | None = None) -> None:
         if row_range != (0, None) and len(paths) != 1:
