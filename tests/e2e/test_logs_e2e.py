@@ -77,9 +77,13 @@ def test_batch_mode_waits_for_fresh_files_and_embeds_them_all(tmp_path: Path) ->
     reads = [r for r in log if r["msg"].startswith("reading ")]
     assert len(reads) == 3, d.log()
     assert min(_ts(r) for r in reads) >= t0 + SETTLE - 0.05  # nothing was read before it had settled
-    # while it waited, the progress line said how many files were waiting
+    # while it waited, the progress line said how many files were waiting (when the daemon started long enough
+    # before the files settled to write one: on a loaded machine its start can take the whole settle time)
     waiting = [r for r in log if r["msg"].startswith("progress:") and _ts(r) < min(_ts(x) for x in reads)]
-    assert waiting and all(r["backlog"] == 3 for r in waiting), d.log()
+    running = next(_ts(r) for r in log if r["msg"] == "running")
+    if running + 1.0 < t0 + SETTLE:
+        assert waiting, d.log()
+    assert all(r["backlog"] == 3 for r in waiting), d.log()
 
 
 def test_start_progress_and_rate_limited_dead_letter_warnings(tmp_path: Path) -> None:
