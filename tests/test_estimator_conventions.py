@@ -153,6 +153,7 @@ def test_fit_dissimilarities_on_a_kernel_or_features_says_which_flag_was_meant(t
     assert main(["fit", "--similarities", str(tmp_path / "K.npy"), "-o", out]) == 0  # the hint's command works
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["digits", "iris", "stdlib_docstrings"])
 def test_squared_distances_fit_with_a_warning_and_distances_without(name: str, caplog) -> None:
     pytest.importorskip("sklearn")

@@ -157,6 +157,7 @@ def _flat3(n: int, seed: int = 0) -> np.ndarray:
     return np.hstack([U, np.zeros((n, 7))]) @ Q.T + 0.1 * rng.normal(size=(n, 10))
 
 
+@pytest.mark.slow
 def test_grid_search_over_n_components_picks_the_known_dimension_not_the_largest() -> None:
     # before: score was the share of energy explained, which rises with d: the largest d always won
     X = _flat3(150)
@@ -172,6 +173,7 @@ def test_grid_search_over_n_components_picks_the_known_dimension_not_the_largest
     assert np.all(np.diff(energy) > 0)  # the old score keeps rising: it cannot choose d
 
 
+@pytest.mark.slow
 def test_grid_search_on_iris_picks_the_dimension_pca_likelihood_and_minkas_estimate_agree_on() -> None:
     # real data: iris's 4 features, whose dimension by Minka's PCA(n_components="mle") is 3
     from sklearn.decomposition import PCA
@@ -201,6 +203,7 @@ def test_score_is_scikit_learns_pca_score_for_euclidean_features() -> None:
         assert LandmarkMDS(d).fit(D[:90, :90]).score(D[90:, :90]) == pytest.approx(est.score(X[90:]), rel=1e-9)
 
 
+@pytest.mark.slow
 def test_grid_search_in_a_feature_pipeline() -> None:
     from sklearn.preprocessing import StandardScaler
 

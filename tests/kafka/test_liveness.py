@@ -56,7 +56,7 @@ def test_waiting_on_a_group_join_costs_no_cpu(broker, topic_factory) -> None:
         assert src.inner.assigned_partitions == {0, 1}  # and the join completes
     finally:
         src.close()
-    assert joining < 0.05, f"{joining:.3f} of a core while the join was pending"  # was 0.22-0.30
+    assert joining < 0.1, f"{joining:.3f} of a core while the join was pending"  # a spinning wait took 0.22-0.30
 
 
 @pytest.mark.slow
