@@ -46,6 +46,7 @@ starting at Σ_{j<i} sizes[j]², row-major.
 from __future__ import annotations
 
 import contextvars
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -201,7 +202,8 @@ def solve_blocks(
     threads = resolve_threads(n_threads)
     if threads > 1 and len(tasks) > 1 and not in_worker():
         # each task runs in a copy of this context: the batch's time budget (core.runtime) applies there too
-        for f in [worker_pool(threads).submit(contextvars.copy_context().run, _solve_task, k, blocks, *shared)
+        for f in [worker_pool(threads).submit(contextvars.copy_context().run,
+                                              functools.partial(_solve_task, k, blocks, *shared))
                   for k, blocks in tasks]:
             f.result()
     else:

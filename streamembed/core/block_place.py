@@ -32,7 +32,7 @@ from .validation import Problem, ProblemCode
 __all__ = ["place_core_blocks"]
 
 
-def place_core_blocks(A: np.ndarray, cross: list, sizes: np.ndarray, *, spectrum: LandmarkSpectrum,
+def place_core_blocks(A: np.ndarray, cross: list[np.ndarray], sizes: np.ndarray, *, spectrum: LandmarkSpectrum,
                       n_components: int, limit: tuple[float, str],
                       project_r: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]], negative_ratio: float,
                       n_threads: int | None, k0_rows: object, errors: str, max_block_rows: int | None = None,
@@ -72,9 +72,11 @@ def place_core_blocks(A: np.ndarray, cross: list, sizes: np.ndarray, *, spectrum
     valid = np.repeat(prep.valid, sizes)
     reasons: list[Problem | None] = [None] * m
     own = validation.row_problems(A, "A")
-    for b in np.flatnonzero(~prep.valid):
-        block_problem = Problem(ProblemCode.BAD_BLOCK, prep.problems[b].detail)
-        for r in range(off[b], off[b + 1]):
+    for b in np.flatnonzero(~prep.valid).tolist():
+        problem = prep.problems[b]
+        assert problem is not None  # an invalid block has its problem
+        block_problem = Problem(ProblemCode.BAD_BLOCK, problem.detail)
+        for r in range(int(off[b]), int(off[b + 1])):
             reasons[r] = own[r] or block_problem
     batch, rows = prep.batch, prep.rows
     y = np.full((m, d), np.nan)

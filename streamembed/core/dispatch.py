@@ -56,11 +56,13 @@ class MapGeometry:
 Routine = Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
-def _projection(A_rows, y, beta, lam, valid, t, flags, geometry):
+def _projection(A_rows: np.ndarray, y: np.ndarray, beta: np.ndarray, lam: np.ndarray, valid: np.ndarray,
+                t: np.ndarray, flags: np.ndarray, geometry: MapGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return y, t, flags
 
 
-def _restricted(A_rows, y, beta, lam, valid, t, flags, geometry):
+def _restricted(A_rows: np.ndarray, y: np.ndarray, beta: np.ndarray, lam: np.ndarray, valid: np.ndarray,
+                t: np.ndarray, flags: np.ndarray, geometry: MapGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     c = y * np.sqrt(lam)
     rtol = AMBIGUITY_RTOL_F32 if np.dtype(A_rows.dtype) == np.float32 else AMBIGUITY_RTOL
     if valid.all():
@@ -73,7 +75,8 @@ def _restricted(A_rows, y, beta, lam, valid, t, flags, geometry):
 
 
 def _criterion(solve_named: str) -> Routine:
-    def routine(A_rows, y, beta, lam, valid, t, flags, geometry: MapGeometry):
+    def routine(A_rows: np.ndarray, y: np.ndarray, beta: np.ndarray, lam: np.ndarray, valid: np.ndarray,
+                t: np.ndarray, flags: np.ndarray, geometry: MapGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows = np.flatnonzero(valid)
         if not rows.size:
             return y, t, flags

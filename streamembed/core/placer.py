@@ -72,7 +72,7 @@ class Placer:
 
     def __init__(self, spectrum: LandmarkSpectrum, n_components: int, pipeline: InputPipeline, *,
                  natural_embedding: np.ndarray, refined: bool, map_kind: str, map_transform: MonotoneTransform | None,
-                 rotation: np.ndarray, shift: np.ndarray, aligned: bool, euclidean: bool,
+                 rotation: np.ndarray | None, shift: np.ndarray | None, aligned: bool, euclidean: bool,
                  negative_ratio: float | None, n_threads: int | None):
         d = int(n_components)
         self.spectrum, self.n_components, self.pipeline, self.n_threads = spectrum, d, pipeline, n_threads
@@ -123,6 +123,7 @@ class Placer:
     def to_frame(self, res: EmbeddingResult) -> EmbeddingResult:
         """Map a result from the model's own frame into the output frame (in place)."""
         if self.aligned:
+            assert self.rotation is not None and self.shift is not None  # an aligned model has both
             res.y = res.y @ self.rotation + self.shift
         return res
 
@@ -288,7 +289,7 @@ class Placer:
             return self._finish(A_arr, Z, valid, reasons, method, routine, k0_rows)
 
     def _finish(self, A_arr: np.ndarray, Z: np.ndarray, valid: np.ndarray, reasons: list[Problem | None],
-                method: str, routine: Callable, k0_rows: object) -> EmbeddingResult:
+                method: str, routine: Callable[..., Any], k0_rows: object) -> EmbeddingResult:
         d, m = self.n_components, A_arr.shape[0]
         y = Z[:, :d].astype(np.float64)
         beta = Z[:, d].astype(np.float64)
@@ -320,7 +321,8 @@ class Placer:
         if errors not in ("raise", "mask"):
             raise InputError(f"errors must be 'raise' or 'mask', got {errors!r}")
         cross = list(cross)
-        sizes_arr = np.array([np.shape(c)[0] if np.ndim(c) == 2 else 0 for c in cross] if sizes is None else sizes,
+        sizes_arr = np.array([np.shape(c)[0] if np.ndim(c) == 2 else 0 for c in cross]  # type: ignore[call-overload, arg-type]  # any array-like
+                             if sizes is None else sizes,
                              dtype=np.int64)
         A_raw = validation.as_float_array(A, "A", 2)
         n = self.n_landmarks
@@ -349,7 +351,7 @@ class Placer:
             res.reasons[off[b]:off[b + 1]] = [why] * int(sizes_arr[b])
         return res
 
-    def _core_blocks(self, A: np.ndarray, cross: list, sizes: np.ndarray, k0_rows: object, errors: str,
+    def _core_blocks(self, A: np.ndarray, cross: list[Any], sizes: np.ndarray, k0_rows: object, errors: str,
                      max_block_rows: int | None = None, name: str = "cross") -> EmbeddingResult:
         return place_core_blocks(A, cross, sizes, spectrum=self.spectrum, n_components=self.n_components,
                                  limit=self.range_limit(A.dtype), project_r=self.project_r,

@@ -60,7 +60,7 @@ def range_detail(energy: float, limit: float, why: str, dtype: np.dtype, grand_m
             f"({what}; its landmarks' is {grand_mean:.3g})")
 
 
-def blocks_out_of_range(A: np.ndarray, cross: list, off: np.ndarray, limit: float, why: str,
+def blocks_out_of_range(A: np.ndarray, cross: list[np.ndarray], off: np.ndarray, limit: float, why: str,
                         grand_mean: float) -> dict[int, str]:
     """Blocks with a member row, or a mutual dissimilarity, beyond the placeable range: {block: detail}.
 

@@ -130,8 +130,8 @@ class Metrics:
                                     "Input files or directories that could not be read for a reason of the environment "
                                     "(permissions, I/O), by errno name; each is retried with backoff.", ["reason"],
                                     registry=r)
-        for reason in READ_RETRY_REASONS:
-            self.read_retries.labels(reason=reason)
+        for errno_name in READ_RETRY_REASONS:
+            self.read_retries.labels(reason=errno_name)
         self.files_reread = Counter("streamembed_files_reread_total",
                                     "Input files read again because they changed after they were read.", registry=r)
         self.quarantined_batches = Counter("streamembed_quarantined_batches_total",

@@ -56,11 +56,11 @@ def demo(outdir: str | os.PathLike, seed: int = 0) -> tuple[Path, Path]:
     old = rng.permutation(np.intersect1d(rest, pool))
     new = rng.permutation(np.setdiff1d(rest, pool))
     # A stream: old clusters only at first, then the novel cluster mixes in more and more.
-    stream = list(old[:300])
+    first = list(old[:300])
     mix = list(old[300:]) + list(new)
     rng.shuffle(mix)
-    stream += sorted(mix, key=lambda i: (i in set(old)) * rng.random() + (i not in set(old)) * rng.random() ** 0.5)
-    stream = np.asarray(stream)
+    first += sorted(mix, key=lambda i: (i in set(old)) * rng.random() + (i not in set(old)) * rng.random() ** 0.5)
+    stream = np.asarray(first)
     res = est.embed(D[np.ix_(stream, L)], k0_rows="all")
     map_path = plot_map(est, res.y, res.relative_unexplained, outdir / "map.png",
                         color_label="relative unexplained (1 - ||y||²/β)",

@@ -79,7 +79,7 @@ def plot_drift(
     axes = fig.subplots(len(statistics), 1, sharex=True, squeeze=False)[:, 0]
     thresholds = dict(thresholds or {})
     for ax, key in zip(axes, statistics, strict=False):
-        vals = np.array([np.nan if r.get(key) is None else float(r.get(key)) for r in recs])
+        vals = np.array([np.nan if r.get(key) is None else float(r[key]) for r in recs])
         ax.plot(times, vals, marker="o", markersize=2.5, linewidth=1.3, color="tab:blue", label=key)
         if key in thresholds:
             ax.axhline(thresholds[key], color="tab:red", linestyle="--", linewidth=1.0,

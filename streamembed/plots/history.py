@@ -59,11 +59,11 @@ def _is_history(records: Sequence[Mapping[str, Any]]) -> bool:
 
 
 def history_timeline(records: Sequence[Mapping[str, Any]], refits: Sequence[Mapping[str, Any]]
-                     ) -> tuple[list[Mapping[str, Any]], list[_dt.datetime], list[tuple[_dt.datetime, str, Any]]]:
-    """(records by time, their UTC times, refit marks (time, status, model_version) within the records' span)."""
+                     ) -> tuple[list[Mapping[str, Any]], list[_dt.datetime], list[tuple[_dt.datetime, str, Any, str]]]:
+    """(records by time, their UTC times, refit marks (time, status, model_version, note) within the records' span)."""
     recs = sorted(records, key=_record_time)
     times = [_record_time(r) for r in recs]
-    marks = []
+    marks: list[tuple[_dt.datetime, str, Any, str]] = []
     for h in refits:
         try:
             t = _record_time(h)

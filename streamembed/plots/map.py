@@ -20,7 +20,7 @@ def _is_categorical(values: np.ndarray, kind: str) -> bool:
     if values.dtype.kind in "OUS":
         return True
     finite = values[np.isfinite(values)]
-    return finite.size > 0 and np.all(finite == np.round(finite)) and np.unique(finite).size <= 12
+    return bool(finite.size > 0 and np.all(finite == np.round(finite)) and np.unique(finite).size <= 12)
 
 
 def plot_map(
@@ -34,7 +34,7 @@ def plot_map(
     title: str | None = None,
     dims: tuple[int, int] = (0, 1),
     max_points: int = 50_000,
-    ids: Sequence[Any] | None = None,
+    ids: Sequence[Any] | np.ndarray | None = None,
     label: int | Sequence[str] | None = None,
 ) -> Path:
     """Draw the landmark map with embedded objects to a PNG.
@@ -140,7 +140,8 @@ def plot_map(
     return out
 
 
-def _label_rows(ids: Sequence[Any] | None, label: int | Sequence[str] | None, drawn: np.ndarray) -> np.ndarray:
+def _label_rows(ids: Sequence[Any] | np.ndarray | None, label: int | Sequence[str] | None,
+                drawn: np.ndarray) -> np.ndarray:
     """Rows (sorted) of the objects to label: N evenly spaced among the ``drawn`` rows, or those with the given ids."""
     if label is None or (isinstance(label, (int, np.integer)) and int(label) <= 0):
         return np.empty(0, dtype=int)

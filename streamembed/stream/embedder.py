@@ -287,7 +287,8 @@ def _dead_rows(table: pa.Table | pa.RecordBatch, index: np.ndarray, ids: pa.Arra
     out = []
     for j, (i, rid) in enumerate(zip(index.tolist(), ids.to_pylist(), strict=True)):
         detail = details[j]
-        code = reason or (detail.code if isinstance(detail, Problem) and detail.code in REASONS else Reason.REJECTED)
+        code = reason or (Reason(detail.code) if isinstance(detail, Problem) and str(detail.code) in REASONS
+                          else Reason.REJECTED)
         out.append(DeadRecord(code, None if detail is None else str(detail), id=rid, file=origin.file,
                               row=origin.row(i), record=row_as_json(table, i)))
     return out

@@ -53,7 +53,7 @@ class PerLabelSink(OutputSink, DeadSink):
         sink = self._sinks.get(label)
         if sink is None:
             sink = self._sinks[label] = self._make()
-        sink.write(data, label, **kwargs)  # type: ignore[arg-type]  # the kind of sink make() makes
+        sink.write(data, label, **kwargs)
 
     def flush(self, label: str) -> Path | None:
         out = None
