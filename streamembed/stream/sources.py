@@ -496,7 +496,8 @@ class FileSource:
     ``unreadable_file`` dead letter saying so.
     """
 
-    def __init__(self, paths: list[str | os.PathLike[str]], *, batch_rows: int = BATCH_ROWS, max_block_rows: int = MAX_BLOCK_ROWS,
+    def __init__(self, paths: list[str | os.PathLike[str]], *, batch_rows: int = BATCH_ROWS,
+                 max_block_rows: int = MAX_BLOCK_ROWS,
                  names: list[str] | None = None, name: str = "files", mapping: str = "never") -> None:
         self.name = name
         self.mapping = mapping  # which files are memory-mapped instead of read progressively (``stream.mapped``)
