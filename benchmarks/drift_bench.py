@@ -739,7 +739,7 @@ def demo_history(root: Any, objects: int = 600_000, change_at: int = 250_000, ba
 
     A Euclidean mixture stream (``rate`` objects/s of simulated time from
     ``start_unix``) gains a cluster off the map at ``change_at``; the
-    calibrated CUSUM (``core.detector.SequentialTrigger``) watches the
+    calibrated CUSUM (``core.trigger.SequentialTrigger``) watches the
     unexplained energy; when it fires, the next ``reservoir`` objects are
     collected (so the candidates show the stream after the change, not
     before it: a fast alarm leaves few changed objects in a reservoir filled
@@ -749,7 +749,7 @@ def demo_history(root: Any, objects: int = 600_000, change_at: int = 250_000, ba
     """
     from pathlib import Path
 
-    from streamembed.core.detector import SequentialTrigger
+    from streamembed.core.trigger import SequentialTrigger
 
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,7 @@ docs/math.md §7
 derives all of it and states the assumptions; the tests check the false-alarm
 rate by simulation.
 
-``SequentialTrigger`` wraps the detector for the daemon: it collects the
+``core.trigger.SequentialTrigger`` wraps the detector for the daemon: it collects the
 baseline after each (re)fit, calibrates, and falls back to the baseline-ratio
 rule (``core.drift.RefitTrigger``) with a warning naming the setting when
 calibration is impossible. Nothing here reads a clock or does I/O: callers
@@ -37,36 +37,39 @@ pass ``now`` and log ``SequentialTrigger.warning``.
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from .drift import DriftStatistics, RefitTrigger, TriggerDecision
+from .cusum import (
+    OVERSHOOT,
+    CalibrationError,
+    _adjustment_coefficient,
+    _chi2_lower,
+    _normal_quantile,
+    _round_up,
+    clip_bounds,
+    cusum_alarms,
+    cusum_path,
+    integrated_autocorrelation_time,
+    siegmund_arl,
+    siegmund_threshold,
+)
 
 
-def _normal_quantile(p: float) -> float:
-    """Φ⁻¹(p) of the standard normal: the standard library's (Wichura's AS 241, within 1e-15 of scipy's ndtri).
-
-    The daemon checks its drift settings with it at start; importing
-    scipy.special for it cost 0.2-0.7 CPU-s of every ``streamembed run``.
-    """
-    return statistics.NormalDist().inv_cdf(p)
 
 __all__ = [
     "CalibrationError",
     "Calibration",
     "Decision",
     "CusumDetector",
-    "SequentialTrigger",
     "cusum_path",
     "cusum_alarms",
     "siegmund_arl",
     "siegmund_threshold",
     "check_detector_settings",
     "clip_bounds",
-    "correlation_note",
     "integrated_autocorrelation_time",
     "OVERSHOOT",
     "MIN_BASELINE_GROUPS",
@@ -74,9 +77,6 @@ __all__ = [
     "CLIP_QUANTILE",
 ]
 
-#: Siegmund's correction for the overshoot of a Gaussian random walk over the
-#: threshold, h → h + 2·0.583 (in increment standard deviations).
-OVERSHOOT = 1.166
 
 #: Baseline groups needed before the group-mean variance and the CLT can be trusted.
 MIN_BASELINE_GROUPS = 30
@@ -94,12 +94,6 @@ REMEDY_MULTIPLE = 30.0
 CLIP_QUANTILE = 0.999
 
 
-class CalibrationError(ValueError):
-    """The detector cannot be calibrated; ``setting`` names the configuration key to change."""
-
-    def __init__(self, message: str, setting: str) -> None:
-        super().__init__(message)
-        self.setting = setting
 
 
 @dataclass(frozen=True)
@@ -200,149 +194,20 @@ class Decision:
 # --------------------------------------------------------------------------- CUSUM arithmetic
 
 
-def cusum_path(z: np.ndarray, start: float = 0.0) -> np.ndarray:
-    """S_j = max(0, S_{j-1} + z_j) for all j at once: (G,) from increments z (G,) and S_0 = start ≥ 0.
-
-    With partial sums P_j = z_1 + … + z_j, S_j = P_j − min(−S_0, min_{i≤j} P_i):
-    one cumulative sum and one running minimum, no Python loop.
-    """
-    P = np.cumsum(np.asarray(z, dtype=np.float64))
-    low = np.minimum.accumulate(np.concatenate(([-float(start)], P)))[1:]
-    return P - low
 
 
-def cusum_alarms(z: np.ndarray, h: float, start: float = 0.0) -> tuple[np.ndarray, float, float]:
-    """Alarm positions of a CUSUM that restarts at 0 after each alarm.
-
-    Args:
-        z: (G,) increments x_j − k.
-        h: threshold.
-        start: S before z_1.
-    Returns:
-        (alarm indices into z (a,), S after the last increment, largest S reached).
-        Vectorised over windows that double while no alarm falls in them and
-        halve after one, so the cost stays O(G) whether alarms are rare or
-        every few increments.
-    """
-    z = np.asarray(z, dtype=np.float64)
-    alarms: list[int] = []
-    peak = float(start)
-    pos, s, width = 0, float(start), 1024
-    while pos < z.size:
-        end = min(z.size, pos + width)
-        S = cusum_path(z[pos:end], s)
-        over = np.flatnonzero(h < S)
-        if over.size == 0:
-            peak = max(peak, float(S.max()))
-            pos, s, width = end, float(S[-1]), 2 * width
-            continue
-        j = pos + int(over[0])
-        peak = max(peak, float(S[: over[0] + 1].max()))
-        alarms.append(j)
-        pos, s, width = j + 1, 0.0, max(64, width // 2)
-    return np.asarray(alarms, dtype=np.int64), s, peak
 
 
-def siegmund_arl(h: float, theta: float, drift: float, overshoot: float = OVERSHOOT) -> float:
-    """Average run length (in increments) of a CUSUM whose increments have mean −drift < 0.
-
-    Siegmund (1985): ARL ≈ (e^{θ(h+ρ)} − 1 − θ(h+ρ)) / (θ·drift), θ the positive root
-    of the increments' cumulant generating function, ρ the overshoot correction.
-    For N(−k, 1) increments θ = 2k and this is the familiar (e^{2k(h+1.166)} − 2k(h+1.166) − 1)/(2k²).
-    """
-    u = theta * (h + overshoot)
-    return float(math.expm1(u) - u) / (theta * drift) if u < 700 else math.inf
 
 
-def siegmund_threshold(arl: float, theta: float, drift: float, overshoot: float = OVERSHOOT) -> float:
-    """The h with ``siegmund_arl(h, θ, drift) = arl`` (h ≥ 0; 0 when even h = 0 exceeds ``arl``)."""
-    c = arl * theta * drift + 1.0  # solve e^u − u = c for u > 0
-    u = math.log(c) if c > 1 else 0.0
-    for _ in range(60):
-        nxt = math.log(c + u)
-        if abs(nxt - u) < 1e-13 * max(1.0, u):
-            u = nxt
-            break
-        u = nxt
-    return max(u / theta - overshoot, 0.0)
 
 
-def _cgf_and_slope(y: np.ndarray, t: float) -> tuple[float, float]:
-    """(K_y(t), K_y'(t)) of the empirical CGF K_y(t) = log mean exp(t·y) of values y (N,), from one exponential pass."""
-    ty = t * y
-    m = float(ty.max())
-    w = np.exp(ty - m)
-    total = float(w.sum())
-    return m + math.log(total / y.size), float(w @ y) / total
 
 
-def _adjustment_coefficient(y: np.ndarray, b_eff: float, scale: float, drift: float) -> float:
-    """θ* > 0 with ψ(θ) = −θ·drift + b_eff·K_y(θ·scale/√b_eff) = 0 (K_y the empirical CGF of y).
-
-    The increments are scale·ξ − drift with ξ a standardised mean of b_eff
-    independent copies of y (mean 0, variance 1): K_ξ(θ) = b_eff·K_y(θ/√b_eff).
-    ψ is convex with ψ(0) = 0 and ψ'(0) = −drift < 0, so Newton's method
-    started where ψ > 0 descends monotonically to the root (a handful of
-    passes over y).
-    """
-    c = scale / math.sqrt(b_eff)
-
-    def psi(theta: float) -> tuple[float, float]:
-        k, slope = _cgf_and_slope(y, theta * c)
-        return -theta * drift + b_eff * k, -drift + b_eff * c * slope
-
-    theta = 2.0 * drift / scale**2  # the Gaussian root
-    for _ in range(200):
-        if psi(theta)[0] > 0:
-            break
-        theta *= 2.0
-    else:  # pragma: no cover - the CGF of a non-degenerate sample grows at least quadratically
-        raise CalibrationError("the baseline's cumulant generating function has no positive root",
-                               "drift.baseline_objects")
-    for _ in range(100):
-        f, slope = psi(theta)
-        step = f / slope
-        theta -= step
-        if step < 1e-13 * theta:
-            break
-    return theta
 
 
-def integrated_autocorrelation_time(y: np.ndarray) -> float:
-    """φ = 1 + 2·Σ_{ℓ≥1} ρ_ℓ of a stationary series y (N,): Var(ȳ_N) ≈ φ·Var(y)/N (docs/math.md §7.2).
-
-    Geyer's (1992) initial monotone sequence estimator: autocovariances γ_ℓ
-    (divisor N) from one FFT; the sums of adjacent pairs Γ_m = γ_{2m} + γ_{2m+1}
-    are kept up to the first that is not positive and made non-increasing;
-    φ = (2·Σ_m Γ_m − γ_0)/γ_0, at least 1 (anticorrelated values are treated
-    as independent ones, which is conservative). O(N log N), no Python loop.
-    """
-    y = np.asarray(y, dtype=np.float64).ravel()
-    N = y.size
-    if N < 4:
-        return 1.0
-    d = y - y.mean()
-    size = 1 << int(2 * N - 1).bit_length()
-    f = np.fft.rfft(d, size)
-    gamma = np.fft.irfft(f.real**2 + f.imag**2, size)[:N] / N
-    if not gamma[0] > 0:
-        return 1.0
-    m = N // 2
-    pairs = gamma[0:2 * m:2] + gamma[1:2 * m:2]
-    stop = np.flatnonzero(pairs <= 0)
-    pairs = np.minimum.accumulate(pairs[: stop[0] if stop.size else pairs.size])
-    return max(float((2.0 * pairs.sum() - gamma[0]) / gamma[0]), 1.0)
 
 
-def clip_bounds(v: np.ndarray, q: float) -> tuple[float, float]:
-    """(low, high): the 1 − q and q quantiles of baseline values v (N,), where every value is clipped (§7.2).
-
-    (−inf, inf) when q = 1 (no clipping).
-    """
-    if q >= 1.0:
-        return -math.inf, math.inf
-    lo, hi = np.quantile(v, (1.0 - q, q))
-    return float(lo), float(hi)
 
 
 def check_detector_settings(
@@ -623,152 +488,3 @@ class CusumDetector:
     def alarm_positions(self, values: np.ndarray) -> np.ndarray:
         """Every alarm in a batch (m,), as positions into it (a,); the state advances exactly as in ``update``."""
         return self._feed(values)[0]
-
-
-def _round_up(x: float) -> int:
-    """x rounded up to two significant digits (a setting a person would type)."""
-    if x <= 100:
-        return int(math.ceil(x))
-    step = 10 ** (int(math.floor(math.log10(x))) - 1)
-    return int(math.ceil(x / step) * step)
-
-
-def _chi2_lower(dof: float, confidence: float) -> float:
-    """The (1 − confidence) quantile of χ²_dof (scipy.special's inverse survival function: scipy.stats costs 0.5 s
-    to import, in the middle of the stream)."""
-    from scipy.special import chdtri
-
-    return float(chdtri(dof, confidence))
-
-
-def correlation_note(c: Calibration) -> str | None:
-    """What a calibration on correlated values gave up (None when the reference value is the one asked for).
-
-    The reference value is raised to twice the mean's margin when N/φ
-    effectively independent objects cannot place the mean within a quarter of
-    ``min_shift`` (docs/math.md §7.3); the baseline that would restore it is
-    (4·t/min_shift)²·φ objects.
-    """
-    if not c.effective_min_shift > c.min_shift * (1.0 + 1e-9):
-        return None
-    from scipy.special import stdtrit
-
-    t = float(stdtrit(max(c.effective_objects - 1.0, 1.0), c.confidence))
-    need = _round_up((4.0 * t / c.min_shift) ** 2 * c.variance_inflation)
-    return (f"drift detector 'cusum': the baseline's values are correlated over about {c.variance_inflation:,.0f} "
-            f"objects (objects arriving in runs?), so its {c.baseline_objects} objects hold {c.effective_objects:,.0f} "
-            f"independent ones; the CUSUM is calibrated for them and tuned to rises of {c.effective_min_shift:.3g} "
-            f"baseline sd instead of drift.min_shift = {c.min_shift:g} (drift.baseline_objects = {need} would "
-            f"restore it)")
-
-
-# --------------------------------------------------------------------------- the daemon's trigger
-
-
-class SequentialTrigger:
-    """Refit decisions from a ``CusumDetector``, with baseline collection, cooldown and fallback.
-
-    After construction and after every ``refitted``, the first
-    ``baseline_objects`` values are collected (no decisions); then the
-    detector is calibrated. If calibration fails, ``warning`` says why and
-    which setting to change, and decisions come from ``fallback`` (the
-    baseline-ratio rule) until the next refit, when calibration is tried
-    again. Without a fallback the ``CalibrationError`` propagates. When the
-    baseline's values are correlated enough that the detector is tuned to a
-    larger shift than ``min_shift``, ``warning`` says so (``correlation_note``)
-    while the CUSUM decides.
-
-    ``observe`` has ``RefitTrigger.observe``'s signature plus the batch's
-    per-object values, and returns the same ``TriggerDecision``.
-
-    Args:
-        detector: the CUSUM (its ERT is the guarantee).
-        baseline_objects: values collected after a (re)fit before calibrating.
-        cooldown_seconds: no firing within this time after a refit.
-        fallback: the rule used when calibration fails (None: raise instead).
-    """
-
-    def __init__(self, detector: CusumDetector, baseline_objects: int = 20_000, cooldown_seconds: float = 300.0,
-                 fallback: RefitTrigger | None = None) -> None:
-        self.detector = detector
-        self.baseline_objects = int(baseline_objects)
-        self.cooldown_seconds = float(cooldown_seconds)
-        self.fallback = fallback
-        self.warning: str | None = None
-        self._baseline: list[np.ndarray] = []
-        self._baseline_n = 0
-        self._last_refit: float | None = None
-        self._failed = False
-
-    @property
-    def kind(self) -> str:
-        """"cusum", or "rule" while the fallback decides."""
-        return "rule" if self._failed else "cusum"
-
-    @property
-    def expected_run_objects(self) -> float | None:
-        return None if self._failed else self.detector.expected_run_objects
-
-    @property
-    def statistic(self) -> float:
-        return self.detector.statistic
-
-    @property
-    def threshold(self) -> float:
-        return self.detector.threshold
-
-    def refitted(self, now: float) -> None:
-        """A refit happened (or was attempted): new baseline, cooldown."""
-        self._last_refit = now
-        self._baseline, self._baseline_n = [], 0
-        self.detector.calibration = None
-        self.detector.reset()
-        self._failed = False
-        self.warning = None
-        if self.fallback is not None:
-            self.fallback.refitted(now)
-
-    def cooldown(self, now: float) -> None:
-        """A refit was not installed (failed, skipped, led elsewhere): restart S and cool down, keep the baseline.
-
-        Re-baselining here would calibrate on the drifted stream and accept
-        the drift the alarm was about.
-        """
-        self._last_refit = now
-        self.detector._S = 0.0
-        if self.fallback is not None:
-            self.fallback.cooldown(now)
-
-    def observe(self, now: float, stats: DriftStatistics | None, n_new: int, values: Any = None) -> TriggerDecision:
-        """Account for ``n_new`` objects: ``values`` (n_new,) their per-object statistic, ``stats`` the window's."""
-        if self._failed:
-            assert self.fallback is not None  # _failed is only set with a fallback
-            return self.fallback.observe(now, stats, n_new)
-        vals = np.empty(0) if values is None else np.asarray(values, dtype=np.float64).ravel()
-        det = self.detector
-        if not det.calibrated:
-            self._baseline.append(vals.copy())
-            self._baseline_n += vals.size
-            if self._baseline_n < self.baseline_objects:
-                return TriggerDecision(False, "collecting the baseline", math.nan, math.nan, 0)
-            try:
-                c = det.calibrate(np.concatenate(self._baseline))
-            except CalibrationError as exc:
-                if self.fallback is None:
-                    raise
-                self._failed = True
-                self.warning = (f"drift detector 'cusum' cannot be calibrated ({exc}); falling back to the "
-                                f"baseline-ratio rule until the next refit (setting {exc.setting})")
-                return self.fallback.observe(now, stats, n_new)
-            finally:
-                self._baseline = []
-            self.warning = correlation_note(c)
-            return TriggerDecision(False, "calibrated", det.statistic, det.threshold, 0)
-        d = det.update(vals, now)
-        cooling = self._last_refit is not None and now - self._last_refit < self.cooldown_seconds
-        if d.fired and not cooling:
-            cal = det.calibration
-            assert cal is not None  # a detector that fired is calibrated
-            return TriggerDecision(True, f"CUSUM of the residual reached {d.peak:.4g} > h = {cal.threshold:.4g} "
-                                   f"(ERT {cal.expected_run_objects:.3g} objects)", d.peak, d.threshold, 0)
-        return TriggerDecision(False, "cooldown" if d.fired else "below threshold", d.statistic, d.threshold, 0)

@@ -275,7 +275,7 @@ class RefitTrigger:
         cooldown_seconds: no automatic refit within this time after one.
     """
 
-    #: what the daemon's drift history calls this trigger (``detector.SequentialTrigger`` is "cusum")
+    #: what the daemon's drift history calls this trigger (``trigger.SequentialTrigger`` is "cusum")
     kind = "rule"
     #: the rule states no false-alarm guarantee
     expected_run_objects = None
@@ -331,7 +331,7 @@ class RefitTrigger:
         """Account for ``n_new`` objects whose window statistics are ``stats``.
 
         ``values`` (the batch's per-object statistic) is accepted and ignored, so
-        that a caller can feed this rule and ``detector.SequentialTrigger`` alike.
+        that a caller can feed this rule and ``trigger.SequentialTrigger`` alike.
         """
         self._seen_since_refit += n_new
         value = math.nan if stats is None else float(getattr(stats, self.statistic))

@@ -30,7 +30,8 @@ from collections.abc import Callable
 import numpy as np
 
 from streamembed.fsafe import make_dirs, open_append
-from streamembed.core.detector import CusumDetector, SequentialTrigger, check_detector_settings
+from streamembed.core.detector import CusumDetector, check_detector_settings
+from streamembed.core.trigger import SequentialTrigger
 from streamembed.core.drift import DriftStatistics, DriftWindow, RefitTrigger
 from streamembed.core.result import EmbeddingResult
 from streamembed.config.schema import DriftConfig

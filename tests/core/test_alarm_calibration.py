@@ -19,11 +19,11 @@ from streamembed.core.detector import (
     MIN_EFFECTIVE_OBJECTS,
     CalibrationError,
     CusumDetector,
-    SequentialTrigger,
     cusum_alarms,
     integrated_autocorrelation_time,
     siegmund_arl,
 )
+from streamembed.core.trigger import SequentialTrigger
 from streamembed.core.drift import RefitTrigger
 
 

@@ -10,13 +10,13 @@ import pytest
 from streamembed.core.detector import (
     CalibrationError,
     CusumDetector,
-    SequentialTrigger,
     check_detector_settings,
     cusum_alarms,
     cusum_path,
     siegmund_arl,
     siegmund_threshold,
 )
+from streamembed.core.trigger import SequentialTrigger
 from streamembed.core.drift import RefitTrigger
 
 
