@@ -29,7 +29,7 @@
 | ``calibration`` | §4.3 | the non-Euclidean flag's threshold from the landmarks |
 | ``runtime`` | §4.4 | worker threads (the one pool), BLAS threads, per-batch time budgets and cancellation |
 | ``drift`` | §4 | sliding-window drift statistics, the rule trigger |
-| ``cusum``, ``detector``, ``trigger`` | §7 | CUSUM arithmetic; the detector (threshold from the run length); the trigger |
+| ``cusum``, ``detector``, ``trigger`` | §7 | CUSUM arithmetic, the calibrated detector, the trigger |
 | ``landmarks`` | §5, §7.5 | max–min and residual-pivoted landmark selection |
 | ``refit`` | §5, §7.5 | refitting the landmark map from a reservoir |
 | ``procrustes`` | §5 | alignment of a refit to the previous map |
