@@ -1,6 +1,6 @@
 """`streamembed embed` and the directory daemon against the I/O-only ceiling and a hand-written script.
 
-    python benchmarks/bench_file_ceiling.py [--objects 300000] [--landmarks 500] [--dims 10] [--repeat 5]
+    python -m benchmarks.bench_file_ceiling [--objects 300000] [--landmarks 500] [--dims 10] [--repeat 5]
                                             [--formats arrows,parquet-fsb,parquet-list] [--no-daemon]
                                             [--tree PATH] [--embed-args ARGS] [--daemon-mmap auto|always|never]
                                             [--json OUT.json]
