@@ -370,8 +370,8 @@ def daemon_consume(bootstrap: str, topic: str, out_topic: str, group: str, est: 
     from streamembed.stream.checkpoint import Checkpointer
     from streamembed.stream.embedder import BatchEmbedder
     from streamembed.stream.loop import EmbeddingLoop, RollPolicy
-    from streamembed.stream.models import ModelRegistry
-    from streamembed.stream.pipeline import ReadAhead
+    from streamembed.stream.registry import ModelRegistry
+    from streamembed.stream.read_ahead import ReadAhead
 
     cfg = load_config(overrides={"kafka.bootstrap_servers": bootstrap, "kafka.group_id": group,
                                  "kafka.session_timeout_ms": 10000, "kafka.input_topic": topic, **(overrides or {})})

@@ -126,7 +126,7 @@ def hook_cost(points: int, batch_rows: int) -> dict[str, float]:
     from streamembed.daemon.mapview import MapView
     from streamembed.config.schema import Config
     from streamembed.stream.embedder import BatchEmbedder
-    from streamembed.stream.models import ModelRegistry
+    from streamembed.stream.registry import ModelRegistry
 
     cfg = Config()
     cfg.generator.rate = 0.0

@@ -157,7 +157,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
     from streamembed.stream.embedder import BatchEmbedder
     from streamembed.stream.input_precision import common_precision
     from streamembed.stream.loop import EmbeddingLoop, RollPolicy
-    from streamembed.stream.pipeline import ReadAhead
+    from streamembed.stream.read_ahead import ReadAhead
     from streamembed.stream.records import Reason
     from streamembed.stream.sinks import DeadLetterSink, ParquetSink
     from streamembed.stream.sources import FileSource

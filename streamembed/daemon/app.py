@@ -39,7 +39,7 @@ from streamembed.stream.checkpoint import CheckpointError, Checkpointer, Checkpo
 from streamembed.stream.consistency import ConsistencyMonitor
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.loop import EmbeddingLoop, RollPolicy
-from streamembed.stream.pipeline import ReadAhead
+from streamembed.stream.read_ahead import ReadAhead
 
 __all__ = ["run_daemon", "StartupError", "EnvironmentUnavailable"]
 

@@ -42,7 +42,7 @@ from streamembed.kafka.source import KafkaSource
 from streamembed.model_io import load_model, save_model
 from streamembed.config.schema import Config
 from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
-from streamembed.stream.models import ModelRegistry, StaleModelError
+from streamembed.stream.registry import ModelRegistry, StaleModelError
 from streamembed.stream.monitor import DriftMonitor, build_trigger
 from streamembed.stream.sinks import DeadLetterSink, FanoutSink, ParquetSink, PerLabelSink, dead_letter_path
 from streamembed.stream.sources import DirectorySource

@@ -74,7 +74,7 @@ DIGITS = 5
 class MapView:
     """A bounded, thread-safe sample of the newest placements, and the map they are placed on.
 
-    ``registry`` (``stream.models.ModelRegistry``) gives the current model;
+    ``registry`` (``stream.registry.ModelRegistry``) gives the current model;
     ``monitor`` (``stream.monitor.DriftMonitor``, or None without drift
     monitoring) its drift statistics; ``history_path`` the refit history
     (JSON lines, ``daemon.refits``).

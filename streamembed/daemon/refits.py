@@ -41,7 +41,7 @@ from streamembed.core.errors import InputError
 from streamembed.core.refit import candidate_dissimilarities
 from streamembed.model_io import load_model, save_model
 from streamembed.config.schema import RefitConfig
-from streamembed.stream.models import ModelRegistry, StaleModelError
+from streamembed.stream.registry import ModelRegistry, StaleModelError
 
 __all__ = ["RefitManager", "model_path", "newest_models"]
 

@@ -31,7 +31,7 @@ from streamembed.core.result import EmbeddingResult
 from streamembed.core.validation import Problem
 from streamembed.stream.blocks import Blocks, block_units
 from streamembed.stream.codecs import DeadRecord, DecodedBatch, decode_batch, encode_result, row_as_json, split_valid
-from streamembed.stream.models import ModelRegistry
+from streamembed.stream.registry import ModelRegistry
 from streamembed.stream.origin import NO_ORIGIN, RowOrigin
 from streamembed.stream.output import DEFAULT_OUTPUT_VERSION, OUTPUT_VERSIONS
 from streamembed.stream.records import INPUT_FEATURES, REASONS, Reason

@@ -3,7 +3,7 @@
 The daemon and the one-shot ``streamembed embed`` both run this loop; only
 their sources, sinks and checkpoint differ. One thread embeds, one batch at a
 time, with whole-batch operations only; the source is read ahead on another
-thread (``pipeline.ReadAhead``). The order is what makes a crash harmless:
+thread (``read_ahead.ReadAhead``). The order is what makes a crash harmless:
 
 1. a batch's embedded rows and dead letters are handed to the sinks
    (``BatchEmbedder.process``: every record ends embedded or dead-lettered);

@@ -18,7 +18,7 @@ from streamembed.daemon.mapview import MAX_HISTORY, MAX_ID_CHARS, MapPage, MapVi
 from streamembed.daemon.metrics import Metrics
 from streamembed.config.schema import DriftConfig
 from streamembed.stream.embedder import BatchEmbedder, Processed
-from streamembed.stream.models import ModelRegistry
+from streamembed.stream.registry import ModelRegistry
 from streamembed.stream.monitor import DriftMonitor, build_trigger
 from streamembed.stream.output import y_matrix
 

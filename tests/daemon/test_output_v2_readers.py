@@ -18,7 +18,7 @@ from streamembed.kafka.codec import (
     output_json_messages,
 )
 from streamembed.stream.embedder import BatchEmbedder
-from streamembed.stream.models import ModelRegistry
+from streamembed.stream.registry import ModelRegistry
 from streamembed.stream.output import (
     as_version1,
     flag_names_of,

@@ -9,7 +9,7 @@ from streamembed import LandmarkMDS
 from streamembed.core.drift import RefitTrigger
 from streamembed.daemon.refits import RefitManager
 from streamembed.config.schema import RefitConfig
-from streamembed.stream.models import ModelRegistry
+from streamembed.stream.registry import ModelRegistry
 
 
 class _Monitor:

@@ -13,7 +13,7 @@ from streamembed.daemon.metrics import Metrics
 from streamembed.daemon.refits import RefitManager
 from streamembed.config.schema import RefitConfig
 from streamembed.stream.monitor import Candidates
-from streamembed.stream.models import ModelRegistry
+from streamembed.stream.registry import ModelRegistry
 
 pytestmark = pytest.mark.slow  # each test runs the refit worker (a Python process) once or twice
 

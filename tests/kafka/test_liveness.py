@@ -23,7 +23,7 @@ from streamembed.kafka.client import consumer_settings
 from streamembed.kafka.codec import arrow_message
 from streamembed.kafka.source import KafkaSource
 from streamembed.config.schema import KafkaConfig
-from streamembed.stream.pipeline import ReadAhead
+from streamembed.stream.read_ahead import ReadAhead
 from tools.broker import TansuBroker, TansuNotFoundError, find_tansu
 
 from ..e2e.daemon import Daemon, wait_for

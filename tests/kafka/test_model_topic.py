@@ -11,7 +11,7 @@ from kafka import KafkaProducer
 
 from streamembed.kafka.model_topic import ModelTopic, model_bytes
 from streamembed.daemon.assembly import ModelSync
-from streamembed.stream.models import ModelRegistry
+from streamembed.stream.registry import ModelRegistry
 
 from ..stream.helpers import dissimilarities, fitted_model, objects
 

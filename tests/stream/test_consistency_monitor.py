@@ -23,7 +23,7 @@ from streamembed.daemon.metrics import Metrics
 from benchmarks.mixups import MIXUPS
 from streamembed.stream.consistency import HEALTH_PROBLEM, ConsistencyMonitor
 from streamembed.stream.embedder import BatchEmbedder
-from streamembed.stream.models import ModelRegistry
+from streamembed.stream.registry import ModelRegistry
 from streamembed.stream.origin import RowOrigin
 
 from ..realdata import setting

@@ -21,7 +21,7 @@ from streamembed.stream import landmark_order
 from streamembed.stream.codecs import packed_column
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.landmark_order import order_metadata
-from streamembed.stream.models import ModelRegistry
+from streamembed.stream.registry import ModelRegistry
 from streamembed.stream.readers import iter_file
 from streamembed.stream.records import Reason
 from streamembed.stream.origin import RowOrigin

@@ -14,7 +14,7 @@ from streamembed.stream.checkpoint import Checkpointer, CheckpointStore, CrashGu
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
 from streamembed.stream.loop import EmbeddingLoop, RollPolicy
-from streamembed.stream.pipeline import ReadAhead
+from streamembed.stream.read_ahead import ReadAhead
 from streamembed.stream.records import Reason
 from streamembed.stream.sinks import DeadLetterSink, ParquetSink
 from streamembed.stream.sources import DirectorySource

@@ -175,7 +175,7 @@ def test_the_loop_starts_a_new_file_where_the_input_precision_changes(tmp_path: 
 
     from streamembed.stream.checkpoint import Checkpointer, CheckpointStore
     from streamembed.stream.loop import EmbeddingLoop, RollPolicy
-    from streamembed.stream.pipeline import ReadAhead
+    from streamembed.stream.read_ahead import ReadAhead
     from streamembed.stream.sinks import DeadLetterSink
     from streamembed.stream.sources import DirectorySource
 

@@ -24,7 +24,7 @@ from streamembed.stream.sources import SourceBatch
 
 __all__ = ["ReadAhead"]
 
-log = logging.getLogger("streamembed.pipeline")
+log = logging.getLogger("streamembed.read_ahead")
 
 _END = object()
 #: Longest wait of the reader thread after the source had nothing (it follows the source's ``wait_hint``).

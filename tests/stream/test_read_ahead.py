@@ -11,7 +11,7 @@ import pytest
 
 from streamembed.config.schema import GeneratorConfig
 from streamembed.stream.generator import GaussianMixtureStream
-from streamembed.stream.pipeline import ReadAhead
+from streamembed.stream.read_ahead import ReadAhead
 from streamembed.stream.sources import SourceBatch
 
 
