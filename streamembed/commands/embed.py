@@ -150,7 +150,7 @@ def _dead_summary(stats: LoopStats) -> str:
 def cmd_embed(args: argparse.Namespace) -> int:
     from streamembed.core.errors import ModelFileError
     from streamembed.config import ConfigError, parse_value
-    from streamembed.model_io import load_model
+    from streamembed.model_io import read_model_file
     from streamembed.config.schema import RunConfig, k0_rows_value
     from streamembed.stream.checkpoint import Checkpointer
     from streamembed.stream.consistency import ConsistencyMonitor
@@ -164,9 +164,13 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
     paths = _inputs(args.input)
     try:
-        model = load_model(args.model)
+        model, params = read_model_file(args.model)
     except ModelFileError as exc:
         raise Refused(f"cannot load model {args.model}: {exc}") from None
+    if args.method is None:  # the method the model was fitted for (fit --method), else the table's default
+        from streamembed.core.options import DEFAULTS
+
+        args.method = str(params.get("method") or DEFAULTS["method"])
     try:
         k0 = k0_rows_value(parse_value("model.k0_rows", args.k0_rows))
     except ConfigError as exc:
@@ -250,7 +254,8 @@ def add_parser(add: Any) -> None:
     e.add_argument("--dask", metavar="SCHEDULER", default="",
                    help="embed on this Dask scheduler (tcp://host:8786; 'local:N' starts N local workers); needs "
                         "the extra streamembed[dask]")
-    e.add_argument("--method", choices=OPTIONS["method"].values, default=DEFAULTS["method"])
+    e.add_argument("--method", choices=OPTIONS["method"].values, default=None,
+                   help="embedding method (default: the one stored with the model by fit --method)")
     e.add_argument("--k0-rows", default="none", metavar="none|all|N", help="rows per batch with exact k0")
     e.add_argument("--batch-rows", type=int, default=DEFAULTS["batch_rows"], metavar="N",
                    help="rows per batch (default %(default)s)")

@@ -246,7 +246,8 @@ def add_parser(add: Any) -> None:
     f.add_argument("--n-components", type=int, default=DEFAULTS["n_components"], metavar="D",
                    help="map dimensions (default: %(default)s)")
     f.add_argument("--method", choices=OPTIONS["method"].values, default=DEFAULTS["method"],
-                   help="default embedding method stored with the model")
+                   help="the embedding method stored with the model: embed's default for it "
+                        "(the daemon's is model.method)")
     f.add_argument("--geodesic-neighbors", type=int, metavar="K",
                    help="landmark Isomap: geodesic distances through the K-nearest-neighbour graph (docs/math.md §3)")
     f.add_argument("--correction", choices=OPTIONS["correction"].values, default=DEFAULTS["correction"],

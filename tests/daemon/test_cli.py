@@ -177,3 +177,18 @@ def test_fit_refuses_a_bad_entry_with_its_position_in_the_input(tmp_path: Path, 
     assert main(["fit", "--dissimilarities", str(tmp_path / "D.npy"), "--landmarks", "10", "-o",
                  str(tmp_path / "m.npz")]) == 2
     assert "D[20, 25] = nan is not finite" in capsys.readouterr().err
+
+
+def test_embed_defaults_to_the_method_the_model_was_fitted_for(tmp_path: Path) -> None:
+    """`fit --method restricted` stores the method with the model; `embed` without --method uses it, and an
+    explicit --method still wins."""
+    X = landmark_points()
+    np.save(tmp_path / "D.npy", cdist(X, X))
+    assert main(["fit", "--dissimilarities", str(tmp_path / "D.npy"), "--n-components", "2", "--method", "restricted",
+                 "-o", str(tmp_path / "m.npz")]) == 0
+    A = cdist(X[:10] + 0.01, X)
+    pq.write_table(input_table([f"o{i}" for i in range(10)], A), tmp_path / "in.parquet")
+    for extra, expect in (([], "restricted"), (["--method", "projection"], "projection")):
+        out = tmp_path / f"out-{expect}.parquet"
+        assert main(["embed", str(tmp_path / "in.parquet"), "-m", str(tmp_path / "m.npz"), "-o", str(out), *extra]) == 0
+        assert set(pq.read_table(out).column("method").to_pylist()) == {expect}
