@@ -14,7 +14,7 @@ from streamembed.daemon.metrics import LABEL_VALUES
 from streamembed.stream.records import REASONS, Reason
 
 PACKAGE = Path(streamembed.__file__).parent
-README = PACKAGE.parent / "README.md"
+FORMATS = PACKAGE.parent / "docs" / "formats.md"  # the record formats page: the dead-letter paragraph
 #: Where the codes are defined.
 HOMES = {"stream/records.py", "core/validation.py"}
 #: Literals that equal a code but are prose, not a code (file, value).
@@ -61,8 +61,8 @@ def test_the_metric_labels_come_from_the_enum() -> None:
 
 
 @pytest.mark.parametrize("reason", list(Reason))
-def test_the_readme_names_every_reason_in_the_dead_letter_format(reason: Reason) -> None:
-    text = README.read_text()
+def test_the_formats_page_names_every_reason_in_the_dead_letter_format(reason: Reason) -> None:
+    text = FORMATS.read_text()
     para = text[text.index("**Dead letters**"):]
     para = para[:para.index("\n\n")]
-    assert re.search(rf"`{reason.value}`", para), f"README's dead-letter paragraph does not name {reason.value}"
+    assert re.search(rf"`{reason.value}`", para), f"docs/formats.md's dead-letter paragraph does not name {reason.value}"
