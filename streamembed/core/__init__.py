@@ -30,7 +30,9 @@
 | ``runtime`` | §4.4 | worker threads (the one pool), BLAS threads, per-batch time budgets and cancellation |
 | ``drift`` | §4 | sliding-window drift statistics, the rule trigger |
 | ``cusum``, ``detector``, ``trigger`` | §7 | CUSUM arithmetic, the calibrated detector, the trigger |
-| ``landmarks`` | §5, §7.5 | max–min and residual-pivoted landmark selection |
+| ``landmarks`` | §5, §7.5 | ``select_landmarks``, the one entry point of landmark selection |
+| ``landmark_strategies`` | §5, §7.5 | the strategies: max–min, k-means++, k-medoids, RPCholesky, residual-pivoted |
+| ``dissimilarities`` | §5 | dissimilarity rows given whole or computed from features |
 | ``refit`` | §5, §7.5 | refitting the landmark map from a reservoir |
 | ``procrustes`` | §5 | alignment of a refit to the previous map |
 | ``flags``, ``result``, ``errors`` | — | per-row flags, result container, error types |
