@@ -16,6 +16,7 @@
 | ``block_input`` | §2 | per-block validation of cross matrices, centring and packing |
 | ``block_consistency`` | §4.3 | the ``inconsistent_block`` flag: does a block's C agree with its rows |
 | ``criteria``, ``criteria_checks``, ``criteria_line`` | §3.4 | raw-stress, Sammon and L1 placement, certified |
+| ``criteria_stress``, ``criteria_l1``, ``criteria_newton`` | §3 | each criterion's kernels, the shared damped Newton |
 | ``metric_map`` | §3.5 | SMACOF / Sammon refinement of the landmark map |
 | ``kernel_input`` | §2 | similarity (kernel) input as dissimilarities |
 | ``geodesic`` | §2 | landmark Isomap: k-NN graph geodesics, ties kept |
