@@ -360,7 +360,7 @@ def daemon_consume(bootstrap: str, topic: str, out_topic: str, group: str, est: 
     outputs are acknowledged. The clock starts when the consumer's first poll
     returns records (those are not counted), as for raw consumption.
     """
-    from streamembed.daemon.assembly import build_drift
+    from streamembed.daemon.model_setup import build_drift
     from streamembed.config import load_config
     from streamembed.daemon.metrics import Metrics
     from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings

@@ -16,7 +16,8 @@ Modules, in the data's path:
 * :mod:`~streamembed.kafka.sink` - the output topic and the dead-letter topic;
 * :mod:`~streamembed.kafka.model_topic` - the landmark model on a compacted
   topic, so every replica embeds with the same model version;
-* :mod:`streamembed.daemon.assembly` - how the daemon puts these together.
+* :mod:`streamembed.daemon.assembly` and :mod:`streamembed.daemon.model_setup` - how the
+  daemon puts these together.
 """
 
 from __future__ import annotations
