@@ -80,7 +80,7 @@ def digits_pool(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def words_pool() -> tuple[np.ndarray, np.ndarray]:
     """(u, module labels) of stdlib docstring lines placed on 100 max–min landmarks (normalised edit distance)."""
-    from streamembed.core.landmarks import maxmin_select
+    from streamembed.core.landmark_strategies import maxmin_select
     from benchmarks.datasets import stdlib_docstrings
 
     ds = stdlib_docstrings(n=800)

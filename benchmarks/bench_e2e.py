@@ -13,7 +13,7 @@ so only ratios taken in one run mean anything.
   (fixed_size_binary)``: ``streamembed embed IN -o OUT`` in process (the CLI's
   own entry point, imports warmed up), from an Arrow IPC stream, a Parquet
   file with a ``fixed_size_list<float32>`` column, and the fast Parquet
-  layout (``stream.codecs.packed_column``). Input in the page cache.
+  layout (``stream.packed.packed_column``). Input in the page cache.
 * ``daemon directory (batch)``: the daemon as ``streamembed run`` assembles it
   (``daemon.app``), source.kind = directory with ``exit_when_idle``, on the
   same Arrow file; timed from the loop's start to its final commit (start-up -
@@ -79,7 +79,7 @@ def _problem(m: int, seed: int = 0) -> tuple[Any, np.ndarray, np.ndarray]:
 
 
 def _table(A: np.ndarray, start: int = 0, packed: bool = False) -> pa.Table:
-    from streamembed.stream.codecs import packed_column
+    from streamembed.stream.packed import packed_column
 
     ids = pa.array([f"o{i}" for i in range(start, start + len(A))], pa.string())
     if packed:
@@ -360,7 +360,7 @@ def daemon_consume(bootstrap: str, topic: str, out_topic: str, group: str, est: 
     outputs are acknowledged. The clock starts when the consumer's first poll
     returns records (those are not counted), as for raw consumption.
     """
-    from streamembed.daemon.assembly import build_drift
+    from streamembed.daemon.model_setup import build_drift
     from streamembed.config import load_config
     from streamembed.daemon.metrics import Metrics
     from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings

@@ -122,7 +122,8 @@ def start_daemon(workdir: Path, points: int) -> tuple[subprocess.Popen[bytes], s
 
 def hook_cost(points: int, batch_rows: int) -> dict[str, float]:
     """Median seconds of ``MapView.observe`` and of ``BatchEmbedder.process`` on one generator batch."""
-    from streamembed.daemon.assembly import build_source, load_or_fit_model
+    from streamembed.daemon.assembly import build_source
+    from streamembed.daemon.model_setup import load_or_fit_model
     from streamembed.daemon.mapview import MapView
     from streamembed.config.schema import Config
     from streamembed.stream.embedder import BatchEmbedder

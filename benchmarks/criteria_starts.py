@@ -34,7 +34,8 @@ import scipy.optimize
 
 
 from streamembed import LandmarkMDS
-from streamembed.core.criteria import solve_sammon, solve_stress, stress_objective
+from streamembed.core.criteria import solve_sammon, solve_stress
+from streamembed.core.criteria_stress import stress_objective
 from benchmarks.datasets import DatasetUnavailable, load_dataset
 
 DATASETS = ("digits", "wine", "breast_cancer", "stdlib_docstrings")

@@ -75,7 +75,8 @@ from scipy.stats import chi2, gamma
 
 from streamembed.core.detector import CusumDetector
 from streamembed.core.drift import DriftWindow, RefitTrigger
-from streamembed.core.landmarks import SELECTIONS, maxmin_select
+from streamembed.core.landmarks import SELECTIONS
+from streamembed.core.landmark_strategies import maxmin_select
 from streamembed.core.procrustes import orthogonal_procrustes_align
 from streamembed.core.refit import candidate_dissimilarities, refit
 

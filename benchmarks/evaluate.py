@@ -49,7 +49,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from streamembed.core.landmarks import maxmin_select
+from streamembed.core.landmark_strategies import maxmin_select
 from streamembed.estimator import LandmarkMDS
 from streamembed.core.runtime import single_blas_thread
 from benchmarks.datasets import DATASETS, Dataset, DatasetUnavailable, available_datasets, load_dataset

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from streamembed.core.landmarks import maxmin_select, random_select
+from streamembed.core.landmark_strategies import maxmin_select, random_select
 from streamembed.core.model import LandmarkModel, fit_model
 
 __all__ = ["MIXUPS", "MixupSetting", "mixup_setting"]

@@ -31,10 +31,11 @@ from .core import input_hints, kernel_input, validation
 from .core.bounds import WindowBounds
 from .core.errors import InputError, NotFittedError
 from .core.likelihood import ppca_loglik
-from .core.landmarks import initial_landmarks
 from .core.model import LandmarkModel, Method, fit_model
 from .core.options import DEFAULTS, METHODS, check_options
 from .core.result import EmbeddingResult
+from .estimator_inputs import _input_rows, _kept_landmarks, _named, _pairwise_distances, _projections
+from .fitted_attributes import _FittedAttributes
 from .named_columns import column_names, default_ids, in_model_order
 from .set_output import SetOutputMixin
 
@@ -44,95 +45,6 @@ log = logging.getLogger("streamembed")
 
 #: Landmark ids (n,), in the order of the fitted rows; None: their row numbers.
 LandmarkIds = Iterable[Any] | None
-
-
-def _fitted(name: str, doc: str) -> property:
-    def get(self: _FittedAttributes) -> Any:
-        return getattr(self._model(), name)
-
-    return property(get, doc=doc)
-
-
-class _FittedAttributes:
-    """The fitted attributes of ``LandmarkMDS`` (all read from its ``model_``; scikit-learn's trailing ``_``)."""
-
-    def _model(self) -> LandmarkModel:
-        raise NotImplementedError
-
-    embedding_ = _fitted("embedding", "(n, d) landmark configuration in the output frame")
-    @property
-    def n_features_in_(self) -> int:
-        """Columns of X seen by fit: the n landmarks, all N objects when ``n_landmarks`` chose among them, or p
-        features (``metric`` other than "precomputed")."""
-        model = self._model()
-        if model.features is not None and self.__dict__.get("metric", "precomputed") != "precomputed":
-            return int(model.features.shape[1])
-        n_objects = self.__dict__.get("_n_fit_objects")
-        return model.n_landmarks if n_objects is None else int(n_objects)
-
-    @property
-    def feature_names_in_(self) -> np.ndarray:
-        """(k,) object array: the column names ``transform`` checks (else there is no such attribute).
-
-        A feature-mode model fitted on a DataFrame: its feature names. Any other
-        model fitted with landmark ids: the ids; DataFrames handed to
-        ``transform``/``embed`` with string column names must name exactly these
-        ids, in any order (it is put in model order).
-        """
-        names = self.__dict__.get("_feature_names")
-        if names is not None:
-            return names.copy()
-        model = self._model()
-        if model.features is not None and self.__dict__.get("metric", "precomputed") != "precomputed":
-            raise AttributeError("feature_names_in_: this LandmarkMDS was fitted on features without column names")
-        ids = model.landmark_ids
-        if default_ids(ids):
-            raise AttributeError("feature_names_in_: this LandmarkMDS was fitted without landmark ids")
-        return np.asarray([str(x) for x in ids], dtype=object)
-
-    eigenvalues_ = _fitted("eigenvalues", "(d,) kept eigenvalues")
-    spectrum_ = _fitted("spectrum", "the landmark spectrum (core.cmds.LandmarkSpectrum)")
-    negative_share_ = _fitted("negative_share", "Σ|λ_neg| / Σ|λ| of the landmark kernel")
-    eigengap_ = _fitted("eigengap", "(λ_d − λ_{d+1}) / λ_d at the cut-off, or None (docs/math.md §4.6)")
-    map_unique_ = _fitted("map_unique", "False when the eigengap is at most core.model.EIGENGAP_RTOL (None: unknown)")
-    n_landmarks_ = _fitted("n_landmarks", "n")
-    landmark_ids_ = _fitted("landmark_ids", "(n,) landmark ids in model order")
-    model_version_ = _fitted("version", "model version (refits count up)")
-    lineage_ = _fitted("lineage", "the map's identity (refits inherit it)")
-    input_width_ = _fitted("input_width", "columns of an input row")
-    dissimilarities_ = _fitted("dissimilarities", "(n, n) raw landmark dissimilarities or None")
-    landmark_features_ = _fitted("features", "(n, p) landmark features or None")
-    metric_ = _fitted("metric", "feature metric or kernel, or None")
-    alignment_rotation_ = _fitted("rotation", "(d, d) alignment rotation")
-    alignment_shift_ = _fitted("shift", "(d,) alignment shift")
-    landmark_map_ = _fitted("landmark_map", "(n, d) refined natural-frame map or None")
-    map_info_ = _fitted("map_info", "convergence of the SMACOF / Sammon refinement, or None")
-
-    def _map(self, key: str) -> Any:
-        info = self._model().map_info
-        return None if info is None else info.get(key)
-
-    map_criterion_ = property(lambda self: self._map("criterion"), doc="refined map: its stress / Sammon criterion")
-    map_iterations_ = property(lambda self: self._map("iterations"), doc="refined map: majorisation sweeps")
-    map_converged_ = property(lambda self: self._map("converged"),
-                              doc="refined map: False when the sweep budget ended before the tolerance (None: CMDS)")
-    map_tolerance_ = property(lambda self: self._map("tolerance"), doc="refined map: relative criterion tolerance")
-
-    @property
-    def landmark_self_similarity_(self) -> np.ndarray | None:
-        sim = self._model().pipeline.similarity
-        return None if sim is None else sim.landmark_self
-
-    @property
-    def geodesic_distances_(self) -> np.ndarray | None:
-        geo = self._model().pipeline.geodesic
-        return None if geo is None else geo.geodesics
-
-    @property
-    def additive_constant_(self) -> float:
-        c = self._model().pipeline.constant
-        return 0.0 if c is None else float(c.constant)
-
 
 
 class LandmarkMDS(SetOutputMixin, _FittedAttributes):
@@ -499,107 +411,3 @@ def _check_params(est: LandmarkMDS) -> None:
     if not isinstance(est.metric, str) or not est.metric:
         raise InputError(f"metric must be 'precomputed' or the name of a metric (kernel), got {est.metric!r}")
 
-
-def _takes_features(est: LandmarkMDS, X: object) -> bool:
-    """Does X hold feature rows (m, p) rather than input rows (m, n)? Only a feature-mode model takes them.
-
-    With ``metric`` set on the estimator, always; else a DataFrame named by the
-    fitted feature names, or a width p that is not n (nor n + 1 for a similarity
-    model). A width both could be is refused: nothing says which X is.
-    """
-    model = est._model()
-    if model.features is None:
-        return False
-    if est.metric != "precomputed":
-        return True
-    names, fitted = column_names(X), est.__dict__.get("_feature_names")
-    if names is not None and fitted is not None:
-        return set(names) == set(fitted)
-    shape = np.shape(X)  # type: ignore[call-overload]
-    width = shape[1] if len(shape) == 2 else None
-    p = int(model.features.shape[1])
-    if width == p and width in (model.n_landmarks, model.input_width):
-        raise InputError(f"X has {width} columns: as many as the model's features and as its landmarks' input row, "
-                         f"so it is ambiguous. Set metric={model.metric!r} on the estimator "
-                         f"(set_params(metric={model.metric!r})) for transform to take feature rows, or call "
-                         f"embed(rows) with dissimilarity rows (dissimilarities_to_landmarks(F) computes them)")
-    return width == p
-
-
-def _pairwise_distances(X: np.ndarray, metric: str) -> np.ndarray:
-    """The (p, p) distances between the rows of X (p, q) by ``scipy.spatial.distance.pdist``.
-
-    Imported here, not at the top: scipy.spatial costs 0.3-0.4 CPU-s, which
-    every ``embed`` and ``run`` would pay (tests/design/test_imports.py).
-    """
-    import scipy.spatial.distance
-
-    return scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(X, metric=metric))
-
-
-def _input_rows(est: LandmarkMDS, X: object) -> tuple[np.ndarray, np.dtype]:
-    """(the model's input rows (m, n) [or (m, n + 1)], X's float dtype) for X, checked whole (as scikit-learn does)."""
-    model = est._model()
-    if _takes_features(est, X):
-        fitted = est.__dict__.get("_feature_names")
-        p = int(model.features.shape[1])  # type: ignore[union-attr]
-        F = validation.check_array(in_model_order(X, np.asarray([] if fitted is None else fitted, dtype=object),
-                                                  named=fitted is not None, width=p, what="feature names"), "X")
-        if F.shape[1] != p:
-            raise InputError(f"X has {F.shape[1]} features, but LandmarkMDS is expecting {p} features as input "
-                             f"(the landmarks' feature vectors have {p})")
-        return model.dissimilarities_to_landmarks(F), F.dtype
-    A = validation.check_array(est._in_order(X), "X")
-    idx = est.__dict__.get("landmark_indices_")
-    if est.__dict__.get("_n_fit_objects") is not None and A.shape[1] == est.n_features_in_:
-        A = np.ascontiguousarray(A[:, idx])  # rows to every object fit saw: keep the landmarks' columns
-    if A.shape[1] not in (model.n_landmarks, model.input_width):
-        raise InputError(f"X has {A.shape[1]} features, but LandmarkMDS is expecting {model.n_landmarks} features "
-                         f"as input: one column per landmark, in the model's landmark order"
-                         + (" (or one more: k(z, z) last)" if model.input_width > model.n_landmarks else "")
-                         + (f", or {model.features.shape[1]} feature columns" if model.features is not None else ""))
-    return A, A.dtype
-
-
-def _projections(est: LandmarkMDS, X: object, self_similarity: object) -> tuple[np.ndarray, np.ndarray]:
-    """(ŷ (m, d) in the model's own frame, unexplained β − ‖ŷ‖² (m,)) of X's rows, on the CMDS kernel of any map."""
-    model = est._model()
-    A, _ = _input_rows(est, X)
-    core, _ = model.core_dissimilarities(A, None, self_similarity)
-    y_r, beta = model.project_r(core)
-    y = y_r[:, : int(model.n_components)]
-    return y, beta - np.einsum("ij,ij->i", y, y)
-
-
-def _named(landmark_ids: object, M: np.ndarray) -> np.ndarray:
-    """(N,) the fit data's object ids as an object array, checked against M's N rows."""
-    ids = np.asarray(landmark_ids, dtype=object).ravel()
-    if ids.size != M.shape[0]:
-        raise InputError(f"landmark_ids has {ids.size} entries for {M.shape[0]} objects")
-    return ids
-
-
-def _kept_landmarks(est: LandmarkMDS, M: np.ndarray | None = None, F: np.ndarray | None = None,
-                    metric: str = "precomputed") -> np.ndarray | None:
-    """Indices of the ``n_landmarks`` kept among the fit data's N objects, or None (all are landmarks).
-
-    M (N, N) dissimilarities, or F (N, p) features with their scipy ``metric``.
-    """
-    if est.n_landmarks is None:
-        return None
-    N = (M if M is not None else F).shape[0]  # type: ignore[union-attr]
-    if M is not None and M.shape != (N, N):
-        raise InputError(f"with n_landmarks, fit takes the (N, N) dissimilarities among all objects; got {M.shape}")
-    if est.n_landmarks >= N:
-        return None
-    if est.input == "similarity" and M is not None:
-        from .core.kernel_input import landmark_dissimilarities
-
-        M = landmark_dissimilarities(M)  # landmarks are chosen on the equivalent dissimilarities (docs/math.md §2)
-    L = initial_landmarks(est.landmark_selection, int(est.n_landmarks), D=M, X=F, metric=metric,
-                          random_state=est.random_state, n_components=int(est.n_components))
-    if L.size <= int(est.n_components):
-        raise InputError(f"only {L.size} distinct objects among the {N} given (the others duplicate them at "
-                         f"dissimilarity 0): a map of n_components = {est.n_components} needs at least "
-                         f"{int(est.n_components) + 1}")
-    return L

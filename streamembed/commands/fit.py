@@ -54,7 +54,7 @@ def read_matrix(path: str, column: str) -> tuple[np.ndarray, list[str] | None]:
         raise Refused(f"cannot read {path}: {exc}") from None
     ids = [str(x) for x in table.column("id").to_pylist()] if "id" in table.schema.names else None
     if column in table.schema.names:
-        from streamembed.stream.codecs import list_column_to_matrix
+        from streamembed.stream.packed import list_column_to_matrix
 
         try:
             return list_column_to_matrix(table.column(column)), ids

@@ -16,6 +16,7 @@
 | ``block_input`` | §2 | per-block validation of cross matrices, centring and packing |
 | ``block_consistency`` | §4.3 | the ``inconsistent_block`` flag: does a block's C agree with its rows |
 | ``criteria``, ``criteria_checks``, ``criteria_line`` | §3.4 | raw-stress, Sammon and L1 placement, certified |
+| ``criteria_stress``, ``criteria_l1``, ``criteria_newton`` | §3 | each criterion's kernels, the shared damped Newton |
 | ``metric_map`` | §3.5 | SMACOF / Sammon refinement of the landmark map |
 | ``kernel_input`` | §2 | similarity (kernel) input as dissimilarities |
 | ``geodesic`` | §2 | landmark Isomap: k-NN graph geodesics, ties kept |
@@ -30,7 +31,9 @@
 | ``runtime`` | §4.4 | worker threads (the one pool), BLAS threads, per-batch time budgets and cancellation |
 | ``drift`` | §4 | sliding-window drift statistics, the rule trigger |
 | ``cusum``, ``detector``, ``trigger`` | §7 | CUSUM arithmetic, the calibrated detector, the trigger |
-| ``landmarks`` | §5, §7.5 | max–min and residual-pivoted landmark selection |
+| ``landmarks`` | §5, §7.5 | ``select_landmarks``, the one entry point of landmark selection |
+| ``landmark_strategies`` | §5, §7.5 | the strategies: max–min, k-means++, k-medoids, RPCholesky, residual-pivoted |
+| ``dissimilarities`` | §5 | dissimilarity rows given whole or computed from features |
 | ``refit`` | §5, §7.5 | refitting the landmark map from a reservoir |
 | ``procrustes`` | §5 | alignment of a refit to the previous map |
 | ``flags``, ``result``, ``errors`` | — | per-row flags, result container, error types |

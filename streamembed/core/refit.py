@@ -34,7 +34,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from .errors import InputError
-from .landmarks import LANDMARK_SELECTIONS, residual_pivoted_select, select_landmarks
+from .landmarks import LANDMARK_SELECTIONS, select_landmarks
+from .landmark_strategies import residual_pivoted_select
 from .model import LandmarkModel, fit_model
 from .procrustes import orthogonal_procrustes_align
 from .refit_policy import assess, plan_refit

@@ -50,7 +50,9 @@ import numpy as np
 from .runtime import single_blas_thread
 from .cmds import fit_spectrum
 from .errors import InputError
-from .landmarks import Dissimilarities, least_supported, select_landmarks
+from .landmarks import select_landmarks
+from .dissimilarities import Dissimilarities
+from .landmark_strategies import least_supported
 from .procrustes import orthogonal_procrustes_align
 from .projection import ProjectionKernel
 

@@ -20,10 +20,10 @@ from typing import Any
 from streamembed.atomic import atomic_write_bytes
 from streamembed.core.model import LandmarkModel
 from streamembed.fsafe import modes, parse_mode, set_modes
-from streamembed.daemon.assembly import (KafkaIO, ModelSync, build_drift, build_file_sinks, build_io,
-                                         build_kafka_source, build_registry, build_source, check_input_directory,
-                                         load_or_fit_model, model_source, open_model_topic, save_generator_model,
-                                         startup_model)
+from streamembed.daemon.assembly import (KafkaIO, build_file_sinks, build_io, build_kafka_source, build_source,
+                                         check_input_directory, open_model_topic)
+from streamembed.daemon.model_setup import (ModelSync, build_drift, build_registry, load_or_fit_model, model_source,
+                                            save_generator_model, startup_model)
 from streamembed.config import ConfigError, check_memory
 from streamembed.daemon.errors import (EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, EnvironmentUnavailable,
                                        StartupError, is_environment_error)

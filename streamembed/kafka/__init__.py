@@ -7,12 +7,17 @@ Modules, in the data's path:
   knows when its messages are durable;
 * :mod:`~streamembed.kafka.codec` - one message <-> rows: Arrow IPC streams
   and JSON, content-type / schema-version / landmark-version headers;
+* :mod:`~streamembed.kafka.batches` - one poll's messages -> batches, and the
+  dead letters that know their topic/partition/offset;
 * :mod:`~streamembed.kafka.source` - a consumer-group :class:`KafkaSource`
   whose "checkpoint" is the group's committed offsets;
+* :mod:`~streamembed.kafka.consumer_health` - what the source watches on its
+  consumer: brokers reachable, lag, a pending join's spin;
 * :mod:`~streamembed.kafka.sink` - the output topic and the dead-letter topic;
 * :mod:`~streamembed.kafka.model_topic` - the landmark model on a compacted
   topic, so every replica embeds with the same model version;
-* :mod:`streamembed.daemon.assembly` - how the daemon puts these together.
+* :mod:`streamembed.daemon.assembly` and :mod:`streamembed.daemon.model_setup` - how the
+  daemon puts these together.
 """
 
 from __future__ import annotations

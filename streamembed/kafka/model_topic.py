@@ -22,7 +22,7 @@ so that compaction, which keeps the last record of a key, keeps the winner).
 A replica never goes back: :meth:`ModelTopic.poll_new` only returns a model
 newer than both the version it is given and any version it returned before.
 
-Usage (the daemon's :class:`streamembed.daemon.assembly.ModelSync` does this)::
+Usage (the daemon's :class:`streamembed.daemon.model_setup.ModelSync` does this)::
 
     mt = ModelTopic("127.0.0.1:9092", "streamembed-models")
     mt.publish(est)                    # after a fit or a refit

@@ -51,7 +51,7 @@ from streamembed.kafka.codec import (
     output_json_messages,
 )
 from streamembed.kafka.limits import FULL_RECORD_HEADER, TRUNCATED_HEADER, fit_header, fit_value, fits, message_size
-from streamembed.kafka.source import Coordinates, KafkaDeadRecord
+from streamembed.kafka.batches import Coordinates, KafkaDeadRecord
 from streamembed.stream.codecs import DeadRecord, row_as_json
 from streamembed.stream.records import Reason
 from streamembed.stream.sinks.base import DeadSink, OutputSink, Pending

@@ -66,7 +66,7 @@ import os
 import threading
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable, Mapping
 
@@ -75,18 +75,17 @@ import pyarrow as pa
 
 from streamembed.core.options import BATCH_ROWS
 from streamembed.kafka.client import is_transient, retry
-from streamembed.kafka.codec import decode_message
-from streamembed.kafka.event_time import with_message_time
+from streamembed.kafka.batches import Coordinates, KafkaDeadRecord, _Queued, cut_batches
+from streamembed.kafka.consumer_health import brokers_away, measure_lag, throttle_join_spin
 from streamembed.kafka.unreadable import is_unreadable_data, skip_unreadable
 from streamembed.stream.codecs import DeadRecord
-from streamembed.stream.landmark_order import schema_order_key
-from streamembed.stream.records import INPUT_BLOCK, INPUT_CROSS, INPUT_DISSIMILARITIES, Reason
+from streamembed.stream.records import Reason
 from streamembed.stream.origin import RowOrigin
 from streamembed.stream.sinks import safe_label
 from streamembed.stream.sources import SourceBatch
 import contextlib
 
-__all__ = ["KafkaSource", "KafkaDeadRecord", "Coordinates", "cut_batches", "throttle_join_spin"]
+__all__ = ["KafkaSource"]
 
 log = logging.getLogger("streamembed.kafka.source")
 
@@ -96,49 +95,6 @@ POLL_SLICE_MS = 10
 BROKER_GRACE_SECONDS = 5.0
 #: Longest wait of one offset-commit attempt (ms); a failed attempt is retried with backoff.
 COMMIT_TIMEOUT_MS = 10_000
-#: Seconds a consumer poll rests after a coordinator step that returned at once (a pending group join).
-JOIN_SPIN_PAUSE = 0.02
-
-
-@dataclass
-class KafkaDeadRecord(DeadRecord):
-    """A dead letter that knows its Kafka coordinates.
-
-    ``row`` is the row index within the message (None for a whole message,
-    whose bytes are in ``raw``); ``key`` and ``content_type`` are the original
-    message's.
-    """
-
-    topic: str = ""
-    partition: int = -1
-    offset: int = -1
-    key: bytes | None = None
-    content_type: str | None = None
-
-
-@dataclass
-class Coordinates:
-    """Where an input row came from: topic, partition, offset, row index within the message."""
-
-    topic: str
-    partition: int
-    offset: int
-    row: int
-
-
-@dataclass
-class _Queued:
-    """A batch cut from one poll, waiting to be handed out (all from one partition)."""
-
-    partition: int
-    first_offset: int
-    last_offset: int
-    block: bool = False
-    tables: list[pa.Table] = field(default_factory=list)
-    offsets: list[int] = field(default_factory=list)
-    msg_rows: list[np.ndarray | None] = field(default_factory=list)
-    dead: list[DeadRecord] = field(default_factory=list)
-    n_rows: int = 0
 
 
 @dataclass
@@ -164,145 +120,6 @@ class _Listener:
         self.source._assigned(set(assigned))
 
 
-def _as_marked_block(table: pa.Table, offset: int) -> pa.Table | None:
-    """A one-block message's table with a ``block`` column (its offset) and ``cross`` as a variable-length
-    list, so that blocks of different sizes share one schema (and one batch); None if it cannot be."""
-    if table.schema.names.count(INPUT_CROSS) != 1:
-        return None
-    i = table.schema.get_field_index(INPUT_CROSS)
-    ctype = table.schema.field(i).type
-    try:
-        if pa.types.is_fixed_size_list(ctype):
-            table = table.set_column(i, INPUT_CROSS, table.column(i).cast(pa.list_(ctype.value_type)))
-        return table.append_column(INPUT_BLOCK, pa.array(np.full(table.num_rows, offset, np.int64)))
-    except (pa.ArrowException, ValueError, TypeError):
-        return None
-
-
-def _same_order(a: pa.Schema, b: pa.Schema) -> bool:
-    """Do two messages' schemas name the same landmark order in their metadata (``stream.landmark_order``)?
-
-    Concatenated tables keep the first one's metadata, so messages naming
-    different orders must not share a batch.
-    """
-    return schema_order_key(a, INPUT_DISSIMILARITIES) == schema_order_key(b, INPUT_DISSIMILARITIES)
-
-
-def cut_batches(partition: int, recs: list[Any], batch_rows: int,
-                make_dead: Callable[[DeadRecord, int, Any, str], KafkaDeadRecord],
-                max_message_bytes: int | None = None, event_time: str = "auto") -> list[_Queued]:
-    """Decode one partition's messages (consumer records, in offset order) into batches.
-
-    Consecutive messages of one schema share a batch up to ``batch_rows``
-    rows: row messages as they are, block messages (one block each) with a
-    ``block`` column naming the message's offset, so that the batch's blocks
-    are placed in one solver call. A message that carries its own ``block``
-    column (several blocks) is a batch of its own. Messages that decode to
-    no rows contribute their dead letters (``make_dead``) and offsets. A
-    message over ``max_message_bytes`` is a ``too_large`` dead letter, undecoded.
-    ``event_time`` is the ``kafka.event_time`` mode: whether rows take their
-    message's timestamp as event time (:func:`~streamembed.kafka.event_time.with_message_time`).
-    """
-    out: list[_Queued] = []
-    cur: _Queued | None = None
-
-    def close() -> None:
-        nonlocal cur
-        if cur is not None:
-            out.append(cur)
-            cur = None
-
-    for rec in recs:
-        size = len(rec.value) if rec.value is not None else 0
-        if max_message_bytes is not None and size > max_message_bytes:
-            from streamembed.kafka.codec import DecodedMessage, header_map
-
-            ctype = header_map(rec.headers).get("content-type", b"").decode("latin-1") or "unknown"
-            msg = DecodedMessage(None, ctype, whole=True, dead=[DeadRecord(
-                Reason.TOO_LARGE, f"the message is {size:,} bytes, more than kafka.max_partition_fetch_bytes = "
-                f"{max_message_bytes:,}: not read", raw=rec.value)])
-        else:
-            msg = decode_message(rec.value, rec.headers)
-        if msg.whole or msg.n_rows == 0:
-            if cur is None:
-                cur = _Queued(partition, rec.offset, rec.offset)
-            cur.last_offset = rec.offset
-            cur.dead.extend(make_dead(d, partition, rec, msg.content_type) for d in msg.dead)
-            continue
-        table = msg.table
-        assert table is not None
-        table = with_message_time(table, getattr(rec, "timestamp", None), getattr(rec, "timestamp_type", None),
-                                  event_time)
-        own_blocks = INPUT_BLOCK in table.schema.names
-        if msg.block and not own_blocks:
-            marked = _as_marked_block(table, rec.offset)
-            own_blocks = marked is None  # a strange block message stands alone; decoding says what is wrong
-            table = marked if marked is not None else table
-        fits = (cur is not None and cur.block == msg.block and not own_blocks
-                and (not cur.tables or (cur.n_rows + table.num_rows <= batch_rows
-                                        and cur.tables[0].schema.equals(table.schema)
-                                        and _same_order(cur.tables[0].schema, table.schema))))
-        if not fits:
-            close()
-            cur = _Queued(partition, rec.offset, rec.offset, block=msg.block)
-        assert cur is not None
-        cur.tables.append(table)
-        cur.offsets.append(rec.offset)
-        cur.msg_rows.append(msg.rows)
-        cur.n_rows += table.num_rows
-        cur.last_offset = rec.offset
-        cur.dead.extend(make_dead(d, partition, rec, msg.content_type) for d in msg.dead)
-        if own_blocks:
-            close()
-    close()
-    return out
-
-
-def brokers_away(consumer: Any) -> str | None:
-    """Why the consumer cannot reach the brokers now (no connection, no known coordinator), or None."""
-    try:
-        if consumer.metrics().get("consumer-metrics", {}).get("connection-count", 1) < 1:
-            return "no connection to any broker"
-        coordinator = getattr(consumer, "_coordinator", None)
-        if coordinator is not None and coordinator.coordinator_unknown():
-            return "the group coordinator is unknown"
-    except Exception:  # noqa: BLE001 - best effort: a client without these says nothing
-        return None
-    return None
-
-
-def throttle_join_spin(consumer: Any, pause: float = JOIN_SPIN_PAUSE) -> bool:
-    """Make a pending group join cost nothing: True if the consumer could be adjusted.
-
-    While a JoinGroup is pending (Tansu holds it ~half the session timeout,
-    ~20 s by default), kafka-python 3's coordinator step returns False within
-    about a millisecond and ``KafkaConsumer.poll`` calls it again at once until
-    its timeout: ~800 rounds a second, a third of a core. Wrapped here, a
-    coordinator step that returns False that quickly is followed by a
-    ``pause``-second sleep (the poll still blocks for its timeout, so nothing
-    else changes: the join's round trips are driven as before, ~50 times a
-    second at most instead of ~800). Consumers without that method are left alone.
-    """
-    coordinator: Any = getattr(consumer, "_coordinator", None)
-    step = getattr(coordinator, "poll", None)
-    if coordinator is None or step is None or getattr(step, "_streamembed_throttled", False):
-        return False
-
-    def throttled(timeout_ms: Any = None, **kw: Any) -> Any:
-        t0 = time.monotonic()
-        done = step(timeout_ms=timeout_ms, **kw)
-        spent = time.monotonic() - t0
-        if not done and spent < pause / 2:
-            rest = pause if timeout_ms is None else min(pause, timeout_ms / 1000 - spent)
-            if rest > 0:
-                time.sleep(rest)  # within the poll's own timeout: the poll lasts no longer
-        return done
-
-    throttled._streamembed_throttled = True  # type: ignore[attr-defined]
-    coordinator.poll = throttled
-    return True
-
-
 def _skip_unreadable(source: KafkaSource, exc: BaseException) -> bool:
     """Dead-letter the offset whose batch the client cannot read, and seek past it; False if not found."""
     found = skip_unreadable(source._consumer, source.topic, exc, source._assigned_parts, source._settings)
@@ -319,30 +136,6 @@ def _skip_unreadable(source: KafkaSource, exc: BaseException) -> bool:
         log.warning("skipping offset %d of partition %d: %s (%d skipped so far; each is a dead letter)", offset,
                     p, detail, source.skipped, extra={"topic": source.topic, "partition": p, "offset": offset})
     return True
-
-
-def measure_lag(consumer: Any, topic: str, partitions: set[int], queue: deque[_Queued],
-                handed: Mapping[int, int]) -> dict[int, int]:
-    """Lag per partition: fetch high watermark - the next offset to hand out (queued first, else handed,
-    else the consumer's position). Best effort: a partition that cannot be measured now is left out."""
-    from kafka import TopicPartition
-
-    queued_first: dict[int, int] = {}
-    for q in queue:
-        queued_first.setdefault(q.partition, q.first_offset)
-    lag: dict[int, int] = {}
-    for p in sorted(partitions):
-        tp = TopicPartition(topic, p)
-        try:
-            hw = consumer.highwater(tp)
-            nxt = queued_first.get(p, handed.get(p))
-            if nxt is None:
-                nxt = consumer.position(tp, timeout_ms=100)
-        except Exception:  # noqa: BLE001 - lag is best effort (e.g. revoked meanwhile)
-            continue
-        if hw is not None and nxt is not None:
-            lag[p] = max(0, hw - nxt)
-    return lag
 
 
 def _listener(source: KafkaSource) -> Any:

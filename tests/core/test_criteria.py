@@ -24,10 +24,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamembed import LandmarkMDS
-from streamembed.core.criteria import (ROUTE_DESCENT, ROUTE_ENUMERATED, ROUTE_ESCAPED, l1_objective, solve_l1,
-                                       solve_sammon, solve_stress, stress_objective)
+from streamembed.core.criteria import (ROUTE_DESCENT, ROUTE_ENUMERATED, ROUTE_ESCAPED, solve_l1, solve_sammon,
+                                       solve_stress)
 from streamembed.core.criteria_checks import GLOBAL, NOT_MINIMUM, STRICT, l1_check, stress_check
+from streamembed.core.criteria_l1 import l1_objective
 from streamembed.core.criteria_line import l1_line, stress_line
+from streamembed.core.criteria_stress import stress_objective
 from streamembed.core.flags import FLAG_AMBIGUOUS, FLAG_ESCAPED, FLAG_NOT_CONVERGED
 
 from .conftest import euclidean, landmark_problem

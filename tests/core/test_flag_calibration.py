@@ -14,7 +14,7 @@ import pytest
 
 from streamembed import LandmarkMDS
 from streamembed.core import calibration, cmds
-from streamembed.core.landmarks import maxmin_select, random_select
+from streamembed.core.landmark_strategies import maxmin_select, random_select
 from benchmarks.datasets import python_attribute_names
 
 FLAG = 2  # core.flags.FLAG_NON_EUCLIDEAN

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from streamembed import LandmarkMDS
 from streamembed.core.errors import InputError
 from streamembed.core.geodesic import block_geodesics, knn_graph, landmark_geodesics, object_geodesics
-from streamembed.core.landmarks import maxmin_select
+from streamembed.core.landmark_strategies import maxmin_select
 from streamembed.core.procrustes import orthogonal_procrustes_align
 
 from .conftest import euclidean

@@ -6,13 +6,8 @@ import numpy as np
 import pytest
 
 from streamembed.core.errors import InputError
-from streamembed.core.landmarks import (
-    kmeanspp_select,
-    maxmin_select,
-    random_select,
-    residual_pivoted_select,
-    least_supported,
-)
+from streamembed.core.landmark_strategies import (kmeanspp_select, least_supported, maxmin_select, random_select,
+                                                  residual_pivoted_select)
 
 from .conftest import euclidean
 

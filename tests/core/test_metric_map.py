@@ -21,7 +21,7 @@ import logging
 
 from streamembed import LandmarkMDS
 from streamembed.core import metric_map
-from streamembed.core.criteria import stress_objective
+from streamembed.core.criteria_stress import stress_objective
 from streamembed.core.errors import InputError
 from streamembed.core.metric_map import MAP_MAX_ITER, MAP_RTOL, map_stress, refine_map
 from streamembed.core.metric_map import map_start

@@ -14,7 +14,8 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from streamembed import LandmarkMDS
-from streamembed.core.criteria import solve_stress, stress_objective
+from streamembed.core.criteria import solve_stress
+from streamembed.core.criteria_stress import stress_objective
 from streamembed.core.errors import InputError, ModelFileError
 from streamembed.core.flags import FLAG_NOT_CONVERGED
 from streamembed.core.metric_map import LANDMARK_MAPS, MAP_RTOL, map_stress, refine_map

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from streamembed.core.landmarks import LANDMARK_SELECTIONS, select_landmarks
-from streamembed.daemon.assembly import load_or_fit_model
+from streamembed.daemon.model_setup import load_or_fit_model
 from streamembed.config import ConfigError, load_config
 from streamembed.daemon.errors import StartupError
 from streamembed.stream.generator import GaussianMixtureStream

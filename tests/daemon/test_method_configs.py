@@ -13,7 +13,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from streamembed.daemon.app import run_daemon
-from streamembed.daemon.assembly import load_or_fit_model
+from streamembed.daemon.model_setup import load_or_fit_model
 from streamembed.daemon.errors import StartupError
 from streamembed.config import ConfigError, load_config
 from streamembed.stream.output import y_matrix

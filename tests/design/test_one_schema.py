@@ -24,7 +24,7 @@ from streamembed.config.schema import section_keys, sections
 from streamembed.core.options import DEFAULTS, OPTIONS, STREAM_SIZING, StrOptions
 
 PACKAGE = Path(streamembed.__file__).parent
-SCANNED = ["cli.py", "commands", "config", "estimator.py"]
+SCANNED = ["cli.py", "commands", "config", "estimator.py", "estimator_inputs.py", "fitted_attributes.py"]
 
 #: Benchmark and test infrastructure inside the package (leaving it for benchmarks/ and tools/): its workloads
 #: choose their own sizes.

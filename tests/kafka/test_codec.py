@@ -23,7 +23,7 @@ from streamembed.kafka.codec import (
     output_json_messages,
 )
 from streamembed.kafka.sink import dead_letter_headers
-from streamembed.kafka.source import Coordinates, KafkaDeadRecord
+from streamembed.kafka.batches import Coordinates, KafkaDeadRecord
 from streamembed.stream.codecs import DeadRecord, decode_batch
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.records import SCHEMA_VERSION_KEY, Reason
@@ -279,7 +279,7 @@ def test_consecutive_messages_naming_different_orders_do_not_share_a_batch() -> 
     """Concatenated tables keep the first schema's metadata: the second message's order would be lost."""
     from collections import namedtuple
 
-    from streamembed.kafka.source import cut_batches
+    from streamembed.kafka.batches import cut_batches
     from streamembed.stream.landmark_order import order_metadata
 
     Rec = namedtuple("Rec", "offset value headers")

@@ -12,7 +12,7 @@ import pytest
 
 from streamembed.kafka.codec import json_message
 from streamembed.kafka.event_time import CREATE_TIME, LOG_APPEND_TIME, with_message_time
-from streamembed.kafka.source import KafkaDeadRecord, cut_batches
+from streamembed.kafka.batches import KafkaDeadRecord, cut_batches
 from streamembed.stream.embedder import BatchEmbedder
 
 from ..stream.helpers import dissimilarities, fitted_model, objects

@@ -7,7 +7,7 @@ import types
 
 from streamembed.daemon.health import HealthState
 from streamembed.kafka.client import retry
-from streamembed.kafka.source import throttle_join_spin
+from streamembed.kafka.consumer_health import throttle_join_spin
 from streamembed.liveness import WAITS, ExternalWaits
 
 

@@ -10,7 +10,7 @@ import pytest
 from kafka import KafkaProducer
 
 from streamembed.kafka.model_topic import ModelTopic, model_bytes
-from streamembed.daemon.assembly import ModelSync
+from streamembed.daemon.model_setup import ModelSync
 from streamembed.stream.registry import ModelRegistry
 
 from ..stream.helpers import dissimilarities, fitted_model, objects

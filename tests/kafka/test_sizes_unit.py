@@ -16,7 +16,7 @@ from kafka.errors import MessageSizeTooLargeError
 from streamembed.kafka.client import KafkaDeliveryError, ReliableProducer
 from streamembed.kafka.limits import FULL_RECORD_HEADER, TRUNCATED_HEADER, fit_header, fits, message_size
 from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
-from streamembed.kafka.source import KafkaDeadRecord
+from streamembed.kafka.batches import KafkaDeadRecord
 from streamembed.stream.codecs import DeadRecord
 from streamembed.stream.records import Reason
 from streamembed.stream.sinks import DeadLetterSink, PerLabelSink, dead_letter_path

@@ -14,7 +14,8 @@ from kafka.errors import KafkaTimeoutError, MessageSizeTooLargeError
 from streamembed.daemon.metrics import Metrics
 from streamembed.kafka.client import KafkaDeliveryError, ReliableProducer, is_transient
 from streamembed.kafka.codec import arrow_message, json_message
-from streamembed.kafka.source import KafkaDeadRecord, KafkaSource
+from streamembed.kafka.source import KafkaSource
+from streamembed.kafka.batches import KafkaDeadRecord
 from streamembed.stream.records import Reason
 
 from ..stream.helpers import N_LANDMARKS, dissimilarities, input_table, objects

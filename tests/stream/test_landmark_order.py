@@ -18,7 +18,7 @@ from scipy.spatial.distance import cdist
 
 from streamembed import LandmarkMDS
 from streamembed.stream import landmark_order
-from streamembed.stream.codecs import packed_column
+from streamembed.stream.packed import packed_column
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.landmark_order import order_metadata
 from streamembed.stream.registry import ModelRegistry

@@ -65,4 +65,4 @@ def test_the_formats_page_names_every_reason_in_the_dead_letter_format(reason: R
     text = FORMATS.read_text()
     para = text[text.index("**Dead letters**"):]
     para = para[:para.index("\n\n")]
-    assert re.search(rf"`{reason.value}`", para), f"docs/formats.md's dead-letter paragraph does not name {reason.value}"
+    assert re.search(rf"`{reason.value}`", para), f"the dead-letter paragraph (docs/formats.md) lacks {reason.value}"

@@ -18,7 +18,8 @@ import pytest
 
 from streamembed.jobs.backfill import Task, expand_inputs, plan, run_task
 from streamembed.stream import readers
-from streamembed.stream.codecs import PACKED_DTYPE_KEY, decode_batch, packed_column
+from streamembed.stream.codecs import decode_batch
+from streamembed.stream.packed import PACKED_DTYPE_KEY, packed_column
 from streamembed.stream.readers import FileChanged, iter_file, open_input
 from streamembed.stream.sinks import ParquetSink
 from streamembed.stream.sources import FileSource

@@ -1,0 +1,88 @@
+"""What the Kafka source watches on its consumer: brokers reachable, lag per partition, a pending join's spin.
+
+Best effort throughout: a client without these internals says nothing rather than failing the source.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Any
+from collections.abc import Mapping
+
+from streamembed.kafka.batches import _Queued
+
+__all__ = ["JOIN_SPIN_PAUSE", "brokers_away", "measure_lag", "throttle_join_spin"]
+
+
+#: Seconds a consumer poll rests after a coordinator step that returned at once (a pending group join).
+JOIN_SPIN_PAUSE = 0.02
+
+
+def brokers_away(consumer: Any) -> str | None:
+    """Why the consumer cannot reach the brokers now (no connection, no known coordinator), or None."""
+    try:
+        if consumer.metrics().get("consumer-metrics", {}).get("connection-count", 1) < 1:
+            return "no connection to any broker"
+        coordinator = getattr(consumer, "_coordinator", None)
+        if coordinator is not None and coordinator.coordinator_unknown():
+            return "the group coordinator is unknown"
+    except Exception:  # noqa: BLE001 - best effort: a client without these says nothing
+        return None
+    return None
+
+
+def throttle_join_spin(consumer: Any, pause: float = JOIN_SPIN_PAUSE) -> bool:
+    """Make a pending group join cost nothing: True if the consumer could be adjusted.
+
+    While a JoinGroup is pending (Tansu holds it ~half the session timeout,
+    ~20 s by default), kafka-python 3's coordinator step returns False within
+    about a millisecond and ``KafkaConsumer.poll`` calls it again at once until
+    its timeout: ~800 rounds a second, a third of a core. Wrapped here, a
+    coordinator step that returns False that quickly is followed by a
+    ``pause``-second sleep (the poll still blocks for its timeout, so nothing
+    else changes: the join's round trips are driven as before, ~50 times a
+    second at most instead of ~800). Consumers without that method are left alone.
+    """
+    coordinator: Any = getattr(consumer, "_coordinator", None)
+    step = getattr(coordinator, "poll", None)
+    if coordinator is None or step is None or getattr(step, "_streamembed_throttled", False):
+        return False
+
+    def throttled(timeout_ms: Any = None, **kw: Any) -> Any:
+        t0 = time.monotonic()
+        done = step(timeout_ms=timeout_ms, **kw)
+        spent = time.monotonic() - t0
+        if not done and spent < pause / 2:
+            rest = pause if timeout_ms is None else min(pause, timeout_ms / 1000 - spent)
+            if rest > 0:
+                time.sleep(rest)  # within the poll's own timeout: the poll lasts no longer
+        return done
+
+    throttled._streamembed_throttled = True  # type: ignore[attr-defined]
+    coordinator.poll = throttled
+    return True
+
+
+def measure_lag(consumer: Any, topic: str, partitions: set[int], queue: deque[_Queued],
+                handed: Mapping[int, int]) -> dict[int, int]:
+    """Lag per partition: fetch high watermark - the next offset to hand out (queued first, else handed,
+    else the consumer's position). Best effort: a partition that cannot be measured now is left out."""
+    from kafka import TopicPartition
+
+    queued_first: dict[int, int] = {}
+    for q in queue:
+        queued_first.setdefault(q.partition, q.first_offset)
+    lag: dict[int, int] = {}
+    for p in sorted(partitions):
+        tp = TopicPartition(topic, p)
+        try:
+            hw = consumer.highwater(tp)
+            nxt = queued_first.get(p, handed.get(p))
+            if nxt is None:
+                nxt = consumer.position(tp, timeout_ms=100)
+        except Exception:  # noqa: BLE001 - lag is best effort (e.g. revoked meanwhile)
+            continue
+        if hw is not None and nxt is not None:
+            lag[p] = max(0, hw - nxt)
+    return lag
