@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from streamembed.jobs.backfill import Task, expand_inputs, plan, run_task
-from streamembed.stream import readers
+from streamembed.stream.readers import progressive, slabs
 from streamembed.stream.codecs import PACKED_DTYPE_KEY, decode_batch, packed_column
 from streamembed.stream.readers import FileChanged, iter_file, open_input
 from streamembed.stream.sinks import ParquetSink
@@ -45,9 +45,9 @@ def _rows(chunks: list) -> tuple[list[str], np.ndarray]:
 def test_progressive_arrow_reading_gives_the_rows_of_the_snapshot_reader(tmp_path: Path, monkeypatch,
                                                                         file_format: bool) -> None:
     # small slabs and fills, so that messages straddle slabs and are moved between them
-    monkeypatch.setattr(readers, "FILL_BYTES", 1000)
-    monkeypatch.setattr(readers, "SLAB_BYTES", 3000)
-    monkeypatch.setattr(readers, "_POOL", readers._SlabPool(3000))
+    monkeypatch.setattr(progressive, "FILL_BYTES", 1000)
+    monkeypatch.setattr(slabs, "SLAB_BYTES", 3000)
+    monkeypatch.setattr(slabs, "_POOL", slabs.SlabPool(3000))
     A = dissimilarities(objects(500))
     ids = [f"x{i}" for i in range(500)]
     p = write_arrow(tmp_path / ("a.arrow" if file_format else "a.arrows"), input_table(ids, A), chunk=37,
@@ -62,7 +62,7 @@ def test_progressive_arrow_reading_gives_the_rows_of_the_snapshot_reader(tmp_pat
 
 
 def test_slabs_are_reused_once_no_batch_holds_them() -> None:
-    pool = readers._SlabPool(1024)
+    pool = slabs.SlabPool(1024)
     view = pa.py_buffer(pool.get(100)).slice(10, 10)  # a batch decoded from the first slab
     first = id(pool._slabs[0])
     assert id(pool.get(100)) != first  # still held: a second slab
@@ -72,7 +72,7 @@ def test_slabs_are_reused_once_no_batch_holds_them() -> None:
 
 def test_a_file_truncated_while_read_progressively_keeps_the_rows_before_and_dead_letters_the_rest(
         tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(readers, "FILL_BYTES", 512)
+    monkeypatch.setattr(progressive, "FILL_BYTES", 512)
     A = dissimilarities(objects(400))
     p = write_arrow(tmp_path / "t.arrows", input_table([f"x{i}" for i in range(400)], A), chunk=50)
     size = p.stat().st_size
@@ -92,7 +92,7 @@ def test_a_file_truncated_while_read_progressively_keeps_the_rows_before_and_dea
 
 
 def test_a_file_changed_while_read_progressively_raises_between_chunks(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(readers, "FILL_BYTES", 512)
+    monkeypatch.setattr(progressive, "FILL_BYTES", 512)
     A = dissimilarities(objects(200))
     p = write_arrow(tmp_path / "c.arrows", input_table([f"x{i}" for i in range(200)], A), chunk=20)
     chunks = iter_file(p, batch_rows=20, progressive=True)
