@@ -20,15 +20,13 @@ def iter_arrow(src: Input, batch_rows: int, start_row: int, max_block_rows: int,
     no_footer = False
     if src.filling is not None:
         try:
-            framed = framed_stream(src.filling)
+            schema, batches = framed_stream(src.filling)
         except (pa.ArrowException, OSError, ValueError, EOFError) as exc:
             yield unreadable(name, start_row, f"not a readable Arrow IPC file or stream: {exc}")
             return
-        if framed is not None:
-            schema, batches = framed
-            yield from rebatch(batches, schema, chunk_rows(schema, batch_rows, None, max_block_rows), start_row,
-                               start_row, name, final)
-            return
+        yield from rebatch(batches, schema, chunk_rows(schema, batch_rows, None, max_block_rows), start_row,
+                           start_row, name, final)
+        return
     try:
         f = src.native()
         head = f.read(6)

@@ -1,11 +1,24 @@
-"""The Arrow IPC message framing, for reading a file only as far as decoding has reached (:mod:`.progressive`)."""
+"""An Arrow IPC stream read only as far as decoding has reached (:mod:`.progressive`), by pyarrow's own reader.
+
+pyarrow's :class:`~pyarrow.ipc.RecordBatchStreamReader` frames the messages
+(Arrow columnar format, "Encapsulated message format": a continuation marker,
+the metadata length, the flatbuffer metadata, the body) and asks its input for
+exactly the bytes of each part. :class:`FillingStream` is that input: a
+file-like object over :class:`~streamembed.stream.readers.progressive.Filling`
+whose ``read`` hands out Arrow buffers over the slab the bytes were read into,
+so only as much of the file is read as the batches decoded so far need, and
+each batch is decoded zero-copy from its slab. An IPC *file* is an 8-byte
+magic, the same stream, then a footer (not needed: the stream ends with its
+end-of-stream marker; :meth:`Filling.finish` reads and checks the rest).
+A :class:`~streamembed.stream.readers.base.FileChanged` raised by a read (a
+short read, a changed size, modification time or inode) comes out of the
+reader as itself, between batches.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
@@ -14,92 +27,58 @@ from streamembed.stream.readers.progressive import Filling
 from streamembed.stream.readers.slabs import small_columns_copied
 
 
-def framed_stream(fill: Filling) -> tuple[pa.Schema, Iterator[pa.RecordBatch]] | None:
-    """(schema, batches) of an Arrow IPC stream or file read progressively; None: use the ordinary reader.
+class FillingStream:
+    """A forward-only binary file over ``fill`` from file offset ``pos``, for :func:`pyarrow.ipc.open_stream`.
 
-    The IPC framing (Arrow columnar format, "Encapsulated message format": a
-    continuation marker, the metadata length, the flatbuffer metadata holding
-    the body length, the body) says how far each message reaches, so only
-    that much of the file is read before the message is decoded, zero-copy,
-    from its slab. An IPC *file* is an 8-byte magic, the same stream, then a
-    footer (not needed: the stream ends with its end-of-stream marker).
+    ``read(n)`` returns up to ``n`` bytes (fewer only at the end of the file)
+    as a :class:`pyarrow.Buffer` slice of the slab they were read into; Arrow
+    keeps the slab alive through it for as long as a batch uses it.
+    """
+
+    def __init__(self, fill: Filling, pos: int = 0) -> None:
+        self.fill, self.pos = fill, int(pos)
+        self.closed = False
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def tell(self) -> int:
+        return self.pos
+
+    def read(self, nbytes: int = -1) -> pa.Buffer:
+        end = self.fill.size if nbytes is None or nbytes < 0 else min(self.pos + int(nbytes), self.fill.size)
+        if end <= self.pos:
+            return pa.py_buffer(b"")
+        buf, _, off = self.fill.window(self.pos, end)
+        out = buf.slice(off, end - self.pos)
+        self.pos = end
+        return out
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def framed_stream(fill: Filling) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """(schema, batches) of an Arrow IPC stream or file read progressively from ``fill``.
+
     Columns other than the vectors are copied out of the slab (a few bytes a
     row), so the output, which keeps the ids, does not pin input slabs.
-    Schemas with dictionary columns are read whole (their dictionary messages
-    need the stream reader).
+    Raises what opening the stream raises (``pa.ArrowInvalid`` for a file
+    that is not an IPC stream, ``FileChanged``).
     """
     _, slab, off = fill.window(0, 8)
     start = 8 if slab[off:off + 6].tobytes() == ARROW_FILE_MAGIC else 0
-    msg, pos = _next_message(fill, start)
-    if msg is None:
-        raise EOFError("no schema message")
-    if msg.type != "schema":
-        raise pa.ArrowInvalid(f"the first message is a {msg.type}, expected the schema")
-    schema = ipc.read_schema(msg)
-    if any(_has_dictionary(f.type) for f in schema):
-        return None
+    reader = ipc.open_stream(pa.PythonFile(FillingStream(fill, start), mode="r"))
+    schema = reader.schema
+
     def batches() -> Iterator[pa.RecordBatch]:
-        nonlocal pos
         while True:
-            m, pos = _next_message(fill, pos)
-            if m is None:
+            try:
+                yield reader.read_next_batch()
+            except StopIteration:
                 return
-            if m.type != "record batch":
-                raise pa.ArrowInvalid(f"unexpected {m.type} message in the stream")
-            b = ipc.read_record_batch(m, schema)
-            del m
-            yield b
 
     return schema, small_columns_copied(batches(), schema)
-
-
-def _has_dictionary(t: pa.DataType) -> bool:
-    if pa.types.is_dictionary(t):
-        return True
-    return any(_has_dictionary(t.field(i).type) for i in range(t.num_fields))
-
-
-def _u(data: np.ndarray, at: int, size: int, signed: bool = False) -> int:
-    if at < 0 or at + size > data.size:
-        raise pa.ArrowInvalid("corrupt message metadata")
-    return int.from_bytes(data[at:at + size].tobytes(), "little", signed=signed)
-
-
-def _body_length(meta: np.ndarray) -> int:
-    """``Message.bodyLength`` of a flatbuffer ``Message`` (field 3: root table -> vtable -> offset; 0 if absent)."""
-    root = _u(meta, 0, 4)
-    vtable = root - _u(meta, root, 4, signed=True)
-    vt_size = _u(meta, vtable, 2)
-    if vt_size < 12:
-        return 0
-    field = _u(meta, vtable + 10, 2)
-    return _u(meta, root + field, 8, signed=True) if field else 0
-
-
-def _next_message(fill: Filling, pos: int) -> tuple[Any, int]:
-    """(message at file offset ``pos``, the offset after it), or (None, pos) at the end of the stream."""
-    size = fill.size
-    if pos >= size:
-        return None, pos
-    _, slab, off = fill.window(pos, pos + 8)
-    if pos + 4 > size:
-        raise pa.ArrowInvalid(f"truncated message prefix at byte {pos}")
-    word = _u(slab, off, 4)
-    prefix = 4
-    if word == 0xFFFFFFFF:
-        if pos + 8 > size:
-            raise pa.ArrowInvalid(f"truncated message prefix at byte {pos}")
-        word = _u(slab, off + 4, 4, signed=True)
-        prefix = 8
-    if word == 0:
-        return None, pos + prefix  # end-of-stream marker
-    if word < 0 or pos + prefix + word > size:
-        raise pa.ArrowInvalid(f"truncated message at byte {pos} (metadata of {word} bytes, file of {size})")
-    _, slab, off = fill.window(pos, pos + prefix + word)
-    body = _body_length(slab[off + prefix:off + prefix + word])
-    end = pos + prefix + word + body
-    if body < 0 or end > size:
-        raise pa.ArrowInvalid(f"truncated message body at byte {pos} (body of {body} bytes, file of {size})")
-    buf, slab, off = fill.window(pos, end)
-    msg = ipc.read_message(pa.BufferReader(buf.slice(off, end - pos)))  # the body: a zero-copy slice of the slab
-    return msg, end
