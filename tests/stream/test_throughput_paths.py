@@ -17,9 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from streamembed.jobs.backfill import Task, expand_inputs, plan, run_task
-from streamembed.stream.readers import progressive, slabs
 from streamembed.stream.codecs import PACKED_DTYPE_KEY, decode_batch, packed_column
-from streamembed.stream.readers import FileChanged, iter_file, open_input
+from streamembed.stream.readers import FileChanged, iter_file, open_input, progressive, slabs
 from streamembed.stream.sinks import ParquetSink
 from streamembed.stream.sources import FileSource
 from streamembed.stream.output import y_matrix
@@ -68,6 +67,24 @@ def test_slabs_are_reused_once_no_batch_holds_them() -> None:
     assert id(pool.get(100)) != first  # still held: a second slab
     del view
     assert id(pool.get(100)) == first and len(pool._slabs) == 2
+
+
+@pytest.mark.parametrize("file_format", [False, True], ids=["stream", "file"])
+def test_progressive_batches_are_zero_copy_views_of_the_pooled_slabs(tmp_path: Path, monkeypatch,
+                                                                    file_format: bool) -> None:
+    monkeypatch.setattr(progressive, "FILL_BYTES", 1000)
+    monkeypatch.setattr(slabs, "_POOL", slabs.SlabPool(3000))
+    table = input_table([f"x{i}" for i in range(300)], dissimilarities(objects(300)))
+    p = write_arrow(tmp_path / ("z.arrow" if file_format else "z.arrows"), table, chunk=25, file_format=file_format)
+    chunks = list(iter_file(p, batch_rows=50, progressive=True))
+    pool = slabs.shared_pool()
+    spans = [(s.ctypes.data, s.ctypes.data + s.size) for s in pool._slabs]
+    for c in chunks:
+        assert c.table is not None
+        for chunk in c.table.column("dissimilarities").chunks:
+            address = chunk.values.buffers()[1].address
+            assert any(lo <= address < hi for lo, hi in spans)  # decoded in place, not copied
+    assert sum(c.table.num_rows for c in chunks) == 300
 
 
 def test_a_file_truncated_while_read_progressively_keeps_the_rows_before_and_dead_letters_the_rest(
@@ -230,7 +247,7 @@ def test_an_unreadable_file_is_one_dead_letter_of_its_task(tmp_path: Path) -> No
     assert row["reason"] == "unreadable_file" and row["file"] == "bad.arrows"
 
 
-def test_an_arrow_stream_with_dictionary_columns_is_read_whole_with_the_same_rows(tmp_path: Path) -> None:
+def test_an_arrow_stream_with_dictionary_columns_is_read_progressively_with_the_same_rows(tmp_path: Path) -> None:
     A = dissimilarities(objects(50))
     t = input_table([f"x{i}" for i in range(50)], A)
     t = t.set_column(0, "id", t.column("id").dictionary_encode())
