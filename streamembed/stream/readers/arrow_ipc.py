@@ -9,13 +9,18 @@ import pyarrow.ipc as ipc
 
 from streamembed.stream.readers.base import ARROW_FILE_MAGIC, ReadChunk, unreadable
 from streamembed.stream.readers.chunking import chunk_rows, rebatch
-from streamembed.stream.readers.ipc_framing import framed_stream
+from streamembed.stream.readers.ipc_framing import framed_stream, stream_batches
 from streamembed.stream.readers.opening import Input, looks_unfinished
 from streamembed.stream.readers.slabs import small_columns_copied
 
 
 def iter_arrow(src: Input, batch_rows: int, start_row: int, max_block_rows: int, name: str,
                final: bool) -> Iterator[ReadChunk]:
+    """Chunks of an opened Arrow IPC file or stream (``iter_file``'s arguments): progressively when ``src`` fills.
+
+    Otherwise an IPC file is read through its footer, or, without one (an
+    unfinished or truncated file), through the stream after its magic.
+    """
     batches: Iterable[pa.RecordBatch]
     no_footer = False
     if src.filling is not None:
@@ -41,12 +46,12 @@ def iter_arrow(src: Input, batch_rows: int, start_row: int, max_block_rows: int,
                 f.seek(8)
                 sr = ipc.open_stream(f)
                 schema = sr.schema
-                batches = _stream_batches(sr)
+                batches = stream_batches(sr)
                 no_footer = True
         else:
             sr = ipc.open_stream(f)
             schema = sr.schema
-            batches = _stream_batches(sr)
+            batches = stream_batches(sr)
     except Exception as exc:  # noqa: BLE001
         if not final and looks_unfinished(src, (ARROW_FILE_MAGIC, b"\xff\xff\xff\xff")):
             yield ReadChunk(None, start_row, start_row,
@@ -66,11 +71,3 @@ def iter_arrow(src: Input, batch_rows: int, start_row: int, max_block_rows: int,
             return
     if no_footer and not final:
         yield ReadChunk(None, end, end, tail="an Arrow IPC file without its footer (unfinished?)")
-
-
-def _stream_batches(reader: ipc.RecordBatchStreamReader) -> Iterator[pa.RecordBatch]:
-    while True:
-        try:
-            yield reader.read_next_batch()
-        except StopIteration:
-            return

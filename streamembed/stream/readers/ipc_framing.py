@@ -72,13 +72,13 @@ def framed_stream(fill: Filling) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     _, slab, off = fill.window(0, 8)
     start = 8 if slab[off:off + 6].tobytes() == ARROW_FILE_MAGIC else 0
     reader = ipc.open_stream(pa.PythonFile(FillingStream(fill, start), mode="r"))
-    schema = reader.schema
+    return reader.schema, small_columns_copied(stream_batches(reader), reader.schema)
 
-    def batches() -> Iterator[pa.RecordBatch]:
-        while True:
-            try:
-                yield reader.read_next_batch()
-            except StopIteration:
-                return
 
-    return schema, small_columns_copied(batches(), schema)
+def stream_batches(reader: ipc.RecordBatchStreamReader) -> Iterator[pa.RecordBatch]:
+    """The batches of ``reader``, lazily; a read error is raised by the ``next`` that meets it."""
+    while True:
+        try:
+            yield reader.read_next_batch()
+        except StopIteration:
+            return

@@ -55,6 +55,7 @@ def _drop_unused(table: pa.Table) -> pa.Table:
 
 def iter_jsonl(src: Input, batch_rows: int, start_row: int, max_block_rows: int, name: str,
                final: bool) -> Iterator[ReadChunk]:
+    """Chunks of an opened JSON-lines file (``iter_file``'s arguments); an unfinished last line is a ``tail``."""
     try:
         f = src.binary()
     except OSError as exc:
