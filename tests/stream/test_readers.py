@@ -44,31 +44,34 @@ def test_chunks_have_fixed_boundaries_and_resume_at_a_row(tmp_path: Path, kind: 
     assert _ids(resumed) == [f"r{i}" for i in range(12, 23)]
 
 
-def test_truncated_arrow_stream_yields_what_it_can_then_a_dead_record(tmp_path: Path) -> None:
+@pytest.mark.parametrize("progressive", [False, True], ids=["snapshot", "progressive"])
+def test_truncated_arrow_stream_yields_what_it_can_then_a_dead_record(tmp_path: Path, progressive: bool) -> None:
     path = write_arrow(tmp_path / "x.arrows", _table(20), chunk=5)
     data = path.read_bytes()
     path.write_bytes(data[: len(data) * 2 // 3])
-    chunks = list(iter_file(path, batch_rows=100))
+    chunks = list(iter_file(path, batch_rows=100, progressive=progressive))
     assert _ids(chunks) == [f"r{i}" for i in range(10)]
     assert chunks[-1].dead[0].reason == Reason.UNDECODABLE
     assert chunks[-1].dead[0].row == 10 and "truncated" in chunks[-1].dead[0].detail
 
 
-def test_truncated_arrow_file_format_falls_back_to_its_stream(tmp_path: Path) -> None:
+@pytest.mark.parametrize("progressive", [False, True], ids=["snapshot", "progressive"])
+def test_truncated_arrow_file_format_falls_back_to_its_stream(tmp_path: Path, progressive: bool) -> None:
     path = write_arrow(tmp_path / "x.arrow", _table(20), file_format=True, chunk=5)
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
-    chunks = list(iter_file(path, batch_rows=100))
+    chunks = list(iter_file(path, batch_rows=100, progressive=progressive))
     assert chunks[-1].dead and chunks[-1].dead[0].reason == Reason.UNDECODABLE
     assert 0 < len(_ids(chunks)) < 20
 
 
 @pytest.mark.parametrize("name,content", [("x.parquet", b"PAR1 garbage"), ("x.arrow", b""),
                                           ("x.arrows", b"\x00\x01\x02"), ("x.csv", b"a,b\n")])
-def test_unreadable_files_become_one_dead_record(tmp_path: Path, name: str, content: bytes) -> None:
+@pytest.mark.parametrize("progressive", [False, True], ids=["snapshot", "progressive"])
+def test_unreadable_files_become_one_dead_record(tmp_path: Path, name: str, content: bytes, progressive: bool) -> None:
     path = tmp_path / name
     path.write_bytes(content)
-    chunks = list(iter_file(path, batch_rows=10))
+    chunks = list(iter_file(path, batch_rows=10, progressive=progressive))
     assert len(chunks) == 1 and chunks[0].table is None
     assert chunks[0].dead[0].reason == Reason.UNREADABLE_FILE and chunks[0].dead[0].file == str(path)
 

@@ -11,7 +11,7 @@ import pytest
 
 from streamembed import memlimit
 from streamembed.memlimit import MemoryLimit
-from streamembed.stream import readers
+from streamembed.stream.readers import opening, parquet, slabs
 from streamembed.stream.readers import iter_file, open_input
 from tests.stream.helpers import input_table
 
@@ -20,8 +20,9 @@ MIB = 1 << 20
 
 def _limit(monkeypatch: pytest.MonkeyPatch, nbytes: int) -> None:
     monkeypatch.setattr(memlimit, "current_limit", lambda: MemoryLimit(nbytes, "test"))
-    monkeypatch.setattr(readers, "current_limit", lambda: MemoryLimit(nbytes, "test"))
-    monkeypatch.setattr(readers, "read_budget", lambda: memlimit.read_budget(MemoryLimit(nbytes, "test")))
+    monkeypatch.setattr(parquet, "current_limit", lambda: MemoryLimit(nbytes, "test"))
+    for module in (opening, slabs):
+        monkeypatch.setattr(module, "read_budget", lambda: memlimit.read_budget(MemoryLimit(nbytes, "test")))
 
 
 def _big_parquet(path: Path, rows: int, row_group: int) -> Path:
@@ -75,7 +76,7 @@ def test_a_row_group_too_large_for_the_memory_limit_is_refused_not_read(tmp_path
 def test_running_out_of_memory_is_never_a_dead_letter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _big_parquet(tmp_path / "big.parquet", 3000, 1000)
     _limit(monkeypatch, 256 * MIB)
-    real = readers.pq.ParquetFile.iter_batches
+    real = parquet.pq.ParquetFile.iter_batches
 
     def failing(self, *a, **k):  # noqa: ANN001, ANN002, ANN003
         for i, b in enumerate(real(self, *a, **k)):
@@ -83,6 +84,6 @@ def test_running_out_of_memory_is_never_a_dead_letter(tmp_path: Path, monkeypatc
                 raise pa.ArrowMemoryError("malloc of size 67440832 failed")
             yield b
 
-    monkeypatch.setattr(readers.pq.ParquetFile, "iter_batches", failing)
+    monkeypatch.setattr(parquet.pq.ParquetFile, "iter_batches", failing)
     with pytest.raises(MemoryError):
         list(iter_file(path, batch_rows=500))

@@ -17,10 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from streamembed.jobs.backfill import Task, expand_inputs, plan, run_task
-from streamembed.stream import readers
 from streamembed.stream.codecs import decode_batch
 from streamembed.stream.packed import PACKED_DTYPE_KEY, packed_column
-from streamembed.stream.readers import FileChanged, iter_file, open_input
+from streamembed.stream.readers import FileChanged, iter_file, open_input, progressive, slabs
 from streamembed.stream.sinks import ParquetSink
 from streamembed.stream.sources import FileSource
 from streamembed.stream.output import y_matrix
@@ -46,9 +45,9 @@ def _rows(chunks: list) -> tuple[list[str], np.ndarray]:
 def test_progressive_arrow_reading_gives_the_rows_of_the_snapshot_reader(tmp_path: Path, monkeypatch,
                                                                         file_format: bool) -> None:
     # small slabs and fills, so that messages straddle slabs and are moved between them
-    monkeypatch.setattr(readers, "FILL_BYTES", 1000)
-    monkeypatch.setattr(readers, "SLAB_BYTES", 3000)
-    monkeypatch.setattr(readers, "_POOL", readers._SlabPool(3000))
+    monkeypatch.setattr(progressive, "FILL_BYTES", 1000)
+    monkeypatch.setattr(slabs, "SLAB_BYTES", 3000)
+    monkeypatch.setattr(slabs, "_POOL", slabs.SlabPool(3000))
     A = dissimilarities(objects(500))
     ids = [f"x{i}" for i in range(500)]
     p = write_arrow(tmp_path / ("a.arrow" if file_format else "a.arrows"), input_table(ids, A), chunk=37,
@@ -63,7 +62,7 @@ def test_progressive_arrow_reading_gives_the_rows_of_the_snapshot_reader(tmp_pat
 
 
 def test_slabs_are_reused_once_no_batch_holds_them() -> None:
-    pool = readers._SlabPool(1024)
+    pool = slabs.SlabPool(1024)
     view = pa.py_buffer(pool.get(100)).slice(10, 10)  # a batch decoded from the first slab
     first = id(pool._slabs[0])
     assert id(pool.get(100)) != first  # still held: a second slab
@@ -71,9 +70,27 @@ def test_slabs_are_reused_once_no_batch_holds_them() -> None:
     assert id(pool.get(100)) == first and len(pool._slabs) == 2
 
 
+@pytest.mark.parametrize("file_format", [False, True], ids=["stream", "file"])
+def test_progressive_batches_are_zero_copy_views_of_the_pooled_slabs(tmp_path: Path, monkeypatch,
+                                                                    file_format: bool) -> None:
+    monkeypatch.setattr(progressive, "FILL_BYTES", 1000)
+    monkeypatch.setattr(slabs, "_POOL", slabs.SlabPool(3000))
+    table = input_table([f"x{i}" for i in range(300)], dissimilarities(objects(300)))
+    p = write_arrow(tmp_path / ("z.arrow" if file_format else "z.arrows"), table, chunk=25, file_format=file_format)
+    chunks = list(iter_file(p, batch_rows=50, progressive=True))
+    pool = slabs.shared_pool()
+    spans = [(s.ctypes.data, s.ctypes.data + s.size) for s in pool._slabs]
+    for c in chunks:
+        assert c.table is not None
+        for chunk in c.table.column("dissimilarities").chunks:
+            address = chunk.values.buffers()[1].address
+            assert any(lo <= address < hi for lo, hi in spans)  # decoded in place, not copied
+    assert sum(c.table.num_rows for c in chunks) == 300
+
+
 def test_a_file_truncated_while_read_progressively_keeps_the_rows_before_and_dead_letters_the_rest(
         tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(readers, "FILL_BYTES", 512)
+    monkeypatch.setattr(progressive, "FILL_BYTES", 512)
     A = dissimilarities(objects(400))
     p = write_arrow(tmp_path / "t.arrows", input_table([f"x{i}" for i in range(400)], A), chunk=50)
     size = p.stat().st_size
@@ -93,7 +110,7 @@ def test_a_file_truncated_while_read_progressively_keeps_the_rows_before_and_dea
 
 
 def test_a_file_changed_while_read_progressively_raises_between_chunks(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(readers, "FILL_BYTES", 512)
+    monkeypatch.setattr(progressive, "FILL_BYTES", 512)
     A = dissimilarities(objects(200))
     p = write_arrow(tmp_path / "c.arrows", input_table([f"x{i}" for i in range(200)], A), chunk=20)
     chunks = iter_file(p, batch_rows=20, progressive=True)
@@ -231,7 +248,7 @@ def test_an_unreadable_file_is_one_dead_letter_of_its_task(tmp_path: Path) -> No
     assert row["reason"] == "unreadable_file" and row["file"] == "bad.arrows"
 
 
-def test_an_arrow_stream_with_dictionary_columns_is_read_whole_with_the_same_rows(tmp_path: Path) -> None:
+def test_an_arrow_stream_with_dictionary_columns_is_read_progressively_with_the_same_rows(tmp_path: Path) -> None:
     A = dissimilarities(objects(50))
     t = input_table([f"x{i}" for i in range(50)], A)
     t = t.set_column(0, "id", t.column("id").dictionary_encode())
