@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamembed.core.options import MAX_BLOCK_ROWS
+from streamembed.stream.arrow_build import booleans, numeric, scalar, strings, to_numpy
 from streamembed.stream.blocks import BlockRows, Blocks, find_blocks
 from streamembed.stream.columns import (column, is_list, list_lengths, null_mask, numeric_values_type, single_array,
                                         to_matrix)
@@ -314,7 +315,7 @@ def _ids(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np.ndarray
         return pa.nulls(m, type=pa.string()), np.ones(m, dtype=bool), f"id has type {t}, expected a string"
     bad = null_mask(col)
     if m:
-        bad |= pc.equal(pc.binary_length(col), 0).fill_null(True).to_numpy(zero_copy_only=False)
+        bad |= to_numpy(pc.binary_length(col).fill_null(scalar(0, pa.int32()))) == 0
     return col, bad, None
 
 
@@ -365,8 +366,8 @@ def decode_batch(
         empty = np.empty((0, n_landmarks), dtype=np.float64)
         dead = _dead_records(table, marks.code, marks.column_detail, marks.row_detail, np.full(m, -1), n_landmarks,
                              INPUT_DISSIMILARITIES, None, pa.nulls(m, pa.string()), origin)
-        return DecodedBatch(ids=pa.array([], pa.string()), matrix=empty, kind=INPUT_DISSIMILARITIES, blocks=None,
-                            event_time=pa.array([], TIMESTAMP_TYPE), index=np.empty(0, np.int64), dead=dead)
+        return DecodedBatch(ids=strings(()), matrix=empty, kind=INPUT_DISSIMILARITIES, blocks=None,
+                            event_time=pa.nulls(0, TIMESTAMP_TYPE), index=np.empty(0, np.int64), dead=dead)
 
     ids, bad_id, id_problem = _ids(table, m)
     if id_problem is not None:
@@ -394,7 +395,7 @@ def decode_batch(
     ok = marks.code == 0
     matrix: np.ndarray | None = None
     if col is not None and ok.any():
-        sub = col if ok.all() else col.filter(pa.array(ok))
+        sub = col if ok.all() else col.filter(booleans(ok))
         matrix = _packed_matrix(sub, width, packed) if packed is not None else to_matrix(sub, width)
         matrix = apply_orders(matrix, order_group[ok], perms)
         # NaN/inf/negative values are left to the core (errors="mask"): its
@@ -407,7 +408,7 @@ def decode_batch(
     if ok.all():
         out_ids, out_et = ids, event_time
     else:
-        mask = pa.array(ok)
+        mask = booleans(ok)
         out_ids, out_et = ids.filter(mask), event_time.filter(mask)
     row_versions = None
     if versions is not None and ok.any() and (versions[ok] != model_version).any():
@@ -519,7 +520,7 @@ def _landmark_versions(table: pa.Table | pa.RecordBatch, marks: _Marks, model_ve
         marks.mark(np.ones(table.num_rows, dtype=bool), Reason.UNKNOWN_LANDMARK_VERSION,
                    f"landmark_version has type {lv.type}, expected int64")
         return None
-    versions: np.ndarray = lv.cast(pa.int64()).fill_null(model_version).to_numpy(zero_copy_only=False)
+    versions: np.ndarray = to_numpy(lv.cast(pa.int64()).fill_null(model_version))
     marks.mark(~np.isin(versions, list(accepted)), Reason.UNKNOWN_LANDMARK_VERSION)
     return versions
 
@@ -595,7 +596,7 @@ def _dead_records(
     bad = np.flatnonzero(code)
     if bad.size == 0:
         return []
-    id_list = ids.take(pa.array(bad)).to_pylist()
+    id_list = ids.take(numeric(bad)).to_pylist()
     out: list[DeadRecord] = []
     for j, i in enumerate(bad.tolist()):
         c = int(code[i])
