@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from streamembed.core.options import MAX_BLOCK_ROWS
+from streamembed.stream.arrow_build import booleans, numeric, strings
 from streamembed.stream.blocks import Blocks, find_blocks
 from streamembed.stream.column_checks import (_CODES, _batch_blocks, _duplicated, _event_times, _ids,
                                               _landmark_versions, _Marks, _named_orders, _valid_utf8, _vector_column,
@@ -167,8 +168,8 @@ def decode_batch(
         empty = np.empty((0, n_landmarks), dtype=np.float64)
         dead = _dead_records(table, marks.code, marks.column_detail, marks.row_detail, np.full(m, -1), n_landmarks,
                              INPUT_DISSIMILARITIES, None, pa.nulls(m, pa.string()), origin)
-        return DecodedBatch(ids=pa.array([], pa.string()), matrix=empty, kind=INPUT_DISSIMILARITIES, blocks=None,
-                            event_time=pa.array([], TIMESTAMP_TYPE), index=np.empty(0, np.int64), dead=dead)
+        return DecodedBatch(ids=strings(()), matrix=empty, kind=INPUT_DISSIMILARITIES, blocks=None,
+                            event_time=pa.nulls(0, TIMESTAMP_TYPE), index=np.empty(0, np.int64), dead=dead)
 
     ids, bad_id, id_problem = _ids(table, m)
     if id_problem is not None:
@@ -196,7 +197,7 @@ def decode_batch(
     ok = marks.code == 0
     matrix: np.ndarray | None = None
     if col is not None and ok.any():
-        sub = col if ok.all() else col.filter(pa.array(ok))
+        sub = col if ok.all() else col.filter(booleans(ok))
         matrix = _packed_matrix(sub, width, packed) if packed is not None else to_matrix(sub, width)
         matrix = apply_orders(matrix, order_group[ok], perms)
         # NaN/inf/negative values are left to the core (errors="mask"): its
@@ -209,7 +210,7 @@ def decode_batch(
     if ok.all():
         out_ids, out_et = ids, event_time
     else:
-        mask = pa.array(ok)
+        mask = booleans(ok)
         out_ids, out_et = ids.filter(mask), event_time.filter(mask)
     row_versions = None
     if versions is not None and ok.any() and (versions[ok] != model_version).any():
@@ -236,7 +237,7 @@ def _dead_records(
     bad = np.flatnonzero(code)
     if bad.size == 0:
         return []
-    id_list = ids.take(pa.array(bad)).to_pylist()
+    id_list = ids.take(numeric(bad)).to_pylist()
     out: list[DeadRecord] = []
     for j, i in enumerate(bad.tolist()):
         c = int(code[i])

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamembed.stream.arrow_build import scalar, to_numpy
 from streamembed.stream.blocks import BlockRows, Blocks
 from streamembed.stream.columns import column, is_list, list_lengths, null_mask, numeric_values_type, single_array
 from streamembed.stream.landmark_order import permutation, row_orders
@@ -160,7 +161,7 @@ def _ids(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np.ndarray
         return pa.nulls(m, type=pa.string()), np.ones(m, dtype=bool), f"id has type {t}, expected a string"
     bad = null_mask(col)
     if m:
-        bad |= pc.equal(pc.binary_length(col), 0).fill_null(True).to_numpy(zero_copy_only=False)
+        bad |= to_numpy(pc.binary_length(col).fill_null(scalar(0, pa.int32()))) == 0
     return col, bad, None
 
 
@@ -272,7 +273,7 @@ def _landmark_versions(table: pa.Table | pa.RecordBatch, marks: _Marks, model_ve
         marks.mark(np.ones(table.num_rows, dtype=bool), Reason.UNKNOWN_LANDMARK_VERSION,
                    f"landmark_version has type {lv.type}, expected int64")
         return None
-    versions: np.ndarray = lv.cast(pa.int64()).fill_null(model_version).to_numpy(zero_copy_only=False)
+    versions: np.ndarray = to_numpy(lv.cast(pa.int64()).fill_null(model_version))
     marks.mark(~np.isin(versions, list(accepted)), Reason.UNKNOWN_LANDMARK_VERSION)
     return versions
 

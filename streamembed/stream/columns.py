@@ -9,6 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamembed.stream.arrow_build import scalar, to_numpy
+
 __all__ = ["single_array", "column", "null_mask", "is_list", "numeric_values_type", "list_lengths", "to_matrix"]
 
 
@@ -18,7 +20,7 @@ def single_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
         if col.num_chunks == 1:
             return col.chunk(0)
         if col.num_chunks == 0:
-            return pa.array([], type=col.type)
+            return pa.nulls(0, col.type)
         return col.combine_chunks()
     return col
 
@@ -34,7 +36,7 @@ def null_mask(arr: pa.Array) -> np.ndarray:
     """(len,) bool: True where the slot is null."""
     if arr.null_count == 0:
         return np.zeros(len(arr), dtype=bool)
-    return arr.is_null().to_numpy(zero_copy_only=False)
+    return to_numpy(arr.is_null())
 
 
 def is_list(t: pa.DataType) -> bool:
@@ -53,7 +55,8 @@ def list_lengths(col: pa.Array) -> np.ndarray:
     if pa.types.is_fixed_size_list(col.type):
         out = np.full(len(col), col.type.list_size, dtype=np.int64)
     else:
-        out = pc.list_value_length(col).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        lengths = pc.list_value_length(col)
+        out = to_numpy(lengths.fill_null(scalar(-1, lengths.type))).astype(np.int64)
     if col.null_count:
         out[null_mask(col)] = -1
     return out
@@ -69,5 +72,5 @@ def to_matrix(col: pa.Array, width: int) -> np.ndarray:
     vt = values.type
     if pa.types.is_integer(vt) or pa.types.is_float16(vt) or pa.types.is_null(vt):
         values = values.cast(pa.float64())
-    arr = values.to_numpy(zero_copy_only=False)
+    arr = to_numpy(values)
     return arr.reshape(len(col), width)

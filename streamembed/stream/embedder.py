@@ -29,6 +29,7 @@ from streamembed.core.flags import FLAG_RETAINED_MODEL, flag_names
 from streamembed.core.model import LandmarkModel
 from streamembed.core.result import EmbeddingResult
 from streamembed.core.validation import Problem
+from streamembed.stream.arrow_build import numeric
 from streamembed.stream.blocks import Blocks, block_units
 from streamembed.stream.codecs import DeadRecord, DecodedBatch, decode_batch, encode_result, row_as_json, split_valid
 from streamembed.stream.registry import ModelRegistry
@@ -173,14 +174,14 @@ class BatchEmbedder:
         if not mixed.any():
             return dec
         bad = b.rows[mixed]
-        out.dead.extend(_dead_rows(table, dec.index[bad], dec.ids.take(pa.array(bad)),
+        out.dead.extend(_dead_rows(table, dec.index[bad], dec.ids.take(numeric(bad)),
                                    ["block members follow different landmark versions"] * bad.size, origin,
                                    Reason.BAD_BLOCK))
         keep = np.ones(dec.matrix.shape[0], dtype=bool)
         keep[bad] = False
         pos = np.flatnonzero(keep)
         blocks = b.within(pos) if (lo == hi).any() else None
-        take = pa.array(pos)
+        take = numeric(pos)
         return replace(dec, ids=dec.ids.take(take), matrix=dec.matrix[pos], event_time=dec.event_time.take(take),
                        index=dec.index[pos], versions=dec.versions[pos], blocks=blocks)
 
@@ -208,7 +209,7 @@ class BatchEmbedder:
         retained = version != self.registry.current_version
         A, ids, event_time, index = dec.matrix, dec.ids, dec.event_time, dec.index
         if sel is not None:
-            take = pa.array(sel)
+            take = numeric(sel)
             A, ids, event_time, index = A[sel], ids.take(take), event_time.take(take), index[sel]
         features = A if dec.kind == INPUT_FEATURES else None
         if features is not None:
@@ -223,11 +224,11 @@ class BatchEmbedder:
         if not valid.all():
             good, bad = split_valid(valid)
             problems = [res.reasons[i] for i in bad.tolist()]
-            out.dead.extend(_dead_rows(table, index[bad], ids.take(pa.array(bad)), problems, origin, None))
+            out.dead.extend(_dead_rows(table, index[bad], ids.take(numeric(bad)), problems, origin, None))
             if good.size == 0:
                 return out
             res = res.take(good)
-            ids, event_time = ids.take(pa.array(good)), event_time.take(pa.array(good))
+            ids, event_time = ids.take(numeric(good)), event_time.take(numeric(good))
             A = A[good]
             if features is not None:
                 features = features[good]

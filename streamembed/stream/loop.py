@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 from streamembed.core.runtime import Cancelled
 from streamembed.core.flags import FLAG_NAMES
 from streamembed.config.schema import OutputConfig, RunConfig
+from streamembed.stream.arrow_build import to_numpy
 from streamembed.stream.checkpoint import Checkpointer, CrashGuard
 from streamembed.stream.codecs import DeadRecord, row_as_json
 from streamembed.stream.contracts import Health, LoopMetrics
@@ -271,7 +272,7 @@ class EmbeddingLoop:
         if out is not None and out.num_rows:
             m.records_embedded.labels(method=out.column("method")[0].as_py()).inc(out.num_rows)
             processed = out.column("processed_at")[0].value  # microseconds
-            et = pc.cast(out.column("event_time"), pa.int64()).to_numpy(zero_copy_only=False)  # NaN: no event_time
+            et = to_numpy(pc.cast(out.column("event_time"), pa.int64()))  # NaN: no event_time
             m.latency.observe_many((processed - et.astype(np.float64)) / 1e6)
             for res in done.results:
                 m.relative_unexplained.observe_many(res.relative_unexplained)

@@ -49,6 +49,7 @@ import numpy as np
 import pyarrow as pa
 
 from streamembed.core.flags import FLAG_NAMES
+from streamembed.stream.arrow_build import numeric, strings
 from streamembed.stream.records import SCHEMA_VERSION_KEY, TIMESTAMP_TYPE, output_schema
 
 __all__ = [
@@ -98,7 +99,7 @@ SCALAR_COLUMNS: Final[tuple[tuple[str, bool], ...]] = (("beta", False), ("unexpl
 #: The version-2 columns that repeat (per file, per batch, or mostly zero): the only ones worth a Parquet dictionary.
 DICTIONARY_COLUMNS: Final[tuple[str, ...]] = ("flag_bits", "model_version", "method", "processed_at")
 
-_METHOD_DICTIONARY = pa.array(list(METHOD_VALUES), pa.string())
+_METHOD_DICTIONARY = strings(METHOD_VALUES)
 _METHOD_CODE = {name: i for i, name in enumerate(METHOD_VALUES)}
 _METHOD_TYPE = pa.dictionary(pa.int8(), pa.string())
 _FLAG_BITS_JSON = json.dumps({name: bit for bit, name in FLAG_NAMES.items()})
@@ -150,7 +151,7 @@ def _nullable(x: np.ndarray, dtype: Any) -> pa.Array:
     nan = np.isnan(x)
     n_null = int(np.count_nonzero(nan))
     if n_null == 0:
-        return pa.array(x)
+        return numeric(x)
     if n_null == x.size:
         return pa.nulls(x.size, _float_type(dtype))
     valid = np.packbits(~nan, bitorder="little")
@@ -165,14 +166,14 @@ def flag_lists(flags: np.ndarray, bit_names: Sequence[str]) -> pa.ListArray:
     """uint32 bitmasks (m,) -> list<string> of flag names in bit order (version 1), vectorised."""
     flags = np.asarray(flags, dtype=np.uint32)
     m = flags.shape[0]
-    names = pa.array(list(bit_names), type=pa.string())
+    names = strings(bit_names)
     if not flags.any():
-        return pa.ListArray.from_arrays(pa.array(np.zeros(m + 1, np.int32)), pa.array([], pa.string()))
+        return pa.ListArray.from_arrays(numeric(np.zeros(m + 1, np.int32)), strings(()))
     bits = (flags[:, None] & (np.uint32(1) << np.arange(32, dtype=np.uint32))[None, :]) != 0  # (m, 32)
     offsets = np.zeros(m + 1, dtype=np.int32)
     np.cumsum(bits.sum(axis=1), out=offsets[1:])
     _, which = np.nonzero(bits)  # row-major: per row, bits in increasing order
-    return pa.ListArray.from_arrays(pa.array(offsets), names.take(pa.array(which)))
+    return pa.ListArray.from_arrays(numeric(offsets), names.take(numeric(which)))
 
 
 def _scalar(result: Any, name: str, m: int) -> np.ndarray:
@@ -185,7 +186,7 @@ def _method_column(method: str, m: int) -> pa.DictionaryArray:
     code = _METHOD_CODE.get(str(method))
     if code is None:
         raise ValueError(f"method {method!r} is not one of the output's methods {METHOD_VALUES}")
-    return pa.DictionaryArray.from_arrays(pa.array(np.full(m, code, dtype=np.int8)), _METHOD_DICTIONARY)
+    return pa.DictionaryArray.from_arrays(numeric(np.full(m, code, dtype=np.int8)), _METHOD_DICTIONARY)
 
 
 def encode_output(
@@ -214,12 +215,12 @@ def encode_output(
             raise ValueError("version 1 output needs the flag bit names")
         cols = [
             ids,
-            pa.array(np.full(m, model_version, dtype=np.int64)),
-            pa.DictionaryArray.from_arrays(pa.array(np.zeros(m, np.int32)), pa.array([str(result.method)])
+            numeric(np.full(m, model_version, dtype=np.int64)),
+            pa.DictionaryArray.from_arrays(numeric(np.zeros(m, np.int32)), strings([str(result.method)])
                                            ).cast(pa.string()),
-            pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(y, dtype=np.float64).reshape(-1)), d),
-            pa.array(np.asarray(result.beta, dtype=np.float64)),
-            pa.array(np.asarray(result.unexplained, dtype=np.float64)),
+            pa.FixedSizeListArray.from_arrays(numeric(np.ascontiguousarray(y, dtype=np.float64).reshape(-1)), d),
+            numeric(np.asarray(result.beta, dtype=np.float64)),
+            numeric(np.asarray(result.unexplained, dtype=np.float64)),
             _nullable(result.k0, np.float64),
             _nullable(result.t, np.float64),
             flag_lists(result.flags, bit_names),
@@ -233,13 +234,13 @@ def encode_output(
     dt = np.float32 if np.dtype(dtype) == np.float32 else np.float64
     yt = np.asarray(y, dtype=dt).T  # (d, m): a contiguous copy per coordinate column below
     cols = [ids]
-    cols += [pa.array(np.ascontiguousarray(yt[j])) for j in range(d)]
+    cols += [numeric(yt[j]) for j in range(d)]
     for name, nullable in SCALAR_COLUMNS:
         values = _scalar(result, name, m)
-        cols.append(_nullable(values, dt) if nullable else pa.array(np.ascontiguousarray(values, dtype=dt)))
+        cols.append(_nullable(values, dt) if nullable else numeric(np.asarray(values, dtype=dt)))
     cols += [
-        pa.array(np.asarray(result.flags).astype(np.int32)),
-        pa.array(np.full(m, model_version, dtype=np.int64)),
+        numeric(np.asarray(result.flags).astype(np.int32)),
+        numeric(np.full(m, model_version, dtype=np.int64)),
         _method_column(result.method, m),
         event_time,
         _timestamps(m, processed_at_us),

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import streamembed
@@ -83,7 +84,28 @@ def test_embed_imports_no_scipy_solver_nor_transport(tmp_path: Path, model_and_i
     loaded = _loaded(tmp_path, "embed", str(src), "-m", str(model), "-o", str(tmp_path / "out.parquet"),
                      "--progress", "never")
     assert (tmp_path / "out.parquet").exists()
-    assert _heavy(loaded, HEAVY + ("scipy", "prometheus_client", "http.server")) == []
+    assert _heavy(loaded, HEAVY + ("scipy", "prometheus_client", "http.server", "pandas")) == []
+
+
+@pytest.mark.parametrize(("layout", "version"), [("fixed_size_list", "1"), ("fixed_size_binary", "2")])
+def test_embed_of_parquet_imports_no_pandas(tmp_path: Path, model_and_input: tuple[Path, Path], layout: str,
+                                            version: str) -> None:
+    """pyarrow imports pandas (0.25 CPU-s) on its first ``pa.array``, ``pa.scalar`` or ``to_numpy``: none on the
+    path from a Parquet file to either output version (docs/throughput.md, "Start-up")."""
+    model, src = model_and_input
+    table = pa.ipc.open_stream(pa.memory_map(str(src))).read_all()
+    if layout == "fixed_size_binary":
+        A = np.asarray(table.column("dissimilarities").combine_chunks().flatten())
+        fsb = pa.FixedSizeBinaryArray.from_buffers(pa.binary(A.itemsize * 12), table.num_rows,
+                                                   [None, pa.py_buffer(A.tobytes())])
+        table = table.set_column(1, "dissimilarities", fsb)
+    parquet = tmp_path / "in.parquet"
+    pq.write_table(table, parquet)
+    out = tmp_path / "out.parquet"
+    loaded = _loaded(tmp_path, "embed", str(parquet), "-m", str(model), "-o", str(out), "--progress", "never",
+                     "--schema-version", version)
+    assert pq.read_table(out).num_rows == table.num_rows
+    assert _heavy(loaded, ("pandas",)) == []
 
 
 def test_directory_daemon_imports_no_scipy_solver_nor_kafka(tmp_path: Path, model_and_input: tuple[Path, Path]) -> None:
@@ -96,4 +118,4 @@ def test_directory_daemon_imports_no_scipy_solver_nor_kafka(tmp_path: Path, mode
            "STREAMEMBED_METRICS__ENABLED": "false", "STREAMEMBED_LOGGING__LEVEL": "WARNING"}
     loaded = _loaded(tmp_path, "run", env=env)
     assert list((tmp_path / "out").rglob("*.parquet")), "the daemon wrote no output"
-    assert _heavy(loaded) == []
+    assert _heavy(loaded, HEAVY + ("pandas",)) == []

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from streamembed.core.options import BATCH_ROWS, MAX_BLOCK_ROWS
+from streamembed.stream.arrow_build import booleans
 from streamembed.stream.origin import RowOrigin
 from streamembed.stream.readers import FileChanged, ReadChunk, iter_file
 from streamembed.stream.sinks import safe_label
@@ -108,6 +108,6 @@ def _within(chunk: ReadChunk, end: int) -> ReadChunk | None:
         return chunk
     rows = chunk.rows
     keep = rows < end if rows is not None else np.arange(chunk.table.num_rows) + chunk.start_row < end
-    return dataclasses.replace(chunk, table=chunk.table.filter(pa.array(keep)),
+    return dataclasses.replace(chunk, table=chunk.table.filter(booleans(keep)),
                                rows=rows[keep] if rows is not None else None,
                                dead=[d for d in chunk.dead if d.row is None or d.row < end])

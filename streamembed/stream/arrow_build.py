@@ -1,0 +1,118 @@
+"""Arrow arrays from NumPy and back, without importing pandas.
+
+pyarrow imports pandas (about 0.25 CPU-s, a quarter of a short ``embed``
+process) the first time ``pa.array`` or ``pa.scalar`` is given values, and
+the first time an array is converted with ``Array.to_numpy`` (its C++
+converter is pandas'). ``pa.Array.from_buffers`` does not: the builders here
+lay the buffers out as the Arrow columnar format specifies them (validity
+bitmaps least-significant bit first, ``np.packbits(bitorder="little")``;
+strings as int32 offsets + UTF-8 data) and give arrays equal to what
+``pa.array`` builds from the same values (tests/stream/test_arrow_build.py).
+docs/throughput.md, "Start-up, and the file path against its ceiling".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["booleans", "numeric", "scalar", "strings", "timestamps", "to_numpy"]
+
+
+def numeric(x: Any, type: pa.DataType | None = None) -> pa.Array:
+    """A null-free Arrow array of the 1-D numeric (int, uint, float) array ``x`` (m,), as ``pa.array(x)``.
+
+    A non-contiguous ``x`` is copied; a contiguous one is shared (Arrow keeps
+    a reference). ``type``: the Arrow type when it differs from ``x``'s (a
+    timestamp over int64 microseconds), of the same width.
+    """
+    x = np.ascontiguousarray(x)
+    if x.ndim != 1:
+        raise ValueError(f"numeric() takes a 1-D array, got shape {x.shape}")
+    if x.dtype == np.bool_:
+        return booleans(x)
+    t = pa.from_numpy_dtype(x.dtype) if type is None else type
+    return pa.Array.from_buffers(t, x.shape[0], [None, pa.py_buffer(x)], null_count=0)
+
+
+def booleans(mask: Any) -> pa.Array:
+    """A null-free Arrow boolean array of the 1-D ``mask`` (m,), as ``pa.array(mask)``."""
+    mask = np.asarray(mask, dtype=np.bool_).reshape(-1)
+    bits = np.packbits(mask, bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), mask.shape[0], [None, pa.py_buffer(bits)], null_count=0)
+
+
+def strings(values: Sequence[str]) -> pa.Array:
+    """A null-free Arrow string array of ``values``, as ``pa.array(values, pa.string())``.
+
+    A Python loop over the values: for short lists (dictionaries, names), not for rows.
+    """
+    encoded = [str(v).encode("utf-8") for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    data = b"".join(encoded)
+    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(data)],
+                                 null_count=0)
+
+
+def scalar(value: Any, type: pa.DataType) -> pa.Scalar:
+    """A non-null Arrow scalar of a numeric ``type``, as ``pa.scalar(value, type)``.
+
+    ``pyarrow.compute`` turns Python arguments into scalars with ``pa.scalar``:
+    pass it one of these instead.
+    """
+    return numeric(np.array([value], dtype=type.to_pandas_dtype()), type)[0]
+
+
+def timestamps(us: Any, type: pa.DataType) -> pa.Array:
+    """A null-free timestamp array of ``type`` from int64 ``us`` (m,), in ``type``'s unit since the epoch."""
+    return numeric(np.asarray(us, dtype=np.int64), type)
+
+
+def to_numpy(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """The values (m,) of a null-free numeric or boolean Arrow array as NumPy, as ``arr.to_numpy()``.
+
+    A read-only view of a null-free numeric array. Copied: a boolean array
+    (bit-packed), a chunked array of several chunks, and numbers with nulls
+    (floats, integers as float64, NaN where null). A boolean or timestamp
+    array with nulls, or another type, goes through
+    ``to_numpy(zero_copy_only=False)`` (which imports pandas).
+    """
+    if isinstance(arr, pa.ChunkedArray):
+        if arr.num_chunks == 1:
+            arr = arr.chunk(0)
+        else:
+            parts = [to_numpy(c) for c in arr.chunks]
+            return np.concatenate(parts) if parts else np.empty(0, arr.type.to_pandas_dtype())
+    t = arr.type
+    if arr.null_count == 0 and pa.types.is_boolean(t):
+        bits = arr.buffers()[1]
+        if bits is None:
+            return np.empty(0, np.bool_)
+        packed = np.frombuffer(bits, dtype=np.uint8)
+        return np.unpackbits(packed, count=arr.offset + len(arr), bitorder="little")[arr.offset:].view(np.bool_)
+    numbers = pa.types.is_integer(t) or pa.types.is_floating(t)
+    if not (numbers or (pa.types.is_timestamp(t) and arr.null_count == 0)):
+        return arr.to_numpy(zero_copy_only=False)
+    dtype = np.dtype("int64") if pa.types.is_timestamp(t) else np.dtype(t.to_pandas_dtype())
+    buffers = arr.buffers()
+    if arr.null_count:
+        return _with_nan(buffers, dtype, arr.offset, len(arr))
+    if buffers[1] is None:
+        return np.empty(0, dtype)
+    out = np.frombuffer(buffers[1], dtype=dtype, count=arr.offset + len(arr))[arr.offset:]
+    return out.view(f"datetime64[{t.unit}]") if pa.types.is_timestamp(t) else out
+
+
+def _with_nan(buffers: list[pa.Buffer | None], dtype: np.dtype, offset: int, m: int) -> np.ndarray:
+    """Numbers with nulls as ``to_numpy`` gives them: floats of their width (integers: float64), NaN where null."""
+    out_dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
+    if buffers[1] is None or buffers[0] is None:  # all null
+        return np.full(m, np.nan, dtype=out_dtype)
+    out = np.frombuffer(buffers[1], dtype=dtype, count=offset + m)[offset:].astype(out_dtype)
+    valid = np.unpackbits(np.frombuffer(buffers[0], dtype=np.uint8), count=offset + m, bitorder="little")[offset:]
+    out[valid == 0] = np.nan
+    return out
