@@ -12,6 +12,7 @@ TINY = ("n=60;d=2;dtype=float32,float64;mb=0.25;max_m=1000;m=50,200;n_scaling=60
         "block_objects=8;k=4")
 
 
+@pytest.mark.slow
 def test_quick_bench_with_tiny_sizes_writes_tables_and_json(tmp_path, capsys, monkeypatch) -> None:
     from benchmarks import bench_e2e
 

@@ -117,6 +117,7 @@ def _rules_report(prom: Prometheus) -> tuple[list[str], list[tuple[str, str]], l
     return pending, errors, active
 
 
+@pytest.mark.slow
 def test_prometheus_scrapes_the_daemon_and_evaluates_every_rule(stack: tuple[Daemon, Prometheus]) -> None:
     daemon, prom = stack
     end = time.monotonic() + DEADLINE_SECONDS

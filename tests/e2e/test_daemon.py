@@ -121,6 +121,7 @@ def test_kill_9_mid_stream_then_restart_loses_nothing(tmp_path: Path, model: Pat
     assert "resuming from checkpoint" in d2.log() or partial == 0
 
 
+@pytest.mark.slow
 def test_run_without_arguments_produces_output_and_metrics(tmp_path: Path) -> None:
     # no command-line arguments: the embedded default (generator, fitted model); the environment only
     # bounds the run and moves the metrics port off 9108

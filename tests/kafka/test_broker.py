@@ -82,6 +82,7 @@ def test_headers_round_trip(broker: TansuBroker, topic_factory) -> None:
     assert [list(r.headers) for r in got] == [headers, []]
 
 
+@pytest.mark.slow
 def test_consumer_group_split_commit_and_resume(broker: TansuBroker, topic_factory) -> None:
     topic = topic_factory(partitions=4)
     group = f"g-{topic}"

@@ -121,6 +121,7 @@ def _rows(ids: list[str], seed: int) -> pa.Table:
 # --------------------------------------------------------------------------- end to end
 
 
+@pytest.mark.slow
 def test_mixed_messages_end_to_end_with_dead_letters_and_restart(broker, topic_factory, tmp_path: Path) -> None:
     """Arrow and JSON, single and block messages, from kafka-python and a foreign client (confluent-kafka);
     poison messages in the DLQ with reasons and coordinates; SIGTERM + restart resumes from the commits."""
@@ -268,6 +269,7 @@ def _parquet_ids(root: Path) -> list[str]:
     return ids
 
 
+@pytest.mark.slow
 def test_replicas_share_partitions_survive_kill_9_and_share_the_model(broker, topic_factory, tmp_path: Path) -> None:
     """Two daemons in one group split a 4-partition topic; replica B, started later with an older model,
     takes A's from the model topic; B is killed -9 mid-stream and A takes over: every id comes out."""
@@ -327,6 +329,7 @@ def test_replicas_share_partitions_survive_kill_9_and_share_the_model(broker, to
     assert "the model topic has a newer model than model.path" in b.log()
 
 
+@pytest.mark.slow
 def test_block_messages_of_a_poll_are_placed_together_and_a_bad_block_alone_is_dead(
         broker, topic_factory, tmp_path: Path) -> None:
     """40 block messages (20 Arrow, then 20 JSON, k = 2..8) and one asymmetric block between them: every good block is

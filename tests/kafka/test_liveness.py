@@ -38,6 +38,7 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+@pytest.mark.slow
 def test_waiting_on_a_group_join_costs_no_cpu(broker, topic_factory) -> None:
     topic = topic_factory(partitions=2)
     k = KafkaConfig(bootstrap_servers=broker.bootstrap, input_topic=topic, group_id=f"join-{topic}",
