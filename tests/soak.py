@@ -473,6 +473,10 @@ def directory_soak(workdir: Path, seconds: float = 40.0, seed: int = 0, drain_se
             runs.start()
         feeder.stop.set()
         threads[0].join(30)
+        # kinds the random schedule had not reached yet (a slow disk, many restarts) arrive now, while the last run
+        # reads: every kind is sent in every soak
+        while feeder.kinds and feeder.error is None:
+            feeder._poison(feeder.kinds.pop(0))
         t_drain = time.monotonic()
         # the last run drains everything, then stops cleanly
         deadline = time.monotonic() + drain_seconds
