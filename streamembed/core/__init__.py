@@ -3,38 +3,38 @@
 | module | docs/math.md | what |
 | --- | --- | --- |
 | ``model`` | §1–5 | ``LandmarkModel``: the fitted map, what a refit replaces |
-| ``validation`` | — | input checks, per-row reasons |
-| ``transforms`` | §2 | input pipeline: similarity, geodesic, additive constant |
-| ``cmds`` | §1 | landmark classical MDS spectrum |
-| ``centering`` | §2 | centring new objects and blocks |
-| ``projection`` | §3.1 | fused projection hot path (also β) |
-| ``restricted`` | §3.2 | single-object RR: secular equation, hard case, arc |
-| ``block`` | §3.3 | multi-point RR: many blocks per call, staged starts, flags |
-| ``block_newton`` | §3.3 | trust-region Newton (Steihaug CG) for stacks of equal-size blocks |
-| ``block_certificate`` | §3.3 | duality bound on a block's distance to the global minimum |
-| ``block_starts`` | §3.3 | starting points: projection, spectral, eigen, seeded random |
-| ``block_input`` | §2 | per-block validation of cross matrices, centring and packing |
-| ``block_consistency`` | §4.3 | the ``inconsistent_block`` flag: does a block's C agree with its rows |
-| ``criteria``, ``criteria_checks``, ``criteria_line`` | §3.4 | raw-stress, Sammon and L1 placement, certified |
-| ``criteria_stress``, ``criteria_l1``, ``criteria_newton`` | §3 | each criterion's kernels, the shared damped Newton |
-| ``metric_map`` | §3.5 | SMACOF / Sammon refinement of the landmark map |
-| ``kernel_input`` | §2 | similarity (kernel) input as dissimilarities |
-| ``geodesic`` | §2 | landmark Isomap: k-NN graph geodesics, ties kept |
-| ``cailliez`` | §2 | additive constant making the kernel PSD |
-| ``placer`` | §3, §4.3 | ``Placer``: what placing on one map needs (kernels, limits, flags), built once per model |
-| ``dispatch`` | §3 | method → routine for single objects |
-| ``block_place`` | §3.3, §4 | block RR of a batch: range, checks, solve, flags |
-| ``range_guard`` | §4.4 | the placeable range per dtype |
-| ``residuals`` | §4 | k0, dropped energy, block K0 |
-| ``bounds`` | §4 | window error and eigenvalue bounds |
-| ``calibration`` | §4.3 | the non-Euclidean flag's threshold from the landmarks |
+| ``options`` | — | the one table of option choices, defaults and allowed combinations |
 | ``runtime`` | §4.4 | worker threads (the one pool), BLAS threads, per-batch time budgets and cancellation |
-| ``drift`` | §4 | sliding-window drift statistics, the rule trigger |
-| ``cusum``, ``detector``, ``trigger`` | §7 | CUSUM arithmetic, the calibrated detector, the trigger |
-| ``landmarks`` | §5, §7.5 | ``select_landmarks``, the one entry point of landmark selection |
-| ``landmark_strategies`` | §5, §7.5 | the strategies: max–min, k-means++, k-medoids, RPCholesky, residual-pivoted |
-| ``dissimilarities`` | §5 | dissimilarity rows given whole or computed from features |
-| ``refit`` | §5, §7.5 | refitting the landmark map from a reservoir |
-| ``procrustes`` | §5 | alignment of a refit to the previous map |
 | ``flags``, ``result``, ``errors`` | — | per-row flags, result container, error types |
+| **``inputs``** | §2 | what comes in |
+| ``inputs.validation`` | — | input checks, per-row reasons |
+| ``inputs.transforms`` | §2 | input pipeline: similarity, geodesic, additive constant |
+| ``inputs.kernel``, ``.geodesic``, ``.cailliez`` | §2 | similarity input, landmark Isomap, additive constant |
+| ``inputs.centering`` | §2 | centring new objects and blocks |
+| ``inputs.hints`` | §2 | fit hints for the kind of input |
+| ``inputs.dissimilarities`` | §5 | dissimilarity rows given whole or computed from features |
+| **``fit``** | §1, §3.5–3.6 | the landmark map |
+| ``fit.cmds`` | §1 | landmark classical MDS spectrum |
+| ``fit.metric_map``, ``fit.ordinal_map`` | §3.5, §3.6 | SMACOF / Sammon refinement, non-metric maps |
+| ``fit.likelihood`` | §1 | the held-out score that chooses the number of components |
+| **``place``** | §3 | placing new objects |
+| ``place.placer`` | §3, §4.3 | ``Placer``: what placing on one map needs (kernels, limits, flags), once per model |
+| ``place.dispatch`` | §3 | method → routine for single objects |
+| ``place.projection`` | §3.1 | fused projection hot path (also β) |
+| ``place.restricted`` | §3.2 | single-object RR: secular equation, hard case, arc |
+| ``place.range_guard`` | §4.4 | the placeable range per dtype |
+| ``place.block`` | §3.3 | multi-point RR: ``batch`` (a batch's blocks), ``solve`` (staged starts, flags), ``newton`` |
+| | | (trust-region Newton), ``certificate`` (duality bound), ``starts``, ``prepare`` (checks, |
+| | | centring, packing), ``consistency`` (the ``inconsistent_block`` flag, §4.3) |
+| ``place.criteria`` | §3.4 | raw-stress, Sammon and L1 placement, certified: ``solve``, ``checks``, ``line``, |
+| | | ``stress``, ``l1``, ``newton`` (the shared damped Newton) |
+| **``monitor``** | §4, §7 | how much to trust placements, drift |
+| ``monitor.residuals``, ``monitor.bounds`` | §4 | k0, dropped energy, block K0; window error and eigenvalue bounds |
+| ``monitor.calibration``, ``.consistency`` | §4.3, §4.5 | the non-Euclidean flag's threshold; the profile check |
+| ``monitor.drift`` | §4 | sliding-window drift statistics, the rule trigger |
+| ``monitor.cusum``, ``.detector``, ``.trigger`` | §7 | CUSUM arithmetic, the calibrated detector, the trigger |
+| **``refit``** | §5, §7.5 | new landmarks |
+| ``refit.landmarks``, ``refit.strategies`` | §5, §7.5 | ``select_landmarks`` (the one entry point) and its strategies |
+| ``refit.policy``, ``refit.refit`` | §7.5 | keep, repair or redraw; refitting the map from a reservoir |
+| ``refit.procrustes`` | §5 | alignment of a refit to the previous map |
 """

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .validation import Problem
+from .inputs.validation import Problem
 
 
 @dataclass

@@ -7,8 +7,8 @@ import scipy.optimize
 
 from streamembed import LandmarkMDS
 from streamembed.core.runtime import single_blas_thread
-from streamembed.core.block import block_objective
-from streamembed.core.centering import center_block
+from streamembed.core.place.block.solve import block_objective
+from streamembed.core.inputs.centering import center_block
 
 from .conftest import euclidean
 

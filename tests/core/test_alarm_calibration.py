@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import poisson
 
-from streamembed.core.detector import (
+from streamembed.core.monitor.detector import (
     MIN_EFFECTIVE_OBJECTS,
     CalibrationError,
     CusumDetector,
@@ -23,8 +23,8 @@ from streamembed.core.detector import (
     integrated_autocorrelation_time,
     siegmund_arl,
 )
-from streamembed.core.trigger import SequentialTrigger
-from streamembed.core.drift import RefitTrigger
+from streamembed.core.monitor.trigger import SequentialTrigger
+from streamembed.core.monitor.drift import RefitTrigger
 
 
 def class_runs(rng: np.random.Generator, n: int, mean_run: float, class_means: np.ndarray,

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from streamembed import LandmarkMDS
-from streamembed.core.block import block_objective, solve_block, solve_blocks
-from streamembed.core.block_input import prepare_blocks
+from streamembed.core.place.block.solve import block_objective, solve_block, solve_blocks
+from streamembed.core.place.block.prepare import prepare_blocks
 from tools.block_reference import solve_block_reference
-from streamembed.core.centering import center_block
+from streamembed.core.inputs.centering import center_block
 from streamembed.core.flags import FLAG_AMBIGUOUS, FLAG_UNCERTIFIED
-from streamembed.core.restricted import restricted_objective, solve_restricted
+from streamembed.core.place.restricted import restricted_objective, solve_restricted
 
 from .block_cases import block_problem
 from .conftest import euclidean
@@ -121,8 +121,8 @@ def test_not_worse_than_the_reference_lbfgs_solver():
 
 def test_certificate_bounds_the_distance_to_the_global_minimum_from_any_stationary_point():
     # From every local minimum the solver's starts find, F(Y) - gap(Y) must stay at or below the best F.
-    from streamembed.core.block import _gap, _out_of_span, _run_starts
-    from streamembed.core.block_starts import random_starts
+    from streamembed.core.place.block.solve import _gap, _out_of_span, _run_starts
+    from streamembed.core.place.block.starts import random_starts
 
     rng = np.random.default_rng(8)
     local_minima = 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamembed.core.block import solve_blocks
+from streamembed.core.place.block.solve import solve_blocks
 
 from .block_cases import KINDS, block_problem, brute_force
 

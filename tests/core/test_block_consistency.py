@@ -1,4 +1,4 @@
-"""The ``inconsistent_block`` flag (docs/math.md §4.3, ``core.block_consistency``).
+"""The ``inconsistent_block`` flag (docs/math.md §4.3, ``core.place.block.consistency``).
 
 A block whose mutual dissimilarities contradict its rows (λ_min(K0) = −765 in the report) was placed with
 ``kernel_distance_exact`` 0 and no flag. Consistent Euclidean blocks must never get the flag, at any scale

@@ -1,4 +1,4 @@
-"""Checking and packing blocks (core/block_input.py): one bad block never stops the others."""
+"""Checking and packing blocks (core/place/block/prepare.py): one bad block never stops the others."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from streamembed import LandmarkMDS
-from streamembed.core.block_input import BAD_BLOCK, check_blocks, pack_blocks, prepare_blocks
-from streamembed.core.centering import center_block
+from streamembed.core.place.block.prepare import BAD_BLOCK, check_blocks, pack_blocks, prepare_blocks
+from streamembed.core.inputs.centering import center_block
 
 from .conftest import euclidean
 

@@ -1,11 +1,11 @@
-"""The trust-region Newton kernel of block RR (core/block_newton.py, docs/math.md §3)."""
+"""The trust-region Newton kernel of block RR (core/place/block/newton.py, docs/math.md §3)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from streamembed.core.block import _objective
-from streamembed.core.block_newton import _Problems, _State, gradient, trust_region_newton
+from streamembed.core.place.block.solve import _objective
+from streamembed.core.place.block.newton import _Problems, _State, gradient, trust_region_newton
 
 
 def _random_stack(rng, s=5, k=4, d=3):

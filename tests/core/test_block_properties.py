@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamembed import LandmarkMDS
-from streamembed.core.block import solve_blocks
-from streamembed.core.block_input import prepare_blocks
+from streamembed.core.place.block.solve import solve_blocks
+from streamembed.core.place.block.prepare import prepare_blocks
 from streamembed.core.flags import FLAG_AMBIGUOUS
 
 from .conftest import euclidean
@@ -107,8 +107,8 @@ def test_never_worse_than_its_first_start_nor_the_projection_and_never_negative(
     prep = prepare_blocks(A, cross, sizes, sp.row_means, sp.grand_mean, sp.eigenvectors[:, :d])
     b = prep.batch
     sol = solve_blocks(b.c, b.beta, b.sizes, lam, b.b_norm2)
-    from streamembed.core.block import block_objective
-    from streamembed.core.restricted import solve_restricted
+    from streamembed.core.place.block.solve import block_objective
+    from streamembed.core.place.restricted import solve_restricted
 
     assert (sol.objective >= 0).all()
     bounds = np.concatenate([[0], np.cumsum(sizes)])

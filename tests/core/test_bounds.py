@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from streamembed import LandmarkMDS
-from streamembed.core import residuals
-from streamembed.core.drift import DriftWindow
+from streamembed.core.monitor import residuals
+from streamembed.core.monitor.drift import DriftWindow
 
 from .conftest import euclidean
 

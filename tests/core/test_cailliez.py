@@ -1,4 +1,4 @@
-"""Cailliez's additive constant (Ghojogh et al. 2020, §4.2 eq. 33–34, ``core.cailliez``).
+"""Cailliez's additive constant (Ghojogh et al. 2020, §4.2 eq. 33–34, ``core.inputs.cailliez``).
 
 Reference property (Cailliez 1983): at c = c* the kernel of δ + c is PSD with
 one more zero eigenvalue than the centring vector's; any smaller c leaves a
@@ -12,8 +12,8 @@ import pytest
 import scipy.spatial.distance as ssd
 
 from streamembed import LandmarkMDS
-from streamembed.core.cailliez import add_constant, additive_constant, cailliez_constant
-from streamembed.core.cmds import double_center
+from streamembed.core.inputs.cailliez import add_constant, additive_constant, cailliez_constant
+from streamembed.core.fit.cmds import double_center
 from benchmarks.editdistance import levenshtein_matrix
 
 from .conftest import euclidean

@@ -1,4 +1,5 @@
-"""The landmark-profile share (core/consistency.py, docs/math.md §4.5): exact where it can be, measured on real data."""
+"""The landmark-profile share (core/monitor/consistency.py, docs/math.md §4.5): exact where it can be,
+measured on real data."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from streamembed import LandmarkMDS
-from streamembed.core.consistency import PROFILE_AXES, profile_check
+from streamembed.core.monitor.consistency import PROFILE_AXES, profile_check
 from streamembed.core.model import fit_model
 from benchmarks.mixups import MIXUPS
 

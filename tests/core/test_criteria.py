@@ -1,4 +1,4 @@
-"""The stress and L1 out-of-sample criteria (docs/math.md §3 "Other criteria", ``core.criteria``).
+"""The stress and L1 out-of-sample criteria (docs/math.md §3 "Other criteria", ``core.place.criteria.solve``).
 
 What is promised: for d = 1 the global minimum; for d ≥ 2 a certified local
 minimum (never a saddle or a maximum), never worse than the projection start.
@@ -24,12 +24,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamembed import LandmarkMDS
-from streamembed.core.criteria import (ROUTE_DESCENT, ROUTE_ENUMERATED, ROUTE_ESCAPED, solve_l1, solve_sammon,
-                                       solve_stress)
-from streamembed.core.criteria_checks import GLOBAL, NOT_MINIMUM, STRICT, l1_check, stress_check
-from streamembed.core.criteria_l1 import l1_objective
-from streamembed.core.criteria_line import l1_line, stress_line
-from streamembed.core.criteria_stress import stress_objective
+from streamembed.core.place.criteria.solve import (ROUTE_DESCENT, ROUTE_ENUMERATED, ROUTE_ESCAPED, solve_l1,
+                                                   solve_sammon, solve_stress)
+from streamembed.core.place.criteria.checks import GLOBAL, NOT_MINIMUM, STRICT, l1_check, stress_check
+from streamembed.core.place.criteria.l1 import l1_objective
+from streamembed.core.place.criteria.line import l1_line, stress_line
+from streamembed.core.place.criteria.stress import stress_objective
 from streamembed.core.flags import FLAG_AMBIGUOUS, FLAG_ESCAPED, FLAG_NOT_CONVERGED
 
 from .conftest import euclidean, landmark_problem
@@ -479,7 +479,7 @@ def test_sammon_s_criterion_is_certified_and_exact_on_a_line_and_on_a_landmark(r
 def test_possibly_nonglobal_marks_several_minima_with_the_lowest_reached_once() -> None:
     # the rule on hand-made candidates: row 0's lowest minimum was reached by one descent while another,
     # higher one exists (flagged); row 1's by two (not); row 2 has a single minimum (not)
-    from streamembed.core.criteria import _select
+    from streamembed.core.place.criteria.solve import _select
 
     owner = np.array([0, 0, 0, 1, 1, 1, 2, 2])
     Y = np.array([[0.0, 0], [5, 5], [5, 5], [0, 0], [0, 0], [5, 5], [1, 1], [1, 1]])
@@ -492,7 +492,8 @@ def test_possibly_nonglobal_marks_several_minima_with_the_lowest_reached_once() 
 
 
 def test_the_placement_carries_the_possibly_nonglobal_flag_of_its_solution(digits_problem, monkeypatch) -> None:
-    from streamembed.core import criteria, dispatch
+    from streamembed.core.place.criteria import solve as criteria
+    from streamembed.core.place import dispatch
     from streamembed.core.flags import FLAG_POSSIBLY_NONGLOBAL
 
     D, A = digits_problem

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from streamembed.core.detector import (
+from streamembed.core.monitor.detector import (
     CalibrationError,
     CusumDetector,
     check_detector_settings,
@@ -16,8 +16,8 @@ from streamembed.core.detector import (
     siegmund_arl,
     siegmund_threshold,
 )
-from streamembed.core.trigger import SequentialTrigger
-from streamembed.core.drift import RefitTrigger
+from streamembed.core.monitor.trigger import SequentialTrigger
+from streamembed.core.monitor.drift import RefitTrigger
 
 
 def _loop_cusum(z, h, start=0.0):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamembed.core.drift import DriftWindow, RefitTrigger
+from streamembed.core.monitor.drift import DriftWindow, RefitTrigger
 
 
 def _window(**kw):

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from streamembed import LandmarkMDS
-from streamembed.core import calibration, cmds
-from streamembed.core.landmark_strategies import maxmin_select, random_select
+from streamembed.core.monitor import calibration
+from streamembed.core.fit import cmds
+from streamembed.core.refit.strategies import maxmin_select, random_select
 from benchmarks.datasets import python_attribute_names
 
 FLAG = 2  # core.flags.FLAG_NON_EUCLIDEAN

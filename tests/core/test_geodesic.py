@@ -1,4 +1,4 @@
-"""Landmark Isomap (Ghojogh et al. tutorial §4, §5.1.3, §6; ``core.geodesic``).
+"""Landmark Isomap (Ghojogh et al. tutorial §4, §5.1.3, §6; ``core.inputs.geodesic``).
 
 References: the swiss roll is isometric to a rectangle, so geodesic distances
 recover its unrolled coordinates (arc length along the spiral, height) up to
@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from streamembed import LandmarkMDS
 from streamembed.core.errors import InputError
-from streamembed.core.geodesic import block_geodesics, knn_graph, landmark_geodesics, object_geodesics
-from streamembed.core.landmark_strategies import maxmin_select
-from streamembed.core.procrustes import orthogonal_procrustes_align
+from streamembed.core.inputs.geodesic import block_geodesics, knn_graph, landmark_geodesics, object_geodesics
+from streamembed.core.refit.strategies import maxmin_select
+from streamembed.core.refit.procrustes import orthogonal_procrustes_align
 
 from .conftest import euclidean
 

@@ -10,7 +10,7 @@ import pytest
 from streamembed import LandmarkMDS
 from streamembed.core import runtime
 from streamembed.core.flags import FLAG_NOT_CONVERGED
-from streamembed.core.range_guard import PLACEMENT_RTOL
+from streamembed.core.place.range_guard import PLACEMENT_RTOL
 
 from .conftest import euclidean, landmark_problem
 

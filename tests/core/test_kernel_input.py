@@ -1,4 +1,4 @@
-"""Similarity (kernel) input (Trosset et al. 2025, §3, ``core.kernel_input``).
+"""Similarity (kernel) input (Trosset et al. 2025, §3, ``core.inputs.kernel``).
 
 The reference: a linear kernel of coordinates about an arbitrary origin is the
 same data as their Euclidean distances, so every method must place objects
@@ -13,7 +13,7 @@ import pytest
 
 from streamembed import LandmarkMDS
 from streamembed.core.errors import InputError
-from streamembed.core.kernel_input import landmark_dissimilarities
+from streamembed.core.inputs.kernel import landmark_dissimilarities
 
 from .conftest import euclidean
 

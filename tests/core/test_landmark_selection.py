@@ -9,9 +9,9 @@ import pytest
 
 from streamembed.core.runtime import single_blas_thread
 from streamembed.core.errors import InputError
-from streamembed.core.landmarks import LANDMARK_SELECTIONS, select_landmarks
-from streamembed.core.dissimilarities import Dissimilarities
-from streamembed.core.landmark_strategies import captured_variance, kmeanspp_select, kmedoids_select, rpcholesky_select
+from streamembed.core.refit.landmarks import LANDMARK_SELECTIONS, select_landmarks
+from streamembed.core.inputs.dissimilarities import Dissimilarities
+from streamembed.core.refit.strategies import captured_variance, kmeanspp_select, kmedoids_select, rpcholesky_select
 
 from .conftest import euclidean
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from streamembed.core.errors import InputError
-from streamembed.core.landmark_strategies import (kmeanspp_select, least_supported, maxmin_select, random_select,
+from streamembed.core.refit.strategies import (kmeanspp_select, least_supported, maxmin_select, random_select,
                                                   residual_pivoted_select)
 
 from .conftest import euclidean

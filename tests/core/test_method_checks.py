@@ -198,7 +198,8 @@ def test_threads_sharing_a_model_give_bit_identical_results(option: Option, back
     # results bit for bit (no shared scratch buffer, no race on the lazily built kernels).
     from concurrent.futures import ThreadPoolExecutor
 
-    from streamembed.core import projection, restricted
+    from streamembed.core.place import projection
+    from streamembed.core.place import restricted
 
     if backend == "numpy":
         monkeypatch.setattr(projection, "_native", None)

@@ -1,4 +1,4 @@
-"""Metric-MDS landmark maps: SMACOF and Sammon (Ghojogh et al. tutorial §2.2–3, ``core.metric_map``).
+"""Metric-MDS landmark maps: SMACOF and Sammon (Ghojogh et al. tutorial §2.2–3, ``core.fit.metric_map``).
 
 A refined map lowers its own criterion from the classical-MDS start and runs
 to a stated tolerance within a budget, or says that it did not; arrivals on
@@ -20,12 +20,12 @@ import pytest
 import logging
 
 from streamembed import LandmarkMDS
-from streamembed.core import metric_map
-from streamembed.core.criteria_stress import stress_objective
+from streamembed.core.fit import metric_map
+from streamembed.core.place.criteria.stress import stress_objective
 from streamembed.core.errors import InputError
-from streamembed.core.metric_map import MAP_MAX_ITER, MAP_RTOL, map_stress, refine_map
-from streamembed.core.metric_map import map_start
-from streamembed.core.procrustes import orthogonal_procrustes_align
+from streamembed.core.fit.metric_map import MAP_MAX_ITER, MAP_RTOL, map_stress, refine_map
+from streamembed.core.fit.metric_map import map_start
+from streamembed.core.refit.procrustes import orthogonal_procrustes_align
 
 from .conftest import landmark_problem
 

@@ -16,9 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamembed import LandmarkMDS
-from streamembed.core import projection, restricted
-from streamembed.core.cmds import fit_spectrum
-from streamembed.core.projection import ProjectionKernel
+from streamembed.core.place import projection
+from streamembed.core.place import restricted
+from streamembed.core.fit.cmds import fit_spectrum
+from streamembed.core.place.projection import ProjectionKernel
 
 from .conftest import landmark_problem
 

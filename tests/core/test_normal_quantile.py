@@ -1,11 +1,11 @@
-"""The drift detector's normal quantile without scipy (core.detector._normal_quantile)."""
+"""The drift detector's normal quantile without scipy (core.monitor.detector._normal_quantile)."""
 
 from __future__ import annotations
 
 import numpy as np
 from scipy.special import ndtri
 
-from streamembed.core.detector import _normal_quantile
+from streamembed.core.monitor.detector import _normal_quantile
 
 
 def test_the_normal_quantile_is_scipys_ndtri_to_rounding() -> None:

@@ -1,4 +1,4 @@
-"""Ordinal (non-metric) landmark maps: Kruskal's stress-1 with monotone regression (``core.ordinal_map``).
+"""Ordinal (non-metric) landmark maps: Kruskal's stress-1 with monotone regression (``core.fit.ordinal_map``).
 
 References: scikit-learn's ``smacof(metric=False)`` from the same start (its iteration, its tie rule),
 scikit-learn's ``IsotonicRegression`` for the disparities, strictly increasing transforms of the input
@@ -14,12 +14,12 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from streamembed import LandmarkMDS
-from streamembed.core.criteria import solve_stress
-from streamembed.core.criteria_stress import stress_objective
+from streamembed.core.place.criteria.solve import solve_stress
+from streamembed.core.place.criteria.stress import stress_objective
 from streamembed.core.errors import InputError, ModelFileError
 from streamembed.core.flags import FLAG_NOT_CONVERGED
-from streamembed.core.metric_map import LANDMARK_MAPS, MAP_RTOL, map_stress, refine_map
-from streamembed.core.ordinal_map import (
+from streamembed.core.fit.metric_map import LANDMARK_MAPS, MAP_RTOL, map_stress, refine_map
+from streamembed.core.fit.ordinal_map import (
     MonotoneTransform,
     OrdinalProblem,
     kruskal_stress1,

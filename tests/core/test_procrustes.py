@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from streamembed.core.errors import InputError
-from streamembed.core.procrustes import apply_alignment, orthogonal_procrustes_align
+from streamembed.core.refit.procrustes import apply_alignment, orthogonal_procrustes_align
 
 
 def random_orthogonal(rng: np.random.Generator, d: int, reflect: bool) -> np.ndarray:

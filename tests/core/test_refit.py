@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from streamembed import LandmarkMDS
-from streamembed.core.refit import refit
+from streamembed.core.refit.refit import refit
 
 from .conftest import euclidean
 
@@ -51,8 +51,8 @@ def test_aligned_model_round_trips(rng, tmp_path):
 
 
 from streamembed.core.errors import InputError  # noqa: E402
-from streamembed.core.landmarks import SELECTIONS  # noqa: E402
-from streamembed.core.refit import candidate_dissimilarities, residual_kernel  # noqa: E402
+from streamembed.core.refit.landmarks import SELECTIONS  # noqa: E402
+from streamembed.core.refit.refit import candidate_dissimilarities, residual_kernel  # noqa: E402
 
 
 def test_candidates_from_features_stack_old_landmarks_first_and_drop_repeated_ids(rng):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from streamembed import LandmarkMDS
-from streamembed.core.refit import DEFAULT_SELECTION, refit
-from streamembed.core.refit_policy import MIN_RECENT, assess, best_plane, plan_refit
+from streamembed.core.refit.refit import DEFAULT_SELECTION, refit
+from streamembed.core.refit.policy import MIN_RECENT, assess, best_plane, plan_refit
 
 from .conftest import euclidean
 

@@ -7,7 +7,7 @@ import pytest
 import scipy.optimize
 
 from streamembed.core.flags import FLAG_AMBIGUOUS, FLAG_NOT_CONVERGED
-from streamembed.core.restricted import available_backends, restricted_arc, restricted_objective, solve_restricted
+from streamembed.core.place.restricted import available_backends, restricted_arc, restricted_objective, solve_restricted
 
 
 @pytest.fixture(params=available_backends())
