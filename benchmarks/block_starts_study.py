@@ -2,7 +2,7 @@
 
     python -m benchmarks.block_starts_study [--problems 600] [--seed 7] [--brute 30]
 
-Problems come from the test generator (``tests/core/block_cases.py``: k
+Problems come from the test generator (``tests/core/place/block/block_cases.py``: k
 log-uniform in 2..64, d in 1..10, blocks in span, partly, mostly and
 entirely off it). For each, every start of ``core/place/block/solve.py`` is minimised
 on its own (trust-region Newton plus the sign rule) and so are ``--brute``
@@ -40,7 +40,7 @@ from streamembed.core.place.block.solve import (
 )
 from streamembed.core.place.block.starts import eigen_starts, projection_starts, random_starts, spectral_starts
 from streamembed.core.place.restricted import solve_restricted
-from tests.core.block_cases import KINDS, block_problem
+from tests.core.place.block.block_cases import KINDS, block_problem
 
 
 def starts_of(C, Beta, lam):

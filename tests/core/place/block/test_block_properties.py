@@ -13,7 +13,7 @@ from streamembed.core.place.block.solve import solve_blocks
 from streamembed.core.place.block.prepare import prepare_blocks
 from streamembed.core.flags import FLAG_AMBIGUOUS
 
-from .conftest import euclidean
+from ...conftest import euclidean
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

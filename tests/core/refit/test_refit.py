@@ -8,7 +8,7 @@ import pytest
 from streamembed import LandmarkMDS
 from streamembed.core.refit.refit import refit
 
-from .conftest import euclidean
+from ..conftest import euclidean
 
 
 def test_refit_keeps_the_frame_and_bumps_the_version(rng):

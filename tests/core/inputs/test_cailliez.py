@@ -16,7 +16,7 @@ from streamembed.core.inputs.cailliez import add_constant, additive_constant, ca
 from streamembed.core.fit.cmds import double_center
 from benchmarks.editdistance import levenshtein_matrix
 
-from .conftest import euclidean
+from ..conftest import euclidean
 
 
 def _eigs(D: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from streamembed.commands.model import cmd_model_info
 from streamembed.core.model import EIGENGAP_RTOL
 from streamembed.model_io import _checksum, load_model
 
-from .conftest import euclidean
+from ..conftest import euclidean
 
 
 def _polygon(k: int = 12) -> np.ndarray:

@@ -9,7 +9,7 @@ from streamembed import LandmarkMDS
 from streamembed.core.place.block.prepare import BAD_BLOCK, check_blocks, pack_blocks, prepare_blocks
 from streamembed.core.inputs.centering import center_block
 
-from .conftest import euclidean
+from ...conftest import euclidean
 
 GOOD = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 3.0], [2.0, 3.0, 0.0]])
 

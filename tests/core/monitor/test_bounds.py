@@ -9,7 +9,7 @@ from streamembed import LandmarkMDS
 from streamembed.core.monitor import residuals
 from streamembed.core.monitor.drift import DriftWindow
 
-from .conftest import euclidean
+from ..conftest import euclidean
 
 
 def _kernels(L: np.ndarray, Z: np.ndarray):

@@ -9,7 +9,7 @@ from streamembed import LandmarkMDS
 from streamembed.core.refit.refit import DEFAULT_SELECTION, refit
 from streamembed.core.refit.policy import MIN_RECENT, assess, best_plane, plan_refit
 
-from .conftest import euclidean
+from ..conftest import euclidean
 
 
 def _population(rng, m, plane_scale=(3.0, 2.0), noise=0.3, dim=6):

@@ -13,7 +13,7 @@ import pytest
 from streamembed import LandmarkMDS
 from benchmarks.datasets import random_strings
 
-from .conftest import landmark_problem
+from ..conftest import landmark_problem
 
 
 @pytest.fixture(scope="module")

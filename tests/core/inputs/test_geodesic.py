@@ -23,7 +23,7 @@ from streamembed.core.inputs.geodesic import block_geodesics, knn_graph, landmar
 from streamembed.core.refit.strategies import maxmin_select
 from streamembed.core.refit.procrustes import orthogonal_procrustes_align
 
-from .conftest import euclidean
+from ..conftest import euclidean
 
 
 def _swiss_roll(rng: np.random.Generator, N: int):

@@ -9,7 +9,7 @@ from streamembed.core.errors import InputError
 from streamembed.core.refit.strategies import (kmeanspp_select, least_supported, maxmin_select, random_select,
                                                   residual_pivoted_select)
 
-from .conftest import euclidean
+from ..conftest import euclidean
 
 
 def _plane_problem(rng, n_old=30, n_plane=60, n_off=20, offset=6.0):

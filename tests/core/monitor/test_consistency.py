@@ -13,8 +13,8 @@ from streamembed.core.monitor.consistency import PROFILE_AXES, profile_check
 from streamembed.core.model import fit_model
 from benchmarks.mixups import MIXUPS
 
-from ..realdata import matrix, setting
-from .conftest import euclidean
+from ...realdata import matrix, setting
+from ..conftest import euclidean
 
 
 def test_a_shuffled_row_scores_chance_exactly_on_average_over_every_order() -> None:

@@ -21,7 +21,7 @@ from streamembed.core.place import restricted
 from streamembed.core.fit.cmds import fit_spectrum
 from streamembed.core.place.projection import ProjectionKernel
 
-from .conftest import landmark_problem
+from ..conftest import landmark_problem
 
 native = projection._native
 needs_native = pytest.mark.skipif(native is None, reason="streamembed.core._native was not built (no C compiler)")

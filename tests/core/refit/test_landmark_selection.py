@@ -13,7 +13,7 @@ from streamembed.core.refit.landmarks import LANDMARK_SELECTIONS, select_landmar
 from streamembed.core.inputs.dissimilarities import Dissimilarities
 from streamembed.core.refit.strategies import captured_variance, kmeanspp_select, kmedoids_select, rpcholesky_select
 
-from .conftest import euclidean
+from ..conftest import euclidean
 
 
 def centred_kernel(D: np.ndarray) -> np.ndarray:

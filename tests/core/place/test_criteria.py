@@ -32,7 +32,7 @@ from streamembed.core.place.criteria.line import l1_line, stress_line
 from streamembed.core.place.criteria.stress import stress_objective
 from streamembed.core.flags import FLAG_AMBIGUOUS, FLAG_ESCAPED, FLAG_NOT_CONVERGED
 
-from .conftest import euclidean, landmark_problem
+from ..conftest import euclidean, landmark_problem
 
 
 def _problem(rng, n=25, p=4, m=30, off=1.0):

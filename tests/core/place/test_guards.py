@@ -12,7 +12,7 @@ from streamembed.core import runtime
 from streamembed.core.flags import FLAG_NOT_CONVERGED
 from streamembed.core.place.range_guard import PLACEMENT_RTOL
 
-from .conftest import euclidean, landmark_problem
+from ..conftest import euclidean, landmark_problem
 
 
 @pytest.mark.parametrize("method", ["projection", "restricted", "stress", "l1"])

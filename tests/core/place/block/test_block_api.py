@@ -8,7 +8,7 @@ import pytest
 from streamembed import InputError, LandmarkMDS
 from streamembed.core.flags import FLAG_BLOCK
 
-from .conftest import euclidean
+from ...conftest import euclidean
 
 
 def _problem(seed: int = 0):

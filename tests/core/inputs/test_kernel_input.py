@@ -15,7 +15,7 @@ from streamembed import LandmarkMDS
 from streamembed.core.errors import InputError
 from streamembed.core.inputs.kernel import landmark_dissimilarities
 
-from .conftest import euclidean
+from ..conftest import euclidean
 
 
 def _pair(rng: np.random.Generator, n: int = 25, m: int = 15, p: int = 4):

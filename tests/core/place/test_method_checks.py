@@ -26,7 +26,7 @@ import pytest
 
 from streamembed import LandmarkMDS
 
-from .conftest import euclidean
+from ..conftest import euclidean
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import pytest
 from streamembed import LandmarkMDS
 from streamembed.core.flags import FLAG_BLOCK, FLAG_INCONSISTENT_BLOCK
 
-from .conftest import euclidean
+from ...conftest import euclidean
 
 
 def _flagged(res) -> np.ndarray:

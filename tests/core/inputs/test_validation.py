@@ -7,7 +7,7 @@ import pytest
 
 from streamembed import InputError, LandmarkMDS, NotFittedError
 
-from .conftest import euclidean
+from ..conftest import euclidean
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from streamembed.core.fit.metric_map import MAP_MAX_ITER, MAP_RTOL, map_stress, 
 from streamembed.core.fit.metric_map import map_start
 from streamembed.core.refit.procrustes import orthogonal_procrustes_align
 
-from .conftest import landmark_problem
+from ..conftest import landmark_problem
 
 
 @pytest.mark.parametrize("kind", ["smacof", "sammon"])

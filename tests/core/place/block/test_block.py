@@ -16,7 +16,7 @@ from streamembed.core.flags import FLAG_AMBIGUOUS, FLAG_UNCERTIFIED
 from streamembed.core.place.restricted import restricted_objective, solve_restricted
 
 from .block_cases import block_problem
-from .conftest import euclidean
+from ...conftest import euclidean
 
 
 def _solve(problems, lam):

@@ -10,7 +10,7 @@ from streamembed.core.runtime import single_blas_thread
 from streamembed.core.place.block.solve import block_objective
 from streamembed.core.inputs.centering import center_block
 
-from .conftest import euclidean
+from ...conftest import euclidean
 
 KINDS = ("normal", "near_hard", "off_span", "in_span")
 
