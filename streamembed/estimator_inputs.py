@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .core.inputs import validation
+from .core.monitor.residuals import unexplained
 from .core.errors import InputError
 from .core.refit.landmarks import initial_landmarks
 from .named_columns import column_names, in_model_order
@@ -88,7 +89,7 @@ def _projections(est: LandmarkMDS, X: object, self_similarity: object) -> tuple[
     core, _ = model.core_dissimilarities(A, None, self_similarity)
     y_r, beta = model.project_r(core)
     y = y_r[:, : int(model.n_components)]
-    return y, beta - np.einsum("ij,ij->i", y, y)
+    return y, unexplained(beta, y)
 
 
 def _named(landmark_ids: object, M: np.ndarray) -> np.ndarray:

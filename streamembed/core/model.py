@@ -23,25 +23,25 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
-from collections.abc import Iterable
 
 import numpy as np
 
+from .errors import InputError
+from .fit.cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, default_partial_rank, fit_spectrum
+from .fit.metric_map import refine_map
+from .fit.ordinal_map import MonotoneTransform, rank_start
 from .inputs import kernel as kernel_input
 from .inputs import validation
+from .inputs.transforms import InputPipeline
 from .monitor.bounds import WindowBounds
 from .monitor.calibration import arrival_negative_ratio
-from .fit.cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, default_partial_rank, fit_spectrum
-from .errors import InputError
-from .fit.metric_map import refine_map
 from .options import CORRECTIONS, CRITERION_METHODS, INPUTS, KERNEL_METHODS, METHODS, check_options
-from .fit.ordinal_map import MonotoneTransform, rank_start
 from .place.placer import Placer
 from .place.projection import ProjectionKernel
 from .result import EmbeddingResult
-from .inputs.transforms import InputPipeline
 
 __all__ = ["LandmarkModel", "fit_model", "relative_eigengap", "EIGENGAP_RTOL", "METHODS", "KERNEL_METHODS",
            "CRITERION_METHODS", "INPUTS", "CORRECTIONS", "Method", "lineage_of"]

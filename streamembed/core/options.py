@@ -24,9 +24,9 @@ from numbers import Integral, Real
 from typing import Any
 
 from .errors import InputError
+from .fit.metric_map import LANDMARK_MAPS
 from .inputs.kernel import FEATURE_KERNELS
 from .refit.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS
-from .fit.metric_map import LANDMARK_MAPS
 
 __all__ = ["StrOptions", "Interval", "Option", "Rule", "OPTIONS", "RULES", "DEFAULTS", "check_options",
            "METHODS", "KERNEL_METHODS", "CRITERION_METHODS", "INPUTS", "CORRECTIONS", "EIGENSOLVERS",

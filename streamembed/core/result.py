@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 

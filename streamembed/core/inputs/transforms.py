@@ -24,11 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import cailliez
-from . import geodesic
-from . import kernel as kernel_input
-from . import validation
 from ..errors import InputError
+from . import cailliez, geodesic, validation
+from . import kernel as kernel_input
 from .validation import Problem, ProblemCode
 
 __all__ = ["SimilarityInput", "GeodesicInput", "AdditiveConstant", "InputPipeline", "RowsInCore"]

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime import single_blas_thread
 from ..fit.cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, fit_spectrum
-from ..place.projection import ProjectionKernel
 from ..flags import FLAG_NON_EUCLIDEAN
+from ..place.projection import ProjectionKernel
+from ..runtime import single_blas_thread
 from .residuals import K0_RTOL, k0_diagonal, round_off
 
 __all__ = ["LOO_ALL_MAX", "LOO_MARGIN", "NEGATIVE_SHARE_TOL", "arrival_negative_ratio", "landmark_negative_ratio",

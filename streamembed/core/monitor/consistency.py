@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..runtime import single_blas_thread
 from ..fit.cmds import double_center
+from ..runtime import single_blas_thread
 
 if TYPE_CHECKING:
     from ..model import LandmarkModel

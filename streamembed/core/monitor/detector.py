@@ -43,11 +43,19 @@ from typing import Any
 import numpy as np
 
 from .cusum import (
-    OVERSHOOT, CalibrationError, _adjustment_coefficient, _chi2_lower, _normal_quantile, _round_up, clip_bounds,
-    cusum_alarms, cusum_path, integrated_autocorrelation_time, siegmund_arl, siegmund_threshold,
+    OVERSHOOT,
+    CalibrationError,
+    _adjustment_coefficient,
+    _chi2_lower,
+    _normal_quantile,
+    _round_up,
+    clip_bounds,
+    cusum_alarms,
+    cusum_path,
+    integrated_autocorrelation_time,
+    siegmund_arl,
+    siegmund_threshold,
 )
-
-
 
 __all__ = [
     "CalibrationError",

@@ -13,10 +13,10 @@ deterministic under test.
 
 from __future__ import annotations
 
-from typing import Any
 import math
 from collections import deque
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .criteria.solve import solve_l1, solve_sammon, solve_stress
 from ..errors import InputError
-from ..flags import FLAG_AMBIGUOUS, FLAG_ESCAPED, FLAG_NOT_CONVERGED, FLAG_POSSIBLY_NONGLOBAL
 from ..fit.metric_map import map_start
 from ..fit.ordinal_map import MonotoneTransform
+from ..flags import FLAG_AMBIGUOUS, FLAG_ESCAPED, FLAG_NOT_CONVERGED, FLAG_POSSIBLY_NONGLOBAL
+from .criteria.solve import solve_l1, solve_sammon, solve_stress
 from .restricted import AMBIGUITY_RTOL, AMBIGUITY_RTOL_F32, solve_restricted
 
 __all__ = ["MapGeometry", "ROUTES", "route"]

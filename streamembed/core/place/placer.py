@@ -30,23 +30,23 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import range_guard
-from ..inputs import validation
-from .block.batch import place_core_blocks
-from ..monitor.bounds import WindowBounds, window_bounds
-from ..monitor.calibration import landmark_negative_ratio, non_euclidean_flags
-from ..inputs.centering import center_block
-from ..fit.cmds import LandmarkSpectrum
-from .dispatch import MapGeometry, route
 from ..errors import InputError
-from ..flags import FLAG_NON_EUCLIDEAN
+from ..fit.cmds import LandmarkSpectrum
 from ..fit.ordinal_map import MonotoneTransform
-from .projection import ProjectionKernel
-from ..monitor.residuals import K0_RTOL, block_k0, k0_diagonal, landmark_trace, unexplained
-from .restricted import restricted_arc
-from ..result import EmbeddingResult
+from ..flags import FLAG_NON_EUCLIDEAN
+from ..inputs import validation
+from ..inputs.centering import center_block
 from ..inputs.transforms import InputPipeline
 from ..inputs.validation import Problem, ProblemCode
+from ..monitor.bounds import WindowBounds, window_bounds
+from ..monitor.calibration import landmark_negative_ratio, non_euclidean_flags
+from ..monitor.residuals import K0_RTOL, block_k0, k0_diagonal, landmark_trace, unexplained
+from ..result import EmbeddingResult
+from . import range_guard
+from .block.batch import place_core_blocks
+from .dispatch import MapGeometry, route
+from .projection import ProjectionKernel
+from .restricted import restricted_arc
 
 __all__ = ["Placer"]
 
@@ -309,7 +309,7 @@ class Placer:
         for i in np.flatnonzero(lost):  # never expected past the range guard: never an output with inf
             valid[i], reasons[i] = False, Problem(ProblemCode.OUT_OF_RANGE,
                                                   "the placement overflowed (non-finite result)")
-        placed = None if method == "projection" else beta - np.einsum("ij,ij->i", y, y)
+        placed = None if method == "projection" else unexplained(beta, y)
         res = EmbeddingResult(y=y, beta=beta, unexplained=unexpl, k0=k0, t=t, flags=flags, valid=valid,
                               reasons=reasons, method=method, residual_rows=sample if sample.size else None,
                               residual_coords=coords, unexplained_placed=placed)

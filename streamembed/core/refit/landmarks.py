@@ -37,12 +37,18 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..inputs.dissimilarities import CHUNK, Dissimilarities
 from ..errors import InputError
-from .strategies import (
-    _check_count, captured_variance, kmeanspp_select, kmedoids_select, maxmin_select, random_select, rpcholesky_select,
-)
+from ..inputs.dissimilarities import CHUNK, Dissimilarities
 from ..runtime import single_blas_thread
+from .strategies import (
+    _check_count,
+    captured_variance,
+    kmeanspp_select,
+    kmedoids_select,
+    maxmin_select,
+    random_select,
+    rpcholesky_select,
+)
 
 __all__ = ["SELECTIONS", "LANDMARK_SELECTIONS", "DEFAULT_LANDMARK_SELECTION", "DEFAULT_CANDIDATES",
            "select_landmarks", "initial_landmarks"]

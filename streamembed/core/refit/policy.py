@@ -47,14 +47,14 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime import single_blas_thread
-from ..fit.cmds import fit_spectrum
 from ..errors import InputError
-from .landmarks import select_landmarks
+from ..fit.cmds import fit_spectrum
 from ..inputs.dissimilarities import Dissimilarities
-from .strategies import least_supported
-from .procrustes import orthogonal_procrustes_align
 from ..place.projection import ProjectionKernel
+from ..runtime import single_blas_thread
+from .landmarks import select_landmarks
+from .procrustes import orthogonal_procrustes_align
+from .strategies import least_supported
 
 __all__ = ["REPAIR_FRACTIONS", "DEFAULT_MIN_GAIN", "MIN_RECENT", "RefitPlan",
            "best_plane", "plan_refit", "assess"]

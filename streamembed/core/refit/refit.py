@@ -27,18 +27,18 @@ in the daemon) and where the result is written.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Sequence
 
 import numpy as np
 
 from ..errors import InputError
-from .landmarks import LANDMARK_SELECTIONS, select_landmarks
-from .strategies import residual_pivoted_select
 from ..model import LandmarkModel, fit_model
-from .procrustes import orthogonal_procrustes_align
+from .landmarks import LANDMARK_SELECTIONS, select_landmarks
 from .policy import assess, plan_refit
+from .procrustes import orthogonal_procrustes_align
+from .strategies import residual_pivoted_select
 
 __all__ = ["RefitResult", "CandidateSet", "candidate_dissimilarities", "residual_kernel", "choose_landmarks",
            "refit", "DEFAULT_SELECTION", "REFIT_SELECTIONS"]

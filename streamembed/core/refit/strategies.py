@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..inputs.dissimilarities import CHUNK, Dissimilarities, _as_dissimilarities
 from ..errors import InputError
+from ..inputs.dissimilarities import CHUNK, Dissimilarities, _as_dissimilarities
 
 __all__ = ["maxmin_select", "random_select", "kmeanspp_select", "kmedoids_select", "rpcholesky_select",
            "captured_variance", "residual_pivoted_select", "least_supported"]

@@ -15,19 +15,19 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...errors import InputError
+from ...fit.cmds import LandmarkSpectrum
+from ...flags import FLAG_BLOCK, FLAG_INCONSISTENT_BLOCK, FLAG_NON_EUCLIDEAN
 from ...inputs import validation
-from .solve import solve_blocks
+from ...inputs.validation import Problem, ProblemCode
+from ...monitor.calibration import non_euclidean_flags
+from ...monitor.residuals import k0_diagonal, largest_block_norm, unexplained
+from ...result import EmbeddingResult
+from ..range_guard import blocks_out_of_range
+from ..restricted import AMBIGUITY_RTOL, AMBIGUITY_RTOL_F32
 from .consistency import inconsistent_blocks
 from .prepare import BlockProblem, prepare_blocks
-from ...monitor.calibration import non_euclidean_flags
-from ...fit.cmds import LandmarkSpectrum
-from ...errors import InputError
-from ...flags import FLAG_BLOCK, FLAG_INCONSISTENT_BLOCK, FLAG_NON_EUCLIDEAN
-from ..range_guard import blocks_out_of_range
-from ...monitor.residuals import k0_diagonal, largest_block_norm, unexplained
-from ..restricted import AMBIGUITY_RTOL, AMBIGUITY_RTOL_F32
-from ...result import EmbeddingResult
-from ...inputs.validation import Problem, ProblemCode
+from .solve import solve_blocks
 
 __all__ = ["place_core_blocks"]
 
@@ -109,7 +109,7 @@ def place_core_blocks(A: np.ndarray, cross: list[np.ndarray], sizes: np.ndarray,
             norm = largest_block_norm(batch.sizes, batch.beta, coords)
         flags[rows[batch.beta_self < 0]] |= FLAG_NON_EUCLIDEAN
     return EmbeddingResult(y=y, beta=beta, unexplained=unexpl, k0=k0, t=np.full(m, np.nan), flags=flags,
-                           unexplained_placed=beta - np.einsum("ij,ij->i", y, y),
+                           unexplained_placed=unexplained(beta, y),
                            valid=valid, reasons=reasons, method="block",
                            objective=float(objective[0]) if len(cross) == 1 else None, block_norm_k0=norm,
                            residual_rows=rows if coords is not None else None, residual_coords=coords,

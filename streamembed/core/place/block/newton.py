@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import runtime
+
 #: Stop when ‖∇F‖_F ≤ GRAD_RTOL · (the size of the terms summed in ∇F):
 #: a few hundred ulps of float64, where the computed gradient is round-off.
 GRAD_RTOL = 1e-13

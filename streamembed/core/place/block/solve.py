@@ -51,12 +51,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...flags import FLAG_AMBIGUOUS, FLAG_NOT_CONVERGED, FLAG_UNCERTIFIED
+from ...runtime import in_worker, resolve_threads, single_blas_thread, worker_pool
+from ..restricted import AMBIGUITY_RTOL, RestrictedSolution, solve_restricted
 from .certificate import optimality_gap
 from .newton import NewtonResult, gradient, trust_region_newton
 from .starts import eigen_starts, projection_starts, random_starts, spectral_starts
-from ...flags import FLAG_AMBIGUOUS, FLAG_NOT_CONVERGED, FLAG_UNCERTIFIED
-from ..restricted import AMBIGUITY_RTOL, RestrictedSolution, solve_restricted
-from ...runtime import in_worker, resolve_threads, single_blas_thread, worker_pool
 
 #: A block is certified when its optimality gap bound is at most
 #: CERT_RTOL · F(Y*) + SCALE_RTOL · F(0), F(0) = 2‖B‖² + ‖β‖² being the block's scale.

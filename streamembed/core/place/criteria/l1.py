@@ -13,7 +13,6 @@ import numpy as np
 from ... import runtime
 from .newton import NEWTON_ITER, _chunks, _damped_newton, _diff, _length, _sq, _wouter, _wsum
 
-
 #: Final smoothing of the L1 surrogate, relative to the row's squared-distance scale.
 L1_EPS_FINAL = 1e-12
 

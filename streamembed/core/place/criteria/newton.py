@@ -14,7 +14,6 @@ import numpy as np
 
 from ... import runtime
 
-
 #: (rows × landmarks × d) elements per chunk of work arrays (16 MB of float64).
 CHUNK_ELEMENTS = 2_000_000
 

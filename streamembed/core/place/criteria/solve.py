@@ -66,8 +66,8 @@ per-object Python loop.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -78,7 +78,6 @@ from .l1 import _l1_chunk, _l1_snap, l1_objective
 from .line import l1_line, stress_line
 from .newton import CHUNK_ELEMENTS, _chunks, _length
 from .stress import _stress_chunk, ring_starts, stress_objective
-
 
 #: Rounds of further starts: the ring (every row), then the dense ring (rows still ``possibly_nonglobal``).
 ROUNDS = 2

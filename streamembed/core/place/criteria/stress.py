@@ -12,7 +12,6 @@ import numpy as np
 from ... import runtime
 from .newton import NEWTON_ITER, _chunks, _damped_newton, _diff, _length, _split, _sq, _wouter, _wsum
 
-
 #: Majorisation sweeps before the Newton polish (stress).
 MAJORIZATION_ITER = 60
 
