@@ -261,17 +261,17 @@ class ModelSync:
         topic.follow(registry.current.lineage)
         topic.start_watching(poll_seconds=max(0.2, min(1.0, self.poll_seconds)))
 
-    def claim(self, est: LandmarkModel) -> str | None:
-        """Claim ``est``'s version on the topic before a local refit is installed: None if it is ours (then it
+    def claim(self, model: LandmarkModel) -> str | None:
+        """Claim ``model``'s version on the topic before a local refit is installed: None if it is ours (then it
         is published), else why not (another replica's refit took the version first: it arrives by ``poll``).
         Raises ValueError when the topic cannot be written (unclaimed: not installed, one map per version)."""
         try:
-            why = self.topic.claim(est)
+            why = self.topic.claim(model)
         except Exception as exc:  # noqa: BLE001
             raise ValueError(f"its version could not be claimed on the model topic ({type(exc).__name__}: "
                              f"{exc})") from None
         if why is None:
-            self._published = max(self._published, int(est.version))
+            self._published = max(self._published, int(model.version))
         return why
 
     def poll(self) -> None:
