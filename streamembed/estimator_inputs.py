@@ -46,7 +46,7 @@ def _takes_features(est: LandmarkMDS, X: object) -> bool:
     return width == p
 
 
-def _pairwise_distances(X: np.ndarray, metric: str) -> np.ndarray:
+def pairwise_distances(X: np.ndarray, metric: str) -> np.ndarray:
     """The (p, p) distances between the rows of X (p, q) by ``scipy.spatial.distance.pdist``.
 
     Imported here, not at the top: scipy.spatial costs 0.3-0.4 CPU-s, which
@@ -57,7 +57,7 @@ def _pairwise_distances(X: np.ndarray, metric: str) -> np.ndarray:
     return scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(X, metric=metric))
 
 
-def _input_rows(est: LandmarkMDS, X: object) -> tuple[np.ndarray, np.dtype]:
+def input_rows(est: LandmarkMDS, X: object) -> tuple[np.ndarray, np.dtype]:
     """(the model's input rows (m, n) [or (m, n + 1)], X's float dtype) for X, checked whole (as scikit-learn does)."""
     model = est._model()
     if _takes_features(est, X):
@@ -81,17 +81,17 @@ def _input_rows(est: LandmarkMDS, X: object) -> tuple[np.ndarray, np.dtype]:
     return A, A.dtype
 
 
-def _projections(est: LandmarkMDS, X: object, self_similarity: object) -> tuple[np.ndarray, np.ndarray]:
+def projections(est: LandmarkMDS, X: object, self_similarity: object) -> tuple[np.ndarray, np.ndarray]:
     """(ŷ (m, d) in the model's own frame, unexplained β − ‖ŷ‖² (m,)) of X's rows, on the CMDS kernel of any map."""
     model = est._model()
-    A, _ = _input_rows(est, X)
+    A, _ = input_rows(est, X)
     core, _ = model.core_dissimilarities(A, None, self_similarity)
     y_r, beta = model.project_r(core)
     y = y_r[:, : int(model.n_components)]
     return y, beta - np.einsum("ij,ij->i", y, y)
 
 
-def _named(landmark_ids: object, M: np.ndarray) -> np.ndarray:
+def named_ids(landmark_ids: object, M: np.ndarray) -> np.ndarray:
     """(N,) the fit data's object ids as an object array, checked against M's N rows."""
     ids = np.asarray(landmark_ids, dtype=object).ravel()
     if ids.size != M.shape[0]:
@@ -99,8 +99,8 @@ def _named(landmark_ids: object, M: np.ndarray) -> np.ndarray:
     return ids
 
 
-def _kept_landmarks(est: LandmarkMDS, M: np.ndarray | None = None, F: np.ndarray | None = None,
-                    metric: str = "precomputed") -> np.ndarray | None:
+def kept_landmarks(est: LandmarkMDS, M: np.ndarray | None = None, F: np.ndarray | None = None,
+                   metric: str = "precomputed") -> np.ndarray | None:
     """Indices of the ``n_landmarks`` kept among the fit data's N objects, or None (all are landmarks).
 
     M (N, N) dissimilarities, or F (N, p) features with their scipy ``metric``.
