@@ -34,9 +34,10 @@ from .core.likelihood import ppca_loglik
 from .core.model import LandmarkModel, Method, fit_model
 from .core.options import DEFAULTS, METHODS, check_options
 from .core.result import EmbeddingResult
-from .estimator_inputs import input_rows, kept_landmarks, named_ids, pairwise_distances, projections
+from .estimator_inputs import (in_landmark_order, input_rows, kept_landmarks, named_ids, pairwise_distances,
+                               projections)
 from .fitted_attributes import FittedAttributes
-from .named_columns import column_names, default_ids, in_model_order
+from .named_columns import column_names
 from .set_output import SetOutputMixin
 
 __all__ = ["LandmarkMDS", "METHODS"]
@@ -262,15 +263,13 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         feature rows (m, p). ``self_similarity`` (m,): k(z, z) for a similarity
         model's (m, n) rows. The output follows ``set_output`` (a DataFrame keeps X's index).
         """
-        A, dtype = input_rows(self, X)
+        A, dtype = input_rows(self, self._model(), X)
         Y = self.embed(A, self_similarity=self_similarity).y
         return self._wrap_output(Y.astype(dtype, copy=False), X)
 
     def _in_order(self, A: object) -> object:
         """A DataFrame named by landmark id in model order (checked); anything else as it is."""
-        model = self._model()
-        return in_model_order(A, model.landmark_ids, named=not default_ids(model.landmark_ids),
-                              width=model.input_width)
+        return in_landmark_order(self._model(), A)
 
     def transform_block(self, A: object, C: object) -> np.ndarray:
         """Multi-point RR of a block: A (m, n), C (m, m) mutual dissimilarities -> (m, d).
@@ -317,7 +316,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         ``explained_energy`` for the share of energy the map explains.
         """
         model = self._model()
-        y_r, e_d = projections(self, X, self_similarity)
+        y_r, e_d = projections(self, self._model(), X, self_similarity)
         return float(ppca_loglik(y_r, e_d, model.spectrum.eigenvalues, model.n_landmarks).mean())
 
     def explained_energy(self, X: object, *, self_similarity: object = None) -> float:
@@ -325,7 +324,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
 
         1 means every object lies in the map's span; it rises with d (use ``score`` to choose d).
         """
-        y_r, e_d = projections(self, X, self_similarity)
+        y_r, e_d = projections(self, self._model(), X, self_similarity)
         beta = e_d + np.einsum("ij,ij->i", y_r, y_r)
         ok = beta > 0
         return float(1.0 - e_d[ok].sum() / beta[ok].sum()) if ok.any() else float("nan")

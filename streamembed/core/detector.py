@@ -427,6 +427,10 @@ class CusumDetector:
         self._S = 0.0
         self._carry = np.empty(0)
 
+    def restart(self) -> None:
+        """S = 0, the partial group kept (a refit that was not installed: the stream goes on, the baseline stays)."""
+        self._S = 0.0
+
     def increments(self, group_means: np.ndarray) -> np.ndarray:
         """x_j − k for group means (G,) of the clipped statistic (``group_means``)."""
         c = self.calibration

@@ -110,7 +110,7 @@ class SequentialTrigger:
         the drift the alarm was about.
         """
         self._last_refit = now
-        self.detector._S = 0.0
+        self.detector.restart()
         if self.fallback is not None:
             self.fallback.cooldown(now)
 

@@ -8,7 +8,10 @@ on the syntax tree of every module:
 - ``from X import _name`` where X is a streamembed module (relative or absolute);
 - ``X._name`` where X is a name bound to a streamembed module by an import
   (``from streamembed import model_io`` then ``model_io._checksum``);
-- a private module (``pkg/_mod.py``) imported from outside its package.
+- a private module (``pkg/_mod.py``) imported from outside its package;
+- ``obj._name`` (``obj`` not ``self``/``cls``) where nothing in the module defines ``_name`` (no function, class,
+  ``self._name =``, variable, parameter or string of that name): another class's private attribute, reached into
+  (``self.detector._S = 0.0``) instead of asked for through a method.
 
 Allowed: ``_native`` (the compiled extension, private by the C extension
 convention) and dunders. Tests may import private names for white-box testing:
@@ -24,6 +27,10 @@ import streamembed
 
 PACKAGE = Path(streamembed.__file__).parent
 ALLOWED = frozenset({"_native"})
+#: Private attributes of third-party objects used on purpose, and why.
+FOREIGN_ATTRIBUTES = {
+    "_collector_to_names": "prometheus_client has no public way to list a registry's collectors (daemon/metrics.py)",
+}
 
 
 def _private(name: str) -> bool:
@@ -98,6 +105,44 @@ def violations(module: str, path: Path, mods: dict[str, Path]) -> list[str]:
     return [f"{here}:{v}" for v in found]
 
 
+def _defined(tree: ast.Module) -> set[str]:
+    """Every name the module defines or spells: functions, classes, ``self._x =``, variables, parameters, imports,
+    string constants (``getattr(obj, "_x")``)."""
+    out: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif (isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name)
+              and n.value.id in ("self", "cls")):
+            out.add(n.attr)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            out.add(n.id)
+        elif isinstance(n, ast.arg):
+            out.add(n.arg)
+        elif isinstance(n, ast.alias):
+            out.add(n.asname or n.name)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+            out.add(n.value)
+    return out
+
+
+def reached_into(path: Path) -> list[str]:
+    """``path:line: obj._name`` for each private attribute the module uses but does not define (see the doc)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    defined = _defined(tree)
+    here = str(path.relative_to(PACKAGE.parent)) if path.is_relative_to(PACKAGE.parent) else path.name
+    return [f"{here}:{n.lineno}: {ast.unparse(n)}" for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and _private(n.attr) and n.attr not in defined
+            and n.attr not in FOREIGN_ATTRIBUTES
+            and not (isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"))]
+
+
+def test_no_module_reaches_into_another_objects_private_attributes() -> None:
+    found = [v for path in _modules().values() for v in reached_into(path)]
+    assert found == [], ("private attributes of objects of other modules used (give the class a public method or "
+                         "attribute, or pass what is needed):\n" + "\n".join(found))
+
+
 def test_no_module_uses_another_modules_private_names() -> None:
     mods = _modules()
     found = [v for mod, path in mods.items() for v in violations(mod, path, mods)]
@@ -117,7 +162,14 @@ def test_the_check_sees_each_form(tmp_path: Path) -> None:
                    "from ..core import _native\n"
                    "from streamembed.config.fields import seconds as _s\n"
                    "import streamembed.model_io as mio\n"
-                   "mio.__doc__\n")
+                   "mio.__doc__\n"
+                   "class Own:\n"
+                   "    def __init__(self, other):\n"
+                   "        self._mine = other._mine\n"
+                   "        other.detector._S = 0.0\n"
+                   "        getattr(other, '_flag', None)\n"
+                   "        other._flag = True\n")
+    assert [g.split(": ", 1)[1] for g in reached_into(src)] == ["other.detector._S"]  # model_io._checksum: above
     got = violations("streamembed.stream.zz_probe", src, mods)
     got = [g.split(": ", 1)[1] for g in got]
     assert got == ["imports the private name _checksum from streamembed.model_io",
