@@ -170,10 +170,10 @@ def model_from_bytes(data: bytes | bytearray | memoryview) -> LandmarkModel:
 def read_model_bytes(data: bytes | bytearray | memoryview, *,
                      what: str = "model bytes") -> tuple[LandmarkModel, dict[str, Any]]:
     """(the model, the estimator parameters saved with it) of ``.npz`` bytes; ``what`` names them in errors."""
-    view = memoryview(data)
-    label = f"{what} ({view.nbytes} bytes)"
-    _check_head(bytes(view[:8]), label, None)
-    return _parse(_read_npz(io.BytesIO(view), label), label)
+    raw = data if isinstance(data, bytes) else bytes(data)  # io.BytesIO shares a bytes object, copies the rest
+    label = f"{what} ({len(raw)} bytes)"
+    _check_head(raw[:8], label, None)
+    return _parse(_read_npz(io.BytesIO(raw), label), label)
 
 
 def read_model_file(path: str | os.PathLike) -> tuple[LandmarkModel, dict[str, Any]]:
