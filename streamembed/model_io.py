@@ -10,15 +10,16 @@ checksum field), so an edited parameter is caught like a flipped bit.
 Files and bytes are one format: ``model_to_bytes`` / ``model_from_bytes`` give
 and take the content of a model file in memory (the model topic, the Dask
 backfill's workers: no temporary file), and ``save_model`` / ``load_model``
-stream the same archive to and from a path. The archive's entries carry a fixed
-timestamp, so a model's bytes depend on the model alone. Files are written
-atomically (``streamembed.atomic``); everything is read with
-``allow_pickle=False`` and written without pickle; anything wrong — a ``.npy`` array, a text file,
-truncation, corruption, another schema, inconsistent shapes, metadata of the
-wrong type — is a ``ModelFileError`` that says what the file is and what was
-expected. Schema version 1 files (arrays-only checksum) are still read, with
-their metadata validated field by field. Metadata added since (``negative_ratio``,
-``eigengap``) is optional: a file without it gets the value recomputed or None.
+stream the same archive to and from a path. The archive's entries carry a
+fixed timestamp, so a model's bytes depend on the model alone. Files are
+written atomically (``streamembed.atomic``); everything is written without
+pickle and read with ``allow_pickle=False``. Anything wrong — a ``.npy``
+array, a text file, truncation, corruption, another schema, inconsistent
+shapes, metadata of the wrong type — is a ``ModelFileError`` that says what
+the file (or the bytes) is and what was expected. Schema version 1 files
+(arrays-only checksum) are still read, with their metadata validated field by
+field. Metadata added since (``negative_ratio``, ``eigengap``) is optional: a
+file without it gets the value recomputed or None.
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ def _parse(files: dict[str, np.ndarray], label: str) -> tuple[LandmarkModel, dic
                              f"{', '.join(map(str, READABLE_SCHEMAS))}")
     covered = meta if schema == 2 else None
     if _checksum(files, covered) != meta.get("checksum_sha256"):
-        raise ModelFileError(f"{label} fails its checksum: the file is corrupted or was edited")
+        raise ModelFileError(f"{label} fails its checksum: the archive is corrupted or was edited")
     try:
         return _build(files, meta if schema == 2 else _upgrade_v1(meta))
     except (InputError, KeyError, TypeError, ValueError) as exc:
