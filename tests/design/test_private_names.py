@@ -173,6 +173,6 @@ def test_the_check_sees_each_form(tmp_path: Path) -> None:
     got = violations("streamembed.stream.zz_probe", src, mods)
     got = [g.split(": ", 1)[1] for g in got]
     assert got == ["imports the private name _checksum from streamembed.model_io",
-                   "imports the private name _damped_newton from streamembed.core.criteria_newton",
+                   "imports the private name _damped_newton from streamembed.core.place.criteria.newton",
                    "imports from the private module streamembed.plots._figure",
                    "uses the private name streamembed.model_io._checksum"]
