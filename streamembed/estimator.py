@@ -36,9 +36,10 @@ from .core.fit.likelihood import ppca_loglik
 from .core.model import LandmarkModel, Method, fit_model
 from .core.options import DEFAULTS, METHODS, check_options
 from .core.result import EmbeddingResult
-from .estimator_inputs import _input_rows, _kept_landmarks, _named, _pairwise_distances, _projections
-from .fitted_attributes import _FittedAttributes
-from .named_columns import column_names, default_ids, in_model_order
+from .estimator_inputs import (in_landmark_order, input_rows, kept_landmarks, named_ids, pairwise_distances,
+                               projections)
+from .fitted_attributes import FittedAttributes
+from .named_columns import column_names
 from .set_output import SetOutputMixin
 
 __all__ = ["LandmarkMDS", "METHODS"]
@@ -49,7 +50,7 @@ log = logging.getLogger("streamembed")
 LandmarkIds = Iterable[Any] | None
 
 
-class LandmarkMDS(SetOutputMixin, _FittedAttributes):
+class LandmarkMDS(SetOutputMixin, FittedAttributes):
     """Classical MDS of landmarks plus out-of-sample embedding of new objects.
 
     Args:
@@ -160,9 +161,9 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
             raise InputError(f"D must have a zero diagonal: D[{i}, {i}] = {M[i, i]}; each diagonal entry is its "
                              f"row's largest, as in a similarity matrix: fit it with input='similarity'")
         n_objects = M.shape[0]
-        idx = _kept_landmarks(self, M=M)
+        idx = kept_landmarks(self, M=M)
         if idx is not None:
-            ids = [str(i) for i in idx] if landmark_ids is None else [str(x) for x in _named(landmark_ids, M)[idx]]
+            ids = [str(i) for i in idx] if landmark_ids is None else [str(x) for x in named_ids(landmark_ids, M)[idx]]
             M, landmark_ids = M[np.ix_(idx, idx)], ids
         self.model_ = fit_model(M, **self._fit_kwargs(), landmark_ids=landmark_ids)
         self.landmark_indices_ = idx
@@ -218,12 +219,12 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
             M = kernel_input.feature_kernel(X64, X64, metric)
         else:
             try:
-                M = _pairwise_distances(X64, metric)
+                M = pairwise_distances(X64, metric)
             except ValueError as exc:
                 raise InputError(f"metric {metric!r} failed on X of shape {X64.shape}: {exc}") from exc
-        idx = _kept_landmarks(self, F=X64, metric=metric if self.input != "similarity" else "euclidean")
+        idx = kept_landmarks(self, F=X64, metric=metric if self.input != "similarity" else "euclidean")
         if idx is not None:
-            ids = [str(i) for i in idx] if landmark_ids is None else [str(x) for x in _named(landmark_ids, M)[idx]]
+            ids = [str(i) for i in idx] if landmark_ids is None else [str(x) for x in named_ids(landmark_ids, M)[idx]]
             M, X64, landmark_ids = M[np.ix_(idx, idx)], X64[idx], ids
         self.model_ = fit_model(M, **self._fit_kwargs(), landmark_ids=landmark_ids, features=X64, metric=metric)
         self.landmark_indices_ = idx
@@ -264,15 +265,13 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
         feature rows (m, p). ``self_similarity`` (m,): k(z, z) for a similarity
         model's (m, n) rows. The output follows ``set_output`` (a DataFrame keeps X's index).
         """
-        A, dtype = _input_rows(self, X)
+        A, dtype = input_rows(self, self._model(), X)
         Y = self.embed(A, self_similarity=self_similarity).y
         return self._wrap_output(Y.astype(dtype, copy=False), X)
 
     def _in_order(self, A: object) -> object:
         """A DataFrame named by landmark id in model order (checked); anything else as it is."""
-        model = self._model()
-        return in_model_order(A, model.landmark_ids, named=not default_ids(model.landmark_ids),
-                              width=model.input_width)
+        return in_landmark_order(self._model(), A)
 
     def transform_block(self, A: object, C: object) -> np.ndarray:
         """Multi-point RR of a block: A (m, n), C (m, m) mutual dissimilarities -> (m, d).
@@ -319,7 +318,7 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
         ``explained_energy`` for the share of energy the map explains.
         """
         model = self._model()
-        y_r, e_d = _projections(self, X, self_similarity)
+        y_r, e_d = projections(self, self._model(), X, self_similarity)
         return float(ppca_loglik(y_r, e_d, model.spectrum.eigenvalues, model.n_landmarks).mean())
 
     def explained_energy(self, X: object, *, self_similarity: object = None) -> float:
@@ -327,7 +326,7 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
 
         1 means every object lies in the map's span; it rises with d (use ``score`` to choose d).
         """
-        y_r, e_d = _projections(self, X, self_similarity)
+        y_r, e_d = projections(self, self._model(), X, self_similarity)
         beta = e_d + np.einsum("ij,ij->i", y_r, y_r)
         ok = beta > 0
         return float(1.0 - e_d[ok].sum() / beta[ok].sum()) if ok.any() else float("nan")

@@ -11,24 +11,24 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .core.errors import InputError
 from .core.inputs import validation
 from .core.monitor.residuals import unexplained
-from .core.errors import InputError
 from .core.refit.landmarks import initial_landmarks
-from .named_columns import column_names, in_model_order
+from .named_columns import column_names, default_ids, in_model_order
 
 if TYPE_CHECKING:
+    from .core.model import LandmarkModel
     from .estimator import LandmarkMDS
 
 
-def _takes_features(est: LandmarkMDS, X: object) -> bool:
+def _takes_features(est: LandmarkMDS, model: LandmarkModel, X: object) -> bool:
     """Does X hold feature rows (m, p) rather than input rows (m, n)? Only a feature-mode model takes them.
 
     With ``metric`` set on the estimator, always; else a DataFrame named by the
     fitted feature names, or a width p that is not n (nor n + 1 for a similarity
     model). A width both could be is refused: nothing says which X is.
     """
-    model = est._model()
     if model.features is None:
         return False
     if est.metric != "precomputed":
@@ -47,7 +47,7 @@ def _takes_features(est: LandmarkMDS, X: object) -> bool:
     return width == p
 
 
-def _pairwise_distances(X: np.ndarray, metric: str) -> np.ndarray:
+def pairwise_distances(X: np.ndarray, metric: str) -> np.ndarray:
     """The (p, p) distances between the rows of X (p, q) by ``scipy.spatial.distance.pdist``.
 
     Imported here, not at the top: scipy.spatial costs 0.3-0.4 CPU-s, which
@@ -58,10 +58,10 @@ def _pairwise_distances(X: np.ndarray, metric: str) -> np.ndarray:
     return scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(X, metric=metric))
 
 
-def _input_rows(est: LandmarkMDS, X: object) -> tuple[np.ndarray, np.dtype]:
-    """(the model's input rows (m, n) [or (m, n + 1)], X's float dtype) for X, checked whole (as scikit-learn does)."""
-    model = est._model()
-    if _takes_features(est, X):
+def input_rows(est: LandmarkMDS, model: LandmarkModel, X: object) -> tuple[np.ndarray, np.dtype]:
+    """(the input rows (m, n) [or (m, n + 1)] of ``est``'s fitted ``model``, X's float dtype) for X, checked whole
+    (as scikit-learn does)."""
+    if _takes_features(est, model, X):
         fitted = est.__dict__.get("_feature_names")
         p = int(model.features.shape[1])  # type: ignore[union-attr]
         F = validation.check_array(in_model_order(X, np.asarray([] if fitted is None else fitted, dtype=object),
@@ -70,7 +70,7 @@ def _input_rows(est: LandmarkMDS, X: object) -> tuple[np.ndarray, np.dtype]:
             raise InputError(f"X has {F.shape[1]} features, but LandmarkMDS is expecting {p} features as input "
                              f"(the landmarks' feature vectors have {p})")
         return model.dissimilarities_to_landmarks(F), F.dtype
-    A = validation.check_array(est._in_order(X), "X")
+    A = validation.check_array(in_landmark_order(model, X), "X")
     idx = est.__dict__.get("landmark_indices_")
     if est.__dict__.get("_n_fit_objects") is not None and A.shape[1] == est.n_features_in_:
         A = np.ascontiguousarray(A[:, idx])  # rows to every object fit saw: keep the landmarks' columns
@@ -82,17 +82,23 @@ def _input_rows(est: LandmarkMDS, X: object) -> tuple[np.ndarray, np.dtype]:
     return A, A.dtype
 
 
-def _projections(est: LandmarkMDS, X: object, self_similarity: object) -> tuple[np.ndarray, np.ndarray]:
-    """(ŷ (m, d) in the model's own frame, unexplained β − ‖ŷ‖² (m,)) of X's rows, on the CMDS kernel of any map."""
-    model = est._model()
-    A, _ = _input_rows(est, X)
+def projections(est: LandmarkMDS, model: LandmarkModel, X: object,
+                self_similarity: object) -> tuple[np.ndarray, np.ndarray]:
+    """(ŷ (m, d) in the frame of ``est``'s fitted ``model``, unexplained β − ‖ŷ‖² (m,)) of X's rows, on the CMDS
+    kernel of any map."""
+    A, _ = input_rows(est, model, X)
     core, _ = model.core_dissimilarities(A, None, self_similarity)
     y_r, beta = model.project_r(core)
     y = y_r[:, : int(model.n_components)]
     return y, unexplained(beta, y)
 
 
-def _named(landmark_ids: object, M: np.ndarray) -> np.ndarray:
+def in_landmark_order(model: LandmarkModel, A: object) -> object:
+    """A DataFrame named by landmark id in ``model``'s landmark order (checked); anything else as it is."""
+    return in_model_order(A, model.landmark_ids, named=not default_ids(model.landmark_ids), width=model.input_width)
+
+
+def named_ids(landmark_ids: object, M: np.ndarray) -> np.ndarray:
     """(N,) the fit data's object ids as an object array, checked against M's N rows."""
     ids = np.asarray(landmark_ids, dtype=object).ravel()
     if ids.size != M.shape[0]:
@@ -100,8 +106,8 @@ def _named(landmark_ids: object, M: np.ndarray) -> np.ndarray:
     return ids
 
 
-def _kept_landmarks(est: LandmarkMDS, M: np.ndarray | None = None, F: np.ndarray | None = None,
-                    metric: str = "precomputed") -> np.ndarray | None:
+def kept_landmarks(est: LandmarkMDS, M: np.ndarray | None = None, F: np.ndarray | None = None,
+                   metric: str = "precomputed") -> np.ndarray | None:
     """Indices of the ``n_landmarks`` kept among the fit data's N objects, or None (all are landmarks).
 
     M (N, N) dissimilarities, or F (N, p) features with their scipy ``metric``.

@@ -11,13 +11,13 @@ from .named_columns import default_ids
 
 
 def _fitted(name: str, doc: str) -> property:
-    def get(self: _FittedAttributes) -> Any:
+    def get(self: FittedAttributes) -> Any:
         return getattr(self._model(), name)
 
     return property(get, doc=doc)
 
 
-class _FittedAttributes:
+class FittedAttributes:
     """The fitted attributes of ``LandmarkMDS`` (all read from its ``model_``; scikit-learn's trailing ``_``)."""
 
     def _model(self) -> LandmarkModel:

@@ -5,24 +5,32 @@ ids, and a JSON document ``meta`` (the fit parameters, the estimator's
 parameters, the model version and lineage, ...). ``meta.checksum_sha256``
 covers **everything else in the file**: every array (name, dtype, shape,
 bytes, in sorted order) and the metadata itself (canonical JSON without the
-checksum field), so an edited parameter is caught like a flipped bit. Files
-are written atomically (``streamembed.atomic``) and read with
-``allow_pickle=False``; anything wrong — a ``.npy`` array, a text file,
-truncation, corruption, another schema, inconsistent shapes, metadata of the
-wrong type — is a ``ModelFileError`` that says what the file is and what was
-expected. Schema version 1 files (arrays-only checksum) are still read, with
-their metadata validated field by field. Metadata added since (``negative_ratio``,
-``eigengap``) is optional: a file without it gets the value recomputed or None.
+checksum field), so an edited parameter is caught like a flipped bit.
+
+Files and bytes are one format: ``model_to_bytes`` / ``model_from_bytes`` give
+and take the content of a model file in memory (the model topic, the Dask
+backfill's workers: no temporary file), and ``save_model`` / ``load_model``
+stream the same archive to and from a path. The archive's entries carry a
+fixed timestamp, so a model's bytes depend on the model alone. Files are
+written atomically (``streamembed.atomic``); everything is written without
+pickle and read with ``allow_pickle=False``. Anything wrong — a ``.npy``
+array, a text file, truncation, corruption, another schema, inconsistent
+shapes, metadata of the wrong type — is a ``ModelFileError`` that says what
+the file (or the bytes) is and what was expected. Schema version 1 files
+(arrays-only checksum) are still read, with their metadata validated field by
+field. Metadata added since (``negative_ratio``, ``eigengap``) is optional: a
+file without it gets the value recomputed or None.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -34,7 +42,8 @@ from .core.options import DEFAULTS, check_options, config_names
 from .core.fit.ordinal_map import MonotoneTransform
 from .core.inputs.transforms import InputPipeline
 
-__all__ = ["SCHEMA_VERSION", "FORMAT_NAME", "save_model", "load_model", "read_model_file", "model_arrays"]
+__all__ = ["SCHEMA_VERSION", "FORMAT_NAME", "save_model", "load_model", "read_model_file", "model_arrays",
+           "model_to_bytes", "model_from_bytes", "read_model_bytes"]
 
 SCHEMA_VERSION = 2
 READABLE_SCHEMAS = (1, 2)
@@ -42,6 +51,7 @@ FORMAT_NAME = "streamembed.LandmarkMDS"
 
 _ZIP_MAGIC = b"PK\x03\x04"
 _NPY_MAGIC = b"\x93NUMPY"
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest a zip entry can state: the bytes do not depend on the clock
 
 
 def _checksum(arrays: dict[str, np.ndarray], meta: dict[str, Any] | None) -> str:
@@ -83,12 +93,31 @@ def model_arrays(model: LandmarkModel) -> dict[str, np.ndarray]:
     return arrays
 
 
+def model_to_bytes(model: LandmarkModel, params: dict[str, Any] | None = None) -> bytes:
+    """The model as the bytes of its ``.npz`` file (what ``save_model`` writes), built in memory.
+
+    ``params`` are the estimator's (method, ...) to restore with it. The bytes
+    depend on the model alone (fixed entry order and timestamps): the same
+    model gives the same bytes, hence the same sha256, in any process.
+    """
+    buf = io.BytesIO()
+    _write_npz(buf, model, params)
+    return buf.getvalue()
+
+
 def save_model(model: LandmarkModel, path: str | os.PathLike, params: dict[str, Any] | None = None) -> None:
-    """Write ``model`` to ``path`` atomically; ``params`` are the estimator's (method, ...) to restore with it.
+    """Write ``model`` to ``path`` atomically: the bytes of :func:`model_to_bytes`, streamed to the file.
 
     The parent directory must exist (a model is never written somewhere the user did not ask for).
     """
-    arrays = model_arrays(model)
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise ModelFileError(f"cannot write model {path}: directory {path.parent} does not exist")
+    with atomic_file(path) as fh:
+        _write_npz(fh, model, params)
+
+
+def _metadata(model: LandmarkModel, arrays: dict[str, np.ndarray], params: dict[str, Any] | None) -> dict[str, Any]:
     est_params = dict(params or {})
     est_params.setdefault("method", DEFAULTS["method"])
     meta = {
@@ -109,11 +138,19 @@ def save_model(model: LandmarkModel, path: str | os.PathLike, params: dict[str, 
         "eigengap": model.eigengap,
     }
     meta["checksum_sha256"] = _checksum(arrays, meta)
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise ModelFileError(f"cannot write model {path}: directory {path.parent} does not exist")
-    with atomic_file(path) as fh:
-        np.savez(fh, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)  # type: ignore[arg-type]  # the stub's allow_pickle (numpy >= 2.1) is not one of the names
+    return meta
+
+
+def _write_npz(fh: BinaryIO, model: LandmarkModel, params: dict[str, Any] | None) -> None:
+    """The ``.npz`` archive of ``model`` into ``fh``: what ``np.savez`` writes (stored ``NAME.npy`` entries, ``meta``
+    first, ``allow_pickle=False``), with a fixed timestamp so that the bytes depend on the model alone."""
+    arrays = model_arrays(model)
+    entries = {"meta": np.array(json.dumps(_metadata(model, arrays, params), sort_keys=True)), **arrays}
+    with zipfile.ZipFile(fh, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, a in entries.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_TIME)
+            with zf.open(info, "w", force_zip64=True) as entry:
+                np.lib.format.write_array(entry, np.asanyarray(a), allow_pickle=False)
 
 
 def _jsonable(params: dict[str, Any]) -> dict[str, Any]:
@@ -125,54 +162,81 @@ def load_model(path: str | os.PathLike) -> LandmarkModel:
     return read_model_file(path)[0]
 
 
+def model_from_bytes(data: bytes | bytearray | memoryview) -> LandmarkModel:
+    """The fitted model of ``.npz`` bytes (:func:`model_to_bytes`, or a model file's content); every failure is a
+    ``ModelFileError`` naming what is wrong (truncated, corrupted, not a model, another schema, ...)."""
+    return read_model_bytes(data)[0]
+
+
+def read_model_bytes(data: bytes | bytearray | memoryview, *,
+                     what: str = "model bytes") -> tuple[LandmarkModel, dict[str, Any]]:
+    """(the model, the estimator parameters saved with it) of ``.npz`` bytes; ``what`` names them in errors."""
+    raw = data if isinstance(data, bytes) else bytes(data)  # io.BytesIO shares a bytes object, copies the rest
+    label = f"{what} ({len(raw)} bytes)"
+    _check_head(raw[:8], label, None)
+    return _parse(_read_npz(io.BytesIO(raw), label), label)
+
+
 def read_model_file(path: str | os.PathLike) -> tuple[LandmarkModel, dict[str, Any]]:
     """(the model, the estimator parameters saved with it); every failure is a ``ModelFileError``."""
     path = Path(path)
-    files = _read_npz(path)
+    label = f"model file {path}"
+    if not path.exists():
+        raise ModelFileError(f"{label} does not exist")
+    if path.is_dir():
+        raise ModelFileError(f"{label} is a directory, not a model (.npz from `streamembed fit`)")
+    try:
+        with open(path, "rb") as fh:
+            _check_head(fh.read(8), label, path.name)
+            fh.seek(0)
+            files = _read_npz(fh, label)
+    except OSError as exc:
+        raise ModelFileError(f"{label} cannot be read: {exc}") from exc
+    return _parse(files, label)
+
+
+def _parse(files: dict[str, np.ndarray], label: str) -> tuple[LandmarkModel, dict[str, Any]]:
+    """The model of an archive's entries, its metadata and checksum verified; ``label`` names the source."""
     try:
         meta = json.loads(str(files.pop("meta")))
     except (json.JSONDecodeError, ValueError) as exc:
-        raise ModelFileError(f"model file {path} has unreadable metadata: {exc}") from exc
+        raise ModelFileError(f"{label} has unreadable metadata: {exc}") from exc
     if not isinstance(meta, dict):
-        raise ModelFileError(f"model file {path} has metadata of type {type(meta).__name__}, expected an object")
+        raise ModelFileError(f"{label} has metadata of type {type(meta).__name__}, expected an object")
     if meta.get("format") != FORMAT_NAME:
-        raise ModelFileError(f"model file {path} is a {meta.get('format')!r}, expected {FORMAT_NAME!r}")
+        raise ModelFileError(f"{label} is a {meta.get('format')!r}, expected {FORMAT_NAME!r}")
     schema = meta.get("schema_version")
     if schema not in READABLE_SCHEMAS:
-        raise ModelFileError(f"model file {path} has schema version {schema!r}; this streamembed reads "
+        raise ModelFileError(f"{label} has schema version {schema!r}; this streamembed reads "
                              f"{', '.join(map(str, READABLE_SCHEMAS))}")
     covered = meta if schema == 2 else None
     if _checksum(files, covered) != meta.get("checksum_sha256"):
-        raise ModelFileError(f"model file {path} fails its checksum: the file is corrupted or was edited")
+        raise ModelFileError(f"{label} fails its checksum: the archive is corrupted or was edited")
     try:
         return _build(files, meta if schema == 2 else _upgrade_v1(meta))
     except (InputError, KeyError, TypeError, ValueError) as exc:
-        raise ModelFileError(f"model file {path} holds an invalid model: {type(exc).__name__}: {exc}") from exc
+        raise ModelFileError(f"{label} holds an invalid model: {type(exc).__name__}: {exc}") from exc
 
 
-def _read_npz(path: Path) -> dict[str, np.ndarray]:
-    if not path.exists():
-        raise ModelFileError(f"model file {path} does not exist")
-    if path.is_dir():
-        raise ModelFileError(f"model file {path} is a directory, not a model (.npz from `streamembed fit`)")
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(8)
-    except OSError as exc:
-        raise ModelFileError(f"model file {path} cannot be read: {exc}") from exc
+def _check_head(head: bytes, label: str, name: str | None) -> None:
+    """Refuse what is not a zip archive by its first bytes, saying what it looks like instead."""
     if head.startswith(_NPY_MAGIC):
-        raise ModelFileError(f"model file {path} is a single numpy array (.npy), not a streamembed model: make one "
-                             f"with `streamembed fit --dissimilarities {path.name} -o model.npz`")
+        make = f"`streamembed fit --dissimilarities {name or 'D.npy'} -o model.npz`"
+        raise ModelFileError(f"{label} is a single numpy array (.npy), not a streamembed model: make one with {make}")
     if not head.startswith(_ZIP_MAGIC):
-        raise ModelFileError(f"model file {path} is not a streamembed model (.npz archive from `streamembed fit`): "
+        raise ModelFileError(f"{label} is not a streamembed model (.npz archive from `streamembed fit`): "
                              f"it starts with {head!r}")
+
+
+def _read_npz(fh: BinaryIO, label: str) -> dict[str, np.ndarray]:
+    """Every entry of the ``.npz`` archive in ``fh``, read with ``allow_pickle=False``."""
     try:
-        with np.load(path, allow_pickle=False) as npz:
+        with np.load(fh, allow_pickle=False) as npz:
             files = {name: npz[name] for name in npz.files}
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
-        raise ModelFileError(f"model file {path} is not a readable .npz archive ({type(exc).__name__}: {exc})") from exc
+        raise ModelFileError(f"{label} is not a readable .npz archive ({type(exc).__name__}: {exc})") from exc
     if "meta" not in files:
-        raise ModelFileError(f"model file {path} has no 'meta' entry: an .npz archive, but not a streamembed model")
+        raise ModelFileError(f"{label} has no 'meta' entry: an .npz archive, but not a streamembed model")
     return files
 
 

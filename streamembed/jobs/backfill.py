@@ -191,19 +191,14 @@ _MODELS_LOCK = threading.Lock()
 
 
 def _model(model_bytes: bytes) -> Any:
-    """The model of these ``.npz`` bytes, loaded once per process (``model_io``, through a temporary file)."""
-    import tempfile
-
-    from streamembed.model_io import load_model
+    """The model of these ``.npz`` bytes, loaded once per process (``model_io.model_from_bytes``)."""
+    from streamembed.model_io import model_from_bytes
 
     key = hashlib.sha256(model_bytes).hexdigest()
     with _MODELS_LOCK:
         model = _MODELS.get(key)
         if model is None:
-            with tempfile.TemporaryDirectory(prefix="streamembed-model-") as d:
-                path = Path(d) / "model.npz"
-                path.write_bytes(model_bytes)
-                model = load_model(path)
+            model = model_from_bytes(model_bytes)
             _MODELS.clear()  # one map at a time
             _MODELS[key] = model
     return model
@@ -255,6 +250,18 @@ def run_task(task: Task, model_bytes: bytes, out_dir: str, *, method: str = "pro
                       unreadable=bool(source.unreadable), seconds=time.perf_counter() - t0, worker_pid=os.getpid())
 
 
+def _file_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The content of the model file ``path`` (its errors named as ``model_io`` names them)."""
+    from streamembed.core.errors import ModelFileError
+    from streamembed.model_io import load_model
+
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        load_model(path)  # does not exist, a directory, ...: the loader's precise message
+        raise ModelFileError(f"model file {path} cannot be read: {exc}") from exc
+
+
 def _remove_leftovers(out: Path) -> None:
     """Temporary files of attempts whose worker was killed (every task has finished: none is being written)."""
     for p in [*out.glob(f".{ATTEMPT_PREFIX}*.tmp"), *(out / DEAD_LETTER_DIR).glob(".dead-*.tmp")]:
@@ -292,16 +299,11 @@ def backfill(inputs: Iterable[str | os.PathLike[str]], model: str | os.PathLike[
     without the ``dask`` extra, FileNotFoundError for inputs naming nothing,
     ``ModelFileError`` for an unusable model (checked here, before any task).
     """
-    from streamembed.model_io import load_model
     from streamembed.stream.input_precision import common_precision
 
     paths = expand_inputs(inputs)
-    if isinstance(model, (bytes, bytearray)):
-        model_bytes = bytes(model)
-        _model(model_bytes).check_method(method)
-    else:
-        load_model(model).check_method(method)  # refuse an unusable model or method before any task
-        model_bytes = Path(model).read_bytes()
+    model_bytes = bytes(model) if isinstance(model, (bytes, bytearray)) else _file_bytes(model)
+    _model(model_bytes).check_method(method)  # refuse an unusable model or method before any task
     out = Path(out_dir)
     (out / DEAD_LETTER_DIR).mkdir(parents=True, exist_ok=True)
     tasks = plan(paths, rows_per_task=rows_per_task)

@@ -10,7 +10,7 @@ from collections import deque
 from typing import Any
 from collections.abc import Mapping
 
-from streamembed.kafka.batches import _Queued
+from streamembed.kafka.batches import QueuedBatch
 
 __all__ = ["JOIN_SPIN_PAUSE", "brokers_away", "measure_lag", "throttle_join_spin"]
 
@@ -64,7 +64,7 @@ def throttle_join_spin(consumer: Any, pause: float = JOIN_SPIN_PAUSE) -> bool:
     return True
 
 
-def measure_lag(consumer: Any, topic: str, partitions: set[int], queue: deque[_Queued],
+def measure_lag(consumer: Any, topic: str, partitions: set[int], queue: deque[QueuedBatch],
                 handed: Mapping[int, int]) -> dict[int, int]:
     """Lag per partition: fetch high watermark - the next offset to hand out (queued first, else handed,
     else the consumer's position). Best effort: a partition that cannot be measured now is left out."""

@@ -1,7 +1,7 @@
 """The landmark model on a compacted topic: every replica embeds with the same model version.
 
 One record per published model: key = the model name, value = the portable
-``.npz`` bytes written by ``model_io.save_model`` (no pickle), headers
+``.npz`` bytes of ``model_io.model_to_bytes`` (a model file's content, no pickle), headers
 ``model_version`` (decimal), ``model_lineage`` (the map's identity) and
 ``sha256`` (hex digest of the value), plus
 ``content-type: application/vnd.streamembed.model+npz``. The topic is created
@@ -35,18 +35,16 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from collections.abc import Mapping
 
 from streamembed.kafka.client import retry
-from streamembed.model_io import load_model, save_model
+from streamembed.model_io import model_from_bytes, model_to_bytes
 
-__all__ = ["ModelTopic", "PublishedModel", "MODEL_CONTENT_TYPE", "model_bytes", "model_from_bytes"]
+__all__ = ["ModelTopic", "PublishedModel", "MODEL_CONTENT_TYPE"]
 
 log = logging.getLogger("streamembed.kafka.model")
 
@@ -66,22 +64,6 @@ class PublishedModel:
     size: int
     partition: int = -1
     offset: int = -1
-
-
-def model_bytes(est: Any) -> bytes:
-    """The ``.npz`` bytes ``save_model`` writes (through a temporary file)."""
-    with tempfile.TemporaryDirectory(prefix="streamembed-model-") as d:
-        path = Path(d) / "model.npz"
-        save_model(est, path)
-        return path.read_bytes()
-
-
-def model_from_bytes(data: bytes) -> Any:
-    """A ``LandmarkModel`` from ``.npz`` bytes (``load_model`` reads a path: via a temporary file)."""
-    with tempfile.TemporaryDirectory(prefix="streamembed-model-") as d:
-        path = Path(d) / "model.npz"
-        path.write_bytes(data)
-        return load_model(path)
 
 
 def _headers(record: Any) -> dict[str, bytes]:
@@ -172,7 +154,7 @@ class ModelTopic:
 
     def publish(self, est: Any) -> PublishedModel:
         """Publish ``est`` (blocking until the broker acknowledged it)."""
-        value = model_bytes(est)
+        value = model_to_bytes(est)
         version = int(est.version)
         digest = hashlib.sha256(value).hexdigest()
         headers = [(_VERSION_HEADER, str(version).encode()), (_LINEAGE_HEADER, str(est.lineage).encode()),

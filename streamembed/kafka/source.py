@@ -75,7 +75,7 @@ import pyarrow as pa
 
 from streamembed.core.options import BATCH_ROWS
 from streamembed.kafka.client import is_transient, retry
-from streamembed.kafka.batches import Coordinates, KafkaDeadRecord, _Queued, cut_batches
+from streamembed.kafka.batches import Coordinates, KafkaDeadRecord, QueuedBatch as _Queued, cut_batches
 from streamembed.kafka.consumer_health import brokers_away, measure_lag, throttle_join_spin
 from streamembed.kafka.unreadable import is_unreadable_data, skip_unreadable
 from streamembed.stream.codecs import DeadRecord

@@ -13,7 +13,8 @@ class MatplotlibMissing(ImportError):
     """matplotlib is not installed."""
 
 
-def _figure_class():
+def figure_class():
+    """matplotlib's ``Figure`` class (imported here, on first use), or ``MatplotlibMissing`` saying how to get it."""
     try:
         from matplotlib.figure import Figure
     except ImportError as exc:
@@ -23,13 +24,15 @@ def _figure_class():
     return Figure
 
 
-def _colormap(n: int):
+def colormap(n: int):
+    """A qualitative matplotlib colormap for ``n`` series (tab10 up to 10, tab20 beyond)."""
     from matplotlib import colormaps
 
     return colormaps["tab10" if n <= 10 else "tab20"]
 
 
-def _parse_time(value: Any) -> Any:
+def parse_time(value: Any) -> Any:
+    """A record's ``time``: an ISO 8601 string as a ``datetime``; a number (Unix seconds) as it is."""
     if isinstance(value, str):
         try:
             return _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))

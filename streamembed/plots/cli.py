@@ -15,8 +15,8 @@ from .demo import demo
 from .drift import plot_drift, plot_drift_benchmark
 from .history import (
     HISTORY_STATISTICS,
-    _is_history,
-    _is_refit_history,
+    is_history,
+    is_refit_history,
     plot_drift_history,
     read_drift_history,
     read_records,
@@ -111,11 +111,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             stats = [s for s in args.stats.split(",") if s] if args.stats else None
             src = Path(args.records)
             records = None if src.is_dir() else read_records(src)
-            if records and _is_refit_history(records):
+            if records and is_refit_history(records):
                 raise ValueError(f"{src} is the refit history (model-history.jsonl), not drift statistics: give "
                                  f"the output root ({src.parent}) or its drift-history.jsonl; the refits are drawn "
                                  f"from this file as marks")
-            if records is None or _is_history(records):
+            if records is None or is_history(records):
                 drift, refits = read_drift_history(src, args.history)
                 out = plot_drift_history(drift, refits, args.output, statistics=stats or HISTORY_STATISTICS,
                                          title="Drift" if args.title == "Drift statistics" else args.title)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ._figure import RECORD_META_KEYS, _colormap, _figure_class, _parse_time
+from ._figure import RECORD_META_KEYS, colormap, figure_class, parse_time
 
 
 def _numeric_keys(recs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -62,13 +62,13 @@ def plot_drift(
     Returns:
         The written path.
     """
-    Figure = _figure_class()
+    Figure = figure_class()
     if not records:
         raise ValueError("plot_drift needs at least one record")
     if any("time" not in r for r in records):
         raise ValueError("every drift record needs a 'time'")
-    recs = sorted(records, key=lambda r: _parse_time(r["time"]))
-    times = [_parse_time(r["time"]) for r in recs]
+    recs = sorted(records, key=lambda r: parse_time(r["time"]))
+    times = [parse_time(r["time"]) for r in recs]
     if statistics is None:
         statistics = _numeric_keys(recs)[:6]
     if not statistics:
@@ -117,14 +117,14 @@ def plot_drift_benchmark(report: Mapping[str, Any], path: str | os.PathLike = "d
     scale); a detector that missed every replicate is drawn hollow at the top.
     ``report`` is the content of ``python -m benchmarks drift --json`` (a source checkout).
     """
-    Figure = _figure_class()
+    Figure = figure_class()
     rows = list(report.get("detectors", []))
     if not rows:
         raise ValueError("the report has no detector rows")
     scen = [k for k in rows[0]["delays"] if "in span" not in k]
     fig = Figure(figsize=(5.2 * len(scen), 5.2), dpi=130, layout="constrained")
     axes = fig.subplots(1, len(scen), squeeze=False)[0]
-    cmap = _colormap(len(rows))
+    cmap = colormap(len(rows))
     markers = "os^Dv<>pXh*P"
     top = max((d["p90"] or 0) for r in rows for d in r["delays"].values() if d.get("p90") is not None) or 1.0
     for ax, key in zip(axes, scen, strict=False):

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ._figure import _figure_class, _parse_time
+from ._figure import figure_class, parse_time
 
 #: Window statistics drawn under the detector panel(s), when present.
 HISTORY_STATISTICS = ("relative_unexplained_mean", "relative_unexplained_p90", "relative_k0_mean")
@@ -20,7 +20,7 @@ HISTORY_STATISTICS = ("relative_unexplained_mean", "relative_unexplained_p90", "
 def _record_time(r: Mapping[str, Any]) -> _dt.datetime:
     if isinstance(r.get("unix"), (int, float)):
         return _dt.datetime.fromtimestamp(float(r["unix"]), tz=_dt.UTC)
-    t = _parse_time(r.get("time"))
+    t = parse_time(r.get("time"))
     if isinstance(t, _dt.datetime):
         return t if t.tzinfo else t.replace(tzinfo=_dt.UTC)
     raise ValueError(f"drift history record without a usable time: {dict(r)!r:.120}")
@@ -48,13 +48,14 @@ def read_drift_history(source: str | os.PathLike,
     return drift, refits
 
 
-def _is_refit_history(records: Sequence[Mapping[str, Any]]) -> bool:
+def is_refit_history(records: Sequence[Mapping[str, Any]]) -> bool:
     """Records of ``model-history.jsonl`` (refits: status, trigger), not drift statistics."""
     return all(isinstance(r, Mapping) and "status" in r and ("trigger" in r or "model_version" in r)
                and "window" not in r for r in records)
 
 
-def _is_history(records: Sequence[Mapping[str, Any]]) -> bool:
+def is_history(records: Sequence[Mapping[str, Any]]) -> bool:
+    """Records of a drift history (``drift-history.jsonl``: a ``window`` and a ``detector`` object each)."""
     return bool(records) and isinstance(records[0].get("window"), dict) and isinstance(records[0].get("detector"), dict)
 
 
@@ -110,11 +111,11 @@ def plot_drift_history(
         refits: model-history objects (``time``, ``status``, ``model_version``).
         path: output PNG.
     """
-    Figure = _figure_class()
+    Figure = figure_class()
     recs = [r for r in records if isinstance(r, Mapping)]
     if not recs:
         raise ValueError("plot_drift_history needs at least one drift record")
-    if not _is_history(recs):
+    if not is_history(recs):
         raise ValueError("not a drift history: records need 'window' and 'detector' objects")
     recs, times, marks = history_timeline(recs, refits)
     t0, t1 = times[0], times[-1]

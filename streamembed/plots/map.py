@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ._figure import _colormap, _figure_class
+from ._figure import colormap, figure_class
 
 
 def _is_categorical(values: np.ndarray, kind: str) -> bool:
@@ -60,7 +60,7 @@ def plot_map(
         The written path (PNG metadata: ``Title`` the figure title,
         ``Description`` the labelled ids).
     """
-    Figure = _figure_class()
+    Figure = figure_class()
     X = np.asarray(est.embedding_, dtype=np.float64)
     Y = np.asarray(Y, dtype=np.float64)
     if Y.ndim != 2 or Y.shape[1] != X.shape[1]:
@@ -94,7 +94,7 @@ def plot_map(
         ax.scatter(yx, yy, s=size, c="tab:blue", alpha=0.6, linewidths=0, label=f"embedded objects ({drawn})")
     elif _is_categorical(values, color_kind):
         cats = np.unique(values)
-        cmap = _colormap(len(cats))
+        cmap = colormap(len(cats))
         for c_idx, cat in enumerate(cats):
             sel = values == cat
             ax.scatter(yx[sel], yy[sel], s=size, color=cmap(c_idx), alpha=0.7, linewidths=0,

@@ -26,13 +26,13 @@ import pyarrow as pa
 from streamembed.core.options import MAX_BLOCK_ROWS
 from streamembed.stream.arrow_build import booleans, numeric, strings
 from streamembed.stream.blocks import Blocks, find_blocks
-from streamembed.stream.column_checks import (_CODES, _batch_blocks, _duplicated, _event_times, _ids,
-                                              _landmark_versions, _Marks, _named_orders, _valid_utf8, _vector_column,
-                                              _vector_lengths)
+from streamembed.stream.column_checks import (REASON_CODES, RowMarks, batch_blocks, duplicated_column, event_times,
+                                              id_column, landmark_versions, named_orders, null_invalid_utf8,
+                                              vector_column, vector_lengths)
 from streamembed.stream.columns import column, to_matrix
 from streamembed.stream.landmark_order import apply_orders
 from streamembed.stream.origin import NO_ORIGIN, RowOrigin
-from streamembed.stream.packed import _packed_matrix
+from streamembed.stream.packed import packed_matrix
 from streamembed.stream.records import (
     INPUT_BLOCK,
     INPUT_CROSS,
@@ -156,13 +156,13 @@ def decode_batch(
     """
     m = table.num_rows
     accepted = set(accepted_versions) if accepted_versions is not None else {model_version}
-    marks = _Marks(m)
+    marks = RowMarks(m)
     all_rows = np.ones(m, dtype=bool)
     mark = marks.mark
 
-    table, bad_text = _valid_utf8(table)
+    table, bad_text = null_invalid_utf8(table)
     mark(bad_text, Reason.UNDECODABLE, "a string column holds bytes that are not valid UTF-8")
-    dup = _duplicated(table)
+    dup = duplicated_column(table)
     if dup is not None:
         mark(all_rows, Reason.UNDECODABLE, dup)
         empty = np.empty((0, n_landmarks), dtype=np.float64)
@@ -171,24 +171,24 @@ def decode_batch(
         return DecodedBatch(ids=strings(()), matrix=empty, kind=INPUT_DISSIMILARITIES, blocks=None,
                             event_time=pa.nulls(0, TIMESTAMP_TYPE), index=np.empty(0, np.int64), dead=dead)
 
-    ids, bad_id, id_problem = _ids(table, m)
+    ids, bad_id, id_problem = id_column(table, m)
     if id_problem is not None:
         mark(bad_id, Reason.BAD_ID, id_problem)
     mark(bad_id, Reason.MISSING_ID, "no id column" if column(table, INPUT_ID) is None else None)
 
-    kind, width, col = _vector_column(table, marks, n_landmarks, n_features)
-    col, lengths, packed = _vector_lengths(table, marks, kind, width, col)
-    versions = _landmark_versions(table, marks, model_version, accepted)
+    kind, width, col = vector_column(table, marks, n_landmarks, n_features)
+    col, lengths, packed = vector_lengths(table, marks, kind, width, col)
+    versions = landmark_versions(table, marks, model_version, accepted)
 
-    event_time, bad_time, time_details = _event_times(table, m)
+    event_time, bad_time, time_details = event_times(table, m)
     mark(bad_time, Reason.UNDECODABLE, time_details.get(-1), time_details)
 
     # rows that name their landmark order: checked against the ids of the version they follow
-    order_group, perms = _named_orders(table, kind, marks.code, mark, versions, model_version, landmark_ids)
+    order_group, perms = named_orders(table, kind, marks.code, mark, versions, model_version, landmark_ids)
 
     # blocks: rows placed jointly from their mutual dissimilarities (stream.blocks)
     row_no = origin.numbers(m)
-    found = find_blocks(column(table, INPUT_CROSS), column(table, INPUT_BLOCK), marks.code, _CODES, row_no,
+    found = find_blocks(column(table, INPUT_CROSS), column(table, INPUT_BLOCK), marks.code, REASON_CODES, row_no,
                         max_block_rows)
     if found is not None:
         mark(found.bad, Reason.BAD_BLOCK, None, found.details)
@@ -198,7 +198,7 @@ def decode_batch(
     matrix: np.ndarray | None = None
     if col is not None and ok.any():
         sub = col if ok.all() else col.filter(booleans(ok))
-        matrix = _packed_matrix(sub, width, packed) if packed is not None else to_matrix(sub, width)
+        matrix = packed_matrix(sub, width, packed) if packed is not None else to_matrix(sub, width)
         matrix = apply_orders(matrix, order_group[ok], perms)
         # NaN/inf/negative values are left to the core (errors="mask"): its
         # fused kernel finds them in the same pass that embeds the batch
@@ -216,7 +216,7 @@ def decode_batch(
     if versions is not None and ok.any() and (versions[ok] != model_version).any():
         row_versions = versions[ok]
     index = np.flatnonzero(ok)
-    blocks = _batch_blocks(found, index) if ok.any() else None
+    blocks = batch_blocks(found, index) if ok.any() else None
     return DecodedBatch(ids=out_ids, matrix=matrix, kind=kind, blocks=blocks,
                         event_time=out_et, index=index, dead=dead, versions=row_versions)
 
@@ -241,7 +241,7 @@ def _dead_records(
     out: list[DeadRecord] = []
     for j, i in enumerate(bad.tolist()):
         c = int(code[i])
-        reason = _CODES[c]
+        reason = REASON_CODES[c]
         detail = row_detail.get(i, column_detail.get(c))
         if detail is None:
             if reason == Reason.WRONG_LENGTH:

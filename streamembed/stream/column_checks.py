@@ -1,5 +1,5 @@
 """The column checks of ``stream.codecs.decode_batch``: each input column validated whole, each refused row given
-its reason code (``_Marks``: the first reason wins) and the text that explains it.
+its reason code (``RowMarks``: the first reason wins) and the text that explains it.
 
 Vectorised over the batch: Python loops run only over rejected rows (to find the rows at fault and write their
 reasons). Shapes: m rows of the batch, n landmarks (or p features) per vector.
@@ -19,7 +19,7 @@ from streamembed.stream.arrow_build import scalar, to_numpy
 from streamembed.stream.blocks import BlockRows, Blocks
 from streamembed.stream.columns import column, is_list, list_lengths, null_mask, numeric_values_type, single_array
 from streamembed.stream.landmark_order import permutation, row_orders
-from streamembed.stream.packed import _packed_dtype
+from streamembed.stream.packed import packed_dtype
 from streamembed.stream.records import (
     INPUT_BLOCK,
     INPUT_CROSS,
@@ -35,7 +35,7 @@ from streamembed.stream.records import (
 
 
 #: Reason codes as small integers while a batch is validated (0 = row ok).
-_CODES: tuple[str, ...] = (
+REASON_CODES: tuple[str, ...] = (
     "",
     Reason.MISSING_ID,
     Reason.BAD_ID,
@@ -49,14 +49,15 @@ _CODES: tuple[str, ...] = (
 )
 
 
-_CODE = {name: i for i, name in enumerate(_CODES) if name}
+_CODE = {name: i for i, name in enumerate(REASON_CODES) if name}
 
 
 _KNOWN = (INPUT_ID, INPUT_DISSIMILARITIES, INPUT_FEATURES, INPUT_LANDMARK_VERSION, INPUT_EVENT_TIME, INPUT_CROSS,
           INPUT_BLOCK, INPUT_LANDMARKS)
 
 
-def _duplicated(table: pa.Table | pa.RecordBatch) -> str | None:
+def duplicated_column(table: pa.Table | pa.RecordBatch) -> str | None:
+    """The problem of a batch that names a known input column twice (the whole batch is refused), or None."""
     names = table.schema.names
     for name in _KNOWN:
         k = names.count(name)
@@ -65,7 +66,7 @@ def _duplicated(table: pa.Table | pa.RecordBatch) -> str | None:
     return None
 
 
-def _valid_utf8(table: pa.Table | pa.RecordBatch) -> tuple[pa.Table | pa.RecordBatch, np.ndarray]:
+def null_invalid_utf8(table: pa.Table | pa.RecordBatch) -> tuple[pa.Table | pa.RecordBatch, np.ndarray]:
     """(table with invalid UTF-8 strings in the known string columns nulled, rows that had one).
 
     Arrow IPC does not promise valid UTF-8 in string columns; such a value would
@@ -108,7 +109,7 @@ def _parse_times(col: pa.Array) -> pa.Array:
     return pc.cast(pc.if_else(zoned, col, pc.binary_join_element_wise(col, pa.scalar("Z"), "")), TIMESTAMP_TYPE)
 
 
-def _event_times(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np.ndarray, dict[int, str]]:
+def event_times(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np.ndarray, dict[int, str]]:
     """(event times, rows whose event_time is unusable, their details); row-level: one bad value costs one row."""
     none = np.zeros(m, dtype=bool)
     col = column(table, INPUT_EVENT_TIME)
@@ -146,7 +147,7 @@ def _event_times(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np
                                                                         f"timestamp or an ISO 8601 string"}
 
 
-def _ids(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np.ndarray, str | None]:
+def id_column(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np.ndarray, str | None]:
     """(ids as string array, bad mask, column-level problem: a non-string id column)."""
     col = column(table, INPUT_ID)
     if col is None:
@@ -172,7 +173,7 @@ def _near_miss(table: pa.Table | pa.RecordBatch, name: str) -> str:
     return f" (the input has a column {near[0]!r}: did you mean {name!r}?)" if near else ""
 
 
-class _Marks:
+class RowMarks:
     """The reason code of each row of a batch (0: ok) and the texts that explain them; the first reason wins."""
 
     def __init__(self, m: int) -> None:
@@ -195,8 +196,8 @@ class _Marks:
                 self.row_detail[i] = text
 
 
-def _vector_column(table: pa.Table | pa.RecordBatch, marks: _Marks, n_landmarks: int,
-                   n_features: int | None) -> tuple[str, int, pa.Array | None]:
+def vector_column(table: pa.Table | pa.RecordBatch, marks: RowMarks, n_landmarks: int,
+                  n_features: int | None) -> tuple[str, int, pa.Array | None]:
     """(kind, required width, column) of the vectors: ``dissimilarities``, else ``features`` of a feature model."""
     kind = INPUT_DISSIMILARITIES
     width = n_landmarks
@@ -214,8 +215,8 @@ def _vector_column(table: pa.Table | pa.RecordBatch, marks: _Marks, n_landmarks:
     return kind, width, col
 
 
-def _vector_lengths(table: pa.Table | pa.RecordBatch, marks: _Marks, kind: str, width: int,
-                    col: pa.Array | None) -> tuple[pa.Array | None, np.ndarray, np.dtype | None]:
+def vector_lengths(table: pa.Table | pa.RecordBatch, marks: RowMarks, kind: str, width: int,
+                   col: pa.Array | None) -> tuple[pa.Array | None, np.ndarray, np.dtype | None]:
     """(column, or None if unusable; row lengths (m,) int64, -1: null; the packed value dtype, or None).
 
     Marks missing, non-numeric and wrong-length vectors.
@@ -228,7 +229,7 @@ def _vector_lengths(table: pa.Table | pa.RecordBatch, marks: _Marks, kind: str, 
         marks.mark(all_rows, Reason.MISSING_VECTOR, f"no '{INPUT_DISSIMILARITIES}' column"
                    + _near_miss(table, INPUT_DISSIMILARITIES))
     elif pa.types.is_fixed_size_binary(col.type):
-        packed, problem = _packed_dtype(table.schema.field(kind))
+        packed, problem = packed_dtype(table.schema.field(kind))
         if packed is None:
             marks.mark(all_rows, Reason.NON_NUMERIC, problem)
             col = None
@@ -247,7 +248,7 @@ def _vector_lengths(table: pa.Table | pa.RecordBatch, marks: _Marks, kind: str, 
     return col, lengths, packed
 
 
-def _packed_lengths(table: pa.Table | pa.RecordBatch, marks: _Marks, kind: str, width: int, col: pa.Array,
+def _packed_lengths(table: pa.Table | pa.RecordBatch, marks: RowMarks, kind: str, width: int, col: pa.Array,
                     packed: np.dtype) -> np.ndarray:
     """Row lengths (m,) int64 of a fixed_size_binary vector column (-1: null, -2: not a whole number of values)."""
     m = table.num_rows
@@ -263,8 +264,8 @@ def _packed_lengths(table: pa.Table | pa.RecordBatch, marks: _Marks, kind: str, 
     return lengths
 
 
-def _landmark_versions(table: pa.Table | pa.RecordBatch, marks: _Marks, model_version: int,
-                       accepted: set[int]) -> np.ndarray | None:
+def landmark_versions(table: pa.Table | pa.RecordBatch, marks: RowMarks, model_version: int,
+                      accepted: set[int]) -> np.ndarray | None:
     """The landmark version of each row (m,) int64 (null: ``model_version``), or None without the column."""
     lv = column(table, INPUT_LANDMARK_VERSION)
     if lv is None or pa.types.is_null(lv.type):
@@ -278,7 +279,7 @@ def _landmark_versions(table: pa.Table | pa.RecordBatch, marks: _Marks, model_ve
     return versions
 
 
-def _batch_blocks(found: BlockRows | None, index: np.ndarray) -> Blocks | None:
+def batch_blocks(found: BlockRows | None, index: np.ndarray) -> Blocks | None:
     """The blocks of the kept rows, their rows counted among the kept (``index``: kept rows of the batch)."""
     if found is None or not found.sizes.size:
         return None
@@ -287,9 +288,9 @@ def _batch_blocks(found: BlockRows | None, index: np.ndarray) -> Blocks | None:
     return Blocks(rows=np.searchsorted(index, members), sizes=found.sizes, cross=found.cross)
 
 
-def _named_orders(table: pa.Table | pa.RecordBatch, kind: str, code: np.ndarray, mark: Any,
-                  versions: np.ndarray | None, model_version: int,
-                  landmark_ids: Mapping[int, np.ndarray] | None) -> tuple[np.ndarray, dict[int, np.ndarray | None]]:
+def named_orders(table: pa.Table | pa.RecordBatch, kind: str, code: np.ndarray, mark: Any,
+                 versions: np.ndarray | None, model_version: int,
+                 landmark_ids: Mapping[int, np.ndarray] | None) -> tuple[np.ndarray, dict[int, np.ndarray | None]]:
     """(group of each row, its permutation into model order) for rows naming their order; marks the refused.
 
     A group is one (named order, model version) pair, checked once; -1: the

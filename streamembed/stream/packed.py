@@ -13,7 +13,7 @@ import pyarrow as pa
 from streamembed.stream.columns import is_list, list_lengths, numeric_values_type, single_array, to_matrix
 from streamembed.stream.records import INPUT_DISSIMILARITIES
 
-__all__ = ["PACKED_DTYPE_KEY", "packed_column", "list_column_to_matrix"]
+__all__ = ["PACKED_DTYPE_KEY", "packed_column", "list_column_to_matrix", "packed_dtype", "packed_matrix"]
 
 
 #: Field metadata key naming the element type of a fixed_size_binary vector column (the fast layout).
@@ -23,7 +23,7 @@ PACKED_DTYPE_KEY = b"streamembed.dtype"
 _PACKED: dict[bytes, np.dtype[Any]] = {b"float32": np.dtype("<f4"), b"float64": np.dtype("<f8")}
 
 
-def _packed_dtype(field: pa.Field) -> tuple[np.dtype, None] | tuple[None, str]:
+def packed_dtype(field: pa.Field) -> tuple[np.dtype, None] | tuple[None, str]:
     """(element dtype, None) of a fixed_size_binary vector column, or (None, problem)."""
     name = (field.metadata or {}).get(PACKED_DTYPE_KEY, b"float32")
     dt = _PACKED.get(name)
@@ -33,7 +33,7 @@ def _packed_dtype(field: pa.Field) -> tuple[np.dtype, None] | tuple[None, str]:
     return dt, None
 
 
-def _packed_matrix(col: pa.Array, width: int, dtype: np.dtype) -> np.ndarray:
+def packed_matrix(col: pa.Array, width: int, dtype: np.dtype) -> np.ndarray:
     """(m, width) zero-copy view of a fixed_size_binary column without nulls (little-endian rows)."""
     data = col.buffers()[1]
     m = len(col)

@@ -123,10 +123,10 @@ def test_kafka_output_messages_carry_the_version_and_its_columns() -> None:
 
 def test_backfill_tasks_write_version_2_parts_in_the_data_sets_precision(tmp_path: Path) -> None:
     from streamembed.jobs.backfill import plan, run_task
+    from streamembed.model_io import model_to_bytes
     from streamembed.stream.input_precision import common_precision
 
     est = fitted_model()
-    est.save(tmp_path / "m.npz")
     t32, t64 = _tables(30, (np.float32, np.float64))
     pq.write_table(t32, tmp_path / "a.parquet")
     pq.write_table(t64, tmp_path / "b.parquet")
@@ -135,7 +135,7 @@ def test_backfill_tasks_write_version_2_parts_in_the_data_sets_precision(tmp_pat
     assert precision == np.float64 and common_precision(paths[:1]) == np.float32
     out = tmp_path / "out"
     (out / "dead-letter").mkdir(parents=True)
-    results = [run_task(t, (tmp_path / "m.npz").read_bytes(), str(out), schema_version=2, precision=precision.name)
+    results = [run_task(t, model_to_bytes(est.model_), str(out), schema_version=2, precision=precision.name)
                for t in plan(paths)]
     parts = [pq.read_table(r.output) for r in results]
     assert [p.schema.field("y0").type for p in parts] == [pa.float64(), pa.float64()]  # one data set, one schema

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from kafka import KafkaProducer
 
-from streamembed.kafka.model_topic import ModelTopic, model_bytes
+from streamembed.kafka.model_topic import ModelTopic
+from streamembed.model_io import model_to_bytes
 from streamembed.daemon.model_setup import ModelSync
 from streamembed.stream.registry import ModelRegistry
 
@@ -40,7 +41,7 @@ def test_publish_then_latest_round_trips_the_model(broker, topic_factory) -> Non
     assert mt.latest(timeout=5) is None  # nothing published yet
     est = _model(3)
     pub = mt.publish(est)
-    assert pub.version == 3 and pub.sha256 == hashlib.sha256(model_bytes(est)).hexdigest()
+    assert pub.version == 3 and pub.sha256 == hashlib.sha256(model_to_bytes(est)).hexdigest()
     got = ModelTopic(broker.bootstrap, topic, name="demo").latest(timeout=10)
     assert got.version == 3
     A = dissimilarities(objects(20))
@@ -56,7 +57,7 @@ def test_latest_record_wins_and_bad_records_are_skipped(broker, topic_factory) -
     mt.publish(_model(2, seed=1))
     p = KafkaProducer(bootstrap_servers=broker.bootstrap, max_request_size=8 << 20)
     try:  # a later record whose checksum does not match: skipped, the previous one is used
-        p.send(topic, key=b"streamembed", value=model_bytes(_model(9)),
+        p.send(topic, key=b"streamembed", value=model_to_bytes(_model(9)),
                headers=[("model_version", b"9"), ("sha256", b"0" * 64)]).get(10)
     finally:
         p.close(10)

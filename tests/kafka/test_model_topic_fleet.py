@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
-from streamembed.kafka.model_topic import ModelTopic, model_bytes
+from streamembed.kafka.model_topic import ModelTopic
+from streamembed.model_io import model_to_bytes
 
 from ..e2e.daemon import Daemon, wait_for
 from ..stream.helpers import fitted_model
@@ -78,7 +79,7 @@ def test_garbage_a_wrong_checksum_and_another_lineage_cannot_hold_back_the_next_
         p = KafkaProducer(bootstrap_servers=broker.bootstrap, max_request_size=8 << 20)
         try:
             p.send(topic, key=b"streamembed", value=b"\x00garbage, no headers").get(10)
-            p.send(topic, key=b"streamembed", value=model_bytes(_version(9, seed=3)),
+            p.send(topic, key=b"streamembed", value=model_to_bytes(_version(9, seed=3)),
                    headers=[("model_version", b"9"), ("model_lineage", lineage.encode()),
                             ("sha256", b"0" * 64)]).get(10)
         finally:
@@ -129,7 +130,7 @@ def test_of_two_records_of_one_version_the_first_counts(broker, topic_factory) -
     why = b.claim(second)
     assert why is not None and "claimed first" in why
     got = ModelTopic(broker.bootstrap, topic).latest(timeout=10, lineage=first.lineage)
-    assert got.version == 2 and model_bytes(got) == model_bytes(first)
+    assert got.version == 2 and model_to_bytes(got) == model_to_bytes(first)
     watcher = ModelTopic(broker.bootstrap, topic)
     watcher.follow(first.lineage)
     watcher.start_watching(poll_seconds=0.2)
@@ -139,6 +140,6 @@ def test_of_two_records_of_one_version_the_first_counts(broker, topic_factory) -
         while new is None and time.monotonic() < end:
             new = watcher.poll_new(1)
             time.sleep(0.05)
-        assert new is not None and model_bytes(new) == model_bytes(first)
+        assert new is not None and model_to_bytes(new) == model_to_bytes(first)
     finally:
         watcher.close()

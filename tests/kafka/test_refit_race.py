@@ -19,7 +19,8 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from streamembed.kafka.codec import arrow_message
-from streamembed.kafka.model_topic import ModelTopic, model_bytes
+from streamembed.kafka.model_topic import ModelTopic
+from streamembed.model_io import model_to_bytes
 from streamembed.stream.output import y_matrix
 
 from ..e2e.daemon import Daemon, wait_for
@@ -109,7 +110,7 @@ def test_two_replicas_refitting_at_once_end_on_one_map(broker, topic_factory, tm
         for i in range(6):
             np.testing.assert_allclose(y[f"probe0-{i}"], y[f"probe1-{i}"], atol=1e-6)
         np.testing.assert_allclose(y["probe0-0"], canonical.place(D[:1].astype(np.float64)).y[0], atol=1e-4)
-        assert model_bytes(canonical)  # the topic's version 2 is a loadable model
+        assert model_to_bytes(canonical)  # the topic's version 2 is a loadable model
         assert b.terminate() == 0
         assert a.terminate() == 0
     finally:

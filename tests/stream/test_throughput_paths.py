@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from streamembed.jobs.backfill import Task, expand_inputs, plan, run_task
+from streamembed.model_io import model_to_bytes
 from streamembed.stream.codecs import decode_batch
 from streamembed.stream.packed import PACKED_DTYPE_KEY, packed_column
 from streamembed.stream.readers import FileChanged, iter_file, open_input, progressive, slabs
@@ -213,8 +214,7 @@ def test_backfill_plan_splits_parquet_into_row_group_ranges(tmp_path: Path) -> N
 
 def test_a_task_rerun_rewrites_its_part_and_its_row_range_exactly(tmp_path: Path) -> None:
     est = fitted_model()
-    est.save(tmp_path / "m.npz")
-    model_bytes = (tmp_path / "m.npz").read_bytes()
+    model_bytes = model_to_bytes(est.model_)
     A = dissimilarities(objects(1000))
     A[5, 0] = np.nan  # one row the core refuses
     ids = [f"x{i}" for i in range(1000)]
@@ -238,11 +238,10 @@ def test_a_task_rerun_rewrites_its_part_and_its_row_range_exactly(tmp_path: Path
 
 
 def test_an_unreadable_file_is_one_dead_letter_of_its_task(tmp_path: Path) -> None:
-    fitted_model().save(tmp_path / "m.npz")
     bad = tmp_path / "bad.arrows"
     bad.write_bytes(b"this is not arrow")
     out = tmp_path / "out"
-    r = run_task(Task(str(bad), bad.name), (tmp_path / "m.npz").read_bytes(), str(out))
+    r = run_task(Task(str(bad), bad.name), model_to_bytes(fitted_model().model_), str(out))
     assert r.unreadable and r.dead == 1 and r.output is None
     row = pq.read_table(r.dead_letters).to_pylist()[0]
     assert row["reason"] == "unreadable_file" and row["file"] == "bad.arrows"

@@ -72,5 +72,7 @@ class Dissimilarities:
         return self._sq_means
 
 
-def _as_dissimilarities(D: np.ndarray | Dissimilarities | None, X: np.ndarray | None, metric: str) -> Dissimilarities:
+def as_dissimilarities(D: np.ndarray | Dissimilarities | None, X: np.ndarray | None, metric: str) -> Dissimilarities:
+    """``D`` itself if it is a ``Dissimilarities`` already, else one over the matrix D (N, N) or the features X (N, p)
+    under ``metric`` (the selection strategies accept any of the three)."""
     return D if isinstance(D, Dissimilarities) else Dissimilarities(D, X, metric)

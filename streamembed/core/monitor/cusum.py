@@ -13,7 +13,7 @@ import statistics
 import numpy as np
 
 
-def _normal_quantile(p: float) -> float:
+def normal_quantile(p: float) -> float:
     """Φ⁻¹(p) of the standard normal: the standard library's (Wichura's AS 241, within 1e-15 of scipy's ndtri).
 
     The daemon checks its drift settings with it at start; importing
@@ -111,7 +111,7 @@ def _cgf_and_slope(y: np.ndarray, t: float) -> tuple[float, float]:
     return m + math.log(total / y.size), float(w @ y) / total
 
 
-def _adjustment_coefficient(y: np.ndarray, b_eff: float, scale: float, drift: float) -> float:
+def adjustment_coefficient(y: np.ndarray, b_eff: float, scale: float, drift: float) -> float:
     """θ* > 0 with ψ(θ) = −θ·drift + b_eff·K_y(θ·scale/√b_eff) = 0 (K_y the empirical CGF of y).
 
     The increments are scale·ξ − drift with ξ a standardised mean of b_eff
@@ -180,14 +180,15 @@ def clip_bounds(v: np.ndarray, q: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _chi2_lower(dof: float, confidence: float) -> float:
+def chi2_lower(dof: float, confidence: float) -> float:
     """The (1 − confidence) quantile of χ²_dof (scipy.special's inverse survival function: scipy.stats costs 0.5 s
     to import, in the middle of the stream)."""
     from scipy.special import chdtri
 
     return float(chdtri(dof, confidence))
 
-def _round_up(x: float) -> int:
+
+def round_up(x: float) -> int:
     """x rounded up to two significant digits (a setting a person would type)."""
     if x <= 100:
         return int(math.ceil(x))

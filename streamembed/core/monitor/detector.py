@@ -45,14 +45,14 @@ import numpy as np
 from .cusum import (
     OVERSHOOT,
     CalibrationError,
-    _adjustment_coefficient,
-    _chi2_lower,
-    _normal_quantile,
-    _round_up,
+    adjustment_coefficient,
+    chi2_lower,
     clip_bounds,
     cusum_alarms,
     cusum_path,
     integrated_autocorrelation_time,
+    normal_quantile,
+    round_up,
     siegmund_arl,
     siegmund_threshold,
 )
@@ -237,7 +237,7 @@ def check_detector_settings(
     if not min_shift > 0:
         raise CalibrationError(f"drift.min_shift must be positive, got {min_shift}", "drift.min_shift")
     need_groups = MIN_BASELINE_GROUPS * group_objects
-    z = _normal_quantile(confidence)
+    z = normal_quantile(confidence)
     need_shift = math.ceil((4.0 * z / min_shift) ** 2)
     need = max(need_groups, need_shift)
     if baseline_objects < need:
@@ -375,7 +375,7 @@ class CusumDetector:
         y = (w - mean) / sd
         skew = float(np.mean(y**3))
         kurt = float(np.mean(y**4))
-        z = _normal_quantile(self.confidence)
+        z = normal_quantile(self.confidence)
         if (4.0 * z / self.min_shift) ** 2 > N:  # even independent values leave less than k/2 after the mean's margin
             need = int(math.ceil((4.0 * z / self.min_shift) ** 2))
             raise CalibrationError(
@@ -386,7 +386,7 @@ class CusumDetector:
         phi = integrated_autocorrelation_time(y)
         n_eff = N / phi
         if n_eff < MIN_EFFECTIVE_OBJECTS:
-            need = _round_up(REMEDY_MULTIPLE * phi)
+            need = round_up(REMEDY_MULTIPLE * phi)
             raise CalibrationError(
                 f"the baseline's values are correlated over about {phi:,.0f} objects (their integrated "
                 f"autocorrelation time: objects arriving in runs or sorted by a key): its {N} objects hold only "
@@ -400,12 +400,12 @@ class CusumDetector:
         e = float(stdtrit(nu, self.confidence)) * math.sqrt(b / N)  # the mean's margin, in long-run group sd
         s = 1.0 + z * math.sqrt(max(kurt - 1.0, 0.0) / (4.0 * n_eff))
         if phi > 1.0:
-            s *= math.sqrt(nu / _chi2_lower(nu, self.confidence))
+            s *= math.sqrt(nu / chi2_lower(nu, self.confidence))
         k = max(0.5 * self.min_shift * math.sqrt(b_eff), 2.0 * e)
         ert_groups = ert_values / b
-        theta = _adjustment_coefficient(y, b_eff, s, k - e)
+        theta = adjustment_coefficient(y, b_eff, s, k - e)
         h = siegmund_threshold(ert_groups, theta, k - e, OVERSHOOT * s)
-        theta0 = _adjustment_coefficient(y, b_eff, 1.0, k)
+        theta0 = adjustment_coefficient(y, b_eff, 1.0, k)
         nominal = siegmund_arl(h, theta0, k) * b / self.values_per_object
         delay = (h + OVERSHOOT) / k * b / self.values_per_object  # shift 2k: increments of mean +k
         self.calibration = Calibration(
@@ -424,6 +424,10 @@ class CusumDetector:
         """S = 0 and no partial group (after an alarm was acted on, or a new baseline)."""
         self._S = 0.0
         self._carry = np.empty(0)
+
+    def restart(self) -> None:
+        """S = 0, the partial group kept (a refit that was not installed: the stream goes on, the baseline stays)."""
+        self._S = 0.0
 
     def increments(self, group_means: np.ndarray) -> np.ndarray:
         """x_j − k for group means (G,) of the clipped statistic (``group_means``)."""

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .cusum import CalibrationError, _round_up
+from .cusum import CalibrationError, round_up
 from .detector import Calibration, CusumDetector
 from .drift import DriftStatistics, RefitTrigger, TriggerDecision
 
@@ -32,7 +32,7 @@ def correlation_note(c: Calibration) -> str | None:
     from scipy.special import stdtrit
 
     t = float(stdtrit(max(c.effective_objects - 1.0, 1.0), c.confidence))
-    need = _round_up((4.0 * t / c.min_shift) ** 2 * c.variance_inflation)
+    need = round_up((4.0 * t / c.min_shift) ** 2 * c.variance_inflation)
     return (f"drift detector 'cusum': the baseline's values are correlated over about {c.variance_inflation:,.0f} "
             f"objects (objects arriving in runs?), so its {c.baseline_objects} objects hold {c.effective_objects:,.0f} "
             f"independent ones; the CUSUM is calibrated for them and tuned to rises of {c.effective_min_shift:.3g} "
@@ -110,7 +110,7 @@ class SequentialTrigger:
         the drift the alarm was about.
         """
         self._last_refit = now
-        self.detector._S = 0.0
+        self.detector.restart()
         if self.fallback is not None:
             self.fallback.cooldown(now)
 

@@ -41,8 +41,8 @@ from ..errors import InputError
 from ..inputs.dissimilarities import CHUNK, Dissimilarities
 from ..runtime import single_blas_thread
 from .strategies import (
-    _check_count,
     captured_variance,
+    check_count,
     kmeanspp_select,
     kmedoids_select,
     maxmin_select,
@@ -127,7 +127,7 @@ def select_landmarks(
         raise InputError(f"landmark selection must be one of {LANDMARK_SELECTIONS}, got {strategy!r}")
     dis = Dissimilarities(D, X, metric)
     N = dis.N
-    _check_count(n_select, N)
+    check_count(n_select, N)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     req = np.unique(np.asarray(required if required is not None else [], dtype=np.int64))
     if req.size > n_select or (req.size and (req.min() < 0 or req.max() >= N)):

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..inputs.dissimilarities import CHUNK, Dissimilarities, _as_dissimilarities
+from ..inputs.dissimilarities import CHUNK, Dissimilarities, as_dissimilarities
 
 __all__ = ["maxmin_select", "random_select", "kmeanspp_select", "kmedoids_select", "rpcholesky_select",
            "captured_variance", "residual_pivoted_select", "least_supported"]
@@ -23,7 +23,8 @@ __all__ = ["maxmin_select", "random_select", "kmeanspp_select", "kmedoids_select
 CELL_SAMPLE = 2000
 
 
-def _check_count(n_select: int, N: int) -> None:
+def check_count(n_select: int, N: int) -> None:
+    """Refuse (``InputError``) a selection of ``n_select`` objects out of ``N`` unless 1 <= n_select <= N."""
     if not 1 <= n_select <= N:
         raise InputError(f"n_select must be between 1 and {N}, got {n_select}")
 
@@ -48,9 +49,9 @@ def maxmin_select(
         first: the first pick when ``required`` is empty.
         required: indices that must be kept (e.g. old landmarks); picked first.
     """
-    dis = _as_dissimilarities(D, X, metric)
+    dis = as_dissimilarities(D, X, metric)
     N = dis.N
-    _check_count(n_select, N)
+    check_count(n_select, N)
     picks = [int(i) for i in (required if required is not None else [])][:n_select]
     if not picks:
         picks = [int(first)]
@@ -68,7 +69,7 @@ def maxmin_select(
 
 def random_select(n_select: int, N: int, rng: np.random.Generator) -> np.ndarray:
     """``n_select`` of N indices uniformly without replacement (sorted)."""
-    _check_count(n_select, N)
+    check_count(n_select, N)
     return np.sort(rng.choice(N, size=n_select, replace=False)).astype(np.int64)
 
 
@@ -80,9 +81,9 @@ def kmeanspp_select(n_select: int, D: np.ndarray | Dissimilarities | None, rng: 
     probability ∝ min_{picks} δ²(i, pick). Stops early, with fewer picks,
     when every remaining object duplicates a pick (all its δ to the picks are 0).
     """
-    dis = _as_dissimilarities(D, X, metric)
+    dis = as_dissimilarities(D, X, metric)
     N = dis.N
-    _check_count(n_select, N)
+    check_count(n_select, N)
     picks = [int(rng.integers(N)) if first is None else int(first)]
     d2 = np.square(dis.rows(picks)[0])
     d2[picks[0]] = 0.0
@@ -135,7 +136,7 @@ def rpcholesky_select(n_select: int, dis: Dissimilarities, rng: np.random.Genera
     dimension give), the remaining picks follow k-means++ sampling.
     """
     N = dis.N
-    _check_count(n_select, N)
+    check_count(n_select, N)
     m = dis.squared_row_means()
     g = float(m.mean())
     diag = np.maximum(m - 0.5 * g, 0.0)
@@ -255,7 +256,7 @@ def residual_pivoted_select(
     R = np.asarray(R, dtype=np.float64)
     D = np.asarray(D, dtype=np.float64)
     N = R.shape[0]
-    _check_count(n_select, N)
+    check_count(n_select, N)
     if R.shape != (N, N) or D.shape != (N, N) or not 0 <= n_old <= N:
         raise InputError(f"residual_pivoted_select needs R and D of shape (N, N) and 0 ≤ n_old ≤ N, got "
                          f"{R.shape}, {D.shape}, n_old={n_old}")

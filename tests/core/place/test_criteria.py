@@ -386,7 +386,9 @@ def test_escapes_are_reported_and_batch_independent() -> None:
     for method in ("stress", "l1"):
         res = est.embed(a, method=method)
         alone = np.vstack([est.embed(a[i : i + 1], method=method).y for i in range(3)])
-        np.testing.assert_array_equal(res.y, alone)
+        # as if alone up to round-off: the numpy fallback's projection start (a BLAS product) rounds differently
+        # for a batch than for one row; the C kernel does not, and then the rows agree exactly
+        np.testing.assert_allclose(res.y, alone, rtol=0, atol=1e-12 * np.abs(alone).max())
         assert bool(res.flags[0] & FLAG_ESCAPED) == (method == "l1") and not res.flags[1] & FLAG_ESCAPED
         assert not (res.flags & FLAG_NOT_CONVERGED).any()
     sol = solve_stress(est.transform(a), est.embedding_, a, starts=False)

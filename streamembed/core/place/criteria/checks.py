@@ -40,6 +40,8 @@ import itertools
 
 import numpy as np
 
+from .newton import differences
+
 NOT_MINIMUM, WEAK, STRICT, GLOBAL = 0, 1, 2, 3
 STATUS_NAMES = ("not_minimum", "weak", "strict", "global")
 
@@ -56,10 +58,6 @@ MULT_TOL = 1e-7
 ZERO_RTOL = 1e-12
 #: Vertices with more active residuals than this are not certified (status WEAK).
 MAX_ACTIVE = 10
-
-
-def _diff(Y: np.ndarray, X: np.ndarray) -> np.ndarray:
-    return Y[:, None, :] - X[None, :, :]
 
 
 def stress_check(Y: np.ndarray, X: np.ndarray, delta: np.ndarray, length: float) -> tuple[np.ndarray, np.ndarray]:
@@ -81,7 +79,7 @@ def stress_check(Y: np.ndarray, X: np.ndarray, delta: np.ndarray, length: float)
         wsum, wx, wdelta = wt.sum(axis=1), wt @ X, wt * delta
     else:
         wt, wsum, wx, wdelta = None, np.full(m, float(n)), X.sum(axis=0), delta
-    D = _diff(Y, X)
+    D = differences(Y, X)
     r = np.sqrt(np.einsum("mnd,mnd->mn", D, D))
     on_landmark = r <= 1e-12 * length
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -128,7 +126,7 @@ def l1_check(Y: np.ndarray, X: np.ndarray, delta2: np.ndarray, length: float) ->
     """
     m, d = Y.shape
     n = X.shape[0]
-    D = _diff(Y, X)
+    D = differences(Y, X)
     sq = np.einsum("mnd,mnd->mn", D, D)
     e = sq - delta2
     active = np.abs(e) <= ACTIVE_RTOL * (delta2 + sq) + 1e-300

@@ -11,7 +11,16 @@ from __future__ import annotations
 import numpy as np
 
 from ... import runtime
-from .newton import NEWTON_ITER, _chunks, _damped_newton, _diff, _length, _sq, _wouter, _wsum
+from .newton import (
+    NEWTON_ITER,
+    damped_newton,
+    differences,
+    map_length,
+    row_chunks,
+    squared_lengths,
+    weighted_outer,
+    weighted_sum,
+)
 
 #: Final smoothing of the L1 surrogate, relative to the row's squared-distance scale.
 L1_EPS_FINAL = 1e-12
@@ -42,17 +51,17 @@ SNAP_ITER = 3
 def l1_objective(Y: np.ndarray, X: np.ndarray, delta2: np.ndarray) -> np.ndarray:
     """ℓ(y) per object: Y (m, d), X (n, d), delta2 (m, n) squared dissimilarities -> (m,)."""
     out = np.empty(Y.shape[0])
-    for s in _chunks(Y.shape[0], X.shape):
-        out[s] = np.abs(delta2[s] - _sq(_diff(Y[s], X))).sum(axis=1)
+    for s in row_chunks(Y.shape[0], X.shape):
+        out[s] = np.abs(delta2[s] - squared_lengths(differences(Y[s], X))).sum(axis=1)
     return out
 
 
-def _l1_chunk(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray, local: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def l1_chunk(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray, local: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Continuation from Y0 (k, d): smoothing from the median residual (or ``L1_EPS_LOCAL`` when ``local``) down."""
     eye = np.eye(X.shape[1])
-    length = _length(X)
+    length = map_length(X)
     scale = np.maximum(np.abs(delta2).mean(axis=1) + np.square(X).sum(axis=1).mean(), 1e-300)
-    e0 = np.abs(_sq(_diff(Y0, X)) - delta2)
+    e0 = np.abs(squared_lengths(differences(Y0, X)) - delta2)
     eps_final = L1_EPS_FINAL * scale
     eps = L1_EPS_LOCAL * scale if local else np.maximum(np.median(e0, axis=1), 1e-3 * scale)
     Y = Y0.copy()
@@ -64,30 +73,30 @@ def _l1_chunk(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray, local: bool = F
         d2, e2 = delta2[todo], np.square(eps[todo])
 
         def fun(Yr: np.ndarray, rows: np.ndarray, d2: np.ndarray = d2, e2: np.ndarray = e2) -> np.ndarray:
-            e = _sq(_diff(Yr, X)) - d2[rows]
+            e = squared_lengths(differences(Yr, X)) - d2[rows]
             return np.sqrt(np.square(e) + e2[rows, None]).sum(axis=1)
 
         def derivs(Yr: np.ndarray, rows: np.ndarray, d2: np.ndarray = d2,
                    e2: np.ndarray = e2) -> tuple[np.ndarray, np.ndarray]:
-            D = _diff(Yr, X)
-            e = _sq(D) - d2[rows]
+            D = differences(Yr, X)
+            e = squared_lengths(D) - d2[rows]
             rho = np.sqrt(np.square(e) + e2[rows, None])
-            g = 2.0 * _wsum(e / rho, D)
-            H = _wouter(4.0 * e2[rows, None] / rho**3, D) + (2.0 * (e / rho).sum(axis=1))[:, None, None] * eye
+            g = 2.0 * weighted_sum(e / rho, D)
+            H = weighted_outer(4.0 * e2[rows, None] / rho**3, D) + (2.0 * (e / rho).sum(axis=1))[:, None, None] * eye
             return g, H
 
-        Y[todo], conv[todo] = _damped_newton(Y[todo], fun, derivs, NEWTON_ITER, length)
+        Y[todo], conv[todo] = damped_newton(Y[todo], fun, derivs, NEWTON_ITER, length)
         todo = todo[eps[todo] > eps_final[todo]]
         eps[todo] = np.maximum(eps[todo] * L1_EPS_FACTOR, eps_final[todo])
     conv[todo] = False  # out of stages or of time before the last smoothing level
     return Y, conv
 
 
-def _l1_snap(Y: np.ndarray, X: np.ndarray, delta2: np.ndarray) -> np.ndarray:
+def l1_snap(Y: np.ndarray, X: np.ndarray, delta2: np.ndarray) -> np.ndarray:
     """Snap near-exact L1 placements (m, d) onto their vertex or piece centre; keep a snap only if ℓ does not rise."""
     m, d = Y.shape
-    D = _diff(Y, X)
-    sq = _sq(D)
+    D = differences(Y, X)
+    sq = squared_lengths(D)
     e = sq - delta2
     near = np.abs(e) <= SNAP_RTOL * (delta2 + sq) + 1e-300
     a = near.sum(axis=1)

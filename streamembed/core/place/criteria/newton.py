@@ -30,42 +30,43 @@ STEP_RTOL = 1e-12
 MAX_HALVINGS = 30
 
 
-def _diff(Y: np.ndarray, X: np.ndarray) -> np.ndarray:
+def differences(Y: np.ndarray, X: np.ndarray) -> np.ndarray:
     """(m, n, d) differences y - x_i (exact, no ‖y‖² - 2y·x + ‖x‖² cancellation)."""
     return Y[:, None, :] - X[None, :, :]
 
 
-def _sq(D: np.ndarray) -> np.ndarray:
+def squared_lengths(D: np.ndarray) -> np.ndarray:
     """(m, n) squared lengths of the (m, n, d) differences."""
     return np.einsum("mnd,mnd->mn", D, D)
 
 
-def _wsum(w: np.ndarray, D: np.ndarray) -> np.ndarray:
+def weighted_sum(w: np.ndarray, D: np.ndarray) -> np.ndarray:
     """Σ_i w_i (y - x_i) per object: (m, d) from weights (m, n) and differences (m, n, d)."""
     return np.matmul(w[:, None, :], D)[:, 0, :]
 
 
-def _wouter(w: np.ndarray, D: np.ndarray) -> np.ndarray:
+def weighted_outer(w: np.ndarray, D: np.ndarray) -> np.ndarray:
     """Σ_i w_i (y - x_i)(y - x_i)ᵀ per object: (m, d, d)."""
     return np.matmul((w[:, :, None] * D).transpose(0, 2, 1), D)
 
 
-def _split(data: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+def split_weights(data: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """(δ (m, n), weights (m, n) or None) of stress data: (m, n) unweighted, (m, n, 2) with weights."""
     return (data[..., 0], data[..., 1]) if data.ndim == 3 else (data, None)
 
 
-def _chunks(m: int, xshape: tuple[int, int]) -> list[slice]:
+def row_chunks(m: int, xshape: tuple[int, int]) -> list[slice]:
+    """Slices of ``m`` rows whose (rows, n, d) work arrays, X of shape ``xshape`` = (n, d), hold ``CHUNK_ELEMENTS``."""
     rows = max(1, CHUNK_ELEMENTS // max(1, xshape[0] * xshape[1]))
     return [slice(i, min(i + rows, m)) for i in range(0, m, rows)]
 
 
-def _length(X: np.ndarray) -> float:
+def map_length(X: np.ndarray) -> float:
     """RMS radius of the landmark map: the length scale of convergence tests."""
     return max(float(np.sqrt(np.square(X - X.mean(axis=0)).sum(axis=1).mean())), 1e-300)
 
 
-def _damped_newton(
+def damped_newton(
     Y: np.ndarray,
     fun: Callable[[np.ndarray, np.ndarray], np.ndarray],
     derivs: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],

@@ -74,10 +74,10 @@ import numpy as np
 
 from ... import runtime
 from .checks import GLOBAL, NOT_MINIMUM, WEAK, l1_check, stress_check
-from .l1 import _l1_chunk, _l1_snap, l1_objective
+from .l1 import l1_chunk, l1_objective, l1_snap
 from .line import l1_line, stress_line
-from .newton import CHUNK_ELEMENTS, _chunks, _length
-from .stress import _stress_chunk, ring_starts, stress_objective
+from .newton import CHUNK_ELEMENTS, map_length, row_chunks
+from .stress import ring_starts, stress_chunk, stress_objective
 
 #: Rounds of further starts: the ring (every row), then the dense ring (rows still ``possibly_nonglobal``).
 ROUNDS = 2
@@ -143,7 +143,7 @@ class CriterionSolution:
 
 def _by_chunks(fn: Callable[..., Any], Y: np.ndarray, X: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, ...]:
     """Apply ``fn(Y_rows, X, data_rows) -> tuple of row arrays`` over cache-sized row chunks."""
-    parts = [fn(Y[s], X, data[s]) for s in _chunks(Y.shape[0], X.shape)]
+    parts = [fn(Y[s], X, data[s]) for s in row_chunks(Y.shape[0], X.shape)]
     if not parts:
         probe = fn(Y[:0], X, data[:0])
         return tuple(probe)
@@ -163,7 +163,7 @@ def _solve(descend: Callable[..., Any], objective: Callable[..., Any], check: Ca
     Y0 = np.asarray(Y0, dtype=np.float64)
     data = np.asarray(data, dtype=np.float64)
     m = Y0.shape[0]
-    length = _length(X)
+    length = map_length(X)
     start = objective(Y0, X, data)
 
     def descend_guarded(S: np.ndarray, f_start: np.ndarray, rows: np.ndarray, local: bool) -> tuple[np.ndarray, ...]:
@@ -291,7 +291,7 @@ def solve_stress(Y0: np.ndarray, X: np.ndarray, delta: np.ndarray, weights: np.n
         return _on_a_line(stress_line, stress_objective, Y0, X, data)
     X = np.asarray(X, dtype=np.float64)
     further = (lambda rows, dense: ring_starts(X, delta[rows], dense, rows)) if starts else None
-    return _solve(lambda Y, X_, dl, local: _stress_chunk(Y, X_, dl)[0], stress_objective, stress_check, Y0, X, data,
+    return _solve(lambda Y, X_, dl, local: stress_chunk(Y, X_, dl)[0], stress_objective, stress_check, Y0, X, data,
                   further)
 
 
@@ -314,7 +314,7 @@ def solve_sammon(Y0: np.ndarray, X: np.ndarray, delta: np.ndarray) -> CriterionS
         Z = zero[pinned]
         y = (Z @ X) / Z.sum(axis=1, keepdims=True)
         spread = np.sqrt((Z[:, :, None] * np.square(X[None] - y[:, None])).sum(axis=2).max(axis=1))
-        single = spread <= 1e-12 * _length(X)
+        single = spread <= 1e-12 * map_length(X)
         sol.y[pinned] = y
         sol.objective[pinned] = stress_objective(y, X, np.stack([delta[pinned], w[pinned]], axis=-1))
         sol.converged[pinned] = single
@@ -334,7 +334,7 @@ def solve_l1(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray) -> CriterionSolu
         return _on_a_line(l1_line, l1_objective, Y0, X, delta2)
 
     def descend(Y: np.ndarray, X_: np.ndarray, d2: np.ndarray, local: bool) -> np.ndarray:
-        return _l1_snap(_l1_chunk(Y, X_, d2, local)[0], X_, d2)
+        return l1_snap(l1_chunk(Y, X_, d2, local)[0], X_, d2)
 
     return _solve(descend, l1_objective, l1_check, Y0, X, delta2)
 

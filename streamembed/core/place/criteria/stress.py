@@ -10,7 +10,17 @@ from __future__ import annotations
 import numpy as np
 
 from ... import runtime
-from .newton import NEWTON_ITER, _chunks, _damped_newton, _diff, _length, _split, _sq, _wouter, _wsum
+from .newton import (
+    NEWTON_ITER,
+    damped_newton,
+    differences,
+    map_length,
+    row_chunks,
+    split_weights,
+    squared_lengths,
+    weighted_outer,
+    weighted_sum,
+)
 
 #: Majorisation sweeps before the Newton polish (stress).
 MAJORIZATION_ITER = 60
@@ -22,10 +32,10 @@ def stress_objective(Y: np.ndarray, X: np.ndarray, delta: np.ndarray) -> np.ndar
     ``delta`` (m, n, 2) holds (δ_i, w_i) pairs instead: the weighted σ_w(y) = Σ_i w_i (‖y - x_i‖ - δ_i)²
     (Sammon's criterion for w_i = 1/δ_i, ``solve_stress``).
     """
-    delta, w = _split(delta)
+    delta, w = split_weights(delta)
     out = np.empty(Y.shape[0])
-    for s in _chunks(Y.shape[0], X.shape):
-        r = np.sqrt(_sq(_diff(Y[s], X)))
+    for s in row_chunks(Y.shape[0], X.shape):
+        r = np.sqrt(squared_lengths(differences(Y[s], X)))
         sq = np.square(r - delta[s])
         out[s] = (sq if w is None else sq * w[s]).sum(axis=1)
     return out
@@ -57,7 +67,7 @@ def ring_starts(X: np.ndarray, delta: np.ndarray, dense: bool = False,
     centre = X.mean(axis=0)
     Xc = X - centre
     rho2 = np.square(delta).mean(axis=1) - np.square(Xc).sum(axis=1).mean()
-    rho = np.maximum(np.sqrt(np.maximum(rho2, 0.0)), RING_MIN_RADIUS * _length(X))
+    rho = np.maximum(np.sqrt(np.maximum(rho2, 0.0)), RING_MIN_RADIUS * map_length(X))
     if not dense:
         _, _, Vt = np.linalg.svd(Xc, full_matrices=False)  # rows: principal axes
         U, radii = np.concatenate([Vt, -Vt]), np.ones(1)
@@ -72,15 +82,20 @@ def ring_starts(X: np.ndarray, delta: np.ndarray, dense: bool = False,
     return np.repeat(owners, radii.size * U.shape[0]), S.reshape(-1, d)
 
 
-def _stress_chunk(Y0: np.ndarray, X: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    delta, wt = _split(data)
+def stress_chunk(Y0: np.ndarray, X: np.ndarray, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Descend the (weighted) stress from Y0 (k, d): Guttman transforms (SMACOF), then damped Newton to polish.
+
+    ``data``: (k, n) dissimilarities, or (k, n, 2) (δ_i, w_i) pairs (``split_weights``); X: (n, d) landmarks.
+    Returns (Y (k, d), converged (k,) bool). Rows independent; one chunk of ``row_chunks``.
+    """
+    delta, wt = split_weights(data)
     n = X.shape[0]
     xbar = X.mean(axis=0)
     if wt is not None:
         wsum = wt.sum(axis=1)  # Σ w_i, (k,)
         wx = wt @ X  # Σ w_i x_i, (k, d)
         wdelta = wt * delta
-    settle = 1e-4 * _length(X)
+    settle = 1e-4 * map_length(X)
     Y = Y0.copy()
     active = np.arange(Y.shape[0])
     for _ in range(MAJORIZATION_ITER):  # Guttman transforms until the steps are small
@@ -88,15 +103,15 @@ def _stress_chunk(Y0: np.ndarray, X: np.ndarray, data: np.ndarray) -> tuple[np.n
             break
         if active.size == 0:
             break
-        D = _diff(Y[active], X)
-        r = np.sqrt(_sq(D))
+        D = differences(Y[active], X)
+        r = np.sqrt(squared_lengths(D))
         with np.errstate(divide="ignore", invalid="ignore"):
             if wt is None:
                 w = np.where(r > 0, delta[active] / r, 0.0)
-                new = xbar + _wsum(w, D) / n
+                new = xbar + weighted_sum(w, D) / n
             else:  # weighted Guttman transform: (Σ w_i x_i + Σ w_i δ_i (y - x_i)/r_i) / Σ w_i
                 w = np.where(r > 0, wdelta[active] / r, 0.0)
-                new = (wx[active] + _wsum(w, D)) / wsum[active, None]
+                new = (wx[active] + weighted_sum(w, D)) / wsum[active, None]
         moved = np.sqrt(np.square(new - Y[active]).sum(axis=1))
         Y[active] = new
         active = active[moved > settle]
@@ -105,21 +120,21 @@ def _stress_chunk(Y0: np.ndarray, X: np.ndarray, data: np.ndarray) -> tuple[np.n
     eye = np.eye(X.shape[1])
 
     def fun(Yr: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        sq = np.square(np.sqrt(_sq(_diff(Yr, X))) - delta[rows])
+        sq = np.square(np.sqrt(squared_lengths(differences(Yr, X))) - delta[rows])
         return (sq if wt is None else sq * wt[rows]).sum(axis=1)
 
     def derivs(Yr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        D = _diff(Yr, X)
-        r = np.sqrt(_sq(D))
+        D = differences(Yr, X)
+        r = np.sqrt(squared_lengths(D))
         with np.errstate(divide="ignore", invalid="ignore"):
             w = np.where(r > 0, (delta[rows] if wt is None else wdelta[rows]) / r, 0.0)
             w3 = np.where(r > 0, w / np.square(r), 0.0)
         if wt is None:
-            g = 2.0 * (n * Yr - sumX - _wsum(w, D))
-            H = 2.0 * ((n - w.sum(axis=1))[:, None, None] * eye + _wouter(w3, D))
+            g = 2.0 * (n * Yr - sumX - weighted_sum(w, D))
+            H = 2.0 * ((n - w.sum(axis=1))[:, None, None] * eye + weighted_outer(w3, D))
         else:
-            g = 2.0 * (wsum[rows, None] * Yr - wx[rows] - _wsum(w, D))
-            H = 2.0 * ((wsum[rows] - w.sum(axis=1))[:, None, None] * eye + _wouter(w3, D))
+            g = 2.0 * (wsum[rows, None] * Yr - wx[rows] - weighted_sum(w, D))
+            H = 2.0 * ((wsum[rows] - w.sum(axis=1))[:, None, None] * eye + weighted_outer(w3, D))
         return g, H
 
-    return _damped_newton(Y, fun, derivs, NEWTON_ITER, _length(X))
+    return damped_newton(Y, fun, derivs, NEWTON_ITER, map_length(X))
