@@ -155,7 +155,7 @@ def test_the_check_sees_each_form(tmp_path: Path) -> None:
     mods = _modules()
     src = tmp_path / "zz_probe.py"
     src.write_text("from streamembed.model_io import _checksum\n"
-                   "from ..core.criteria_newton import _damped_newton as newton\n"
+                   "from ..core.place.criteria.newton import _damped_newton as newton\n"
                    "from streamembed import model_io\n"
                    "model_io._checksum\n"
                    "from streamembed.plots._figure import RECORD_META_KEYS\n"
