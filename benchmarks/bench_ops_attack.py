@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.daemon.slow_clients import ProbeStats, SlowClients, probe
+from tests.ops.slow_clients import ProbeStats, SlowClients, probe
 
 ROOT = Path(__file__).resolve().parents[1]
 
