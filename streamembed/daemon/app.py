@@ -264,11 +264,14 @@ def _metrics(cfg: Config) -> Metrics:
 
 def _start_server(cfg: Config, metrics: Metrics, health: HealthState) -> OpsServer:
     from streamembed.ops.endpoints import OpsServer
-    from streamembed.ops.map_page import MapPage
 
+    page = None
+    if cfg.metrics.map_points:  # metrics.map_points = 0: no /map, and nothing of it loaded
+        from streamembed.ops.map_page import MapPage
+
+        page = MapPage.load()
     try:
-        server = OpsServer(metrics.registry, health, cfg.metrics.host, cfg.metrics.port,
-                           map_page=MapPage.load() if cfg.metrics.map_points else None,
+        server = OpsServer(metrics.registry, health, cfg.metrics.host, cfg.metrics.port, map_page=page,
                            max_connections=cfg.metrics.max_connections,
                            max_per_client=cfg.metrics.max_connections_per_client,
                            request_timeout=cfg.metrics.request_timeout_seconds).start()
