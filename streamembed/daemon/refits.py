@@ -37,7 +37,7 @@ from collections.abc import Callable
 import numpy as np
 
 from streamembed.core.errors import InputError
-from streamembed.core.refit import candidate_dissimilarities
+from streamembed.core.refit.refit import candidate_dissimilarities
 from streamembed.fsafe import make_dirs
 from streamembed.model_io import load_model, save_model
 from streamembed.ops.history import append_record
@@ -180,7 +180,7 @@ class RefitManager:
         est = self.registry.current
         if est.input_kind == "similarity":
             self._record({"trigger": trigger, "reason": reason, "status": "skipped",
-                          "detail": "refits of similarity-input models are not supported (core.refit)"})
+                          "detail": "refits of similarity-input models are not supported (core.refit.refit)"})
             log.warning("refit requested but the model takes similarities; refit it offline")
             self._cool_down()
             return
