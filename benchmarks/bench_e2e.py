@@ -229,8 +229,8 @@ def _daemon_directory(quick: bool) -> dict:
     from streamembed.daemon import app
     from streamembed.daemon.assembly import KafkaIO
     from streamembed.config import load_config
-    from streamembed.daemon.health import HealthState
-    from streamembed.daemon.metrics import Metrics
+    from streamembed.ops.health import HealthState
+    from streamembed.ops.metrics import Metrics
 
     files = file_rows(quick)
     rates = []
@@ -362,7 +362,7 @@ def daemon_consume(bootstrap: str, topic: str, out_topic: str, group: str, est: 
     """
     from streamembed.daemon.model_setup import build_drift
     from streamembed.config import load_config
-    from streamembed.daemon.metrics import Metrics
+    from streamembed.ops.metrics import Metrics
     from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
     from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
     from streamembed.kafka.source import KafkaSource

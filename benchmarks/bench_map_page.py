@@ -124,7 +124,7 @@ def hook_cost(points: int, batch_rows: int) -> dict[str, float]:
     """Median seconds of ``MapView.observe`` and of ``BatchEmbedder.process`` on one generator batch."""
     from streamembed.daemon.assembly import build_source
     from streamembed.daemon.model_setup import load_or_fit_model
-    from streamembed.daemon.mapview import MapView
+    from streamembed.ops.map_view import MapView
     from streamembed.config.schema import Config
     from streamembed.stream.embedder import BatchEmbedder
     from streamembed.stream.registry import ModelRegistry

@@ -3,7 +3,7 @@
     python -m benchmarks.bench_ops_attack [--seconds 30] [--dribblers 64] [--loris 300] [--source 127.0.0.1]
 
 Starts ``streamembed run`` (the built-in generator at 5,000 objects/s, text
-logs), opens the slow sockets (``tests/daemon/slow_clients.py``: a request
+logs), opens the slow sockets (``tests/ops/slow_clients.py``: a request
 line then a header byte every 2 s; a partial head then a header line every
 3 s; each reopened as soon as the server closes it), and probes ``/healthz``
 10 times a second on fresh connections, from ``--source`` (127.0.0.1: the
@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.daemon.slow_clients import ProbeStats, SlowClients, probe
+from tests.ops.slow_clients import ProbeStats, SlowClients, probe
 
 ROOT = Path(__file__).resolve().parents[1]
 

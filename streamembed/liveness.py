@@ -1,6 +1,6 @@
 """Waits on an outside system in progress (the Kafka brokers), so the probes can tell "waiting" from "wedged".
 
-The loop beats once per iteration (``daemon.health.HealthState.beat``); a
+The loop beats once per iteration (``ops.health.HealthState.beat``); a
 loop that has not beaten for ``metrics.wedged_after_seconds`` is reported
 wedged (``/healthz`` 503, and Kubernetes restarts the pod). But a loop
 blocked because the brokers are away is not wedged: it is retrying, and a

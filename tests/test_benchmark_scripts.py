@@ -29,6 +29,7 @@ SCRIPTS = {
     "bench_consistency.py": (["--quick"], "Total false alarms: 0"),
     "alarm_calibration.py": (["--quick", "--ert", "1e4", "--runs", "256", "--streams", "digits,digits runs 256"],
                              "measured / stated"),
+    "bench_daemon_startup.py": (["--repeat", "1"], "| off |"),
     "bench_output_bytes.py": (["--objects", "3000", "--landmarks", "40", "--dims", "3", "--repeat", "1"],
                               "| 2 |"),
     "bench_file_ceiling.py": (["--objects", "3000", "--landmarks", "40", "--dims", "3", "--repeat", "1",

@@ -25,7 +25,7 @@ OUTSIDE = ("../" "shared", "MATH" ".md", "PERF" ".md")
 
 def _sections() -> dict[str, str]:
     from streamembed.config import reference_markdown
-    from streamembed.daemon.metrics import reference_table
+    from streamembed.ops.metrics import reference_table
 
     return {"config-reference": reference_markdown(), "metrics-reference": reference_table()}
 

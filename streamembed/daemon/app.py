@@ -15,7 +15,7 @@ import os
 import signal
 import threading
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from streamembed.atomic import atomic_write_bytes
 from streamembed.core.model import LandmarkModel
@@ -27,10 +27,8 @@ from streamembed.daemon.model_setup import (ModelSync, build_drift, build_regist
 from streamembed.config import ConfigError, check_memory
 from streamembed.daemon.errors import (EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, EnvironmentUnavailable,
                                        StartupError, is_environment_error)
-from streamembed.daemon.health import HealthState, OpsServer
-from streamembed.daemon.logs import setup_logging
-from streamembed.daemon.mapview import MapPage, MapView
-from streamembed.daemon.metrics import Metrics
+from streamembed.ops.health import HealthState
+from streamembed.ops.logs import setup_logging
 from streamembed.daemon.refits import RefitManager
 from streamembed.daemon.state import (PidLock, archive_run, check_lineage, clean_refit_dirs, describe_model,
                                       model_record, writer_tag)
@@ -40,6 +38,10 @@ from streamembed.stream.consistency import ConsistencyMonitor
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.loop import EmbeddingLoop, RollPolicy
 from streamembed.stream.read_ahead import ReadAhead
+
+if TYPE_CHECKING:  # the ops server and the Prometheus metrics are imported only when enabled (docs/throughput.md)
+    from streamembed.ops.endpoints import OpsServer
+    from streamembed.ops.metrics import Metrics
 
 __all__ = ["run_daemon", "StartupError", "EnvironmentUnavailable"]
 
@@ -90,7 +92,7 @@ def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Met
 
 def _run(cfg: Config, stop: threading.Event | None, metrics: Metrics | None) -> int:
     stop = stop or threading.Event()
-    metrics = metrics or Metrics()
+    metrics = metrics or _metrics(cfg)
     health = HealthState(cfg.metrics.wedged_after_seconds)
     server: OpsServer | None = None
     kafka_io = KafkaIO()
@@ -111,6 +113,8 @@ def _run(cfg: Config, stop: threading.Event | None, metrics: Metrics | None) -> 
             return _close(closers, server, EXIT_UNAVAILABLE)
         _describe_model(metrics, model, cfg)
         if server is not None and cfg.metrics.map_points:
+            from streamembed.ops.map_view import MapView
+
             view = MapView(loop.embedder.registry, monitor=loop.embedder.monitor, history_path=cfg.history_path,
                            points=cfg.metrics.map_points)
             loop.on_batch = view.observe  # one cheap call per batch: keeps the newest rows
@@ -247,10 +251,27 @@ def _chain(calls: list[Any]) -> Any:
     return run_all
 
 
+def _metrics(cfg: Config) -> Metrics:
+    """The Prometheus metrics when the ops server serves them, else no-ops of the same names (no import of either)."""
+    if cfg.metrics.enabled:
+        from streamembed.ops.metrics import Metrics
+
+        return Metrics()
+    from streamembed.ops.no_metrics import NoMetrics
+
+    return cast("Metrics", NoMetrics())  # the same attribute names (tests/ops/test_no_metrics.py), each a no-op
+
+
 def _start_server(cfg: Config, metrics: Metrics, health: HealthState) -> OpsServer:
+    from streamembed.ops.endpoints import OpsServer
+
+    page = None
+    if cfg.metrics.map_points:  # metrics.map_points = 0: no /map, and nothing of it loaded
+        from streamembed.ops.map_page import MapPage
+
+        page = MapPage.load()
     try:
-        server = OpsServer(metrics.registry, health, cfg.metrics.host, cfg.metrics.port,
-                           map_page=MapPage.load() if cfg.metrics.map_points else None,
+        server = OpsServer(metrics.registry, health, cfg.metrics.host, cfg.metrics.port, map_page=page,
                            max_connections=cfg.metrics.max_connections,
                            max_per_client=cfg.metrics.max_connections_per_client,
                            request_timeout=cfg.metrics.request_timeout_seconds).start()

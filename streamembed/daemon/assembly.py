@@ -19,14 +19,13 @@ import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 import numpy as np
 
 from streamembed.core.model import LandmarkModel
 from streamembed.daemon.errors import EnvironmentUnavailable, StartupError
-from streamembed.daemon.metrics import Metrics
 from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
 from streamembed.kafka.limits import topic_limit
 from streamembed.kafka.model_topic import ModelTopic
@@ -37,6 +36,9 @@ from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
 from streamembed.stream.registry import ModelRegistry
 from streamembed.stream.sinks import DeadLetterSink, FanoutSink, ParquetSink, PerLabelSink, dead_letter_path
 from streamembed.stream.sources import DirectorySource
+
+if TYPE_CHECKING:
+    from streamembed.ops.metrics import Metrics
 
 __all__ = ["build_source", "check_input_directory", "build_file_sinks", "KafkaIO", "build_kafka_source", "build_io",
            "open_model_topic", "dead_letter_topic", "message_limit"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 
@@ -19,7 +19,6 @@ from streamembed.core.monitor.detector import CalibrationError
 from streamembed.core.errors import ModelFileError
 from streamembed.core.model import LandmarkModel
 from streamembed.daemon.errors import EnvironmentUnavailable, StartupError
-from streamembed.daemon.metrics import Metrics
 from streamembed.daemon.refits import RefitManager, newest_models
 from streamembed.daemon.state import descendants
 from streamembed.fsafe import make_dirs
@@ -29,6 +28,9 @@ from streamembed.config.schema import Config
 from streamembed.stream.generator import GaussianMixtureStream
 from streamembed.stream.registry import ModelRegistry, StaleModelError
 from streamembed.stream.monitor import DriftMonitor, build_trigger
+
+if TYPE_CHECKING:
+    from streamembed.ops.metrics import Metrics
 
 __all__ = ["load_or_fit_model", "build_registry", "build_drift", "ModelSync", "startup_model", "model_source",
            "own_lineage", "save_generator_model", "DEFAULT_MODEL_NAME"]

@@ -36,10 +36,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from streamembed.fsafe import make_dirs, open_append
 from streamembed.core.errors import InputError
 from streamembed.core.refit.refit import candidate_dissimilarities
+from streamembed.fsafe import make_dirs
 from streamembed.model_io import load_model, save_model
+from streamembed.ops.history import append_record
 from streamembed.config.schema import RefitConfig
 from streamembed.stream.registry import ModelRegistry, StaleModelError
 
@@ -371,10 +372,4 @@ class RefitManager:
         self._job = {}
 
     def _record(self, doc: dict[str, Any]) -> None:
-        ms = round(time.time() * 1000)  # to the millisecond: plot drift marks the refit between the updates around it
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
-        doc = {"time": stamp, "unix": ms / 1000, **doc}
-        make_dirs(self.history_path.parent)
-        with open_append(self.history_path) as fh:  # never through a link; created with the file mode
-            fh.write((json.dumps(doc, default=float) + "\n").encode("utf-8"))
-            fh.flush()
+        append_record(self.history_path, doc)

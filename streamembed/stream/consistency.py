@@ -40,8 +40,8 @@ HEALTH_PROBLEM = "input_consistency"
 class ConsistencyMonitor:
     """Scores the rows embedded with the current model and raises an alarm when they look mixed up.
 
-    ``metrics`` (``daemon.metrics.Metrics``) and ``health``
-    (``daemon.health.HealthState``) are optional; ``warn`` False keeps the
+    ``metrics`` (``ops.metrics.Metrics``) and ``health``
+    (``ops.health.HealthState``) are optional; ``warn`` False keeps the
     alarm out of the log (``streamembed embed`` reports it in its final line).
     After a run, ``first_alarm`` is the text of the first alarm raised (None:
     none) and ``first_alarm_objects`` the rows seen when it was raised.

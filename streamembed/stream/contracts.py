@@ -1,6 +1,6 @@
 """What the loop asks of its observers: the metrics it updates and the health it reports (typed, no import up).
 
-The daemon's ``daemon.metrics.Metrics`` and ``daemon.health.HealthState``
+The daemon's ``ops.metrics.Metrics`` and ``ops.health.HealthState``
 satisfy these protocols; ``embed`` and the tests pass neither (None).
 """
 
@@ -30,13 +30,13 @@ class HistogramLike(Protocol):
 
 
 class BulkHistogramLike(Protocol):
-    """A histogram fed a whole array at once (``daemon.metrics.BulkHistogram``)."""
+    """A histogram fed a whole array at once (``ops.metrics.BulkHistogram``)."""
 
     def observe_many(self, values: np.ndarray) -> None: ...
 
 
 class LoopMetrics(Protocol):
-    """The metrics the loop updates per batch and per commit (names as in ``daemon.metrics.Metrics``)."""
+    """The metrics the loop updates per batch and per commit (names as in ``ops.metrics.Metrics``)."""
 
     # read-only members: the daemon's metrics are prometheus_client objects, which these protocols describe
     @property

@@ -12,7 +12,7 @@ import pytest
 
 from streamembed.daemon.app import run_daemon
 from streamembed.config import load_config
-from streamembed.daemon.metrics import Metrics
+from streamembed.ops.metrics import Metrics
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from streamembed.cli import main
-from streamembed.daemon.mapview import MapView
+from streamembed.ops.map_view import MapView
 from streamembed.kafka.codec import (
     SCHEMA_VERSION_HEADER,
     output_arrow_messages,

@@ -9,7 +9,7 @@ import pytest
 
 from streamembed import LandmarkMDS
 from streamembed.core.monitor.drift import RefitTrigger
-from streamembed.daemon.metrics import Metrics
+from streamembed.ops.metrics import Metrics
 from streamembed.daemon.refits import RefitManager
 from streamembed.config.schema import RefitConfig
 from streamembed.stream.monitor import Candidates

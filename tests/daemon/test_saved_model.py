@@ -9,7 +9,7 @@ import pytest
 from streamembed.cli import main as cli_main
 from streamembed.daemon.app import run_daemon
 from streamembed.config import load_config
-from streamembed.daemon.metrics import Metrics
+from streamembed.ops.metrics import Metrics
 from streamembed.model_io import load_model
 
 

@@ -13,7 +13,7 @@ from streamembed import LandmarkMDS
 from streamembed.daemon.app import run_daemon
 from streamembed.config import load_config
 from streamembed.daemon.errors import EXIT_OK, EXIT_REFUSED
-from streamembed.daemon.metrics import Metrics
+from streamembed.ops.metrics import Metrics
 
 from ..stream.helpers import fitted_model
 

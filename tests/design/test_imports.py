@@ -119,3 +119,24 @@ def test_directory_daemon_imports_no_scipy_solver_nor_kafka(tmp_path: Path, mode
     loaded = _loaded(tmp_path, "run", env=env)
     assert list((tmp_path / "out").rglob("*.parquet")), "the daemon wrote no output"
     assert _heavy(loaded, HEAVY + ("pandas",)) == []
+    # metrics off: nothing is served, so neither the Prometheus client (with its http.server and exposition code,
+    # about 0.1 CPU-s of the start-up) nor the ops server and its map page are imported (ops/no_metrics.py)
+    assert _heavy(loaded, ("prometheus_client", "http.server", "streamembed.ops.endpoints", "streamembed.ops.server",
+                           "streamembed.ops.metrics", "streamembed.ops.map_view", "streamembed.ops.map_page")) == []
+
+
+def test_directory_daemon_with_metrics_loads_the_ops_server(tmp_path: Path,
+                                                            model_and_input: tuple[Path, Path]) -> None:
+    """The other side of the lazy imports: with metrics on, the ops server, the metrics and the map are there."""
+    model, src = model_and_input
+    (tmp_path / "in").mkdir()
+    os.link(src, tmp_path / "in" / "in.arrows")
+    env = {"STREAMEMBED_MODEL__PATH": str(model), "STREAMEMBED_SOURCE__KIND": "directory",
+           "STREAMEMBED_DIRECTORY__PATH": str(tmp_path / "in"), "STREAMEMBED_OUTPUT__ROOT": str(tmp_path / "out"),
+           "STREAMEMBED_DIRECTORY__SETTLE_SECONDS": "0", "STREAMEMBED_DIRECTORY__EXIT_WHEN_IDLE": "true",
+           "STREAMEMBED_METRICS__ENABLED": "true", "STREAMEMBED_METRICS__PORT": "0",
+           "STREAMEMBED_METRICS__PORT_FILE": str(tmp_path / "port"), "STREAMEMBED_LOGGING__LEVEL": "WARNING"}
+    loaded = _loaded(tmp_path, "run", env=env)
+    assert int((tmp_path / "port").read_text()) > 0
+    assert {"prometheus_client", "streamembed.ops.endpoints", "streamembed.ops.metrics",
+            "streamembed.ops.map_view"} <= loaded

@@ -113,12 +113,27 @@ def test_no_import_cycle() -> None:
 
 def test_package_inits_import_only_downwards() -> None:
     """An ``__init__`` may import its own subpackages and the core, never a layer above it."""
-    layers = ["streamembed.core", "streamembed.stream", "streamembed.kafka", "streamembed.daemon"]
+    layers = ["streamembed.core", "streamembed.stream", "streamembed.kafka", "streamembed.ops", "streamembed.daemon"]
     graph = import_graph()
     for rank, pkg in enumerate(layers):
         above = layers[rank + 1:]
         bad = {t for t in graph[pkg] if any(t == a or t.startswith(a + ".") for a in above)}
         assert not bad, f"{pkg}/__init__ imports from a layer above it: {sorted(bad)}"
+
+
+def test_ops_sits_between_the_stream_and_the_daemon() -> None:
+    """``ops/`` (server, metrics, map page, history, logs) imports the core and the stream, never ``daemon/`` nor the
+    transports and commands above it; nothing below it (core, config, stream, kafka) imports it."""
+    graph = import_graph()
+    above = ("streamembed.daemon", "streamembed.kafka", "streamembed.commands", "streamembed.cli", "streamembed.jobs")
+    up = sorted(f"{m} -> {t}" for m, ts in graph.items() if m.startswith("streamembed.ops") for t in ts
+                if t.startswith(above))
+    assert not up, up
+    below = ("streamembed.core", "streamembed.config", "streamembed.stream", "streamembed.kafka")
+    down = sorted(f"{m} -> {t}" for m, ts in graph.items() if m.startswith(below) for t in ts
+                  if t.startswith("streamembed.ops"))
+    assert not down, down
+    assert "streamembed.ops.server" in graph and "streamembed.ops.history" in graph
 
 
 def test_the_core_does_no_io_and_imports_nothing_above_it() -> None:

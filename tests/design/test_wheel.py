@@ -72,3 +72,22 @@ def test_benchmarks_and_tools_are_packages_without_path_bootstrapping() -> None:
         hits = [str(p.relative_to(ROOT)) for p in sorted((ROOT / folder).rglob("*.py"))
                 if bootstrap.search(p.read_text(encoding="utf-8"))]
         assert not hits, f"these edit sys.path instead of being run as modules: {hits}"
+
+
+def test_the_wheel_ships_the_static_assets() -> None:
+    """Every file under a ``static/`` folder of the package (the map page, ``ops/static/map.html``) is package data
+    in pyproject and in MANIFEST.in: a move of the folder without them would ship a daemon whose ``/map`` fails."""
+    import fnmatch
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    globs = config["tool"]["setuptools"]["package-data"]["streamembed"]
+    manifest = [line.split() for line in (ROOT / "MANIFEST.in").read_text(encoding="utf-8").splitlines()]
+    trees = [(words[1], words[2:]) for words in manifest if words[:1] == ["recursive-include"]]
+    assets = sorted(p for p in PACKAGE.rglob("static/*") if p.is_file())
+    assert assets, "no static assets found"
+    for path in assets:
+        rel = path.relative_to(PACKAGE).as_posix()
+        assert any(fnmatch.fnmatch(rel, g) for g in globs), f"{rel} is not in pyproject's package-data {globs}"
+        src = path.relative_to(ROOT).as_posix()
+        assert any(src.startswith(d.rstrip("/") + "/") and any(fnmatch.fnmatch(path.name, p) for p in pats)
+                   for d, pats in trees), f"{src} is not in MANIFEST.in"

@@ -86,7 +86,7 @@ def test_an_arrow_timestamp_column_with_nulls_is_filled_in_its_own_type() -> Non
 
 def test_the_backlog_is_the_measured_lag_of_the_assigned_partitions() -> None:
     """The progress line said "backlog unknown" beside a known lag gauge: the backlog is that gauge's sum."""
-    from streamembed.daemon.metrics import Metrics
+    from streamembed.ops.metrics import Metrics
 
     c = FakeConsumer()
     for p in (0, 1):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import types
 
-from streamembed.daemon.health import HealthState
+from streamembed.ops.health import HealthState
 from streamembed.kafka.client import retry
 from streamembed.kafka.consumer_health import throttle_join_spin
 from streamembed.liveness import WAITS, ExternalWaits

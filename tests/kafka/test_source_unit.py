@@ -11,7 +11,7 @@ import pytest
 from kafka import TopicPartition
 from kafka.errors import KafkaTimeoutError, MessageSizeTooLargeError
 
-from streamembed.daemon.metrics import Metrics
+from streamembed.ops.metrics import Metrics
 from streamembed.kafka.client import KafkaDeliveryError, ReliableProducer, is_transient
 from streamembed.kafka.codec import arrow_message, json_message
 from streamembed.kafka.source import KafkaSource

@@ -18,8 +18,8 @@ import pytest
 
 from streamembed.core.monitor import consistency as core_consistency
 from streamembed.core.model import fit_model
-from streamembed.daemon.health import HealthState
-from streamembed.daemon.metrics import Metrics
+from streamembed.ops.health import HealthState
+from streamembed.ops.metrics import Metrics
 from benchmarks.mixups import MIXUPS
 from streamembed.stream.consistency import HEALTH_PROBLEM, ConsistencyMonitor
 from streamembed.stream.embedder import BatchEmbedder

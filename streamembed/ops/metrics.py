@@ -8,7 +8,7 @@ instead of one ``observe`` call per object.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, PlatformCollector, ProcessCollector
@@ -23,6 +23,8 @@ from streamembed.stream.records import REASONS
 __all__ = ["BulkHistogram", "Metrics", "LATENCY_BUCKETS", "RATIO_BUCKETS", "BATCH_BUCKETS", "EMBED_METHODS",
            "OUTPUT_FILE_KINDS", "READ_RETRY_REASONS"]
 
+#: Prometheus' own rendering of a bucket bound ("0.5", "1.0", "+Inf"); prometheus_client is untyped.
+_go_string: Callable[[float], str] = floatToGoString
 #: seconds, event_time -> processed_at
 LATENCY_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 #: unexplained / beta, a ratio in [0, 1]
@@ -71,7 +73,7 @@ class BulkHistogram(Collector):
         with self._lock:
             cum = np.cumsum(self._counts)
             total = float(self._sum)
-        buckets = [(floatToGoString(b), float(c)) for b, c in zip(self.bounds, cum[:-1], strict=True)]
+        buckets = [(_go_string(b), float(c)) for b, c in zip(self.bounds, cum[:-1], strict=True)]
         buckets.append(("+Inf", float(cum[-1])))
         fam = HistogramMetricFamily(self.name, self.documentation, buckets=buckets, sum_value=total)
         yield fam

@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from streamembed.daemon.health import HealthState, OpsServer
-from streamembed.daemon.logs import JsonFormatter
-from streamembed.daemon.metrics import LATENCY_BUCKETS, BulkHistogram, Metrics
+from streamembed.ops.endpoints import OpsServer
+from streamembed.ops.health import HealthState
+from streamembed.ops.logs import JsonFormatter
+from streamembed.ops.metrics import LATENCY_BUCKETS, BulkHistogram, Metrics
 
 
 def _get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
@@ -407,7 +408,7 @@ def test_probes_answer_under_64_header_dribblers_and_300_slowloris_sockets() -> 
     sockets (a partial head, a header line every 3 s), all reopened as soon as the server closes them, from
     the probes' own address: /healthz answers at least 99 % of probes within 1 s. (The previous
     thread-per-connection server answered none: the dribblers held every slot.)"""
-    from tests.daemon.slow_clients import ProbeStats, SlowClients, probe
+    from tests.ops.slow_clients import ProbeStats, SlowClients, probe
 
     server = _server()
     attack = SlowClients(server.port, dribblers=64, loris=300)
@@ -431,7 +432,7 @@ def test_probes_answer_under_64_header_dribblers_and_300_slowloris_sockets() -> 
 
 
 def _formatted(fmt: str, *args, exc: BaseException | None = None, **extra) -> str:
-    from streamembed.daemon.logs import setup_logging
+    from streamembed.ops.logs import setup_logging
 
     stream = io.StringIO()
     setup_logging("INFO", fmt)

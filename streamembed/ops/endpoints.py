@@ -1,4 +1,4 @@
-"""Liveness/readiness state and the one small HTTP server that exposes it.
+"""The ops server's endpoints: the one small HTTP server of the daemon, and what it answers.
 
 ``/metrics``   Prometheus text format (``generate_latest`` of the registry)
 ``/healthz``   200 while the process is alive and the loop has beaten within
@@ -6,11 +6,11 @@
                retrying (``liveness.py``: a restart cannot bring them back), else 503
 ``/readyz``    200 once the model is loaded and the loop is running, else 503
                (naming the problems: an unreadable input, the brokers away)
-``/map``       the live map page (``daemon/static/map.html``), and
-``/map.json``  the data behind it (``daemon.mapview.MapView``)
+``/map``       the live map page (``ops/static/map.html``, ``ops.map_page``), and
+``/map.json``  the data behind it (``ops.map_view.MapView``)
 
-The server (``daemon.httpd``) keeps the probes answering under slow and
-hostile clients: one thread reads every request head, so a waiting connection
+The probes' state is ``ops.health.HealthState``. The server (``ops.server``)
+keeps the probes answering under slow and hostile clients: one thread reads every request head, so a waiting connection
 costs no thread; a connection must deliver its request line and headers
 within ``request_timeout`` seconds in all (whether it sends nothing, half a
 request line, or its headers a byte at a time) and take its response within
@@ -26,72 +26,16 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-import time
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from streamembed.daemon.httpd import HttpServer, Response
-from streamembed.liveness import WAITS
+from streamembed.ops.health import HealthState
+from streamembed.ops.server import HttpServer, Response
 
-__all__ = ["HealthState", "OpsServer"]
+__all__ = ["OpsServer"]
 
 log = logging.getLogger("streamembed.health")
-
-
-class HealthState:
-    """What the probes report; the loop calls :meth:`beat` every iteration."""
-
-    def __init__(self, wedged_after: float = 120.0) -> None:
-        self.wedged_after = float(wedged_after)
-        self.model_loaded = False
-        self.state = "starting"  # starting | running | stopping | stopped
-        self._last_beat = time.monotonic()
-        self._lock = threading.Lock()
-        self._problems: dict[str, str] = {}
-
-    def beat(self) -> None:
-        with self._lock:
-            self._last_beat = time.monotonic()
-
-    def set_state(self, state: str) -> None:
-        with self._lock:
-            self.state = state
-            self._last_beat = time.monotonic()
-
-    def set_problem(self, name: str, problem: str | None) -> None:
-        """Record (or clear, with None) a condition that makes the daemon unready, e.g. an unreadable input."""
-        with self._lock:
-            if problem is None:
-                self._problems.pop(name, None)
-            else:
-                self._problems[name] = problem
-
-    def healthy(self) -> tuple[bool, dict[str, Any]]:
-        """Alive: the loop beat within ``wedged_after``, or it waits on the brokers and keeps retrying."""
-        with self._lock:
-            age = time.monotonic() - self._last_beat
-            state = self.state
-        ok = age <= self.wedged_after
-        doc: dict[str, Any] = {"status": "ok" if ok else "wedged", "state": state,
-                               "last_beat_age_seconds": round(age, 3)}
-        if not ok:
-            waiting, what = WAITS.alive(self.wedged_after)
-            if waiting:  # blocked by an outside system, and retrying: restarting the process cannot help
-                ok = True
-                doc.update(status="waiting", waiting_for=what)
-        return ok, doc
-
-    def ready(self) -> tuple[bool, dict[str, Any]]:
-        outside = WAITS.problems()  # e.g. the brokers away
-        with self._lock:
-            problems = {**self._problems, **outside}
-            ok = self.model_loaded and self.state == "running" and not problems
-            doc: dict[str, Any] = {"ready": ok, "model_loaded": self.model_loaded, "state": self.state}
-            if problems:
-                doc["problems"] = problems
-            return ok, doc
 
 
 #: Headers on every response: no MIME sniffing, no caching, no referrer.
@@ -108,11 +52,11 @@ def _response(code: int, body: bytes, ctype: str, policy: str = _NOTHING_POLICY)
 class OpsServer:
     """``/metrics``, ``/healthz``, ``/readyz`` (and ``/map``, ``/map.json``) on ``host:port`` (port 0 = ephemeral).
 
-    Served by :class:`~streamembed.daemon.httpd.HttpServer`: the probes and
+    Served by :class:`~streamembed.ops.server.HttpServer`: the probes and
     the map page are answered on its own thread as soon as their request has
     arrived (they cannot be starved by slow clients or a slow ``/metrics``);
     ``/metrics`` and ``/map.json`` on worker threads. ``map_page`` (a
-    ``mapview.MapPage``) serves the map page; its data come from
+    ``ops.map_page.MapPage``) serves the map page; its data come from
     ``map_view`` once set (503 until then). ``max_connections`` bounds the
     open connections, ``max_per_client`` those of one client address;
     ``request_timeout`` is the seconds a client has to send its whole
@@ -125,7 +69,7 @@ class OpsServer:
         self.registry = registry
         self.health = health
         self.map_page = map_page
-        self.map_view: Any = None  # mapview.MapView, attached once the daemon has assembled its model
+        self.map_view: Any = None  # ops.map_view.MapView, attached once the daemon has assembled its model
         self._server = HttpServer(host, port, inline=self._inline, routes=self._routes,
                                   common_headers=_COMMON_HEADERS, max_connections=max_connections,
                                   max_per_client=max_per_client, request_timeout=request_timeout)
@@ -175,7 +119,7 @@ class OpsServer:
 
     @property
     def refusals(self) -> Any:
-        """The rate-limited log of refused and closed connections (``daemon.logs.RateLimitedLog``)."""
+        """The rate-limited log of refused and closed connections (``ops.logs.RateLimitedLog``)."""
         return self._server.refusals
 
     def start(self) -> OpsServer:

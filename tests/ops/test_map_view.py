@@ -1,4 +1,4 @@
-"""The live map's data (``daemon.mapview``): a bounded sample of the newest placements, the map, the switches."""
+"""The live map's data (``ops.map_view``): a bounded sample of the newest placements, the map, the switches."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from streamembed.daemon.health import HealthState, OpsServer
-from streamembed.daemon.mapview import MAX_HISTORY, MAX_ID_CHARS, MapPage, MapView
-from streamembed.daemon.metrics import Metrics
+from streamembed.ops.endpoints import OpsServer
+from streamembed.ops.health import HealthState
+from streamembed.ops.map_page import MapPage
+from streamembed.ops.map_view import MAX_HISTORY, MAX_ID_CHARS, MapView
+from streamembed.ops.metrics import Metrics
 from streamembed.config.schema import DriftConfig
 from streamembed.stream.embedder import BatchEmbedder, Processed
 from streamembed.stream.registry import ModelRegistry
@@ -63,7 +65,7 @@ def test_the_sample_is_the_newest_rows_in_order_with_their_coordinates_and_resid
     newest = out.slice(out.num_rows - 300)
     assert s["id"] == newest.column("id").to_pylist()
     Y = y_matrix(newest)
-    np.testing.assert_allclose(s["x"], Y[:, 0], rtol=5e-5, atol=1e-12)  # five significant digits (mapview.DIGITS)
+    np.testing.assert_allclose(s["x"], Y[:, 0], rtol=5e-5, atol=1e-12)  # five significant digits (map_view.DIGITS)
     np.testing.assert_allclose(s["y"], Y[:, 1], rtol=5e-5, atol=1e-12)
     np.testing.assert_allclose(s["unexplained"], newest.column("unexplained").to_numpy(), rtol=5e-5, atol=1e-12)
     assert max(len(json.dumps(v)) for v in s["x"] + s["y"]) <= len("-1.2346e-05")  # short decimals, not 17 digits

@@ -45,7 +45,7 @@ from email.utils import formatdate
 from http import HTTPStatus
 from collections.abc import Callable
 
-from streamembed.daemon.logs import RateLimitedLog
+from streamembed.ops.logs import RateLimitedLog
 import contextlib
 
 __all__ = ["Response", "HttpServer", "MAX_HEAD_BYTES"]

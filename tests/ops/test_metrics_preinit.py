@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from streamembed.core.flags import FLAG_NAMES
 from streamembed.daemon.app import run_daemon
 from streamembed.config import load_config
-from streamembed.daemon.metrics import (
+from streamembed.ops.metrics import (
     EMBED_METHODS,
     OUTPUT_FILE_KINDS,
     READ_RETRY_REASONS,

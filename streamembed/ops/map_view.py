@@ -20,25 +20,18 @@ at most ``MAX_LANDMARKS`` landmarks, ``MAX_HISTORY`` refit records and
 ``MAX_SWITCHES`` switches, ids cut to ``MAX_ID_CHARS``; each placement gives its
 first two coordinates (the page's axes), not all d.
 
-``MapPage`` is the page itself (``static/map.html``): one file with its
-script and style inline, read once; its Content-Security-Policy allows
-exactly those (by hash), requests to this server, and nothing else.
+The page itself is ``ops.map_page.MapPage``; the refit history is read by
+``ops.history.RecentRecords``.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import logging
 import math
-import os
-import re
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable
@@ -47,9 +40,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamembed.ops.history import RecentRecords
 from streamembed.stream.output import flag_names_of, schema_version_of, y_matrix
 
-__all__ = ["MapView", "MapPage", "MAX_LANDMARKS", "MAX_HISTORY", "MAX_SWITCHES", "MAX_ID_CHARS"]
+__all__ = ["MapView", "MAX_LANDMARKS", "MAX_HISTORY", "MAX_SWITCHES", "MAX_ID_CHARS"]
 
 log = logging.getLogger("streamembed.mapview")
 
@@ -61,12 +55,6 @@ MAX_HISTORY = 20
 MAX_SWITCHES = 20
 #: Ids longer than this are cut (with "…"): an id is shown, not parsed, and must not make the document unbounded.
 MAX_ID_CHARS = 200
-#: Most bytes read from the end of the refit history per look (records listing thousands of landmark ids are long).
-HISTORY_TAIL_BYTES = 4 << 20
-#: Keys of a refit history record that the page shows (the rest, e.g. the landmark id lists, stay in the file).
-HISTORY_KEYS = ("time", "status", "trigger", "reason", "model_version", "previous_version", "alignment_rms",
-                "duration_seconds", "n_candidates", "kept_old_landmarks", "error", "detail", "candidate",
-                "unexplained_before", "unexplained_after", "unexplained_best", "movement", "detector")
 #: Significant digits of the numbers in the document (the page draws pixels and shows four digits).
 DIGITS = 5
 
@@ -99,7 +87,7 @@ class MapView:
         self._switches: deque[dict[str, Any]] = deque(maxlen=MAX_SWITCHES)
         self._landmarks: tuple[int, dict[str, Any]] | None = None
         self._previous_landmarks: tuple[int, dict[str, Any]] | None = None
-        self._history: tuple[tuple[int, int], list[dict[str, Any]]] | None = None
+        self._history = RecentRecords(self.history_path, MAX_HISTORY)
         self._build_lock = threading.Lock()
         self._cached: tuple[float, bytes] | None = None
         self._failed = False
@@ -220,20 +208,7 @@ class MapView:
 
     def _refits(self) -> list[dict[str, Any]]:
         """The newest ``MAX_HISTORY`` refit records, newest last (re-read only when the file changed)."""
-        path = self.history_path
-        if path is None:
-            return []
-        try:
-            st = path.stat()
-        except OSError:
-            return []
-        key = (st.st_size, st.st_mtime_ns)
-        if self._history is not None and self._history[0] == key:
-            return self._history[1]
-        records = [_history_record(line) for line in _tail_lines(path, MAX_HISTORY, HISTORY_TAIL_BYTES)]
-        got = [r for r in records if r is not None]
-        self._history = (key, got)
-        return got
+        return self._history.read()
 
 
 class _Tail:
@@ -370,80 +345,3 @@ def _short(s: str | None) -> str:
     if s is None:
         return ""
     return s if len(s) <= MAX_ID_CHARS else s[:MAX_ID_CHARS] + "…"
-
-
-def _tail_lines(path: Path, count: int, max_bytes: int) -> list[str]:
-    """The last ``count`` complete lines of ``path``, reading at most ``max_bytes`` from its end."""
-    try:
-        with open(path, "rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            start = max(0, size - max_bytes)
-            block = 64 << 10
-            data = b""
-            pos = size
-            while pos > start and data.count(b"\n") <= count:
-                step = min(block, pos - start)
-                pos -= step
-                fh.seek(pos)
-                data = fh.read(step) + data
-    except OSError:
-        return []
-    lines = data.split(b"\n")
-    if pos > 0:
-        lines = lines[1:]  # the first line may be cut
-    lines = [ln for ln in lines if ln.strip()]
-    return [ln.decode("utf-8", errors="replace") for ln in lines[-count:]]
-
-
-def _history_record(line: str) -> dict[str, Any] | None:
-    try:
-        rec = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(rec, dict):
-        return None
-    out: dict[str, Any] = {}
-    for k in HISTORY_KEYS:
-        v = rec.get(k)
-        if isinstance(v, str):
-            out[k] = v[:500]
-        elif isinstance(v, bool) or v is None:
-            if v is not None:
-                out[k] = v
-        elif isinstance(v, (int, float)):
-            out[k] = v if isinstance(v, int) else _finite(v)
-    if isinstance(rec.get("new_landmarks"), list):
-        out["landmarks"] = len(rec["new_landmarks"])
-    return out
-
-
-# --------------------------------------------------------------------------- the page
-
-
-@dataclass(frozen=True)
-class MapPage:
-    """The page's HTML and the Content-Security-Policy that lets exactly its own script and style run."""
-
-    html: bytes
-    policy: str
-
-    @classmethod
-    def load(cls) -> MapPage:
-        """Read ``static/map.html`` (package data) once."""
-        html = resources.files("streamembed.daemon").joinpath("static", "map.html").read_bytes()
-        return cls(html, page_policy(html))
-
-
-def page_policy(html: bytes) -> str:
-    """CSP allowing the page's inline ``<script>`` and ``<style>`` by their SHA-256, and fetches to this origin."""
-    text = html.decode("utf-8")
-    scripts = re.findall(r"<script>(.*?)</script>", text, flags=re.S)
-    styles = re.findall(r"<style>(.*?)</style>", text, flags=re.S)
-    if len(scripts) != 1 or len(styles) != 1:
-        raise ValueError("map.html must hold exactly one <script> and one <style> block, without attributes")
-
-    def sha(block: str) -> str:
-        return "'sha256-" + base64.b64encode(hashlib.sha256(block.encode("utf-8")).digest()).decode() + "'"
-
-    return (f"default-src 'none'; script-src {sha(scripts[0])}; style-src {sha(styles[0])}; connect-src 'self'; "
-            f"img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
