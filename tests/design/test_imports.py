@@ -124,7 +124,9 @@ def test_directory_daemon_imports_no_scipy_solver_nor_kafka(tmp_path: Path, mode
 #: The Kafka daemon's data path in this interpreter, against in-memory fakes of kafka-python's consumer and
 #: producer (a real broker adds nothing to what is imported): Arrow input messages (rows whose event time is the
 #: message's, rows with their own, a landmark-version header, a block, a row refused by decoding, an unreadable
-#: message) through the codec, the source, the loop and both topic sinks, to Arrow and JSON output messages.
+#: message) and a JSON one through the codec, the source, the loop and both topic sinks, to Arrow and JSON output
+#: messages and dead letters. (A JSON message with a row the Arrow JSON reader refuses still imports pandas: the
+#: row-by-row fallback of stream/readers/jsonl.py builds its table with ``pa.Table.from_pylist``.)
 _KAFKA_PROBE = r"""
 import json, sys
 from collections import namedtuple
@@ -133,7 +135,7 @@ import pyarrow as pa
 from kafka import TopicPartition
 from streamembed.config.schema import RunConfig
 from streamembed.kafka.client import ReliableProducer
-from streamembed.kafka.codec import arrow_message
+from streamembed.kafka.codec import arrow_message, json_message
 from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
 from streamembed.kafka.source import KafkaSource
 from streamembed.model_io import load_model
@@ -164,8 +166,9 @@ def table(prefix, m, *, event_time=False, cross=False, width=n):
 messages = [arrow_message(table("a", 5)), arrow_message(table("b", 4, event_time=True)),
             arrow_message(table("c", 3), landmark_version=model.version), arrow_message(table("k", 3, cross=True)),
             arrow_message(table("w", 2, width=n + 1)),
-            (b"garbage", [("content-type", b"application/vnd.apache.arrow.stream")])]
-n_rows = 5 + 4 + 3 + 3 + 2
+            (b"garbage", [("content-type", b"application/vnd.apache.arrow.stream")]),
+            json_message([{"id": f"j{i}", "dissimilarities": (np.arange(n) + i + 1.0).tolist()} for i in range(3)])]
+n_rows = 5 + 4 + 3 + 3 + 2 + 3
 log = [Record("in", 0, i, None, v, h, 1_700_000_000_000 + i, 0) for i, (v, h) in enumerate(messages)]
 
 class Consumer:
@@ -227,7 +230,7 @@ print(json.dumps({"pandas": "pandas" in sys.modules, "arrow_rows": arrow_rows, "
 def test_kafka_daemon_path_imports_no_pandas(tmp_path: Path, model_and_input: tuple[Path, Path]) -> None:
     """pyarrow imports pandas (0.25 CPU-s) on its first ``pa.array``/``pa.scalar`` of Python values and on every
     time-zone-aware timestamp turned into Python (``to_pylist``, ``as_py``): none of them on the Kafka daemon's path
-    from Arrow messages to Arrow and JSON output messages and dead letters."""
+    from Arrow and JSON messages to Arrow and JSON output messages and dead letters."""
     model, _ = model_and_input
     full = {k: v for k, v in os.environ.items() if not k.startswith("STREAMEMBED_")}
     full["PYTHONPATH"] = os.pathsep.join([str(TREE), full.get("PYTHONPATH", "")]).rstrip(os.pathsep)
@@ -235,9 +238,9 @@ def test_kafka_daemon_path_imports_no_pandas(tmp_path: Path, model_and_input: tu
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     got = json.loads(r.stdout.strip().splitlines()[-1])
-    embedded = 5 + 4 + 3 + 3  # the 2 rows of the wrong width and the garbage message are dead letters
+    embedded = 5 + 4 + 3 + 3 + 3  # the 2 rows of the wrong width and the garbage message are dead letters
     assert (got["arrow_rows"], got["json_rows"]) == (embedded, embedded)
     assert sorted(got["dead"]) == ["undecodable", "wrong_length", "wrong_length"]
     assert "2020-09-13T12:26:40+00:00" in got["event_times"]  # a record's own event time, as datetime.isoformat
-    assert got["commits"] and got["commits"][-1] == {"0": 6}
+    assert got["commits"] and got["commits"][-1] == {"0": 7}
     assert not got["pandas"], "the Kafka daemon's path imported pandas"
