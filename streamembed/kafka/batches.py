@@ -51,7 +51,7 @@ class Coordinates:
 
 
 @dataclass
-class _Queued:
+class QueuedBatch:
     """A batch cut from one poll, waiting to be handed out (all from one partition)."""
 
     partition: int
@@ -91,7 +91,7 @@ def _same_order(a: pa.Schema, b: pa.Schema) -> bool:
 
 def cut_batches(partition: int, recs: list[Any], batch_rows: int,
                 make_dead: Callable[[DeadRecord, int, Any, str], KafkaDeadRecord],
-                max_message_bytes: int | None = None, event_time: str = "auto") -> list[_Queued]:
+                max_message_bytes: int | None = None, event_time: str = "auto") -> list[QueuedBatch]:
     """Decode one partition's messages (consumer records, in offset order) into batches.
 
     Consecutive messages of one schema share a batch up to ``batch_rows``
@@ -104,8 +104,8 @@ def cut_batches(partition: int, recs: list[Any], batch_rows: int,
     ``event_time`` is the ``kafka.event_time`` mode: whether rows take their
     message's timestamp as event time (:func:`~streamembed.kafka.event_time.with_message_time`).
     """
-    out: list[_Queued] = []
-    cur: _Queued | None = None
+    out: list[QueuedBatch] = []
+    cur: QueuedBatch | None = None
 
     def close() -> None:
         nonlocal cur
@@ -126,7 +126,7 @@ def cut_batches(partition: int, recs: list[Any], batch_rows: int,
             msg = decode_message(rec.value, rec.headers)
         if msg.whole or msg.n_rows == 0:
             if cur is None:
-                cur = _Queued(partition, rec.offset, rec.offset)
+                cur = QueuedBatch(partition, rec.offset, rec.offset)
             cur.last_offset = rec.offset
             cur.dead.extend(make_dead(d, partition, rec, msg.content_type) for d in msg.dead)
             continue
@@ -145,7 +145,7 @@ def cut_batches(partition: int, recs: list[Any], batch_rows: int,
                                         and _same_order(cur.tables[0].schema, table.schema))))
         if not fits:
             close()
-            cur = _Queued(partition, rec.offset, rec.offset, block=msg.block)
+            cur = QueuedBatch(partition, rec.offset, rec.offset, block=msg.block)
         assert cur is not None
         cur.tables.append(table)
         cur.offsets.append(rec.offset)
