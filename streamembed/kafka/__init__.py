@@ -11,6 +11,9 @@ Modules, in the data's path:
   dead letters that know their topic/partition/offset;
 * :mod:`~streamembed.kafka.source` - a consumer-group :class:`KafkaSource`
   whose "checkpoint" is the group's committed offsets;
+* :mod:`~streamembed.kafka.partitions` - the source's per-partition
+  bookkeeping (epochs, offsets handed out and committed, lag, queued batches,
+  rewinds after a revocation) as one table;
 * :mod:`~streamembed.kafka.consumer_health` - what the source watches on its
   consumer: brokers reachable, lag, a pending join's spin;
 * :mod:`~streamembed.kafka.sink` - the output topic and the dead-letter topic;

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from streamembed.kafka.codec import decode_message
 from streamembed.kafka.event_time import with_message_time
+from streamembed.stream.arrow_build import numeric
 from streamembed.stream.codecs import DeadRecord
 from streamembed.stream.landmark_order import schema_order_key
 from streamembed.stream.records import INPUT_BLOCK, INPUT_CROSS, INPUT_DISSIMILARITIES, Reason
@@ -74,7 +75,7 @@ def _as_marked_block(table: pa.Table, offset: int) -> pa.Table | None:
     try:
         if pa.types.is_fixed_size_list(ctype):
             table = table.set_column(i, INPUT_CROSS, table.column(i).cast(pa.list_(ctype.value_type)))
-        return table.append_column(INPUT_BLOCK, pa.array(np.full(table.num_rows, offset, np.int64)))
+        return table.append_column(INPUT_BLOCK, numeric(np.full(table.num_rows, offset, np.int64)))
     except (pa.ArrowException, ValueError, TypeError):
         return None
 

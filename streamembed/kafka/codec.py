@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from streamembed.stream.arrow_build import numeric, rows
 from streamembed.stream.codecs import DeadRecord
 from streamembed.stream.output import schema_version_of
 from streamembed.stream.readers import parse_json_lines
@@ -172,7 +173,7 @@ def decode_message(value: bytes | None, headers: Sequence[tuple[str, bytes]] | N
         return _refuse(value, ctype, Reason.UNDECODABLE,
                        f"unsupported content-type {ctype!r} (expected {ARROW_CONTENT_TYPE} or {JSON_CONTENT_TYPE})")
     if landmark_version is not None and msg.table is not None and INPUT_LANDMARK_VERSION not in msg.table.schema.names:
-        col = pa.array(np.full(msg.table.num_rows, landmark_version, dtype=np.int64))
+        col = numeric(np.full(msg.table.num_rows, landmark_version, dtype=np.int64))
         msg.table = msg.table.append_column(INPUT_LANDMARK_VERSION, col)
     return msg
 
@@ -329,7 +330,7 @@ def output_json_messages(
         batch: pa.RecordBatch | pa.Table) -> Iterator[tuple[bytes | None, bytes, list[tuple[str, bytes]]]]:
     """(key, value, headers): one JSON object per output row (the output columns by name), keyed by its id."""
     version = schema_version_of(batch.schema)
-    for row in batch.to_pylist():
+    for row in rows(batch):  # not batch.to_pylist(): zoned timestamps would import pandas
         doc = {k: _json_value(v) for k, v in row.items()}
         rid = doc.get("id")
         yield (rid.encode("utf-8") if rid is not None else None,

@@ -6,11 +6,8 @@ Best effort throughout: a client without these internals says nothing rather tha
 from __future__ import annotations
 
 import time
-from collections import deque
 from typing import Any
 from collections.abc import Mapping
-
-from streamembed.kafka.batches import QueuedBatch
 
 __all__ = ["JOIN_SPIN_PAUSE", "brokers_away", "measure_lag", "throttle_join_spin"]
 
@@ -64,21 +61,18 @@ def throttle_join_spin(consumer: Any, pause: float = JOIN_SPIN_PAUSE) -> bool:
     return True
 
 
-def measure_lag(consumer: Any, topic: str, partitions: set[int], queue: deque[QueuedBatch],
-                handed: Mapping[int, int]) -> dict[int, int]:
-    """Lag per partition: fetch high watermark - the next offset to hand out (queued first, else handed,
-    else the consumer's position). Best effort: a partition that cannot be measured now is left out."""
+def measure_lag(consumer: Any, topic: str, partitions: set[int], next_offsets: Mapping[int, int]) -> dict[int, int]:
+    """Lag per partition: fetch high watermark - the next offset to hand out (``next_offsets``: the first queued,
+    else after the handed; else the consumer's position). Best effort: a partition that cannot be measured now is
+    left out."""
     from kafka import TopicPartition
 
-    queued_first: dict[int, int] = {}
-    for q in queue:
-        queued_first.setdefault(q.partition, q.first_offset)
     lag: dict[int, int] = {}
     for p in sorted(partitions):
         tp = TopicPartition(topic, p)
         try:
             hw = consumer.highwater(tp)
-            nxt = queued_first.get(p, handed.get(p))
+            nxt = next_offsets.get(p)
             if nxt is None:
                 nxt = consumer.position(tp, timeout_ms=100)
         except Exception:  # noqa: BLE001 - lag is best effort (e.g. revoked meanwhile)

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from streamembed.config.schema import EVENT_TIME_MODES
+from streamembed.stream.arrow_build import scalar, strings, timestamps
 from streamembed.stream.records import INPUT_EVENT_TIME, TIMESTAMP_TYPE
 
 __all__ = ["CREATE_TIME", "EVENT_TIME_MODES", "LOG_APPEND_TIME", "with_message_time"]
@@ -47,7 +48,7 @@ def _drop(table: pa.Table) -> pa.Table:
 
 def _set(table: pa.Table, timestamp_ms: int) -> pa.Table:
     """``table`` whose ``event_time`` is the message timestamp on every row."""
-    col = pa.array(np.full(table.num_rows, int(timestamp_ms) * 1000, dtype=np.int64)).cast(TIMESTAMP_TYPE)
+    col = timestamps(np.full(table.num_rows, int(timestamp_ms) * 1000, dtype=np.int64), TIMESTAMP_TYPE)
     names = table.schema.names
     if INPUT_EVENT_TIME in names:
         return table.set_column(names.index(INPUT_EVENT_TIME), INPUT_EVENT_TIME, col)
@@ -67,10 +68,10 @@ def _fill(table: pa.Table, timestamp_ms: int) -> pa.Table:
     if not col.null_count:
         return table
     if pa.types.is_timestamp(t):
-        value = pa.scalar(int(timestamp_ms) * 1000, pa.int64()).cast(pa.timestamp("us", tz=t.tz)).cast(t)
+        value = scalar(int(timestamp_ms) * 1000, pa.int64()).cast(pa.timestamp("us", tz=t.tz)).cast(t)
     elif pa.types.is_string(t) or pa.types.is_large_string(t):
         when = datetime.fromtimestamp(timestamp_ms / 1000, tz=UTC)
-        value = pa.scalar(when.isoformat(timespec="milliseconds"), t)
+        value = strings([when.isoformat(timespec="milliseconds")]).cast(t)[0]
     else:
         return table  # a column of another type: decoding refuses it and says why
     return table.set_column(i, INPUT_EVENT_TIME, pc.fill_null(col, value))

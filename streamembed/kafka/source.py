@@ -30,7 +30,10 @@ is particular to Kafka:
   epoch the position was taken). Rows already handed to the loop stay in the
   sinks and are flushed with the next commit; if the partition moved to
   another member, that member re-reads them from the last commit
-  (duplicates, never loss).
+  (duplicates, never loss). The bookkeeping (epochs, offsets handed and
+  committed, lag, queued batches, rewinds) is one
+  :class:`~streamembed.kafka.partitions.PartitionTable`: this module drives
+  the consumer around it.
 * **Backpressure.** When ``backpressure()`` (the sinks' unacknowledged bytes
   over a limit) is true, every assigned partition is paused and ``poll``
   returns None; they resume when it clears. The consumer is still polled
@@ -65,7 +68,7 @@ import logging
 import os
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable, Mapping
@@ -75,8 +78,9 @@ import pyarrow as pa
 
 from streamembed.core.options import BATCH_ROWS
 from streamembed.kafka.client import is_transient, retry
-from streamembed.kafka.batches import Coordinates, KafkaDeadRecord, QueuedBatch as _Queued, cut_batches
+from streamembed.kafka.batches import Coordinates, KafkaDeadRecord, QueuedBatch, cut_batches
 from streamembed.kafka.consumer_health import brokers_away, measure_lag, throttle_join_spin
+from streamembed.kafka.partitions import PartitionTable, Position
 from streamembed.kafka.unreadable import is_unreadable_data, skip_unreadable
 from streamembed.stream.codecs import DeadRecord
 from streamembed.stream.records import Reason
@@ -122,7 +126,7 @@ class _Listener:
 
 def _skip_unreadable(source: KafkaSource, exc: BaseException) -> bool:
     """Dead-letter the offset whose batch the client cannot read, and seek past it; False if not found."""
-    found = skip_unreadable(source._consumer, source.topic, exc, source._assigned_parts, source._settings)
+    found = skip_unreadable(source._consumer, source.topic, exc, source._parts.assigned, source._settings)
     if found is None:
         return False
     p, offset, detail = found
@@ -130,7 +134,7 @@ def _skip_unreadable(source: KafkaSource, exc: BaseException) -> bool:
         return True  # revoked meanwhile: nothing to skip here
     dead = KafkaDeadRecord(reason=Reason.UNDECODABLE, detail=detail, raw=b"", topic=source.topic, partition=p,
                            offset=offset)
-    source._queue.append(_Queued(p, offset, offset, dead=[dead]))
+    source._parts.enqueue([QueuedBatch(p, offset, offset, dead=[dead])])
     source.skipped += 1
     if source.skipped <= 3 or source.skipped % 1000 == 0:
         log.warning("skipping offset %d of partition %d: %s (%d skipped so far; each is a dead letter)", offset,
@@ -194,13 +198,7 @@ class KafkaSource:
                                max_backoff=max_backoff, deadline=deadline)
         throttle_join_spin(self._consumer)
         self._consumer.subscribe([topic], listener=_listener(self))
-        self._queue: deque[_Queued] = deque()
-        self._handed: dict[int, int] = {}  # partition -> next offset handed to the loop (this epoch)
-        self._epoch: dict[int, int] = {}
-        self._epochs = itertools.count(1)
-        self._rewind: dict[int, int] = {}
-        self._committed: dict[int, int] = {}
-        self._assigned_parts: set[int] = set()
+        self._parts = PartitionTable()  # offsets, epochs, lag, queued batches, rewinds (kafka.partitions)
         self._paused = False
         self._caught_up = False
         self._provenance: OrderedDict[str, _Provenance] = OrderedDict()
@@ -208,7 +206,6 @@ class KafkaSource:
         self._seq = itertools.count()
         self._last_consumer_poll = time.monotonic()
         self._last_lag = 0.0
-        self._lag: dict[int, int] = {}  # partition -> last measured lag
         self.rebalances = 0
         self.commits = 0
         self.skipped = 0  # offsets skipped because the client could not read their batch
@@ -235,13 +232,12 @@ class KafkaSource:
 
     @property
     def assigned_partitions(self) -> set[int]:
-        return set(self._assigned_parts)
+        return self._parts.assigned
 
     @property
     def backlog(self) -> int | None:
         """Messages not yet handed out over the assigned partitions (last measured lag), None before any."""
-        lags = [self._lag[p] for p in self._assigned_parts if p in self._lag]
-        return sum(lags) if lags else None
+        return self._parts.backlog
 
     @property
     def paused(self) -> bool:
@@ -274,14 +270,12 @@ class KafkaSource:
             self._caught_up = False
             self._keep_alive()
             return None
-        if not self._queue:
+        if not self._parts.queued:
             self._fetch(self.poll_timeout_ms)
         self._update_lag()
-        if not self._queue:
-            self._caught_up = True
-            return None
-        self._caught_up = False
-        return self._hand_out(self._queue.popleft())
+        handed = self._parts.hand_out()
+        self._caught_up = handed is None
+        return None if handed is None else self._batch(*handed)
 
     def commit(self, position: Any) -> None:
         """Commit ``position``'s offsets for the partitions still owned in the same epoch.
@@ -294,11 +288,8 @@ class KafkaSource:
             return
         from kafka import OffsetAndMetadata, TopicPartition
 
-        offsets = {}
-        for p, off in position["offsets"].items():
-            if p in self._assigned_parts and position["epochs"].get(p) == self._epoch.get(p) \
-                    and self._committed.get(p) != off:
-                offsets[TopicPartition(self.topic, p)] = OffsetAndMetadata(off, "", -1)
+        offsets = {TopicPartition(self.topic, p): OffsetAndMetadata(off, "", -1)
+                   for p, off in self._parts.to_commit(position).items()}
         if not offsets:
             return
         try:
@@ -311,8 +302,7 @@ class KafkaSource:
             log.warning("offset commit refused (%s: %s); the partitions' new owner re-reads from the previous "
                         "commit", type(exc).__name__, exc)
             return
-        for tp, om in offsets.items():
-            self._committed[tp.partition] = om.offset
+        self._parts.committed({tp.partition: om.offset for tp, om in offsets.items()})
         self.commits += 1
         if self.metrics is not None:
             self.metrics.kafka_commits.inc()
@@ -357,7 +347,7 @@ class KafkaSource:
         While ``preempt`` (set by the read-ahead when its caller waits for the lock) is set, the poll
         returns after its current slice.
         """
-        if self.preempt is None or timeout_ms <= POLL_SLICE_MS or not self._assigned_parts:
+        if self.preempt is None or timeout_ms <= POLL_SLICE_MS or not self._parts.assigned:
             return self._consumer_poll(timeout_ms)  # (nothing to commit before a partition is assigned)
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
@@ -380,12 +370,12 @@ class KafkaSource:
         """Decode and queue one poll's records; returns how many messages it held."""
         n_msgs = n_bytes = 0
         for tp, recs in records.items():
-            if tp.partition not in self._assigned_parts:
+            if tp.partition not in self._parts:
                 continue  # revoked inside this very poll
             n_msgs += len(recs)
             n_bytes += sum(len(r.value) for r in recs if r.value is not None)
-            self._queue.extend(cut_batches(tp.partition, recs, self.batch_rows, self._dead, self.max_message_bytes,
-                                           self.event_time))
+            self._parts.enqueue(cut_batches(tp.partition, recs, self.batch_rows, self._dead, self.max_message_bytes,
+                                            self.event_time))
         if self.metrics is not None and n_msgs:
             self.metrics.kafka_messages_in.inc(n_msgs)
             self.metrics.kafka_bytes_in.inc(n_bytes)
@@ -396,10 +386,8 @@ class KafkaSource:
                                raw=d.raw, topic=self.topic, partition=partition, offset=rec.offset, key=rec.key,
                                content_type=content_type)
 
-    def _hand_out(self, q: _Queued) -> SourceBatch:
+    def _batch(self, q: QueuedBatch, position: Position) -> SourceBatch:
         p = q.partition
-        self._handed[p] = q.last_offset + 1
-        position = {"offsets": dict(self._handed), "epochs": {k: self._epoch.get(k) for k in self._handed}}
         # the label names output files: a function of the position only, so a restart rewrites the same files;
         # ``file`` (the key of the rows' provenance) is unique in this process
         label = f"kafka-{safe_label(self.topic, 48)}-p{p}-o{q.first_offset:012d}"
@@ -422,7 +410,7 @@ class KafkaSource:
             return False
         if not self._paused and self.backpressure():
             self._paused = True
-            log.info("sinks are behind: pausing %d partitions", len(self._assigned_parts))
+            log.info("sinks are behind: pausing %d partitions", len(self._parts.assigned))
         elif self._paused and (self.resume_when() if self.resume_when is not None else not self.backpressure()):
             self._paused = False
             self._set_paused(False)
@@ -434,7 +422,7 @@ class KafkaSource:
     def _set_paused(self, paused: bool) -> None:
         from kafka import TopicPartition
 
-        tps = [TopicPartition(self.topic, p) for p in sorted(self._assigned_parts)]
+        tps = [TopicPartition(self.topic, p) for p in sorted(self._parts.assigned)]
         if paused:
             self._consumer.pause(*tps)
         else:
@@ -449,49 +437,35 @@ class KafkaSource:
 
     def _update_lag(self) -> None:
         since = time.monotonic() - self._last_lag
-        if since < 0.1 or (since < 1.0 and self._assigned_parts <= self._lag.keys()):
+        if since < 0.1 or (since < 1.0 and self._parts.assigned <= self._parts.lag.keys()):
             return  # once a second; a newly assigned partition's first lag within 0.1 s
         self._last_lag = time.monotonic()
-        self._lag.update(measure_lag(self._consumer, self.topic, self._assigned_parts, self._queue, self._handed))
+        self._parts.measured(measure_lag(self._consumer, self.topic, self._parts.assigned, self._parts.next_offsets()))
         if self.metrics is not None:
-            for p in self._assigned_parts & self._lag.keys():
-                self.metrics.kafka_consumer_lag.labels(topic=self.topic, partition=str(p)).set(self._lag[p])
+            for p, lag in self._parts.lag.items():
+                self.metrics.kafka_consumer_lag.labels(topic=self.topic, partition=str(p)).set(lag)
 
     # ------------------------------------------------------------------ rebalance callbacks
     def _revoked(self, tps: set[Any]) -> None:
         parts = {tp.partition for tp in tps if tp.topic == self.topic}
-        kept: deque[_Queued] = deque()
-        for q in self._queue:
-            if q.partition in parts:
-                self._rewind[q.partition] = min(self._rewind.get(q.partition, q.first_offset), q.first_offset)
-            else:
-                kept.append(q)
-        self._queue = kept
-        for p in parts:
-            self._handed.pop(p, None)
-            self._committed.pop(p, None)
-            self._epoch[p] = next(self._epochs)
-            self._lag.pop(p, None)
-            if self.metrics is not None:
+        self._parts.revoke(parts)
+        if self.metrics is not None:
+            for p in parts:
                 with contextlib.suppress(KeyError):
                     self.metrics.kafka_consumer_lag.remove(self.topic, str(p))
-        self._assigned_parts -= parts
         if parts:
             log.info("partitions revoked", extra={"topic": self.topic, "partitions": sorted(parts)})
 
     def _assigned(self, tps: set[Any]) -> None:
+        from kafka import TopicPartition
+
         parts = {tp.partition for tp in tps if tp.topic == self.topic}
-        self._assigned_parts |= parts
-        for tp in tps:
-            p = tp.partition
-            self._epoch[p] = next(self._epochs)
-            if p in self._rewind:
-                self._consumer.seek(tp, self._rewind.pop(p))
-        self._rewind.clear()
+        for p, offset in self._parts.assign(parts).items():
+            self._consumer.seek(TopicPartition(self.topic, p), offset)
         if self._paused:
             self._set_paused(True)
         self.rebalances += 1
         if self.metrics is not None:
             self.metrics.kafka_rebalances.inc()
-            self.metrics.kafka_assigned_partitions.set(len(self._assigned_parts))
-        log.info("partitions assigned", extra={"topic": self.topic, "partitions": sorted(self._assigned_parts)})
+            self.metrics.kafka_assigned_partitions.set(len(self._parts.assigned))
+        log.info("partitions assigned", extra={"topic": self.topic, "partitions": sorted(self._parts.assigned)})

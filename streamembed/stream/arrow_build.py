@@ -14,12 +14,13 @@ docs/throughput.md, "Start-up, and the file path against its ceiling".
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["booleans", "numeric", "scalar", "strings", "timestamps", "to_numpy"]
+__all__ = ["booleans", "numeric", "pylist", "rows", "scalar", "strings", "timestamps", "to_numpy"]
 
 
 def numeric(x: Any, type: pa.DataType | None = None) -> pa.Array:
@@ -116,3 +117,30 @@ def _with_nan(buffers: list[pa.Buffer | None], dtype: np.dtype, offset: int, m: 
     valid = np.unpackbits(np.frombuffer(buffers[0], dtype=np.uint8), count=offset + m, bitorder="little")[offset:]
     out[valid == 0] = np.nan
     return out
+
+
+def pylist(arr: pa.Array | pa.ChunkedArray) -> list[Any]:
+    """``arr.to_pylist()``, without pandas for time-zone-aware timestamps of unit s, ms or us.
+
+    pyarrow asks pandas (importing it) for every timestamp scalar that has a
+    time zone, then builds ``datetime(1970, 1, 1) + delta`` moved to the zone
+    (``pa.lib.string_to_tzinfo``); the same is done here from the zone-less
+    view of the same values. Other types are ``to_pylist``'s own (a nested
+    type holding zoned timestamps, or nanoseconds, still asks pandas).
+    """
+    if isinstance(arr, pa.ChunkedArray):
+        return [v for chunk in arr.chunks for v in pylist(chunk)]
+    t = arr.type
+    if not (pa.types.is_timestamp(t) and t.tz and t.unit in ("s", "ms", "us")):
+        return arr.to_pylist()
+    tz = pa.lib.string_to_tzinfo(t.tz)
+    return [None if d is None else d.replace(tzinfo=UTC).astimezone(tz)
+            for d in arr.view(pa.timestamp(t.unit)).to_pylist()]
+
+
+def rows(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
+    """``table.to_pylist()`` (one dict per row, the columns by name) built column by column with :func:`pylist`."""
+    names = table.schema.names
+    if not names:
+        return [{} for _ in range(table.num_rows)]
+    return [dict(zip(names, values, strict=True)) for values in zip(*(pylist(c) for c in table.columns), strict=True)]

@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamembed.stream.arrow_build import scalar, to_numpy
 from streamembed.stream.columns import is_list, list_lengths, null_mask, numeric_values_type
 
 __all__ = ["Blocks", "BlockRows", "find_blocks", "block_units"]
@@ -87,10 +88,10 @@ def _keys(bcol: pa.Array) -> tuple[np.ndarray | None, np.ndarray, str | None]:
     if pa.types.is_dictionary(t):
         bcol, t = bcol.cast(t.value_type), t.value_type
     if pa.types.is_integer(t):
-        return bcol.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), nulls, None
+        return to_numpy(bcol.cast(pa.int64()).fill_null(scalar(0, pa.int64()))), nulls, None
     if pa.types.is_string(t) or pa.types.is_large_string(t):
-        codes = pc.dictionary_encode(bcol).indices.fill_null(-1)
-        return codes.cast(pa.int64()).to_numpy(zero_copy_only=False), nulls, None
+        codes = pc.dictionary_encode(bcol).indices.cast(pa.int64()).fill_null(scalar(-1, pa.int64()))
+        return to_numpy(codes), nulls, None
     if pa.types.is_null(t):
         return None, nulls, None
     return None, nulls, f"'block' has type {t}, expected a string or an integer"
@@ -206,7 +207,7 @@ def _matrices(ccol: pa.Array, starts: np.ndarray, sizes: np.ndarray) -> list[np.
     vt = values.type
     if pa.types.is_integer(vt) or pa.types.is_float16(vt) or pa.types.is_null(vt):
         values = values.cast(pa.float64())
-    flat = values.to_numpy(zero_copy_only=False)
+    flat = to_numpy(values)
     lengths = np.maximum(list_lengths(ccol), 0)
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     return [flat[offsets[s]:offsets[s] + k * k].reshape(k, k)

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from streamembed.core.options import MAX_BLOCK_ROWS
-from streamembed.stream.arrow_build import booleans, numeric, strings
+from streamembed.stream.arrow_build import booleans, numeric, pylist, rows, strings
 from streamembed.stream.blocks import Blocks, find_blocks
 from streamembed.stream.column_checks import (REASON_CODES, RowMarks, batch_blocks, duplicated_column, event_times,
                                               id_column, landmark_versions, named_orders, null_invalid_utf8,
@@ -118,11 +118,11 @@ class DecodedBatch:
 def row_as_json(table: pa.Table | pa.RecordBatch, i: int) -> str:
     """Row ``i`` of ``table`` as JSON text (non-finite floats as NaN/Infinity; never raises)."""
     try:
-        row = table.slice(i, 1).to_pylist()[0]
+        row = rows(table.slice(i, 1))[0]  # not to_pylist(): zoned timestamps would import pandas
         if len(row) == table.num_columns:
             return json.dumps(row, default=str, allow_nan=True)
         # duplicate column names: keep every column, as [name, value] pairs
-        return json.dumps([[n, table.column(k)[i].as_py()] for k, n in enumerate(table.schema.names)],
+        return json.dumps([[n, pylist(table.column(k).slice(i, 1))[0]] for k, n in enumerate(table.schema.names)],
                           default=str, allow_nan=True)
     except Exception as exc:  # noqa: BLE001 - a dead letter must still be written
         return json.dumps({"unprintable_row": f"{type(exc).__name__}: {exc}"})

@@ -274,7 +274,7 @@ def landmark_versions(table: pa.Table | pa.RecordBatch, marks: RowMarks, model_v
         marks.mark(np.ones(table.num_rows, dtype=bool), Reason.UNKNOWN_LANDMARK_VERSION,
                    f"landmark_version has type {lv.type}, expected int64")
         return None
-    versions: np.ndarray = to_numpy(lv.cast(pa.int64()).fill_null(model_version))
+    versions: np.ndarray = to_numpy(lv.cast(pa.int64()).fill_null(scalar(model_version, pa.int64())))
     marks.mark(~np.isin(versions, list(accepted)), Reason.UNKNOWN_LANDMARK_VERSION)
     return versions
 

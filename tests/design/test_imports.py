@@ -140,3 +140,128 @@ def test_directory_daemon_with_metrics_loads_the_ops_server(tmp_path: Path,
     assert int((tmp_path / "port").read_text()) > 0
     assert {"prometheus_client", "streamembed.ops.endpoints", "streamembed.ops.metrics",
             "streamembed.ops.map_view"} <= loaded
+
+
+#: The Kafka daemon's data path in this interpreter, against in-memory fakes of kafka-python's consumer and
+#: producer (a real broker adds nothing to what is imported): Arrow input messages (rows whose event time is the
+#: message's, rows with their own, a landmark-version header, a block, a row refused by decoding, an unreadable
+#: message) and a JSON one through the codec, the source, the loop and both topic sinks, to Arrow and JSON output
+#: messages and dead letters. (A JSON message with a row the Arrow JSON reader refuses still imports pandas: the
+#: row-by-row fallback of stream/readers/jsonl.py builds its table with ``pa.Table.from_pylist``.)
+_KAFKA_PROBE = r"""
+import json, sys
+from collections import namedtuple
+import numpy as np
+import pyarrow as pa
+from kafka import TopicPartition
+from streamembed.config.schema import RunConfig
+from streamembed.kafka.client import ReliableProducer
+from streamembed.kafka.codec import arrow_message, json_message
+from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
+from streamembed.kafka.source import KafkaSource
+from streamembed.model_io import load_model
+from streamembed.stream.arrow_build import numeric, strings, timestamps
+from streamembed.stream.checkpoint import Checkpointer
+from streamembed.stream.embedder import BatchEmbedder
+from streamembed.stream.loop import EmbeddingLoop, RollPolicy
+from streamembed.stream.records import TIMESTAMP_TYPE
+from streamembed.stream.sinks import FanoutSink
+
+model = load_model(sys.argv[1])
+n = model.n_landmarks
+Record = namedtuple("Record", "topic partition offset key value headers timestamp timestamp_type")
+
+def table(prefix, m, *, event_time=False, cross=False, width=n):
+    A = np.random.default_rng(m).random((m, width)) * 3 + 1
+    cols = {"id": strings([f"{prefix}{i}" for i in range(m)]),
+            "dissimilarities": pa.FixedSizeListArray.from_arrays(numeric(A.ravel()), width)}
+    if event_time:  # the second row has none: it takes the message's
+        valid = pa.py_buffer(np.packbits(np.arange(m) != 1, bitorder="little"))
+        us = pa.py_buffer(np.full(m, 1_600_000_000_000_000, np.int64))
+        cols["event_time"] = pa.Array.from_buffers(TIMESTAMP_TYPE, m, [valid, us])
+    if cross:
+        C = np.abs(np.subtract.outer(np.arange(m), np.arange(m))).astype(float)
+        cols["cross"] = pa.FixedSizeListArray.from_arrays(numeric(C.ravel()), m)
+    return pa.table(cols)
+
+messages = [arrow_message(table("a", 5)), arrow_message(table("b", 4, event_time=True)),
+            arrow_message(table("c", 3), landmark_version=model.version), arrow_message(table("k", 3, cross=True)),
+            arrow_message(table("w", 2, width=n + 1)),
+            (b"garbage", [("content-type", b"application/vnd.apache.arrow.stream")]),
+            json_message([{"id": f"j{i}", "dissimilarities": (np.arange(n) + i + 1.0).tolist()} for i in range(3)])]
+n_rows = 5 + 4 + 3 + 3 + 2 + 3
+log = [Record("in", 0, i, None, v, h, 1_700_000_000_000 + i, 0) for i, (v, h) in enumerate(messages)]
+
+class Consumer:
+    def __init__(self, **settings):
+        self.pos, self.commits = 0, []
+    def subscribe(self, topics, listener):
+        self.listener = listener
+    def poll(self, timeout_ms=0, max_records=500):
+        if self.listener is not None:
+            self.listener.on_partitions_assigned({TopicPartition("in", 0)})
+            self.listener = None
+        recs, self.pos = log[self.pos:], len(log)
+        return {TopicPartition("in", 0): recs} if recs else {}
+    def commit(self, offsets, timeout_ms=None):
+        self.commits.append({tp.partition: om.offset for tp, om in offsets.items()})
+    def highwater(self, tp):
+        return len(log)
+    def position(self, tp, timeout_ms=None):
+        return self.pos
+    def close(self, autocommit=False):
+        pass
+
+class Future:
+    is_done = True
+    exception = None
+    def succeeded(self):
+        return True
+
+class Producer:
+    def __init__(self, **settings):
+        self.sent = []
+    def send(self, topic, value=None, key=None, headers=None):
+        self.sent.append((topic, key, value, headers))
+        return Future()
+    def flush(self, timeout=None):
+        pass
+    def close(self, timeout=None):
+        pass
+
+consumer = Consumer()
+source = KafkaSource({}, "in", consumer_factory=lambda **s: consumer)
+producer = ReliableProducer({}, factory=Producer)
+output = FanoutSink([KafkaOutputSink(producer, "out-arrow", fmt="arrow"),
+                     KafkaOutputSink(producer, "out-json", fmt="json")])
+dead = KafkaDeadLetterSink(producer, "in.dlq", locate=source.locate)
+loop = EmbeddingLoop(BatchEmbedder(model), source, output, dead, Checkpointer([output, dead], source, None),
+                     run=RunConfig(max_records=n_rows), roll=RollPolicy(10_000, 3600))
+loop.run()
+sent = producer._producer.sent
+arrow_rows = sum(pa.ipc.open_stream(v).read_all().num_rows for t, _, v, _ in sent if t == "out-arrow")
+json_docs = [json.loads(v) for t, _, v, _ in sent if t == "out-json"]
+print(json.dumps({"pandas": "pandas" in sys.modules, "arrow_rows": arrow_rows, "json_rows": len(json_docs),
+                  "event_times": sorted({d["event_time"] for d in json_docs}),
+                  "dead": sorted(dict(h)["streamembed-error-reason"].decode() for t, _, _, h in sent if t == "in.dlq"),
+                  "commits": consumer.commits}))
+"""
+
+
+def test_kafka_daemon_path_imports_no_pandas(tmp_path: Path, model_and_input: tuple[Path, Path]) -> None:
+    """pyarrow imports pandas (0.25 CPU-s) on its first ``pa.array``/``pa.scalar`` of Python values and on every
+    time-zone-aware timestamp turned into Python (``to_pylist``, ``as_py``): none of them on the Kafka daemon's path
+    from Arrow and JSON messages to Arrow and JSON output messages and dead letters."""
+    model, _ = model_and_input
+    full = {k: v for k, v in os.environ.items() if not k.startswith("STREAMEMBED_")}
+    full["PYTHONPATH"] = os.pathsep.join([str(TREE), full.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    r = subprocess.run([sys.executable, "-c", _KAFKA_PROBE, str(model)], env=full, cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    embedded = 5 + 4 + 3 + 3 + 3  # the 2 rows of the wrong width and the garbage message are dead letters
+    assert (got["arrow_rows"], got["json_rows"]) == (embedded, embedded)
+    assert sorted(got["dead"]) == ["undecodable", "wrong_length", "wrong_length"]
+    assert "2020-09-13T12:26:40+00:00" in got["event_times"]  # a record's own event time, as datetime.isoformat
+    assert got["commits"] and got["commits"][-1] == {"0": 7}
+    assert not got["pandas"], "the Kafka daemon's path imported pandas"

@@ -145,7 +145,7 @@ def test_a_poll_with_records_is_followed_by_a_non_blocking_one() -> None:
     src = _source(c, max_poll_records=2, batch_rows=10, poll_timeout_ms=200)
     first = src.poll()
     assert c.timeouts == [200, 0]  # the second poll's records are queued too
-    assert first.position["offsets"] == {0: 1} and len(src._queue) == 3
+    assert first.position["offsets"] == {0: 1} and src._parts.queued == 3
     rest = _drain(src)
     assert [b.position["offsets"][0] for b in rest] == [2, 3, 4, 5]
     # the queue ran dry at offset 4: one more waiting poll, one kick after it, then a waiting poll that finds nothing

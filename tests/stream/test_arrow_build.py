@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamembed.stream.arrow_build import booleans, numeric, scalar, strings, timestamps, to_numpy
+from streamembed.stream.arrow_build import booleans, numeric, pylist, rows, scalar, strings, timestamps, to_numpy
 
 NUMERIC = [np.float32, np.float64, np.float16, np.int8, np.int32, np.int64, np.uint8, np.uint32, np.intp]
 
@@ -111,3 +111,38 @@ def test_to_numpy_equals_pyarrow(arr: pa.Array | pa.ChunkedArray) -> None:
         assert np.array_equal(got, want, equal_nan=True)
     else:
         assert list(got) == list(want)
+
+
+_ZONED = [pa.timestamp(u, tz=tz) for u in ("s", "ms", "us") for tz in ("UTC", "Europe/Paris", "+05:30", "-01:00")]
+
+
+@pytest.mark.parametrize("type", _ZONED + [pa.timestamp("us"), pa.timestamp("ns", tz="UTC"), pa.int64()])
+def test_pylist_equals_to_pylist(type: pa.DataType) -> None:
+    """Zoned timestamps as pyarrow gives them (same datetimes, same tzinfo), nulls and slices included."""
+    values = [0, None, 1_700_000_000_123_000, -86_400_000_001_000, 253_402_300_799_000_000, None, 1_000]
+    if pa.types.is_timestamp(type) and type.unit == "s":
+        values = [None if v is None else v // 1_000_000 for v in values]
+    elif pa.types.is_timestamp(type) and type.unit == "ms":
+        values = [None if v is None else v // 1_000 for v in values]
+    arr = pa.array(values, pa.int64()).cast(type)
+    for a in (arr, arr.slice(1, 4), pa.chunked_array([arr, arr.slice(3)]), arr.slice(0, 0)):
+        try:
+            want = a.to_pylist()
+        except OverflowError:  # year 9999 moved east of UTC: pyarrow cannot either
+            with pytest.raises(OverflowError):
+                pylist(a)
+            continue
+        got = pylist(a)
+        assert got == want
+        assert [repr(v) for v in got] == [repr(v) for v in want]
+        assert [str(v) for v in got] == [str(v) for v in want]
+
+
+def test_rows_equal_to_pylist() -> None:
+    t = pa.table({"id": ["a", None, "c"], "y": pa.array([[1.0, 2.0], [3.0, 4.0], None], pa.list_(pa.float64(), 2)),
+                  "t": pa.array([1, None, 3], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+                  "m": pa.array(["p", "p", "q"]).dictionary_encode()})
+    for data in (t, t.slice(1), t.to_batches()[0], pa.concat_tables([t, t]), t.select([]), t.slice(0, 0)):
+        assert rows(data) == data.to_pylist()
+    dup = pa.table([pa.array([1, 2]), pa.array([3, 4])], names=["a", "a"])
+    assert rows(dup) == dup.to_pylist()
