@@ -18,7 +18,7 @@ FORMATS = PACKAGE.parent / "docs" / "formats.md"  # the record formats page: the
 #: Where the codes are defined.
 HOMES = {"stream/records.py", "core/validation.py"}
 #: Literals that equal a code but are prose, not a code (file, value).
-PROSE = {("commands/fit.py", "negative")}
+PROSE = {("cli/fit.py", "negative")}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from collections.abc import Sequence
 
-from streamembed.commands import EXIT_OK, EXIT_REFUSED, Refused
+from streamembed.cli.common import EXIT_OK, EXIT_REFUSED, Refused, Subparsers
 
-__all__ = ["main", "build_parser"]
+__all__ = ["add_parser", "main", "build_parser", "run"]
 
 _USER_FLAGS = ("--dissimilarities", "--features")
 
@@ -72,14 +72,14 @@ def _names(spec: str) -> list[str]:
     return [x.strip() for x in spec.split(",") if x.strip()]
 
 
-def _user_data(argv: Sequence[str]) -> int:
+def run(args: argparse.Namespace) -> int:
+    """Evaluate the landmark choices on the user's objects (the arguments of :func:`build_parser`)."""
     import numpy as np
 
-    from streamembed.commands.fit import read_matrix
+    from streamembed.cli.fit import read_matrix
     from streamembed.core.landmarks import select_landmarks
     from streamembed.evaluate_data import evaluate_landmarks
 
-    args = build_parser().parse_args(argv)
     features = args.features is not None
     path = args.features if features else args.dissimilarities
     M, ids = read_matrix(path, "features" if features else "dissimilarities")
@@ -121,12 +121,18 @@ def _user_data(argv: Sequence[str]) -> int:
     return EXIT_OK
 
 
+def add_parser(subparsers: Subparsers) -> None:
+    """List ``evaluate`` in ``streamembed --help``; :func:`main` parses its arguments with :func:`build_parser`."""
+    subparsers.add_parser("evaluate", help="landmark choice for your data against a full classical MDS "
+                          "(--features/--dissimilarities)", add_help=False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``streamembed evaluate``: your data (``--dissimilarities``/``--features``) or the datasets."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if any(a.split("=")[0] in _USER_FLAGS for a in argv) or argv in (["-h"], ["--help"]):
         try:
-            return _user_data(argv)
+            return run(build_parser().parse_args(argv))
         except Refused as exc:
             print(f"streamembed evaluate: {exc}", file=sys.stderr)
             return EXIT_REFUSED
