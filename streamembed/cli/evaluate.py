@@ -26,8 +26,7 @@ _USER_FLAGS = ("--dissimilarities", "--features")
 
 def build_parser() -> argparse.ArgumentParser:
     from streamembed.config.schema import default
-    from streamembed.core.landmarks import LANDMARK_SELECTIONS
-    from streamembed.core.options import DEFAULTS
+    from streamembed.core.options import DEFAULTS, OPTIONS
     from streamembed.evaluate_data import EVALUATED_METHODS, REFERENCE_MAX
 
     p = argparse.ArgumentParser(
@@ -53,8 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ids", metavar="FILE",
                    help="object ids, one per line (else the file's 'id' column, or row numbers)")
     p.add_argument("--landmarks", default="100,200", metavar="N,N", help="landmark counts (default: 100,200)")
-    p.add_argument("--selections", default=",".join(LANDMARK_SELECTIONS), metavar="S,S",
-                   help=f"landmark selections (default: all of {', '.join(LANDMARK_SELECTIONS)})")
+    selections = OPTIONS["landmark_selection"].values
+    p.add_argument("--selections", default=",".join(selections), metavar="S,S",
+                   help=f"landmark selections (default: all of {', '.join(selections)})")
     p.add_argument("--methods", default=",".join(EVALUATED_METHODS), metavar="M,M",
                    help=f"placement methods (default: {', '.join(EVALUATED_METHODS)})")
     p.add_argument("--seeds", type=int, default=5, metavar="K", help="seeds 0..K-1 per selection (default: 5)")

@@ -176,6 +176,30 @@ def test_the_scan_finds_copies(tmp_path: Path) -> None:
     assert "landmarks_out" not in text  # neither an option nor a setting: no claim
 
 
+def test_every_subcommand_module_is_scanned() -> None:
+    """Each module of ``cli/`` (one per subcommand) is read by the scan: a renamed folder cannot empty it silently."""
+    from streamembed.cli import SUBCOMMANDS
+
+    assert all((PACKAGE / entry).exists() for entry in SCANNED), SCANNED
+    scanned = set(_files())
+    modules = set((PACKAGE / "cli").rglob("*.py"))
+    assert len(modules) >= len(SUBCOMMANDS) and modules <= scanned, sorted(map(str, modules - scanned))
+    assert {Path(str(m.__file__)) for m in SUBCOMMANDS} <= scanned
+
+
+def test_a_copied_choice_list_in_a_subcommand_is_found(tmp_path: Path) -> None:
+    """The real ``cli/fit.py`` with ``--method``'s choices and default written out as literals fails the scan."""
+    real = PACKAGE / "cli" / "fit.py"
+    flag = 'choices=OPTIONS["method"].values, default=DEFAULTS["method"]'
+    source = real.read_text()
+    assert flag in source and not literal_copies([real])
+    probe = tmp_path / "fit.py"
+    probe.write_text(source.replace(flag, f'choices={OPTIONS["method"].values!r}, default={DEFAULTS["method"]!r}'))
+    text = "\n".join(literal_copies_of(probe, real))
+    assert "cli/fit.py:" in text and "copies the values of method" in text, text
+    assert f"method = {DEFAULTS['method']!r} restates the table default" in text, text
+
+
 def literal_copies_of(src: Path, as_path: Path) -> list[str]:
     """:func:`literal_copies` of the source ``src`` as if it were the package file ``as_path``."""
     import unittest.mock
@@ -199,7 +223,7 @@ def test_the_configuration_imports_nothing_above_it() -> None:
     ``daemon/`` and import ``kafka``); the one exception is a lazy import of kafka-python's settings list."""
     from .test_structure import import_graph
 
-    above = ("stream", "kafka", "daemon", "cli", "evaluation", "testing", "backfill")
+    above = ("stream", "kafka", "daemon", "commands", "cli", "evaluation", "testing", "backfill")
     lazy = {("streamembed.config.checks", "streamembed.kafka.client")}  # [kafka.client] names kafka-python keys
     bad = sorted(f"{mod} -> {t}" for mod, targets in import_graph().items() if mod.startswith("streamembed.config")
                  for t in targets if t.split(".")[1] in above and (mod, t) not in lazy)

@@ -108,13 +108,22 @@ def test_the_import_graph_sees_function_level_imports() -> None:
     assert "streamembed.stream.loop" in graph["streamembed.cli.embed"], graph["streamembed.cli.embed"]
 
 
+def test_the_command_line_is_the_top_layer() -> None:
+    """``streamembed.cli`` sits on every other layer: nothing in the package imports it but ``__main__``."""
+    graph = import_graph()
+    assert {"streamembed.cli", "streamembed.cli.run", "streamembed.cli.fit"} <= set(graph)
+    bad = sorted(f"{m} -> {t}" for m, ts in graph.items() if not m.startswith("streamembed.cli")
+                 and m != "streamembed.__main__" for t in ts if t.startswith("streamembed.cli"))
+    assert not bad, bad
+
+
 def test_no_import_cycle() -> None:
     assert _cycles(import_graph()) == []
 
 
 def test_package_inits_import_only_downwards() -> None:
     """An ``__init__`` may import its own subpackages and the core, never a layer above it."""
-    layers = ["streamembed.core", "streamembed.stream", "streamembed.kafka", "streamembed.daemon", "streamembed.cli"]
+    layers = ["streamembed.core", "streamembed.stream", "streamembed.kafka", "streamembed.daemon"]
     graph = import_graph()
     for rank, pkg in enumerate(layers):
         above = layers[rank + 1:]
