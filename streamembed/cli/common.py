@@ -11,14 +11,14 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
-__all__ = ["Refused", "EXIT_OK", "EXIT_FAILED", "EXIT_REFUSED", "subcommand", "config_args", "load"]
+__all__ = ["Refused", "EXIT_OK", "EXIT_FAILED", "EXIT_REFUSED", "Subparsers", "subcommand", "config_args", "load"]
 
 EXIT_OK, EXIT_FAILED, EXIT_REFUSED = 0, 1, 2
 
-#: The ``subparsers`` object ``argparse.ArgumentParser.add_subparsers`` returns (a private argparse class).
-Subparsers = Any
+#: What ``argparse.ArgumentParser.add_subparsers`` returns (a private argparse class, hence the string).
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 class Refused(Exception):
@@ -28,7 +28,7 @@ class Refused(Exception):
 def subcommand(subparsers: Subparsers, name: str, help_: str, run: Callable[[argparse.Namespace], int] | None,
                description: str) -> argparse.ArgumentParser:
     """Register subcommand ``name`` (help and description printed as written) and its ``run(args) -> int``."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
+    parser = subparsers.add_parser(
         name, help=help_, description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     if run is not None:
         parser.set_defaults(func=run)
