@@ -238,14 +238,14 @@ def add_parser(subparsers: Subparsers) -> None:
     from streamembed.core.options import DEFAULTS, OPTIONS
 
     description = (
-            "One-shot embedding of INPUT files with MODEL into OUTPUT (Parquet, written atomically), through\n"
-            "the daemon's own loop. INPUT: files, directories or globs (in that order). Rejected records go\n"
-            "to a dead-letter directory (default: <OUTPUT stem>.dead-letter). With --dask the inputs are\n"
-            "embedded on a Dask cluster, one task per file or row-group range, each writing its own part\n"
-            "into the OUTPUT directory (a backfill; see docs/throughput.md). Exit codes: 0 every record\n"
-            "embedded, 1 done with dead letters (or failed Dask tasks), or rows that look like they follow\n"
-            "another landmark order (the input consistency alarm, docs/math.md 4.5), 2 refused (unusable\n"
-            "model or input, or nothing could be embedded: no output is written).")
+        "One-shot embedding of INPUT files with MODEL into OUTPUT (Parquet, written atomically), through\n"
+        "the daemon's own loop. INPUT: files, directories or globs (in that order). Rejected records go\n"
+        "to a dead-letter directory (default: <OUTPUT stem>.dead-letter). With --dask the inputs are\n"
+        "embedded on a Dask cluster, one task per file or row-group range, each writing its own part\n"
+        "into the OUTPUT directory (a backfill; see docs/throughput.md). Exit codes: 0 every record\n"
+        "embedded, 1 done with dead letters (or failed Dask tasks), or rows that look like they follow\n"
+        "another landmark order (the input consistency alarm, docs/math.md 4.5), 2 refused (unusable\n"
+        "model or input, or nothing could be embedded: no output is written).")
     e = subcommand(subparsers, "embed", "embed files (Parquet/Arrow/JSONL) into a Parquet file, or on Dask", run,
                    description)
     e.add_argument("input", metavar="INPUT", nargs="+",

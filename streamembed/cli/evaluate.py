@@ -25,9 +25,15 @@ _USER_FLAGS = ("--dissimilarities", "--features")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``streamembed evaluate``; defaults from ``evaluate_landmarks`` and the option table."""
+    import inspect
+
     from streamembed.config.schema import default
     from streamembed.core.options import DEFAULTS, OPTIONS
-    from streamembed.evaluate_data import EVALUATED_METHODS, REFERENCE_MAX
+    from streamembed.evaluate_data import EVALUATED_METHODS, REFERENCE_MAX, evaluate_landmarks
+
+    table = {k: v.default for k, v in inspect.signature(evaluate_landmarks).parameters.items()}
+    counts = ",".join(str(n) for n in table["landmarks"])
 
     p = argparse.ArgumentParser(
         prog="streamembed evaluate",
@@ -51,16 +57,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="scipy cdist metric for --features (default: %(default)s)")
     p.add_argument("--ids", metavar="FILE",
                    help="object ids, one per line (else the file's 'id' column, or row numbers)")
-    p.add_argument("--landmarks", default="100,200", metavar="N,N", help="landmark counts (default: 100,200)")
+    p.add_argument("--landmarks", default=counts, metavar="N,N", help=f"landmark counts (default: {counts})")
     selections = OPTIONS["landmark_selection"].values
     p.add_argument("--selections", default=",".join(selections), metavar="S,S",
                    help=f"landmark selections (default: all of {', '.join(selections)})")
     p.add_argument("--methods", default=",".join(EVALUATED_METHODS), metavar="M,M",
                    help=f"placement methods (default: {', '.join(EVALUATED_METHODS)})")
-    p.add_argument("--seeds", type=int, default=5, metavar="K", help="seeds 0..K-1 per selection (default: 5)")
+    p.add_argument("--seeds", type=int, default=table["seeds"], metavar="K",
+                   help="seeds 0..K-1 per selection (default: %(default)s)")
     p.add_argument("-d", "--n-components", type=int, default=DEFAULTS["n_components"], metavar="D",
                    help="map dimensions (default: %(default)s)")
-    p.add_argument("--knn", type=int, default=10, metavar="K", help="neighbours of trustworthiness (default: 10)")
+    p.add_argument("--knn", type=int, default=table["knn"], metavar="K",
+                   help="neighbours of trustworthiness (default: %(default)s)")
     p.add_argument("--reference", type=int, default=REFERENCE_MAX, metavar="N",
                    help=f"largest full classical MDS computed (default: {REFERENCE_MAX}; a sample above)")
     p.add_argument("--json", metavar="PATH", help="also write the table, the recommendation and its landmark ids "

@@ -44,6 +44,7 @@ def read_embedded(path: str) -> dict[str, np.ndarray]:
 
 
 def add_parser(subparsers: Subparsers) -> None:
+    # argparse's default formatter (help and description rewrapped), not cli.common.subcommand's verbatim one
     p = subparsers.add_parser("plot", help="render the map or the drift history to PNG (needs matplotlib)",
                               description="Draw the landmark map or drift statistics to PNG (needs matplotlib).")
     p.set_defaults(func=run)
