@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from streamembed.cli import bench, config, embed, evaluate, fit, model, plot, refit, run
 from streamembed.cli.common import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, Refused
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "SUBCOMMANDS"]
 
 _EPILOG = """\
 configuration (run, config, refit):
