@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from streamembed.cli.fit import read_matrix
-    from streamembed.core.landmarks import select_landmarks
+    from streamembed.core.refit.landmarks import select_landmarks
     from streamembed.evaluate_data import evaluate_landmarks
 
     features = args.features is not None
