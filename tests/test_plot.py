@@ -11,6 +11,7 @@ pytest.importorskip("matplotlib")
 
 from streamembed import LandmarkMDS  # noqa: E402
 from streamembed import plots  # noqa: E402
+from streamembed.cli import main as cli_main  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -64,7 +65,7 @@ def test_plot_cli_drift_and_map(tmp_path, fitted) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     rec = tmp_path / "records.jsonl"
     rec.write_text("\n".join(json.dumps({"time": t, "trace_k0": t * 0.5, "refit": t == 5}) for t in range(10)))
-    assert plots.main(["drift", str(rec), "-o", str(tmp_path / "d.png"), "--threshold", "trace_k0=3"]) == 0
+    assert cli_main(["plot", "drift", str(rec), "-o", str(tmp_path / "d.png"), "--threshold", "trace_k0=3"]) == 0
     assert is_png(tmp_path / "d.png")
 
     est, res = fitted
@@ -75,10 +76,10 @@ def test_plot_cli_drift_and_map(tmp_path, fitted) -> None:
         "beta": res.beta, "unexplained": res.unexplained, "model_version": np.ones(len(res), dtype=np.int64),
     })
     pq.write_table(table, tmp_path / "emb.parquet")
-    assert plots.main(["map", "-m", str(model), "-e", str(tmp_path / "emb.parquet"), "-o",
-                       str(tmp_path / "m.png")]) == 0
+    assert cli_main(["plot", "map", "-m", str(model), "-e", str(tmp_path / "emb.parquet"), "-o",
+                     str(tmp_path / "m.png")]) == 0
     assert is_png(tmp_path / "m.png")
-    assert plots.main(["drift", str(tmp_path / "missing.jsonl")]) == 2
+    assert cli_main(["plot", "drift", str(tmp_path / "missing.jsonl")]) == 2
 
 
 # ----------------------------------------------------------------- the daemon's drift history and the benchmark
@@ -107,12 +108,12 @@ def test_history_timeline_keeps_refits_within_the_records_span(history_root) -> 
 
 
 def test_plot_drift_reads_an_output_root_or_the_two_files(tmp_path, history_root) -> None:
-    assert plots.main(["drift", str(history_root), "-o", str(tmp_path / "a.png")]) == 0
+    assert cli_main(["plot", "drift", str(history_root), "-o", str(tmp_path / "a.png")]) == 0
     assert is_png(tmp_path / "a.png")
-    assert plots.main(["drift", str(history_root / "drift-history.jsonl"), "--history",
-                       str(history_root / "model-history.jsonl"), "-o", str(tmp_path / "b.png")]) == 0
+    assert cli_main(["plot", "drift", str(history_root / "drift-history.jsonl"), "--history",
+                     str(history_root / "model-history.jsonl"), "-o", str(tmp_path / "b.png")]) == 0
     assert is_png(tmp_path / "b.png")
-    assert plots.main(["drift", str(tmp_path), "-o", str(tmp_path / "c.png")]) == 2  # no drift-history.jsonl there
+    assert cli_main(["plot", "drift", str(tmp_path), "-o", str(tmp_path / "c.png")]) == 2  # no drift-history there
 
 
 def test_plot_drift_history_draws_a_fallback_rule_panel(tmp_path) -> None:
@@ -140,7 +141,7 @@ def test_plot_drift_benchmark_from_a_report(tmp_path) -> None:
     assert is_png(plots.plot_drift_benchmark(report, tmp_path / "bench.png"))
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
-    assert plots.main(["drift-bench", str(path), "-o", str(tmp_path / "cli.png")]) == 0
+    assert cli_main(["plot", "drift-bench", str(path), "-o", str(tmp_path / "cli.png")]) == 0
     assert is_png(tmp_path / "cli.png")
 
 

@@ -58,13 +58,13 @@ def test_the_refined_map_rule_reads_the_same_from_every_caller(tmp_path) -> None
     with pytest.raises(ConfigError, match=f"model.landmark_map = 'smacof' needs model.method 'stress' or 'l1': "
                                           f"model.method = 'projection' {REFINED_MAP_REASON}"):
         load_config(None, environ={}, overrides={"model.landmark_map": "smacof"})
-    from streamembed.commands import Refused
-    from streamembed.commands.fit import cmd_fit
+    from streamembed.cli import fit
+    from streamembed.cli.common import Refused
 
     args = argparse.Namespace(method="restricted", landmark_map="nonmetric", output=str(tmp_path / "m.npz"))
     with pytest.raises(Refused, match=f"--landmark-map nonmetric needs --method 'stress' or 'l1': "
                                       f"--method restricted {REFINED_MAP_REASON}"):
-        cmd_fit(args)  # refused before any file is read (there is none)
+        fit.run(args)  # refused before any file is read (there is none)
 
 
 def test_the_schema_takes_its_model_options_from_the_table() -> None:

@@ -87,14 +87,14 @@ def test_the_map_view_samples_version_2_rows_of_both_precisions_as_version_1() -
 
 
 def test_plot_reads_the_coordinates_of_either_version(tmp_path: Path) -> None:
-    from streamembed.plots.cli import _read_embedded
+    from streamembed.cli.plot import read_embedded
 
     model = fitted()
     (t,) = _tables(30)
     for version in (1, 2):
         out = BatchEmbedder(model, output_version=version).process(t).output
         pq.write_table(pa.Table.from_batches([out]), tmp_path / f"v{version}.parquet")
-    r1, r2 = _read_embedded(str(tmp_path / "v1.parquet")), _read_embedded(str(tmp_path / "v2.parquet"))
+    r1, r2 = read_embedded(str(tmp_path / "v1.parquet")), read_embedded(str(tmp_path / "v2.parquet"))
     assert r2["y"].shape == (30, 2) and r2["y"].dtype == np.float64
     np.testing.assert_array_equal(r1["y"], r2["y"])
     assert list(r1["id"]) == list(r2["id"])

@@ -2,7 +2,7 @@
 
 The model and placement options live in ``core/options.py`` (values, defaults, rules), the daemon's
 other settings in ``config/schema.py``. This test reads the modules that take options from users
-(``cli.py``, ``commands/``, ``config/``, ``estimator.py``) and refuses literal copies:
+(``cli/``, ``config/``, ``estimator.py``) and refuses literal copies:
 
 * a tuple, list or set of two or more strings that equals, or is a subset of, an option's allowed
   values (a copied ``choices=`` list, a copied rule such as ``method not in ("stress", "l1")``);
@@ -24,14 +24,14 @@ from streamembed.config.schema import section_keys, sections
 from streamembed.core.options import DEFAULTS, OPTIONS, STREAM_SIZING, StrOptions
 
 PACKAGE = Path(streamembed.__file__).parent
-SCANNED = ["cli.py", "commands", "config", "estimator.py", "estimator_inputs.py", "fitted_attributes.py"]
+SCANNED = ["cli", "config", "estimator.py", "estimator_inputs.py", "fitted_attributes.py"]
 
 #: Benchmark and test infrastructure inside the package (leaving it for benchmarks/ and tools/): its workloads
 #: choose their own sizes.
 BENCHMARKS = ("evaluation", "testing")
 #: (file, the literal's strings) that coincide with an option's values but name something else, and why.
 COINCIDENCES: dict[tuple[str, frozenset[str]], str] = {
-    ("commands/embed.py", frozenset({"auto", "always", "never"})): "--progress (a progress bar), not directory.mmap",
+    ("cli/embed.py", frozenset({"auto", "always", "never"})): "--progress (a progress bar), not directory.mmap",
 }
 
 
@@ -157,7 +157,7 @@ def test_stream_sizing_defaults_are_stated_once() -> None:
 
 def test_the_scan_finds_copies(tmp_path: Path) -> None:
     """The scanner itself: each kind of copy is found (so a clean scan means something)."""
-    bad = PACKAGE / "commands" / "_scan_probe.py"  # a path inside the package, never written: parsed from tmp
+    bad = PACKAGE / "cli" / "_scan_probe.py"  # a path inside the package, never written: parsed from tmp
     src = tmp_path / "probe.py"
     src.write_text(
         "def f(batch_rows=8192, method='projection', chunk=4096):\n"
@@ -174,6 +174,30 @@ def test_the_scan_finds_copies(tmp_path: Path) -> None:
                  "correction = 'none'", "compression = 'zstd'"):
         assert what in text, (what, found)
     assert "landmarks_out" not in text  # neither an option nor a setting: no claim
+
+
+def test_every_subcommand_module_is_scanned() -> None:
+    """Each module of ``cli/`` (one per subcommand) is read by the scan: a renamed folder cannot empty it silently."""
+    from streamembed.cli import SUBCOMMANDS
+
+    assert all((PACKAGE / entry).exists() for entry in SCANNED), SCANNED
+    scanned = set(_files())
+    modules = set((PACKAGE / "cli").rglob("*.py"))
+    assert len(modules) >= len(SUBCOMMANDS) and modules <= scanned, sorted(map(str, modules - scanned))
+    assert {Path(str(m.__file__)) for m in SUBCOMMANDS} <= scanned
+
+
+def test_a_copied_choice_list_in_a_subcommand_is_found(tmp_path: Path) -> None:
+    """The real ``cli/fit.py`` with ``--method``'s choices and default written out as literals fails the scan."""
+    real = PACKAGE / "cli" / "fit.py"
+    flag = 'choices=OPTIONS["method"].values, default=DEFAULTS["method"]'
+    source = real.read_text()
+    assert flag in source and not literal_copies([real])
+    probe = tmp_path / "fit.py"
+    probe.write_text(source.replace(flag, f'choices={OPTIONS["method"].values!r}, default={DEFAULTS["method"]!r}'))
+    text = "\n".join(literal_copies_of(probe, real))
+    assert "cli/fit.py:" in text and "copies the values of method" in text, text
+    assert f"method = {DEFAULTS['method']!r} restates the table default" in text, text
 
 
 def literal_copies_of(src: Path, as_path: Path) -> list[str]:
@@ -199,7 +223,7 @@ def test_the_configuration_imports_nothing_above_it() -> None:
     ``daemon/`` and import ``kafka``); the one exception is a lazy import of kafka-python's settings list."""
     from .test_structure import import_graph
 
-    above = ("stream", "kafka", "ops", "daemon", "commands", "cli", "evaluation", "testing", "backfill")
+    above = ("stream", "kafka", "ops", "daemon", "cli", "jobs")
     lazy = {("streamembed.config.checks", "streamembed.kafka.client")}  # [kafka.client] names kafka-python keys
     bad = sorted(f"{mod} -> {t}" for mod, targets in import_graph().items() if mod.startswith("streamembed.config")
                  for t in targets if t.split(".")[1] in above and (mod, t) not in lazy)

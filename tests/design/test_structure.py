@@ -103,8 +103,18 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 def test_the_import_graph_sees_function_level_imports() -> None:
     graph = import_graph()
-    # cli.py imports its commands lazily, inside functions
-    assert any(t.startswith("streamembed.commands") for t in graph["streamembed.cli"]), graph["streamembed.cli"]
+    # each subcommand imports what it runs inside its run(): `run` the daemon, `embed` the streaming loop
+    assert "streamembed.daemon.app" in graph["streamembed.cli.run"], graph["streamembed.cli.run"]
+    assert "streamembed.stream.loop" in graph["streamembed.cli.embed"], graph["streamembed.cli.embed"]
+
+
+def test_the_command_line_is_the_top_layer() -> None:
+    """``streamembed.cli`` sits on every other layer: nothing in the package imports it but ``__main__``."""
+    graph = import_graph()
+    assert {"streamembed.cli", "streamembed.cli.run", "streamembed.cli.fit"} <= set(graph)
+    bad = sorted(f"{m} -> {t}" for m, ts in graph.items() if not m.startswith("streamembed.cli")
+                 and m != "streamembed.__main__" for t in ts if t.startswith("streamembed.cli"))
+    assert not bad, bad
 
 
 def test_no_import_cycle() -> None:
@@ -125,7 +135,7 @@ def test_ops_sits_between_the_stream_and_the_daemon() -> None:
     """``ops/`` (server, metrics, map page, history, logs) imports the core and the stream, never ``daemon/`` nor the
     transports and commands above it; nothing below it (core, config, stream, kafka) imports it."""
     graph = import_graph()
-    above = ("streamembed.daemon", "streamembed.kafka", "streamembed.commands", "streamembed.cli", "streamembed.jobs")
+    above = ("streamembed.daemon", "streamembed.kafka", "streamembed.cli", "streamembed.jobs")
     up = sorted(f"{m} -> {t}" for m, ts in graph.items() if m.startswith("streamembed.ops") for t in ts
                 if t.startswith(above))
     assert not up, up

@@ -28,7 +28,7 @@ def test_the_backfill_task_runs_the_loop_not_a_chunk_loop_of_its_own() -> None:
 
 
 def test_embed_rolls_at_the_end_and_counts_reasons_through_the_loop() -> None:
-    text = (PACKAGE / "commands" / "embed.py").read_text()
+    text = (PACKAGE / "cli" / "embed.py").read_text()
     assert "RollPolicy.at_end()" in text and "1 << 62" not in text and "__getattr__" not in text
 
 

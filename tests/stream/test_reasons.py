@@ -10,7 +10,7 @@ import pytest
 
 import streamembed
 from streamembed.core.inputs.validation import PROBLEM_CODES, ProblemCode
-from streamembed.ops.metrics import LABEL_VALUES
+from streamembed.daemon.metrics import LABEL_VALUES
 from streamembed.stream.records import REASONS, Reason
 
 PACKAGE = Path(streamembed.__file__).parent
@@ -18,7 +18,7 @@ FORMATS = PACKAGE.parent / "docs" / "formats.md"  # the record formats page: the
 #: Where the codes are defined.
 HOMES = {"stream/records.py", "core/inputs/validation.py"}
 #: Literals that equal a code but are prose, not a code (file, value).
-PROSE = {("commands/fit.py", "negative")}
+PROSE = {("cli/fit.py", "negative")}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

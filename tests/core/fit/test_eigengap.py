@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from streamembed import LandmarkMDS
-from streamembed.commands.model import cmd_model_info
+from streamembed.cli.model import info as model_info
 from streamembed.core.model import EIGENGAP_RTOL
 from streamembed.model_io import _checksum, load_model
 
@@ -82,9 +82,9 @@ def test_model_info_shows_the_eigengap_and_warns(tmp_path, capsys):
     P = _polygon()
     path = tmp_path / "m.npz"
     LandmarkMDS(n_components=1).fit(euclidean(P, P)).save(path)
-    assert cmd_model_info(argparse.Namespace(model=path, json=False, all=False)) == 0
+    assert model_info(argparse.Namespace(model=path, json=False, all=False)) == 0
     out = capsys.readouterr().out
     assert "eigengap at the cut-off" in out and "WARNING" in out and "not unique" in out
-    assert cmd_model_info(argparse.Namespace(model=path, json=True, all=False)) == 0
+    assert model_info(argparse.Namespace(model=path, json=True, all=False)) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["eigengap"] <= EIGENGAP_RTOL and doc["map_unique"] is False

@@ -17,18 +17,23 @@ import sys
 from pathlib import Path
 from collections.abc import Sequence
 
-from streamembed.commands import EXIT_OK, EXIT_REFUSED, Refused
+from streamembed.cli.common import EXIT_OK, EXIT_REFUSED, Refused, Subparsers
 
-__all__ = ["main", "build_parser"]
+__all__ = ["add_parser", "main", "build_parser", "run"]
 
 _USER_FLAGS = ("--dissimilarities", "--features")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``streamembed evaluate``; defaults from ``evaluate_landmarks`` and the option table."""
+    import inspect
+
     from streamembed.config.schema import default
-    from streamembed.core.refit.landmarks import LANDMARK_SELECTIONS
-    from streamembed.core.options import DEFAULTS
-    from streamembed.evaluate_data import EVALUATED_METHODS, REFERENCE_MAX
+    from streamembed.core.options import DEFAULTS, OPTIONS
+    from streamembed.evaluate_data import EVALUATED_METHODS, REFERENCE_MAX, evaluate_landmarks
+
+    table = {k: v.default for k, v in inspect.signature(evaluate_landmarks).parameters.items()}
+    counts = ",".join(str(n) for n in table["landmarks"])
 
     p = argparse.ArgumentParser(
         prog="streamembed evaluate",
@@ -52,15 +57,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="scipy cdist metric for --features (default: %(default)s)")
     p.add_argument("--ids", metavar="FILE",
                    help="object ids, one per line (else the file's 'id' column, or row numbers)")
-    p.add_argument("--landmarks", default="100,200", metavar="N,N", help="landmark counts (default: 100,200)")
-    p.add_argument("--selections", default=",".join(LANDMARK_SELECTIONS), metavar="S,S",
-                   help=f"landmark selections (default: all of {', '.join(LANDMARK_SELECTIONS)})")
+    p.add_argument("--landmarks", default=counts, metavar="N,N", help=f"landmark counts (default: {counts})")
+    selections = OPTIONS["landmark_selection"].values
+    p.add_argument("--selections", default=",".join(selections), metavar="S,S",
+                   help=f"landmark selections (default: all of {', '.join(selections)})")
     p.add_argument("--methods", default=",".join(EVALUATED_METHODS), metavar="M,M",
                    help=f"placement methods (default: {', '.join(EVALUATED_METHODS)})")
-    p.add_argument("--seeds", type=int, default=5, metavar="K", help="seeds 0..K-1 per selection (default: 5)")
+    p.add_argument("--seeds", type=int, default=table["seeds"], metavar="K",
+                   help="seeds 0..K-1 per selection (default: %(default)s)")
     p.add_argument("-d", "--n-components", type=int, default=DEFAULTS["n_components"], metavar="D",
                    help="map dimensions (default: %(default)s)")
-    p.add_argument("--knn", type=int, default=10, metavar="K", help="neighbours of trustworthiness (default: 10)")
+    p.add_argument("--knn", type=int, default=table["knn"], metavar="K",
+                   help="neighbours of trustworthiness (default: %(default)s)")
     p.add_argument("--reference", type=int, default=REFERENCE_MAX, metavar="N",
                    help=f"largest full classical MDS computed (default: {REFERENCE_MAX}; a sample above)")
     p.add_argument("--json", metavar="PATH", help="also write the table, the recommendation and its landmark ids "
@@ -72,14 +80,14 @@ def _names(spec: str) -> list[str]:
     return [x.strip() for x in spec.split(",") if x.strip()]
 
 
-def _user_data(argv: Sequence[str]) -> int:
+def run(args: argparse.Namespace) -> int:
+    """Evaluate the landmark choices on the user's objects (the arguments of :func:`build_parser`)."""
     import numpy as np
 
-    from streamembed.commands.fit import read_matrix
+    from streamembed.cli.fit import read_matrix
     from streamembed.core.refit.landmarks import select_landmarks
     from streamembed.evaluate_data import evaluate_landmarks
 
-    args = build_parser().parse_args(argv)
     features = args.features is not None
     path = args.features if features else args.dissimilarities
     M, ids = read_matrix(path, "features" if features else "dissimilarities")
@@ -121,12 +129,18 @@ def _user_data(argv: Sequence[str]) -> int:
     return EXIT_OK
 
 
+def add_parser(subparsers: Subparsers) -> None:
+    """List ``evaluate`` in ``streamembed --help``; :func:`main` parses its arguments with :func:`build_parser`."""
+    subparsers.add_parser("evaluate", help="landmark choice for your data against a full classical MDS "
+                          "(--features/--dissimilarities)", add_help=False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``streamembed evaluate``: your data (``--dissimilarities``/``--features``) or the datasets."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if any(a.split("=")[0] in _USER_FLAGS for a in argv) or argv in (["-h"], ["--help"]):
         try:
-            return _user_data(argv)
+            return run(build_parser().parse_args(argv))
         except Refused as exc:
             print(f"streamembed evaluate: {exc}", file=sys.stderr)
             return EXIT_REFUSED

@@ -1,33 +1,31 @@
-"""``streamembed plot map|drift|drift-bench|demo``: the command line of the plots."""
+"""``streamembed plot map|drift|drift-bench|demo``: the command line of the plots (``streamembed.plots``, extra plot).
+
+The drawing code, and matplotlib with it, is imported when a plot is drawn, never to build the parser.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+from streamembed.cli.common import EXIT_OK, Refused, Subparsers
 
-from ._figure import MatplotlibMissing
-from .demo import demo
-from .drift import plot_drift, plot_drift_benchmark
-from .history import (
-    HISTORY_STATISTICS,
-    is_history,
-    is_refit_history,
-    plot_drift_history,
-    read_drift_history,
-    read_records,
-)
-from .map import plot_map
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["add_parser", "run", "read_embedded"]
 
 
-def _read_embedded(path: str) -> dict[str, np.ndarray]:
+def read_embedded(path: str) -> dict[str, np.ndarray]:
+    """The columns of an ``embed`` output file (either output version) a map is drawn from: ``y`` (n, d) float64,
+    ``id``, ``beta``, ``unexplained``, ``k0``, ``model_version`` when present, and ``relative_unexplained``."""
+    import numpy as np
     import pyarrow.parquet as pq
 
-    from ..stream.output import schema_version_of, y_columns, y_matrix
+    from streamembed.stream.output import schema_version_of, y_columns, y_matrix
 
     table = pq.read_table(path)
     names = table.schema.names
@@ -45,9 +43,11 @@ def _read_embedded(path: str) -> dict[str, np.ndarray]:
     return out
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="streamembed plot",
-                                description="Draw the landmark map or drift statistics to PNG (needs matplotlib).")
+def add_parser(subparsers: Subparsers) -> None:
+    # argparse's default formatter (help and description rewrapped), not cli.common.subcommand's verbatim one
+    p = subparsers.add_parser("plot", help="render the map or the drift history to PNG (needs matplotlib)",
+                              description="Draw the landmark map or drift statistics to PNG (needs matplotlib).")
+    p.set_defaults(func=run)
     sub = p.add_subparsers(dest="what", required=True)
     m = sub.add_parser("map", help="the landmark map with embedded objects")
     m.add_argument("-m", "--model", required=True, metavar="MODEL.npz")
@@ -77,18 +77,29 @@ def build_parser() -> argparse.ArgumentParser:
     db.add_argument("-o", "--output", default="drift-bench.png", metavar="PNG")
     de = sub.add_parser("demo", help="both plots from a synthetic drifting stream")
     de.add_argument("-o", "--output", default=".", metavar="DIR")
-    return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``streamembed plot``; exit code 0 ok, 2 refused (bad input or matplotlib missing)."""
-    args = build_parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Draw the plot ``args.what`` names; exit code 0 ok, 2 refused (bad input or matplotlib missing)."""
+    from streamembed.plots import (
+        HISTORY_STATISTICS,
+        MatplotlibMissing,
+        demo,
+        plot_drift,
+        plot_drift_benchmark,
+        plot_drift_history,
+        plot_map,
+        read_drift_history,
+        read_records,
+    )
+    from streamembed.plots.history import is_history, is_refit_history
+
     try:
         if args.what == "map":
-            from ..estimator import LandmarkMDS
+            from streamembed.estimator import LandmarkMDS
 
             est = LandmarkMDS.load(args.model)
-            emb = _read_embedded(args.embedded)
+            emb = read_embedded(args.embedded)
             color = None if args.color_by == "none" else emb.get(args.color_by)
             if args.color_by != "none" and color is None:
                 raise ValueError(f"{args.embedded} has no column for --color-by {args.color_by}")
@@ -127,18 +138,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             outs = demo(args.output)
             print("\n".join(str(o) for o in outs))
-            return 0
-    except MatplotlibMissing as exc:
-        print(f"streamembed plot: {exc}", file=sys.stderr)
-        return 2
-    except (OSError, ValueError, KeyError) as exc:
-        print(f"streamembed plot: {exc}", file=sys.stderr)
-        return 2
+            return EXIT_OK
+    except (MatplotlibMissing, OSError, ValueError, KeyError) as exc:
+        raise Refused(str(exc)) from None
     print(out)
     title = _png_title(out)
     if title:
         print(f"{out}: {title}", file=sys.stderr)
-    return 0
+    return EXIT_OK
 
 
 def _png_title(path: Path) -> str | None:

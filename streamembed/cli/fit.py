@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from streamembed.commands import EXIT_OK, Refused
+from streamembed.cli.common import EXIT_OK, Refused, Subparsers, subcommand
 
-__all__ = ["cmd_fit", "read_matrix"]
+__all__ = ["add_parser", "run", "read_matrix"]
 
 
 def read_matrix(path: str, column: str) -> tuple[np.ndarray, list[str] | None]:
@@ -152,7 +152,7 @@ def _check_square(M: np.ndarray, path: str, sims: bool) -> None:
                           f"--similarities {path}?")
 
 
-def cmd_fit(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from streamembed import LandmarkMDS
     from streamembed.model_io import save_model
 
@@ -218,18 +218,19 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_parser(add: Any) -> None:
-    """The ``fit`` subparser (``add`` is ``cli``'s helper that registers one subcommand)."""
+def add_parser(subparsers: Subparsers) -> None:
     from streamembed.config.schema import default
     from streamembed.core.options import DEFAULTS, OPTIONS
 
-    f = add("fit", "fit a landmark model (.npz) from a dissimilarity matrix or feature vectors", cmd_fit,
-            "Fit a landmark model. Input: --dissimilarities (N x N, not squared), --similarities (N x N kernel)\n"
-            "or --features (N x p) from .npy, .csv (numeric columns; an 'id' column names objects), or\n"
-            "Parquet/Arrow/JSONL (a 'dissimilarities' / 'features' list column, or numeric columns; optional\n"
-            "'id'). With --landmarks n < N, n landmarks are chosen by --selection (docs/landmarks.md).\n"
-            "The landmarks keep the input's ids, or their row numbers in the input when it has none; input\n"
-            "rows must follow the model's landmark order, which fit prints (and --landmarks-out writes).")
+    description = (
+        "Fit a landmark model. Input: --dissimilarities (N x N, not squared), --similarities (N x N kernel)\n"
+        "or --features (N x p) from .npy, .csv (numeric columns; an 'id' column names objects), or\n"
+        "Parquet/Arrow/JSONL (a 'dissimilarities' / 'features' list column, or numeric columns; optional\n"
+        "'id'). With --landmarks n < N, n landmarks are chosen by --selection (docs/landmarks.md).\n"
+        "The landmarks keep the input's ids, or their row numbers in the input when it has none; input\n"
+        "rows must follow the model's landmark order, which fit prints (and --landmarks-out writes).")
+    f = subcommand(subparsers, "fit", "fit a landmark model (.npz) from a dissimilarity matrix or feature vectors",
+                   run, description)
     src = f.add_mutually_exclusive_group(required=True)
     src.add_argument("--dissimilarities", metavar="FILE", help="N x N dissimilarity matrix")
     src.add_argument("--features", metavar="FILE", help="N x p feature vectors (feature-mode model)")

@@ -23,12 +23,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streamembed.commands import EXIT_FAILED, EXIT_OK, Refused
+from streamembed.cli.common import EXIT_FAILED, EXIT_OK, Refused, Subparsers, subcommand
 
 if TYPE_CHECKING:
     from streamembed.stream.loop import LoopStats
 
-__all__ = ["cmd_embed", "add_parser", "Progress"]
+__all__ = ["add_parser", "run", "Progress"]
 
 
 class Progress:
@@ -147,7 +147,7 @@ def _dead_summary(stats: LoopStats) -> str:
     return (", ".join(f"{k} {v:,}" for k, v in top) + f"; e.g. {where}: {ex.reason}: {ex.detail}")
 
 
-def cmd_embed(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from streamembed.core.errors import ModelFileError
     from streamembed.config import ConfigError, parse_value
     from streamembed.model_io import read_model_file
@@ -233,19 +233,21 @@ def cmd_embed(args: argparse.Namespace) -> int:
     return EXIT_FAILED if stats.dead else EXIT_OK
 
 
-def add_parser(add: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     from streamembed.config.schema import choices, default
     from streamembed.core.options import DEFAULTS, OPTIONS
 
-    e = add("embed", "embed files (Parquet/Arrow/JSONL) into a Parquet file, or on Dask", cmd_embed,
-            "One-shot embedding of INPUT files with MODEL into OUTPUT (Parquet, written atomically), through\n"
-            "the daemon's own loop. INPUT: files, directories or globs (in that order). Rejected records go\n"
-            "to a dead-letter directory (default: <OUTPUT stem>.dead-letter). With --dask the inputs are\n"
-            "embedded on a Dask cluster, one task per file or row-group range, each writing its own part\n"
-            "into the OUTPUT directory (a backfill; see docs/throughput.md). Exit codes: 0 every record\n"
-            "embedded, 1 done with dead letters (or failed Dask tasks), or rows that look like they follow\n"
-            "another landmark order (the input consistency alarm, docs/math.md 4.5), 2 refused (unusable\n"
-            "model or input, or nothing could be embedded: no output is written).")
+    description = (
+        "One-shot embedding of INPUT files with MODEL into OUTPUT (Parquet, written atomically), through\n"
+        "the daemon's own loop. INPUT: files, directories or globs (in that order). Rejected records go\n"
+        "to a dead-letter directory (default: <OUTPUT stem>.dead-letter). With --dask the inputs are\n"
+        "embedded on a Dask cluster, one task per file or row-group range, each writing its own part\n"
+        "into the OUTPUT directory (a backfill; see docs/throughput.md). Exit codes: 0 every record\n"
+        "embedded, 1 done with dead letters (or failed Dask tasks), or rows that look like they follow\n"
+        "another landmark order (the input consistency alarm, docs/math.md 4.5), 2 refused (unusable\n"
+        "model or input, or nothing could be embedded: no output is written).")
+    e = subcommand(subparsers, "embed", "embed files (Parquet/Arrow/JSONL) into a Parquet file, or on Dask", run,
+                   description)
     e.add_argument("input", metavar="INPUT", nargs="+",
                    help="input files (.parquet, .arrow/.arrows, .jsonl), directories or globs")
     e.add_argument("-m", "--model", required=True, metavar="MODEL.npz")

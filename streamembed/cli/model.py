@@ -6,12 +6,18 @@ import argparse
 import json
 from typing import Any
 
-from streamembed.commands import EXIT_OK, Refused
+from streamembed.cli.common import EXIT_OK, Refused, Subparsers, subcommand
 
-__all__ = ["cmd_model_info", "add_parser"]
+__all__ = ["add_parser", "run", "info"]
 
 
-def cmd_model_info(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """``streamembed model WHAT``: dispatch on ``WHAT`` (today only ``info``)."""
+    return {"info": info}[args.model_command](args)
+
+
+def info(args: argparse.Namespace) -> int:
+    """``streamembed model info``: print what a model file holds."""
     from streamembed.core.errors import ModelFileError
     from streamembed.model_io import read_model_file
 
@@ -57,17 +63,16 @@ def _eigengap_line(doc: dict[str, Any]) -> str:
             f"depend on the landmark order (docs/math.md 4.6)")
 
 
-def add_parser(add: Any) -> None:
-    m = add("model", "show what a model file holds (version, lineage, landmarks in order, spectrum)", None,
-            "Inspect a model file.")
+def add_parser(subparsers: Subparsers) -> None:
+    m = subcommand(subparsers, "model", "show what a model file holds (version, lineage, landmarks in order, spectrum)",
+                   run, "Inspect a model file.")
     msub = m.add_subparsers(dest="model_command", metavar="WHAT", required=True)
-    info = msub.add_parser("info", help="version, lineage, landmark ids in model order, spectrum",
-                           description="Print what MODEL.npz holds: its version and lineage, its landmark ids in "
-                                       "model order (input rows must follow it), the kept eigenvalues, the "
-                                       "eigengap at the cut-off (whether the map is unique) and fit parameters.")
-    info.set_defaults(func=cmd_model_info)
-    info.add_argument("model", metavar="MODEL.npz")
-    info.add_argument("--json", action="store_true", help="one JSON document")
-    info.add_argument("--all", action="store_true", help="list every landmark id")
+    i = msub.add_parser("info", help="version, lineage, landmark ids in model order, spectrum",
+                        description="Print what MODEL.npz holds: its version and lineage, its landmark ids in "
+                                    "model order (input rows must follow it), the kept eigenvalues, the "
+                                    "eigengap at the cut-off (whether the map is unique) and fit parameters.")
+    i.add_argument("model", metavar="MODEL.npz")
+    i.add_argument("--json", action="store_true", help="one JSON document")
+    i.add_argument("--all", action="store_true", help="list every landmark id")
 
 

@@ -1,0 +1,103 @@
+"""The ``streamembed`` command line: the parser's assembly and dispatch, one module per subcommand.
+
+Subcommands: ``run`` (the daemon), ``fit`` (a landmark model from a file),
+``embed`` (one file in, one Parquet file out), ``model info``, ``refit``,
+``config``, ``plot``, ``evaluate`` (its own parser) and ``bench`` (a pointer to
+the benchmarks, which are not installed). Each module exports
+``add_parser(subparsers)`` and ``run(args) -> int`` and imports its heavy
+dependencies inside ``run``: building the parser stays cheap. Option choices
+and defaults come from ``core.options`` and ``config.schema``.
+Exit codes (``cli.common``): 0 success; 1 done with failures (``embed``: dead
+letters) or failed while running (``run`` resumes from its checkpoint); 2
+refused (bad arguments, configuration, model, input or run state: the message
+says what to fix); 3 ``run``: the environment is not ready (full disk, port
+taken, brokers unreachable), retry later.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from streamembed.cli import bench, config, embed, evaluate, fit, model, plot, refit, run
+from streamembed.cli.common import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, Refused
+
+__all__ = ["main", "build_parser", "SUBCOMMANDS"]
+
+_EPILOG = """\
+configuration (run, config, refit):
+  the defaults < --config FILE < environment STREAMEMBED_<SECTION>__<KEY>=value
+  < --set section.key=value < flags such as --max-batches. `streamembed config`
+  prints the effective configuration with every key documented.
+
+examples:
+  streamembed run --max-batches 50          # generator demo, output in ./streamembed-out
+  streamembed fit --features X.npy --metric euclidean --landmarks 200 -o model.npz
+  streamembed embed objects.parquet -m model.npz -o embedded.parquet
+  streamembed model info model.npz          # landmark ids in model order, version, lineage
+  STREAMEMBED_SOURCE__KIND=directory STREAMEMBED_MODEL__PATH=model.npz streamembed run
+
+exit codes: 0 done; 1 done with failures (embed: dead letters) or failed while running
+  (run resumes from its checkpoint); 2 refused: bad arguments or configuration, missing or
+  corrupt model, unreadable input, another map's state in output.root (the message says
+  what to fix); 3 run: the environment is not ready (disk full, port taken, brokers
+  unreachable), retry later.
+
+the mathematics: docs/math.md in the source repository.
+"""
+
+#: The subcommands in the order ``--help`` lists them.
+SUBCOMMANDS = (run, fit, embed, model, refit, evaluate, plot, config)
+
+#: Subcommands that read their own arguments before the tree is built: ``evaluate`` (its parser describes the
+#: evaluation code, which imports scipy) and ``bench`` (not installed: a pointer). Name -> ``main(argv) -> int``.
+_OWN_ARGUMENTS = {"evaluate": evaluate.main, "bench": bench.main}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole parser: one subparser per subcommand, each added by its module's ``add_parser``."""
+    from streamembed import __version__
+
+    p = argparse.ArgumentParser(
+        prog="streamembed",
+        description="Streaming incremental embedding: place arriving objects on a landmark MDS map.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"streamembed {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for module in SUBCOMMANDS:
+        module.add_parser(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point; returns (and, as a script, exits with) the exit code."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # the reader went away (`streamembed config | head`): not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] in _OWN_ARGUMENTS:
+        return int(_OWN_ARGUMENTS[args_list[0]](args_list[1:]))
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_REFUSED
+    try:
+        return int(args.func(args))
+    except Refused as exc:
+        print(f"streamembed {args.command}: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    except KeyboardInterrupt:
+        return EXIT_FAILED
+
