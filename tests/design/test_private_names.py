@@ -29,7 +29,7 @@ PACKAGE = Path(streamembed.__file__).parent
 ALLOWED = frozenset({"_native"})
 #: Private attributes of third-party objects used on purpose, and why.
 FOREIGN_ATTRIBUTES = {
-    "_collector_to_names": "prometheus_client has no public way to list a registry's collectors (daemon/metrics.py)",
+    "_collector_to_names": "prometheus_client has no public way to list a registry's collectors (ops/metrics.py)",
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import streamembed
 from streamembed.core.inputs.validation import PROBLEM_CODES, ProblemCode
-from streamembed.daemon.metrics import LABEL_VALUES
+from streamembed.ops.metrics import LABEL_VALUES
 from streamembed.stream.records import REASONS, Reason
 
 PACKAGE = Path(streamembed.__file__).parent
