@@ -42,3 +42,30 @@ def test_docstrings_cite_only_docs_pages_and_sections_that_exist() -> None:
     bad = {str(p.relative_to(ROOT)): b for p in sorted(PACKAGE.rglob("*.py"))
            if (b := broken_citations(p.read_text(), pages, sections))}
     assert not bad, f"citations of docs that do not exist: {bad}"
+
+
+#: A repository path in prose: folders then a file with one of these suffixes (``ops/metrics.py``, ``config/x.toml``).
+REPO_PATH = re.compile(r"(?<![\w./-])((?:[\w-]+/)+[\w-]+\.(?:py|toml|md|yml|yaml|html))\b")
+#: Where a path in the docs may be relative to: the repository, the package, and its two largest layers.
+BASES = ("", "streamembed/", "streamembed/core/", "streamembed/stream/", "docs/")
+
+
+def missing_paths(text: str, exists: set[str]) -> list[str]:
+    """The repository paths named in ``text`` that are no file of the tree (``exists``: paths relative to the root)."""
+    return [p for p in REPO_PATH.findall(text) if not any(b + p in exists for b in BASES)]
+
+
+def test_the_path_checker_sees_a_moved_module() -> None:
+    exists = {"streamembed/ops/metrics.py", "streamembed/core/place/placer.py", "docs/math.md"}
+    text = "ops/metrics.py, core/place/placer.py, streamembed/daemon/metrics.py, place/placer.py and docs/math.md"
+    assert missing_paths(text, exists) == ["streamembed/daemon/metrics.py"]
+
+
+def test_the_docs_name_only_files_that_exist() -> None:
+    """The docs and the README name modules by path (``core/place/placer.py``): after a move, each still names a
+    file of the tree (the changelog, a record of what was, is not checked)."""
+    exists = {str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file() and ".git" not in p.parts}
+    pages = [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]
+    bad = {str(p.relative_to(ROOT)): b for p in pages if p.name != "changelog.md"
+           and (b := missing_paths(p.read_text(), exists))}
+    assert not bad, f"paths in the docs that are no file of the tree: {bad}"
