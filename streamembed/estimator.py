@@ -350,14 +350,14 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         return self._model().dissimilarities_to_landmarks(F)
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Write the fitted model to a portable ``.npz`` (no pickle; see ``model_io``)."""
         from .model_io import save_model
 
         save_model(self._model(), path, params=self.get_params())
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> LandmarkMDS:
+    def load(cls, path: str | os.PathLike[str]) -> LandmarkMDS:
         """Read a model written by ``save``; raises ``ModelFileError`` on a bad file."""
         from .model_io import read_model_file
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 from dataclasses import asdict, dataclass, field
 from collections.abc import Callable, Sequence
 
@@ -154,14 +155,15 @@ class LandmarkReport:
                          f"{r.spearman} | {r.subspace} | {r.seconds:.2f} |")
         return "\n".join(lines)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready (NaN becomes None)."""
         out = asdict(self)
         out["recommendation"] = self.recommendation() if self.rows else ""
-        return _finite(out)
+        finite: dict[str, Any] = _finite(out)
+        return finite
 
 
-def _finite(obj):
+def _finite(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: _finite(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -105,7 +105,7 @@ def model_to_bytes(model: LandmarkModel, params: dict[str, Any] | None = None) -
     return buf.getvalue()
 
 
-def save_model(model: LandmarkModel, path: str | os.PathLike, params: dict[str, Any] | None = None) -> None:
+def save_model(model: LandmarkModel, path: str | os.PathLike[str], params: dict[str, Any] | None = None) -> None:
     """Write ``model`` to ``path`` atomically: the bytes of :func:`model_to_bytes`, streamed to the file.
 
     The parent directory must exist (a model is never written somewhere the user did not ask for).
@@ -157,7 +157,7 @@ def _jsonable(params: dict[str, Any]) -> dict[str, Any]:
     return {k: (int(v) if isinstance(v, np.integer) else v) for k, v in params.items()}
 
 
-def load_model(path: str | os.PathLike) -> LandmarkModel:
+def load_model(path: str | os.PathLike[str]) -> LandmarkModel:
     """Read the fitted model of a file written by ``save_model``; every failure is a ``ModelFileError``."""
     return read_model_file(path)[0]
 
@@ -177,7 +177,7 @@ def read_model_bytes(data: bytes | bytearray | memoryview, *,
     return _parse(_read_npz(io.BytesIO(raw), label), label)
 
 
-def read_model_file(path: str | os.PathLike) -> tuple[LandmarkModel, dict[str, Any]]:
+def read_model_file(path: str | os.PathLike[str]) -> tuple[LandmarkModel, dict[str, Any]]:
     """(the model, the estimator parameters saved with it); every failure is a ``ModelFileError``."""
     path = Path(path)
     label = f"model file {path}"

@@ -107,7 +107,7 @@ def _cmd_dask(args: argparse.Namespace, paths: list[Path], k0: Any) -> int:
         from distributed import LocalCluster
 
         workers = int(args.dask.partition(":")[2] or 2)
-        cluster = scheduler = LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None)
+        cluster = scheduler = LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None)  # type: ignore[no-untyped-call]
     done = [0]
 
     def progress(result: Any) -> None:

@@ -279,7 +279,7 @@ def _client(scheduler: Any) -> tuple[Any, bool]:
         raise ImportError("the Dask backfill needs the optional extra: pip install 'streamembed[dask]'") from exc
     if isinstance(scheduler, Client):
         return scheduler, False
-    return Client(scheduler), True
+    return Client(scheduler), True  # type: ignore[no-untyped-call]
 
 
 def backfill(inputs: Iterable[str | os.PathLike[str]], model: str | os.PathLike[str] | bytes,
@@ -321,7 +321,7 @@ def backfill(inputs: Iterable[str | os.PathLike[str]], model: str | os.PathLike[
                                  schema_version=schema_version, precision=precision,
                                  key=f"streamembed-backfill-{t.stem}-{os.urandom(3).hex()}", pure=False): t
                    for t in tasks}
-        for fut in as_completed(list(futures)):
+        for fut in as_completed(list(futures)):  # type: ignore[no-untyped-call]
             task = futures[fut]
             if fut.status == "finished":
                 result = fut.result()

@@ -145,7 +145,7 @@ def _skip_unreadable(source: KafkaSource, exc: BaseException) -> bool:
 def _listener(source: KafkaSource) -> Any:
     from kafka import ConsumerRebalanceListener
 
-    class Listener(_Listener, ConsumerRebalanceListener):
+    class Listener(_Listener, ConsumerRebalanceListener):  # type: ignore[misc]
         pass
 
     return Listener(source)

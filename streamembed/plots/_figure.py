@@ -13,7 +13,7 @@ class MatplotlibMissing(ImportError):
     """matplotlib is not installed."""
 
 
-def figure_class():
+def figure_class() -> Any:
     """matplotlib's ``Figure`` class (imported here, on first use), or ``MatplotlibMissing`` saying how to get it."""
     try:
         from matplotlib.figure import Figure
@@ -24,7 +24,7 @@ def figure_class():
     return Figure
 
 
-def colormap(n: int):
+def colormap(n: int) -> Any:
     """A qualitative matplotlib colormap for ``n`` series (tab10 up to 10, tab20 beyond)."""
     from matplotlib import colormaps
 

@@ -36,7 +36,7 @@ def novel_cluster_points(n: int = 800, dim: int = 10, offset: float = 8.0, novel
     return np.vstack([old, new]), np.concatenate([labels_old, np.full(n_new, 4)])
 
 
-def demo(outdir: str | os.PathLike, seed: int = 0) -> tuple[Path, Path]:
+def demo(outdir: str | os.PathLike[str], seed: int = 0) -> tuple[Path, Path]:
     """Both plots from a synthetic stream whose novel cluster drifts off the map (``novel_cluster_points``)."""
     from scipy.spatial.distance import pdist, squareform
 

@@ -37,7 +37,7 @@ def _refit_marks(times: Sequence[Any], recs: Sequence[Mapping[str, Any]]) -> lis
 
 def plot_drift(
     records: Sequence[Mapping[str, Any]],
-    path: str | os.PathLike = "drift.png",
+    path: str | os.PathLike[str] = "drift.png",
     *,
     statistics: Sequence[str] | None = None,
     thresholds: Mapping[str, float] | None = None,
@@ -108,7 +108,7 @@ def plot_drift(
     return out
 
 
-def plot_drift_benchmark(report: Mapping[str, Any], path: str | os.PathLike = "drift-bench.png") -> Path:
+def plot_drift_benchmark(report: Mapping[str, Any], path: str | os.PathLike[str] = "drift-bench.png") -> Path:
     """Delay vs false-alarm rate per detector, one panel per change scenario off the span.
 
     x: false alarms per 10⁶ stationary objects (point estimate, bar to the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,8 @@ def _record_time(r: Mapping[str, Any]) -> _dt.datetime:
     raise ValueError(f"drift history record without a usable time: {dict(r)!r:.120}")
 
 
-def read_drift_history(source: str | os.PathLike,
-                       history: str | os.PathLike | None = None) -> tuple[list[dict], list[dict]]:
+def read_drift_history(source: str | os.PathLike[str], history: str | os.PathLike[str] | None = None
+                       ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(drift records, refit records) from an output root, or from the two files.
 
     ``source`` is ``output.root`` (read ``drift-history.jsonl`` and
@@ -89,7 +89,7 @@ def _refit_note(h: Mapping[str, Any]) -> str:
 def plot_drift_history(
     records: Sequence[Mapping[str, Any]],
     refits: Sequence[Mapping[str, Any]] = (),
-    path: str | os.PathLike = "drift.png",
+    path: str | os.PathLike[str] = "drift.png",
     *,
     statistics: Sequence[str] = HISTORY_STATISTICS,
     title: str = "Drift",
@@ -127,7 +127,7 @@ def plot_drift_history(
     fig = Figure(figsize=(9.5, 1.8 + 1.9 * n_panels), dpi=130, layout="constrained")
     axes = fig.subplots(n_panels, 1, sharex=True, squeeze=False)[:, 0]
 
-    def series(get) -> np.ndarray:
+    def series(get: Callable[..., object]) -> np.ndarray:
         out = []
         for r in recs:
             v = get(r)
@@ -182,9 +182,9 @@ def plot_drift_history(
                              color="tab:orange" if status == "installed" else "tab:purple")
     from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 
-    locator = AutoDateLocator(tz=_dt.UTC)
+    locator = AutoDateLocator(tz=_dt.UTC)  # type: ignore[no-untyped-call]
     axes[-1].xaxis.set_major_locator(locator)
-    axes[-1].xaxis.set_major_formatter(ConciseDateFormatter(locator, tz=_dt.UTC))
+    axes[-1].xaxis.set_major_formatter(ConciseDateFormatter(locator, tz=_dt.UTC))  # type: ignore[no-untyped-call]
     if t1 > t0:
         axes[-1].set_xlim(t0, t1)
     axes[-1].set_xlabel("time (UTC)")
@@ -212,7 +212,7 @@ def _span(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days"
 
 
-def read_records(path: str | os.PathLike) -> list[dict]:
+def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Drift records from a JSON array file or a JSON-lines file."""
     text = Path(path).read_text(encoding="utf-8")
     stripped = text.lstrip()

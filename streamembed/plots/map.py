@@ -27,7 +27,7 @@ def plot_map(
     est: Any,
     Y: np.ndarray,
     color_by: np.ndarray | None = None,
-    path: str | os.PathLike = "map.png",
+    path: str | os.PathLike[str] = "map.png",
     *,
     color_label: str | None = None,
     color_kind: str = "auto",

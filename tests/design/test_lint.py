@@ -1,5 +1,5 @@
 """The linters the project is held to, run as the test command runs them: ruff on the package, the tests, the
-benchmarks and the test tools, mypy on the package (strict on ``core`` and ``stream``); the rules live in
+benchmarks and the test tools, mypy (strict) on the package; the rules live in
 pyproject.toml."""
 
 from __future__ import annotations
