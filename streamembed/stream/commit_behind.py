@@ -33,7 +33,13 @@ class CommitBehind(Generic[T]):
 
     @property
     def busy(self) -> bool:
+        """A commit was started and not waited for yet."""
         return self._thread is not None
+
+    @property
+    def done(self) -> bool:
+        """A commit was started and has ended (:meth:`wait` returns at once)."""
+        return self._thread is not None and not self._thread.is_alive()
 
     def start(self, commit: Callable[[], T]) -> None:
         """Run ``commit`` in the background (the previous one must have been waited for)."""

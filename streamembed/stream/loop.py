@@ -171,6 +171,8 @@ class EmbeddingLoop:
         self._set_state("running")
         try:
             while not self.stop.is_set():
+                if self._behind is not None and self._behind.done:  # counted, and its error raised, at once
+                    self._wait_commit()
                 self._beat()
                 if self.between_batches is not None:
                     self.between_batches()

@@ -164,6 +164,45 @@ def test_a_crash_anywhere_then_restart_loses_nothing(tmp_path: Path, where: str,
     assert all(c == 1 for c in seen.values()), {k: c for k, c in seen.items() if c > 1}
 
 
+def test_a_commit_is_counted_and_its_error_raised_while_the_source_is_idle(tmp_path: Path) -> None:
+    """The loop collects a finished commit on its next turn, not at the next roll (idle, none may come)."""
+    _input(tmp_path / "in", files=1, rows=16)
+    for fail in (False, True):
+        out = tmp_path / f"out-{fail}"
+        src = ReadAhead(DirectorySource(tmp_path / "in", batch_rows=8, settle_seconds=0.0, poll_seconds=0.01))
+        output, dead = ParquetSink(out / "emb"), DeadLetterSink(out / "dead", source=src.name)
+        checkpointer = Checkpointer([output, dead], src, CheckpointStore(out / "ck.json"))
+        loop = EmbeddingLoop(BatchEmbedder(fitted(), method="projection"), src, output, dead, checkpointer,
+                             roll=RollPolicy(1000, 60.0), overlap_commits=True)  # commits when caught up
+        if fail:
+            real_seal = output.seal
+
+            def seal(label: str, real_seal=real_seal):  # noqa: ANN202
+                real_seal(label)
+
+                def fail_() -> None:
+                    raise OSError(28, "No space left on device")
+                return fail_
+            output.seal = seal
+        real_poll, polls = src.poll, [0]
+
+        def poll(real_poll=real_poll, polls=polls, loop=loop):  # noqa: ANN202
+            polls[0] += 1
+            if loop.stats.commits >= 1 or polls[0] > 200:  # idle: stop once the commit was counted (or give up)
+                loop.stop.set()
+            return real_poll()
+
+        src.poll = poll
+        if fail:
+            with pytest.raises(OSError, match="No space left"):
+                loop.run()
+            assert polls[0] <= 200
+        else:
+            loop.run()
+            assert loop.stats.commits >= 1 and polls[0] <= 200
+        src.close()
+
+
 def test_commit_behind_runs_one_at_a_time() -> None:
     behind: CommitBehind[int] = CommitBehind()
     assert behind.wait() is None
