@@ -1,9 +1,9 @@
-"""Parquet read progressively (``streamembed embed``): row groups decoded as they are read (``readers.InPlace``).
+"""Parquet read progressively (``streamembed embed``): row groups decoded as they are read (``readers.parquet_fill``).
 
-The snapshot reader read a whole Parquet file before its first row group was
-decoded (0.27-0.6 s for 600 MB, with nothing embedded meanwhile); now the
-footer is read first and the rest on a thread of its own, each row group
-waited for just before it is decoded. The rows are those of the snapshot
+The snapshot reader read a whole Parquet file into fresh memory before its
+first row group was decoded (0.27-0.6 s for 600 MB, with nothing embedded
+meanwhile); now the footer is read first, and the row groups on a thread of
+their own into reused slabs, each waited for just before it is decoded. The rows are those of the snapshot
 reader, and a file that changes while it is read keeps the rows handed out and
 dead-letters the rest, as for Arrow IPC.
 """
@@ -20,7 +20,7 @@ import pytest
 
 from streamembed.stream.codecs import decode_batch
 from streamembed.stream.packed import packed_column
-from streamembed.stream.readers import iter_file, open_input, progressive
+from streamembed.stream.readers import iter_file, open_input, parquet_fill, progressive
 from streamembed.stream.sources import FileSource
 from tests.stream.helpers import N_LANDMARKS, dissimilarities, input_table, objects, write_parquet
 
@@ -37,7 +37,6 @@ def _fsb_table(ids: list[str], A: np.ndarray) -> pa.Table:
 
 @pytest.mark.parametrize("layout", ["list", "fixed_size_binary"])
 def test_progressive_parquet_gives_the_rows_of_the_snapshot_reader(tmp_path: Path, monkeypatch, layout: str) -> None:
-    monkeypatch.setattr(progressive, "FILL_BYTES", 1000)  # many reads per row group
     A = dissimilarities(objects(500))
     ids = [f"x{i}" for i in range(500)]
     table = input_table(ids, A) if layout == "list" else _fsb_table(ids, A)
@@ -58,7 +57,7 @@ class _Gate:
     def __init__(self, allow: int) -> None:
         self.allow, self.reads = allow, 0
         self.open = threading.Event()
-        self.real = progressive.read_into
+        self.real = parquet_fill.read_into
 
     def __call__(self, fh, buf):  # noqa: ANN001, ANN204 - read_into's signature
         self.reads += 1
@@ -70,15 +69,14 @@ class _Gate:
 def test_the_first_row_group_is_handed_out_before_the_file_is_read_whole(tmp_path: Path, monkeypatch) -> None:
     A = dissimilarities(objects(400))
     p = write_parquet(tmp_path / "f.parquet", _fsb_table([f"x{i}" for i in range(400)], A), row_group_size=100)
-    monkeypatch.setattr(progressive, "FILL_BYTES", 150 * 4 * N_LANDMARKS)  # 1.5 row groups: the first one whole
-    gate = _Gate(allow=1)
-    monkeypatch.setattr(progressive, "read_into", gate)
+    gate = _Gate(allow=1)  # one row group
+    monkeypatch.setattr(parquet_fill, "read_into", gate)
     src = open_input(p, progressive=True)
     assert src.in_place is not None and src.snapshot is None  # not read whole when opened
     chunks = iter_file(p, batch_rows=100, opened=src)
     first = next(chunks)  # the reader thread is held after its first read: this row group came without the rest
     assert first.table is not None and first.table.num_rows == 100
-    assert src.in_place.filled < src.in_place.size
+    assert gate.reads <= 2 and not gate.open.is_set()  # the second row group's read is held
     gate.open.set()
     rest = list(chunks)
     assert sum(c.table.num_rows for c in rest if c.table is not None) == 300
@@ -88,9 +86,8 @@ def test_a_parquet_file_truncated_while_read_keeps_the_rows_before_and_dead_lett
         tmp_path: Path, monkeypatch) -> None:
     A = dissimilarities(objects(400))
     p = write_parquet(tmp_path / "t.parquet", _fsb_table([f"x{i}" for i in range(400)], A), row_group_size=50)
-    monkeypatch.setattr(progressive, "FILL_BYTES", 75 * 4 * N_LANDMARKS)  # 1.5 row groups a read
-    gate = _Gate(allow=2)
-    monkeypatch.setattr(progressive, "read_into", gate)
+    gate = _Gate(allow=2)  # two row groups
+    monkeypatch.setattr(parquet_fill, "read_into", gate)
     src = FileSource([p], batch_rows=50)
     first = src.poll()
     assert first is not None and first.table is not None and first.table.num_rows == 50
@@ -104,6 +101,19 @@ def test_a_parquet_file_truncated_while_read_keeps_the_rows_before_and_dead_lett
     assert "truncated while it was read" in dead[0].detail or "changed while it was read" in dead[0].detail
     handed = sum(b.table.num_rows for b in batches if b.table is not None)
     assert 50 <= handed < 400 and dead[0].row == handed
+
+
+def test_row_groups_are_read_into_reused_slabs(tmp_path: Path, monkeypatch) -> None:
+    """At most a few row groups' bytes are held at once, in slabs of the pool (not one buffer of the file's size)."""
+    from streamembed.stream.readers import slabs
+
+    monkeypatch.setattr(slabs, "_POOL", slabs.SlabPool(1024))
+    A = dissimilarities(objects(1000))
+    p = write_parquet(tmp_path / "r.parquet", _fsb_table([f"x{i}" for i in range(1000)], A), row_group_size=50)
+    got = sum(c.table.num_rows for c in iter_file(p, batch_rows=50, progressive=True) if c.table is not None)
+    pool = slabs.shared_pool()
+    assert got == 1000 and len(pool._slabs) <= 6
+    assert max(s.size for s in pool._slabs) < p.stat().st_size // 4
 
 
 def test_a_parquet_file_rewritten_in_place_after_it_was_read_is_caught_at_its_end(tmp_path: Path) -> None:

@@ -36,8 +36,9 @@ class Input:
 
     ``snapshot`` is the whole file in memory (a uint8 array), or None: then
     either ``filling`` reads it progressively (Arrow IPC), or ``in_place``
-    (Parquet: into a buffer of its size at its own offsets, as the row groups
-    are reached), or it is read with plain reads (files over the snapshot size).
+    (Parquet: its row groups read into pooled slabs as they are reached,
+    ``readers.parquet_fill``), or it is read with plain reads (files over the
+    snapshot size).
     """
 
     def __init__(self, path: Path, snapshot: np.ndarray | bytes | None, sig: Signature,

@@ -15,7 +15,6 @@ the rows before it were handed out, the rest is the caller's to report.
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -116,96 +115,35 @@ class Filling:
 
 
 class InPlace:
-    """A file read front to back into one pooled buffer of its size, at its own offsets, on a thread of its own.
+    """A Parquet file opened to be read progressively: ``readers.parquet_fill`` reads its row groups.
 
-    For Parquet, whose footer gives absolute offsets: :meth:`footer` reads the
-    file's tail (footer and its length) into place first; the first
-    :meth:`ensure` starts a thread that reads the rest sequentially, and each
-    ``ensure(end)`` waits until bytes [0, end) are in (the end of the row group
-    about to be decoded). So the first row groups are decoded and embedded
-    while the rest is still being read, and reading (a copy out of the page
-    cache, GIL released) overlaps decoding (the snapshot read the whole file
-    before the first row group: 0.27-0.6 s for 600 MB here). The buffer is the
-    one a snapshot would take (``SlabPool``): the same memory, the same
-    zero-copy decoding. Every read is followed by an ``fstat``; a short read or
-    a changed signature raises :class:`FileChanged` (from ``ensure`` or
-    ``finish``, on the reader's thread).
+    :meth:`finish` checks, once they were read, that the file is still the
+    version opened (and was not appended to). :meth:`whole` (for readers
+    that need the whole file: an unreadable file's first bytes) reads it into
+    a pooled buffer, checked the same way.
     """
 
-    def __init__(self, path: Path, fh: Any, sig: Signature, chunk: int | None = None,
-                 pool: SlabPool | None = None) -> None:
-        self.path, self.fh, self.signature, self.chunk = path, fh, sig, int(chunk or FILL_BYTES)
+    def __init__(self, path: Path, fh: Any, sig: Signature, pool: SlabPool | None = None) -> None:
+        self.path, self.fh, self.signature, self.pool = path, fh, sig, pool
         self.size = sig.size
-        self.data = (pool or shared_pool()).get(self.size + 1)[:self.size]
-        self.filled = 0  # bytes [0, filled) are read
-        self._tail = self.size  # bytes [_tail, size) are read (the footer)
         self.done = False
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._error: FileChanged | None = None
-        self._stop = False
+        self._data: np.ndarray | None = None
 
-    def _check(self, got: int, want: int, at: int) -> None:
-        if got < want:
-            raise FileChanged(f"{self.path} was truncated while it was read (read {at + got} of {self.size} bytes)")
-        if signature(os.fstat(self.fh.fileno())) != self.signature:
-            raise FileChanged(f"{self.path} changed while it was read")
-
-    def footer(self, tail_bytes: int) -> None:
-        """Read the last ``tail_bytes`` bytes (before :meth:`ensure`; ``os.preadv``: no file position moves)."""
-        if self._thread is not None:
-            raise RuntimeError("InPlace.footer after the sequential read started")
-        start = max(0, self.size - int(tail_bytes))
-        if start >= self._tail:
-            return
-        view = self.data[start:self._tail].data
-        got = 0
-        while got < len(view):
-            n = os.preadv(self.fh.fileno(), [view[got:]], start + got)
-            if not n:
-                break
-            got += n
-        self._check(got, len(view), start)
-        self._tail = start
-
-    def _read(self) -> None:
-        try:
-            at = self.filled
-            while at < self._tail and not self._stop:
-                want = min(self.chunk, self._tail - at)
-                n = read_into(self.fh, self.data[at:at + want])
-                self._check(n, want, at)
-                at += n
-                with self._cond:
-                    self.filled = at
-                    self._cond.notify_all()
-        except FileChanged as exc:
-            with self._cond:
-                self._error = exc
-                self._cond.notify_all()
-        except BaseException as exc:  # noqa: BLE001 - an I/O error: the file cannot be read whole
-            with self._cond:
-                self._error = FileChanged(f"{self.path} could not be read: {exc}")
-                self._cond.notify_all()
-
-    def ensure(self, end: int) -> None:
-        """Wait until bytes [0, end) are read (``end`` clipped to the file); raise what went wrong reading."""
-        end = min(int(end), self._tail)
-        if self._thread is None and not self.done:
-            self._thread = threading.Thread(target=self._read, name="streamembed-parquet-fill", daemon=True)
-            self._thread.start()
-        with self._cond:
-            while self.filled < end and self._error is None:
-                self._cond.wait()
-            if self._error is not None:
-                raise self._error
+    def whole(self) -> np.ndarray:
+        """The whole file (read from the start, checked)."""
+        if self._data is None:
+            data = (self.pool or shared_pool()).get(self.size + 1)[:self.size]
+            self.fh.seek(0)
+            if read_into(self.fh, data) != self.size:
+                raise FileChanged(f"{self.path} was truncated while it was read")
+            self.finish()
+            self._data = data
+        return self._data
 
     def finish(self) -> None:
-        """Read the rest; raise FileChanged if the file grew, shrank or was replaced meanwhile."""
+        """Raise FileChanged if the file grew, shrank or was replaced since it was opened; close it."""
         if self.done:
             return
-        self.ensure(self.size)
-        self._join()
         self.fh.seek(self.size)
         if self.fh.read(1) or signature(os.fstat(self.fh.fileno())) != self.signature \
                 or signature(os.stat(self.path)) != self.signature:
@@ -213,21 +151,6 @@ class InPlace:
         self.close()
         self.done = True
 
-    def whole(self) -> np.ndarray:
-        """The whole file (read to its end, checked)."""
-        self.finish()
-        return self.data
-
-    def _join(self) -> None:
-        if self._thread is not None:
-            self._stop = self.filled < self._tail  # stop early only when not all was wanted
-            self._thread.join()
-            self._thread = None
-
     def close(self) -> None:
-        self._stop = True
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
         if not self.fh.closed:
             self.fh.close()
