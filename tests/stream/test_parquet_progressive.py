@@ -72,7 +72,7 @@ def test_the_first_row_group_is_handed_out_before_the_file_is_read_whole(tmp_pat
     gate = _Gate(allow=1)  # one row group
     monkeypatch.setattr(parquet_fill, "read_into", gate)
     src = open_input(p, progressive=True)
-    assert src.in_place is not None and src.snapshot is None  # not read whole when opened
+    assert src.open_parquet is not None and src.snapshot is None  # not read whole when opened
     chunks = iter_file(p, batch_rows=100, opened=src)
     first = next(chunks)  # the reader thread is held after its first read: this row group came without the rest
     assert first.table is not None and first.table.num_rows == 100

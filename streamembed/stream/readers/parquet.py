@@ -20,7 +20,7 @@ from streamembed.stream.readers.parquet_fill import GroupFile, GroupFill
 def iter_parquet(src: Input, batch_rows: int, start_row: int, max_block_rows: int, name: str,
                  final: bool) -> Iterator[ReadChunk]:
     """Chunks of an opened Parquet file (``iter_file``'s arguments), resumed at the row group holding ``start_row``."""
-    fill = src.in_place
+    fill = src.open_parquet
     try:
         if fill is not None and not fill.done:  # read progressively: the footer first, the row groups as reached
             fd, size = fill.fh.fileno(), fill.size

@@ -114,7 +114,7 @@ class Filling:
             self.fh.close()
 
 
-class InPlace:
+class OpenParquet:
     """A Parquet file opened to be read progressively: ``readers.parquet_fill`` reads its row groups.
 
     :meth:`finish` checks, once they were read, that the file is still the
