@@ -2,7 +2,7 @@
 
 Everything else is declared in pyproject.toml. The extension is optional: without
 a C compiler (or off x86) the install still succeeds and streamembed uses the
-numpy paths of ``streamembed.core.projection`` and ``restricted``, which compute
+numpy paths of ``streamembed.core.place.projection`` and ``restricted``, which compute
 the same numbers.
 """
 

@@ -52,7 +52,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.stats import chi2
 
-from streamembed.core.detector import CalibrationError, CusumDetector
+from streamembed.core.monitor.detector import CalibrationError, CusumDetector
 
 CHUNK = 10_000_000
 
@@ -80,7 +80,7 @@ def digits_pool(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 def words_pool() -> tuple[np.ndarray, np.ndarray]:
     """(u, module labels) of stdlib docstring lines placed on 100 max–min landmarks (normalised edit distance)."""
-    from streamembed.core.landmark_strategies import maxmin_select
+    from streamembed.core.refit.strategies import maxmin_select
     from benchmarks.datasets import stdlib_docstrings
 
     ds = stdlib_docstrings(n=800)

@@ -3,9 +3,9 @@
 For n landmarks, d kept axes and input dtype, objects/s of
 
 - single-object RR: ``LandmarkMDS.embed(A, method="restricted")`` on ``m_single`` rows;
-- block RR in blocks of k: ``core.block_input.prepare_blocks`` (validation,
+- block RR in blocks of k: ``core.place.block.prepare.prepare_blocks`` (validation,
   centring and projection of the rows, β of each block) plus
-  ``core.block.solve_blocks``, on ``m_block`` rows cut into consecutive
+  ``core.place.block.solve.solve_blocks``, on ``m_block`` rows cut into consecutive
   blocks of k with their mutual dissimilarities;
 - the former solver (``tools.block_reference``, one L-BFGS run per block
   and start) on a few blocks, for the before/after ratio;
@@ -33,10 +33,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from streamembed import LandmarkMDS
-from streamembed.core.block import solve_blocks
-from streamembed.core.block_input import prepare_blocks
+from streamembed.core.place.block.solve import solve_blocks
+from streamembed.core.place.block.prepare import prepare_blocks
 from tools.block_reference import solve_block_reference
-from streamembed.core.centering import center_block
+from streamembed.core.inputs.centering import center_block
 
 from benchmarks.timing import best_time, euclidean, landmark_matrix, make_points
 

@@ -20,8 +20,8 @@ import time
 import numpy as np
 
 from streamembed import LandmarkMDS
-from streamembed.core import projection
-from streamembed.core.projection import ProjectionKernel
+from streamembed.core.place import projection
+from streamembed.core.place.projection import ProjectionKernel
 
 
 def best_time(fn, repeat: int) -> float:

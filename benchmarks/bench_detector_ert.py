@@ -27,7 +27,7 @@ import time
 import numpy as np
 from scipy.stats import chi2
 
-from streamembed.core.detector import CusumDetector
+from streamembed.core.monitor.detector import CusumDetector
 
 
 def interval(count: int, exposure: float) -> tuple[float, float]:

@@ -34,7 +34,7 @@ from benchmarks.trees import use_streamembed_from
 
 def measure(D: np.ndarray, sizes: list[int], seeds: int, log: bool) -> list[dict]:
     from streamembed import LandmarkMDS
-    from streamembed.core.landmark_strategies import maxmin_select, random_select
+    from streamembed.core.refit.strategies import maxmin_select, random_select
 
     N = D.shape[0]
     out = []

@@ -1,4 +1,4 @@
-"""How often dissimilarity matrices violate the triangle inequality, as given and squared (core/input_hints.py).
+"""How often dissimilarity matrices violate the triangle inequality, as given and squared (core/inputs/hints.py).
 
 For each real dataset (scikit-learn's digits, iris, wine, breast_cancer with Euclidean and city-block
 distances, the stdlib-docstring and English-word edit distances) and a few synthetic ones, the share of
@@ -15,7 +15,7 @@ import argparse
 import numpy as np
 
 
-from streamembed.core.input_hints import squared_evidence
+from streamembed.core.inputs.hints import squared_evidence
 from benchmarks.datasets import load_dataset
 
 DEFAULT = ("digits", "iris", "wine", "breast_cancer", "breast_cancer_cityblock", "stdlib_docstrings",

@@ -32,8 +32,8 @@ import numpy as np
 
 
 from streamembed import LandmarkMDS
-from streamembed.core.drift import DriftWindow
-from streamembed.core.residuals import dropped_energy
+from streamembed.core.monitor.drift import DriftWindow
+from streamembed.core.monitor.residuals import dropped_energy
 
 
 def world(rng: np.random.Generator, third: float, p: int = 20, q: int = 3, clusters: int = 4):

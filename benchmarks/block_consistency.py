@@ -6,9 +6,9 @@ For each dataset, random landmarks and blocks of k = 2, 4, 8, 16 other objects
 with their mutual dissimilarities C as they are ("true") and contradicted:
 C·10, C = 0, C with its rows and columns shuffled, another block's C. Printed
 per case: the flagged share and quantiles of λ_min(K0)/s (s the block's scale,
-``core.block_consistency``).
+``core.place.block.consistency``).
 
-Not a test: it takes a minute. The figures quoted in ``core/block_consistency.py``
+Not a test: it takes a minute. The figures quoted in ``core/place/block/consistency.py``
 and docs/math.md §4.3 come from it.
 """
 
@@ -20,8 +20,8 @@ import numpy as np
 
 
 from streamembed import LandmarkMDS
-from streamembed.core.block_consistency import block_min_eigenvalues
-from streamembed.core.block_input import prepare_blocks
+from streamembed.core.place.block.consistency import block_min_eigenvalues
+from streamembed.core.place.block.prepare import prepare_blocks
 from streamembed.core.flags import FLAG_INCONSISTENT_BLOCK
 from benchmarks.datasets import DatasetUnavailable, load_dataset
 

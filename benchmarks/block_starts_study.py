@@ -2,9 +2,9 @@
 
     python -m benchmarks.block_starts_study [--problems 600] [--seed 7] [--brute 30]
 
-Problems come from the test generator (``tests/core/block_cases.py``: k
+Problems come from the test generator (``tests/core/place/block/block_cases.py``: k
 log-uniform in 2..64, d in 1..10, blocks in span, partly, mostly and
-entirely off it). For each, every start of ``core/block.py`` is minimised
+entirely off it). For each, every start of ``core/place/block/solve.py`` is minimised
 on its own (trust-region Newton plus the sign rule) and so are ``--brute``
 random configurations drawn like the brute-force test's. Printed:
 
@@ -18,7 +18,7 @@ random configurations drawn like the brute-force test's. Printed:
 - how often the first start and the four structured ones agree, and how
   often the value they agree on is not the best (the early stop's risk).
 
-Not a test: it takes minutes. The figures quoted in ``core/block_starts.py``
+Not a test: it takes minutes. The figures quoted in ``core/place/block/starts.py``
 and in the closing note of the block solver come from it.
 """
 
@@ -29,7 +29,7 @@ import argparse
 import numpy as np
 
 
-from streamembed.core.block import (
+from streamembed.core.place.block.solve import (
     CERT_RTOL,
     MORE_RANDOM_STARTS,
     RANDOM_STARTS,
@@ -38,9 +38,9 @@ from streamembed.core.block import (
     _out_of_span,
     _run_starts,
 )
-from streamembed.core.block_starts import eigen_starts, projection_starts, random_starts, spectral_starts
-from streamembed.core.restricted import solve_restricted
-from tests.core.block_cases import KINDS, block_problem
+from streamembed.core.place.block.starts import eigen_starts, projection_starts, random_starts, spectral_starts
+from streamembed.core.place.restricted import solve_restricted
+from tests.core.place.block.block_cases import KINDS, block_problem
 
 
 def starts_of(C, Beta, lam):

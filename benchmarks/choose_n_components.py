@@ -3,7 +3,7 @@
 Candidates, each scoring held-out objects (test × train dissimilarities) against a map fitted on the
 training objects (train × train), mean over shuffled K folds:
 
-- ``ppca``: the held-out log-likelihood under probabilistic PCA of the landmark kernel (``core.likelihood``,
+- ``ppca``: the held-out log-likelihood under probabilistic PCA of the landmark kernel (``core.fit.likelihood``,
   docs/math.md §4.7; ``LandmarkMDS.score``);
 - ``ppca_n1``: the same with the ambient dimension n − 1 instead of the kernel's rank r;
 - ``energy``: the share of energy the map explains (``explained_energy``, the score before);
@@ -31,11 +31,11 @@ from scipy.spatial.distance import cdist
 
 
 from streamembed import LandmarkMDS
-from streamembed.core.likelihood import ppca_loglik
+from streamembed.core.fit.likelihood import ppca_loglik
 from benchmarks.datasets import load_dataset
 
 #: swissroll10-isomap is not in the default run: each geodesic fit calibrates its non-Euclidean flag with ~50
-#: eigendecompositions (core.calibration), minutes per fold on this machine.
+#: eigendecompositions (core.monitor.calibration), minutes per fold on this machine.
 DEFAULT = ("flat3", "curved3", "swissroll10", "digits", "iris", "wine", "breast_cancer", "stdlib_docstrings")
 
 

@@ -20,7 +20,7 @@ by one descent only), how many flagged and unflagged rows are not global, the
 share with several minima, and the time per object of each rule (noisy on a
 shared machine).
 
-Not a test: it takes minutes. The figures quoted in ``core/criteria.py`` and
+Not a test: it takes minutes. The figures quoted in ``core/place/criteria/solve.py`` and
 docs/math.md §3.4 come from it.
 """
 
@@ -34,8 +34,8 @@ import scipy.optimize
 
 
 from streamembed import LandmarkMDS
-from streamembed.core.criteria import solve_sammon, solve_stress
-from streamembed.core.criteria_stress import stress_objective
+from streamembed.core.place.criteria.solve import solve_sammon, solve_stress
+from streamembed.core.place.criteria.stress import stress_objective
 from benchmarks.datasets import DatasetUnavailable, load_dataset
 
 DATASETS = ("digits", "wine", "breast_cancer", "stdlib_docstrings")
@@ -70,7 +70,7 @@ def run_case(name: str, D: np.ndarray, n: int, d: int, m: int, criterion: str, s
     X, A = est.model_.natural_embedding, D[np.ix_(Z, L)]
     y0 = est.model_.place(A).y if criterion == "stress" else np.zeros((m, d))
     if criterion == "sammon":
-        from streamembed.core.metric_map import map_start
+        from streamembed.core.fit.metric_map import map_start
 
         y0 = map_start(X, A, est.model_.spectrum.row_means)
     solve = solve_stress if criterion == "stress" else (lambda Y, X_, a, starts=True: solve_sammon(Y, X_, a)

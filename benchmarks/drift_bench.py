@@ -23,7 +23,7 @@ Each detector sees the same stream; its first ``baseline`` objects are its
 calibration/warm-up and alarms are counted after them; after an alarm each
 detector restarts as it would after a refit. Detectors:
 
-* ``cusum``: ``core.detector.CusumDetector`` on u (ERT 10⁸ and 10⁶ objects;
+* ``cusum``: ``core.monitor.detector.CusumDetector`` on u (ERT 10⁸ and 10⁶ objects;
   min_shift 0.1 and 0.25), and on u/β for comparison;
 * ``rule``: today's ``RefitTrigger`` on the window statistic
   ``relative_unexplained_mean`` (``DriftWindow`` of 50,000 objects,
@@ -51,7 +51,7 @@ in objects over replicates, and misses (no alarm within the horizon).
 
 **Landmark selection.** At a refit point after each change, candidates are
 the old landmarks plus a reservoir of the 2,000 most recent objects
-(``core.refit.candidate_dissimilarities``, feature mode); ``core.refit.refit``
+(``core.refit.refit.candidate_dissimilarities``, feature mode); ``core.refit.refit.refit``
 runs with every ``refit.selection``, and each refit is scored by (a) the
 window's mean relative unexplained energy under the new map, (b) fidelity:
 RMS distance, after Procrustes alignment, between the new map's placement
@@ -73,12 +73,12 @@ import numpy as np
 import scipy.spatial.distance
 from scipy.stats import chi2, gamma
 
-from streamembed.core.detector import CusumDetector
-from streamembed.core.drift import DriftWindow, RefitTrigger
-from streamembed.core.landmarks import SELECTIONS
-from streamembed.core.landmark_strategies import maxmin_select
-from streamembed.core.procrustes import orthogonal_procrustes_align
-from streamembed.core.refit import candidate_dissimilarities, refit
+from streamembed.core.monitor.detector import CusumDetector
+from streamembed.core.monitor.drift import DriftWindow, RefitTrigger
+from streamembed.core.refit.landmarks import SELECTIONS
+from streamembed.core.refit.strategies import maxmin_select
+from streamembed.core.refit.procrustes import orthogonal_procrustes_align
+from streamembed.core.refit.refit import candidate_dissimilarities, refit
 
 __all__ = ["BenchSettings", "MixtureWorld", "Change", "Stream", "DetectorSpec", "run_benchmark",
            "format_detector_table", "format_selection_table", "format_report", "selection_ranking", "main"]
@@ -740,7 +740,7 @@ def demo_history(root: Any, objects: int = 600_000, change_at: int = 250_000, ba
 
     A Euclidean mixture stream (``rate`` objects/s of simulated time from
     ``start_unix``) gains a cluster off the map at ``change_at``; the
-    calibrated CUSUM (``core.trigger.SequentialTrigger``) watches the
+    calibrated CUSUM (``core.monitor.trigger.SequentialTrigger``) watches the
     unexplained energy; when it fires, the next ``reservoir`` objects are
     collected (so the candidates show the stream after the change, not
     before it: a fast alarm leaves few changed objects in a reservoir filled
@@ -750,7 +750,7 @@ def demo_history(root: Any, objects: int = 600_000, change_at: int = 250_000, ba
     """
     from pathlib import Path
 
-    from streamembed.core.trigger import SequentialTrigger
+    from streamembed.core.monitor.trigger import SequentialTrigger
 
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)

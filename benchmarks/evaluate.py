@@ -15,7 +15,7 @@ For a dataset of N objects with full dissimilarities Δ:
 
    * fidelity to full classical-MDS refits (same d), each aligned to the map
      by orthogonal Procrustes with translation, no scaling, fitted on the
-     landmarks and evaluated on the held-out objects (``core.procrustes``),
+     landmarks and evaluated on the held-out objects (``core.refit.procrustes``),
      as RMS distance / RMS radius of the landmark map. Three refits
      (``references``): landmarks + the object alone (what RR approximates),
      landmarks + its block of k (what block RR approximates), landmarks + all
@@ -49,7 +49,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from streamembed.core.landmark_strategies import maxmin_select
+from streamembed.core.refit.strategies import maxmin_select
 from streamembed.estimator import LandmarkMDS
 from streamembed.core.runtime import single_blas_thread
 from benchmarks.datasets import DATASETS, Dataset, DatasetUnavailable, available_datasets, load_dataset

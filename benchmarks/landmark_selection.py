@@ -21,7 +21,7 @@ import json
 import sys
 import time
 
-from streamembed.core.landmarks import LANDMARK_SELECTIONS
+from streamembed.core.refit.landmarks import LANDMARK_SELECTIONS
 from streamembed.evaluate_data import LandmarkReport, evaluate_landmarks
 from benchmarks.datasets import load_dataset
 

@@ -12,7 +12,7 @@ mix-up a producer can make without breaking a row's validity is built:
   (n other objects of the same dataset as landmarks);
 * ``other dataset``: rows of another dataset against its own n landmarks.
 
-Used by the tests of ``core.consistency`` and ``stream.consistency`` and by
+Used by the tests of ``core.monitor.consistency`` and ``stream.consistency`` and by
 ``benchmarks/bench_consistency.py``.
 """
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from streamembed.core.landmark_strategies import maxmin_select, random_select
+from streamembed.core.refit.strategies import maxmin_select, random_select
 from streamembed.core.model import LandmarkModel, fit_model
 
 __all__ = ["MIXUPS", "MixupSetting", "mixup_setting"]

@@ -1,4 +1,4 @@
-"""Ordinal landmark maps against scikit-learn's non-metric SMACOF on real data (core/ordinal_map.py, docs/math.md §3.6).
+"""Ordinal landmark maps against scikit-learn's non-metric SMACOF on real data (core/fit/ordinal_map.py, docs/math.md §3.6).
 
 Both start from the same configuration (the classical MDS of the ranks, ``rank_start``) and run to a tight
 tolerance; the table gives Kruskal's stress-1 of each final map by one formula (``kruskal_stress1``), their
@@ -16,8 +16,8 @@ import warnings
 import numpy as np
 
 
-from streamembed.core.metric_map import refine_map
-from streamembed.core.ordinal_map import kruskal_stress1, rank_start
+from streamembed.core.fit.metric_map import refine_map
+from streamembed.core.fit.ordinal_map import kruskal_stress1, rank_start
 from benchmarks.datasets import load_dataset
 
 

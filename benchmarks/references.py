@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from streamembed.core.procrustes import apply_alignment, orthogonal_procrustes_align
+from streamembed.core.refit.procrustes import apply_alignment, orthogonal_procrustes_align
 from streamembed.estimator import LandmarkMDS
 
 __all__ = ["RefitGroup", "refit_reference", "reference_error"]

@@ -39,7 +39,7 @@ import numpy as np
 import scipy.spatial.distance as ssd
 
 from streamembed import LandmarkMDS
-from streamembed.core.refit import REFIT_SELECTIONS, candidate_dissimilarities, refit
+from streamembed.core.refit.refit import REFIT_SELECTIONS, candidate_dissimilarities, refit
 from streamembed.quality import classical_mds, procrustes_share, trustworthiness_continuity
 
 RESERVOIR = 600

@@ -27,10 +27,12 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .core import input_hints, kernel_input, validation
-from .core.bounds import WindowBounds
+from .core.inputs import hints as input_hints
+from .core.inputs import kernel as kernel_input
+from .core.inputs import validation
+from .core.monitor.bounds import WindowBounds
 from .core.errors import InputError, NotFittedError
-from .core.likelihood import ppca_loglik
+from .core.fit.likelihood import ppca_loglik
 from .core.model import LandmarkModel, Method, fit_model
 from .core.options import DEFAULTS, METHODS, check_options
 from .core.result import EmbeddingResult
@@ -55,7 +57,7 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
         method: "projection" (Gower / Bengio / landmark MDS / Nyström,
             docs/math.md §3), "restricted" (Trosset–Priebe restricted
             reconstruction), "stress" (raw stress Σ(‖y - x_i‖ - δ_i)²) or "l1"
-            (Σ|δ_i² - ‖y - x_i‖²|), both from the projection start (``core.criteria``).
+            (Σ|δ_i² - ‖y - x_i‖²|), both from the projection start (``core.place.criteria.solve``).
         n_residual_components: r, eigenpairs used for the exact k0 (docs/math.md §4).
             None: every positive eigenvalue with the full eigensolver, else a
             documented truncation (``cmds.default_partial_rank``), which makes
@@ -66,24 +68,24 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
         input: "dissimilarity" (default) or "similarity": ``fit`` takes an (n, n)
             symmetric similarity (kernel) matrix and ``embed`` similarity rows
             (m, n) with ``self_similarity`` (m,) or as (m, n + 1) rows whose last
-            column is k(z, z) (``core.transforms``).
+            column is k(z, z) (``core.inputs.transforms``).
         geodesic_neighbors: None, or k: landmark Isomap on geodesic distances
-            through the landmarks' k-nearest-neighbour graph (``core.geodesic``).
+            through the landmarks' k-nearest-neighbour graph (``core.inputs.geodesic``).
         correction: "none" (negative eigenvalues are dropped) or "cailliez"
-            (the additive constant that makes the landmark kernel PSD, ``core.cailliez``).
+            (the additive constant that makes the landmark kernel PSD, ``core.inputs.cailliez``).
         landmark_map: "cmds" (classical MDS), "smacof" / "sammon" (the CMDS
-            configuration refined by metric MDS, ``core.metric_map``) or
+            configuration refined by metric MDS, ``core.fit.metric_map``) or
             "nonmetric" (ordinal MDS: Kruskal's stress-1 with monotone regression,
-            ``core.ordinal_map``); a refined map needs method "stress" or "l1".
+            ``core.fit.ordinal_map``); a refined map needs method "stress" or "l1".
         n_landmarks: None (every object ``fit`` sees is a landmark), or n: ``fit``
             takes all N objects, (N, N), and keeps n of them as landmarks, chosen by
             ``landmark_selection``; ``transform`` then takes rows of dissimilarities to
             all N (their landmark columns are used) or to the n landmarks.
-        landmark_selection: how ``n_landmarks`` are chosen (``core.landmarks.select_landmarks``;
+        landmark_selection: how ``n_landmarks`` are chosen (``core.refit.landmarks.select_landmarks``;
             default "max-variance", measured in docs/landmarks.md), seeded by ``random_state``.
         metric: "precomputed" (default: X holds dissimilarities, or similarities
             for input="similarity"), or the scipy metric (for input="similarity":
-            the kernel of ``core.kernel_input.FEATURE_KERNELS``) of feature
+            the kernel of ``core.inputs.kernel.FEATURE_KERNELS``) of feature
             vectors: then ``fit(X)`` is ``fit_features(X, metric)`` and
             ``transform``/``score`` take feature rows (m, p).
 
@@ -142,7 +144,7 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
         ``n_landmarks`` set, X holds all N objects and ``landmark_ids`` (N,) names
         them; the chosen ones are kept. Matrices that look like similarities are
         refused with that hint; ones that look like squared distances fit with a
-        WARNING (``core.input_hints``).
+        WARNING (``core.inputs.hints``).
         """
         self._check_params()
         if self.metric != "precomputed":
@@ -198,7 +200,7 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
 
         ``metric`` defaults to the estimator's (or "euclidean" when that is
         "precomputed"). With ``input="similarity"``, it names a kernel of
-        ``core.kernel_input.FEATURE_KERNELS`` ("linear", "cosine", "rbf") instead.
+        ``core.inputs.kernel.FEATURE_KERNELS`` ("linear", "cosine", "rbf") instead.
         ``transform`` then takes feature rows (m, p) as well as dissimilarity rows
         (m, n), told apart by their width (p ≠ n; refused as ambiguous when p = n
         unless ``metric`` is set on the estimator). A DataFrame's column names
@@ -309,7 +311,7 @@ class LandmarkMDS(SetOutputMixin, _FittedAttributes):
         """Mean held-out log-likelihood of the rows of X under the map's probabilistic PCA (docs/math.md §4.7).
 
         scikit-learn's ``PCA.score`` in the landmark kernel's feature space
-        (``core.likelihood``): each kept axis must earn its cost, so the score
+        (``core.fit.likelihood``): each kept axis must earn its cost, so the score
         peaks at a d where the discarded axes look like noise, and
         ``GridSearchCV`` over ``n_components`` can choose d (higher is better;
         nats per object). X as for ``transform``; a similarity model needs

@@ -1,5 +1,5 @@
 """What ``LandmarkMDS`` does with the X it is given: feature rows or input rows, checked whole; the landmarks kept
-among the fit data's objects (``core.landmarks.initial_landmarks``); the projections ``score`` reads.
+among the fit data's objects (``core.refit.landmarks.initial_landmarks``); the projections ``score`` reads.
 
 Functions of the estimator (``est``), kept apart from its class so that ``estimator.py`` holds the scikit-learn
 contract only. Shapes: N fit objects, n landmarks, p features, m rows.
@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .core import validation
+from .core.inputs import validation
 from .core.errors import InputError
-from .core.landmarks import initial_landmarks
+from .core.refit.landmarks import initial_landmarks
 from .named_columns import column_names, in_model_order
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def _kept_landmarks(est: LandmarkMDS, M: np.ndarray | None = None, F: np.ndarray
     if est.n_landmarks >= N:
         return None
     if est.input == "similarity" and M is not None:
-        from .core.kernel_input import landmark_dissimilarities
+        from .core.inputs.kernel import landmark_dissimilarities
 
         M = landmark_dissimilarities(M)  # landmarks are chosen on the equivalent dissimilarities (docs/math.md §2)
     L = initial_landmarks(est.landmark_selection, int(est.n_landmarks), D=M, X=F, metric=metric,

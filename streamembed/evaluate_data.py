@@ -4,7 +4,7 @@
 vectors with a scipy metric, and for every landmark selection × landmark
 count × placement method × seed (docs/landmarks.md):
 
-1. chooses the landmarks among all N objects (``core.landmarks.select_landmarks``,
+1. chooses the landmarks among all N objects (``core.refit.landmarks.select_landmarks``,
    seeds 0 … seeds − 1: the seed ``streamembed fit --seed`` takes);
 2. fits the landmark map (classical MDS of the landmarks, docs/math.md §1)
    and places the reference objects with the method (projection or restricted
@@ -41,9 +41,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import scipy.spatial.distance
 
-from .core import validation
+from .core.inputs import validation
 from .core.errors import InputError
-from .core.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS, select_landmarks
+from .core.refit.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS, select_landmarks
 from .estimator import LandmarkMDS
 from .core.runtime import single_blas_thread
 from .quality import (NeighbourRanks, PairRanks, classical_mds, procrustes_share, spearman_agreement, subspace_distance,
@@ -226,7 +226,7 @@ def evaluate_landmarks(
     Args:
         D: (N, N) dissimilarities (not squared), or X: (N, p) features with a scipy ``metric``.
         landmarks: landmark counts to try; counts ≥ N are dropped (at least one must remain).
-        selections: strategies of ``core.landmarks.select_landmarks``.
+        selections: strategies of ``core.refit.landmarks.select_landmarks``.
         methods: placement methods among ``EVALUATED_METHODS``.
         seeds: seeds 0 … seeds − 1 of each selection (figures are medians and ranges over them).
         n_components: map dimensions d.

@@ -55,7 +55,7 @@ class _FittedAttributes:
         return np.asarray([str(x) for x in ids], dtype=object)
 
     eigenvalues_ = _fitted("eigenvalues", "(d,) kept eigenvalues")
-    spectrum_ = _fitted("spectrum", "the landmark spectrum (core.cmds.LandmarkSpectrum)")
+    spectrum_ = _fitted("spectrum", "the landmark spectrum (core.fit.cmds.LandmarkSpectrum)")
     negative_share_ = _fitted("negative_share", "Σ|λ_neg| / Σ|λ| of the landmark kernel")
     eigengap_ = _fitted("eigengap", "(λ_d − λ_{d+1}) / λ_d at the cut-off, or None (docs/math.md §4.6)")
     map_unique_ = _fitted("map_unique", "False when the eigengap is at most core.model.EIGENGAP_RTOL (None: unknown)")

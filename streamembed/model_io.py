@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 
 from .atomic import atomic_file
-from .core.cmds import LandmarkSpectrum
+from .core.fit.cmds import LandmarkSpectrum
 from .core.errors import InputError, ModelFileError
 from .core.model import LandmarkModel, relative_eigengap
 from .core.options import DEFAULTS, check_options, config_names
-from .core.ordinal_map import MonotoneTransform
-from .core.transforms import InputPipeline
+from .core.fit.ordinal_map import MonotoneTransform
+from .core.inputs.transforms import InputPipeline
 
 __all__ = ["SCHEMA_VERSION", "FORMAT_NAME", "save_model", "load_model", "read_model_file", "model_arrays"]
 
@@ -77,7 +77,7 @@ def model_arrays(model: LandmarkModel) -> dict[str, np.ndarray]:
         arrays["landmark_features"] = model.features
     if model.landmark_map is not None:
         arrays["landmark_map"] = model.landmark_map
-    if model.map_transform is not None:  # a non-metric map's monotone transformation (core.ordinal_map)
+    if model.map_transform is not None:  # a non-metric map's monotone transformation (core.fit.ordinal_map)
         arrays["map_transform_x"] = model.map_transform.knots_x
         arrays["map_transform_y"] = model.map_transform.knots_y
     return arrays

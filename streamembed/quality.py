@@ -41,7 +41,7 @@ import scipy.spatial.distance
 import scipy.stats
 
 from .core.errors import InputError
-from .core.procrustes import apply_alignment, orthogonal_procrustes_align
+from .core.refit.procrustes import apply_alignment, orthogonal_procrustes_align
 
 __all__ = [
     "Stress",

@@ -8,7 +8,7 @@ import scipy.spatial.distance as ssd
 
 from streamembed import LandmarkMDS
 from streamembed.core.errors import InputError
-from streamembed.core.landmarks import select_landmarks
+from streamembed.core.refit.landmarks import select_landmarks
 
 
 @pytest.fixture

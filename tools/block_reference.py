@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamembed.core.runtime import single_blas_thread
-from streamembed.core.block import block_objective
+from streamembed.core.place.block.solve import block_objective
 from streamembed.core.flags import FLAG_AMBIGUOUS
-from streamembed.core.restricted import solve_restricted
+from streamembed.core.place.restricted import solve_restricted
 
 
 @dataclass

@@ -26,7 +26,7 @@ _USER_FLAGS = ("--dissimilarities", "--features")
 
 def build_parser() -> argparse.ArgumentParser:
     from streamembed.config.schema import default
-    from streamembed.core.landmarks import LANDMARK_SELECTIONS
+    from streamembed.core.refit.landmarks import LANDMARK_SELECTIONS
     from streamembed.core.options import DEFAULTS
     from streamembed.evaluate_data import EVALUATED_METHODS, REFERENCE_MAX
 
@@ -76,7 +76,7 @@ def _user_data(argv: Sequence[str]) -> int:
     import numpy as np
 
     from streamembed.commands.fit import read_matrix
-    from streamembed.core.landmarks import select_landmarks
+    from streamembed.core.refit.landmarks import select_landmarks
     from streamembed.evaluate_data import evaluate_landmarks
 
     args = build_parser().parse_args(argv)

@@ -84,7 +84,7 @@ def _read_csv(p: Path) -> Any:
 
 def _select(args: argparse.Namespace, M: np.ndarray, M_select: np.ndarray, features: bool, n: int) -> np.ndarray:
     """The landmarks' rows: the first n (--selection first), else the estimator's rule, seeded by --seed."""
-    from streamembed.core.landmarks import initial_landmarks
+    from streamembed.core.refit.landmarks import initial_landmarks
 
     if args.selection == "first":
         return np.arange(n)
@@ -143,7 +143,7 @@ def _check_square(M: np.ndarray, path: str, sims: bool) -> None:
                       + ("" if sims else f"; if its rows are feature vectors, fit them with --features {path} "
                          f"(and --metric)"))
     if not sims:
-        from streamembed.core.input_hints import looks_like_similarity
+        from streamembed.core.inputs.hints import looks_like_similarity
 
         if looks_like_similarity(M):
             i = int(np.argmax(np.abs(np.diagonal(M))))
@@ -168,7 +168,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         _check_square(M, path, sims)
     M_select = M
     if sims:  # landmarks are chosen on the equivalent dissimilarities (docs/math.md §2)
-        from streamembed.core.kernel_input import check_similarity_matrix, landmark_dissimilarities
+        from streamembed.core.inputs.kernel import check_similarity_matrix, landmark_dissimilarities
 
         try:
             M_select = landmark_dissimilarities(check_similarity_matrix(M, "similarities"))

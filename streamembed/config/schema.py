@@ -4,7 +4,7 @@ Each section is a dataclass; each field's metadata carries its documentation,
 choices and range. The model and stream-sizing options (``[model]``'s choices
 and defaults, ``source.batch_rows``, ``source.max_block_rows``) come from the
 option table ``streamembed.core.options``, the drift statistics from
-``core.drift``. Everything else is derived from here: the embedded default
+``core.monitor.drift``. Everything else is derived from here: the embedded default
 (``Config()``), ``config/default.toml`` and ``streamembed config`` (rendered by
 ``config.render``), docs/configuration.md's reference (``streamembed config
 --reference``), validation of files, environment variables and ``--set``
@@ -29,8 +29,8 @@ from streamembed.config.fields import milliseconds as _ms
 from streamembed.config.fields import option as _option
 from streamembed.config.fields import seconds as _s
 from streamembed.config.fields import setting as _f
-from streamembed.core.drift import STATISTICS
-from streamembed.core.refit import DEFAULT_SELECTION, REFIT_SELECTIONS
+from streamembed.core.monitor.drift import STATISTICS
+from streamembed.core.refit.refit import DEFAULT_SELECTION, REFIT_SELECTIONS
 
 __all__ = ["Config", "ModelConfig", "SourceConfig", "DirectoryConfig", "GeneratorConfig", "OutputConfig",
            "RunConfig", "DriftConfig", "ConsistencyConfig", "RefitConfig", "KafkaConfig", "MetricsConfig",
@@ -39,7 +39,7 @@ __all__ = ["Config", "ModelConfig", "SourceConfig", "DirectoryConfig", "Generato
 
 #: Where a Kafka row's event time comes from (``kafka.event_time``; streamembed.kafka.event_time).
 EVENT_TIME_MODES = ("auto", "record", "create_time", "log_append_time", "none")
-#: Statistics the refit trigger may watch (``core.drift.STATISTICS``).
+#: Statistics the refit trigger may watch (``core.monitor.drift.STATISTICS``).
 DRIFT_STATISTICS = STATISTICS
 #: Those that need exact k0 rows (model.k0_rows not "none").
 K0_STATISTICS = ("relative_k0_mean", "kernel_distance_bound", "gap_ratio")

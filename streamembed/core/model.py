@@ -1,20 +1,20 @@
 """``LandmarkModel``: the fitted landmark map, immutable, and everything it needs to place new objects.
 
 What a fit produces and a refit replaces: the landmark spectrum (docs/math.md
-§1), the input transforms (``core.transforms``), an optional refined map
-(SMACOF / Sammon, ``core.metric_map``), the alignment into the frame of the
+§1), the input transforms (``core.inputs.transforms``), an optional refined map
+(SMACOF / Sammon, ``core.fit.metric_map``), the alignment into the frame of the
 model's predecessors (docs/math.md §5), the landmark ids in model order, the
-version and the lineage. ``place`` embeds a batch (``core.placer``);
+version and the lineage. ``place`` embeds a batch (``core.place.placer``);
 ``model_io`` saves and loads exactly this object. The scikit-learn-style
 ``LandmarkMDS`` estimator only holds parameters and builds one of these.
 
 A model never changes after it is built: ``aligned`` and ``with_version``
 return new models (they share the arrays), so a model can be handed to
 threads and processes without locks of the caller's. What placing needs
-(projection kernels, limits) lives in its ``Placer`` (``core.placer``),
+(projection kernels, limits) lives in its ``Placer`` (``core.place.placer``),
 built once from the model's arrays under the model's own lock; the placer
 never calls back into the model, and its kernels keep no per-call state
-between threads (``core.projection``): threads sharing a model get
+between threads (``core.place.projection``): threads sharing a model get
 bit-identical results to one thread.
 """
 
@@ -23,24 +23,25 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
-from collections.abc import Iterable
 
 import numpy as np
 
-from . import kernel_input, validation
-from .bounds import WindowBounds
-from .calibration import arrival_negative_ratio
-from .cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, default_partial_rank, fit_spectrum
 from .errors import InputError
-from .metric_map import refine_map
+from .fit.cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, default_partial_rank, fit_spectrum
+from .fit.metric_map import refine_map
+from .fit.ordinal_map import MonotoneTransform, rank_start
+from .inputs import kernel as kernel_input
+from .inputs import validation
+from .inputs.transforms import InputPipeline
+from .monitor.bounds import WindowBounds
+from .monitor.calibration import arrival_negative_ratio
 from .options import CORRECTIONS, CRITERION_METHODS, INPUTS, KERNEL_METHODS, METHODS, check_options
-from .ordinal_map import MonotoneTransform, rank_start
-from .placer import Placer
-from .projection import ProjectionKernel
+from .place.placer import Placer
+from .place.projection import ProjectionKernel
 from .result import EmbeddingResult
-from .transforms import InputPipeline
 
 __all__ = ["LandmarkModel", "fit_model", "relative_eigengap", "EIGENGAP_RTOL", "METHODS", "KERNEL_METHODS",
            "CRITERION_METHODS", "INPUTS", "CORRECTIONS", "Method", "lineage_of"]
@@ -67,7 +68,7 @@ class LandmarkModel:
         landmark_map: (n, d) refined natural-frame map (SMACOF / Sammon / non-metric), or None.
         map_info: convergence of that refinement (iterations, criterion, ...), or None.
         map_transform: a non-metric map's fitted monotone transformation δ ↦ d̂
-            (``core.ordinal_map``): arrivals' dissimilarities go through it
+            (``core.fit.ordinal_map``): arrivals' dissimilarities go through it
             before the stress criterion places them; None for every other map.
         rotation, shift: (d, d) orthogonal R and (d,) translation: outputs are y·R + shift.
         version: model version (1 for a fit; refits count up).
@@ -78,7 +79,7 @@ class LandmarkModel:
         random_state: seed of the block solver's perturbed starts.
         n_threads: threads of the projection hot path and solvers (None: ``runtime.default_threads()``).
         negative_ratio: the ``non_euclidean`` flag's threshold on −k0/β
-            (``core.calibration``; 0 for Euclidean landmarks; None for a model
+            (``core.monitor.calibration``; 0 for Euclidean landmarks; None for a model
             saved before it existed: the landmarks' own ratio is used).
         eigengap: relative eigengap at the cut-off, (λ_d − λ_{d+1})/λ_d (``relative_eigengap``;
             None when λ_{d+1} is unknown). At or below ``EIGENGAP_RTOL`` the map is not unique.
@@ -225,7 +226,7 @@ class LandmarkModel:
         """(m, n) float64 what the criteria fit on this map: f(δ) on a non-metric map, δ itself otherwise."""
         return self.placer.geometry.dissimilarities(A_rows)
 
-    # ------------------------------------------------------------------ placing objects (``core.placer``)
+    # ------------------------------------------------------------------ placing objects (``core.place.placer``)
     @property
     def placer(self) -> Placer:
         """What placing on this map needs, built once (thread-safe) from the model's arrays and settings."""
@@ -359,7 +360,7 @@ def fit_model(
     The input pipeline, in order: similarities -> dissimilarities -> geodesic
     distances -> + additive constant -> the landmark spectrum (β, k0 and the
     bounds are those of this corrected kernel) -> the map (classical MDS, or
-    refined by SMACOF / Sammon, or the ordinal map of ``core.ordinal_map`` started
+    refined by SMACOF / Sammon, or the ordinal map of ``core.fit.ordinal_map`` started
     from the classical MDS of the ranks). Raises InputError naming what is wrong.
     """
     check_options(input=input, correction=correction, landmark_map=landmark_map, eigensolver=eigensolver)

@@ -24,9 +24,9 @@ from numbers import Integral, Real
 from typing import Any
 
 from .errors import InputError
-from .kernel_input import FEATURE_KERNELS
-from .landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS
-from .metric_map import LANDMARK_MAPS
+from .fit.metric_map import LANDMARK_MAPS
+from .inputs.kernel import FEATURE_KERNELS
+from .refit.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS
 
 __all__ = ["StrOptions", "Interval", "Option", "Rule", "OPTIONS", "RULES", "DEFAULTS", "check_options",
            "METHODS", "KERNEL_METHODS", "CRITERION_METHODS", "INPUTS", "CORRECTIONS", "EIGENSOLVERS",
@@ -36,13 +36,13 @@ __all__ = ["StrOptions", "Interval", "Option", "Rule", "OPTIONS", "RULES", "DEFA
 METHODS: tuple[str, ...] = ("projection", "restricted", "stress", "l1")
 #: Methods that need the classical-MDS map X = U Λ^{1/2} (kernel formulas, docs/math.md §3).
 KERNEL_METHODS: tuple[str, ...] = ("projection", "restricted")
-#: Methods that place by a criterion on the map's points only (``core.criteria``): any map, refined ones included.
+#: Methods that place by a criterion on the map's points only (``core.place.criteria.solve``): any map, refined ones included.
 CRITERION_METHODS: tuple[str, ...] = ("stress", "l1")
 #: What the landmark matrix and input rows hold (docs/math.md §2).
 INPUTS: tuple[str, ...] = ("dissimilarity", "similarity")
-#: Non-Euclidean corrections of the landmark kernel (``core.cailliez``).
+#: Non-Euclidean corrections of the landmark kernel (``core.inputs.cailliez``).
 CORRECTIONS: tuple[str, ...] = ("none", "cailliez")
-#: Eigensolvers of the landmark spectrum (``core.cmds.fit_spectrum``).
+#: Eigensolvers of the landmark spectrum (``core.fit.cmds.fit_spectrum``).
 EIGENSOLVERS: tuple[str, ...] = ("auto", "full", "partial")
 
 
@@ -132,20 +132,20 @@ def _option_table() -> dict[str, Option]:
                "what the landmark matrix and input rows hold (docs/math.md §2)"),
         Option("geodesic_neighbors", Interval(int, 1), None, "landmark Isomap through this many nearest landmarks",
                none_ok=True),
-        Option("correction", StrOptions(CORRECTIONS), "none", "non-Euclidean correction (core.cailliez)"),
+        Option("correction", StrOptions(CORRECTIONS), "none", "non-Euclidean correction (core.inputs.cailliez)"),
         Option("landmark_map", StrOptions(LANDMARK_MAPS), "cmds",
-               "the landmark map: classical MDS, or refined by smacof / sammon, or nonmetric (core.metric_map)"),
+               "the landmark map: classical MDS, or refined by smacof / sammon, or nonmetric (core.fit.metric_map)"),
         Option("n_landmarks", Interval(int, 2), None, "landmarks kept among the fit data", none_ok=True),
         Option("landmark_selection", StrOptions(LANDMARK_SELECTIONS), DEFAULT_LANDMARK_SELECTION,
-               "how landmarks are chosen (core.landmarks.select_landmarks, docs/landmarks.md)"),
-        Option("eigensolver", StrOptions(EIGENSOLVERS), "auto", "eigensolver of the landmark spectrum (core.cmds)"),
+               "how landmarks are chosen (core.refit.landmarks.select_landmarks, docs/landmarks.md)"),
+        Option("eigensolver", StrOptions(EIGENSOLVERS), "auto", "eigensolver of the landmark spectrum (core.fit.cmds)"),
         Option("n_residual_components", Interval(int, 1), None, "r, eigenpairs of the exact k0 (docs/math.md §4)",
                none_ok=True),
         Option("n_threads", Interval(int, 1), None, "threads of the projection hot path (None: up to 2)",
                none_ok=True),
         Option("random_state", Interval(int), 0, "seed of the landmark selection and the block solver's starts"),
         Option("kernel", StrOptions(FEATURE_KERNELS), "linear",
-               "kernel between feature vectors of a similarity model (core.kernel_input)"),
+               "kernel between feature vectors of a similarity model (core.inputs.kernel)"),
         Option("batch_rows", Interval(int, 1), 8192, "most rows per batch of a stream (decoding, placing, writing)"),
         Option("max_block_rows", Interval(int, 1), 4096,
                "largest block (rows carrying `cross`) accepted; a larger one is dead-lettered as bad_block"),

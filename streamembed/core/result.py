@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
-from .validation import Problem
+from .inputs.validation import Problem
 
 
 @dataclass

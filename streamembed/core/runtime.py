@@ -3,8 +3,8 @@
 **Worker threads.** ``default_threads()`` = min(2, CPUs) is how many threads
 the hot paths split a batch over when the caller does not say
 (``n_threads=None``). They run on the process's one pool,
-``worker_pool()``: the projection kernel (``core.projection``), single-object
-RR (``core.restricted``) and block RR (``core.block``) submit their chunks
+``worker_pool()``: the projection kernel (``core.place.projection``), single-object
+RR (``core.place.restricted``) and block RR (``core.place.block.solve``) submit their chunks
 to it. Work already running on a pool thread (``in_worker()``) runs its
 chunks itself instead of submitting more and waiting on them, so no pool
 thread ever waits for a task queued behind it.

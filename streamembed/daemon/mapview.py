@@ -207,7 +207,7 @@ class MapView:
         stats = mon.last_stats
         trigger = mon.trigger
         kind = getattr(trigger, "kind", "rule")
-        if kind == "cusum":  # the calibrated detector (core.detector)
+        if kind == "cusum":  # the calibrated detector (core.monitor.detector)
             watched, value, level = "CUSUM of the unexplained energy", trigger.statistic, trigger.threshold
         else:  # the baseline-ratio rule, configured or as the detector's fallback
             rule = getattr(trigger, "fallback", None) or trigger

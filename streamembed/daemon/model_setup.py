@@ -15,7 +15,7 @@ from typing import Any
 from collections.abc import Callable
 
 
-from streamembed.core.detector import CalibrationError
+from streamembed.core.monitor.detector import CalibrationError
 from streamembed.core.errors import ModelFileError
 from streamembed.core.model import LandmarkModel
 from streamembed.daemon.errors import EnvironmentUnavailable, StartupError
@@ -49,7 +49,7 @@ def model_source(cfg: Config) -> str:
 
 def load_or_fit_model(cfg: Config) -> LandmarkModel:
     """The configured model: loaded from ``model.path``, else fitted from generator samples."""
-    from streamembed.core.landmarks import initial_landmarks
+    from streamembed.core.refit.landmarks import initial_landmarks
 
     m = cfg.model
     if m.path:

@@ -5,7 +5,7 @@
 JOB.npz (``allow_pickle=False``) holds the candidates: ``dissimilarities``
 (N, N) whose first rows are the old landmarks, ``ids`` (N,), optionally
 ``features`` (N, p), and ``n_landmarks``. The worker loads the old model,
-runs ``core.refit.refit`` (selection, classical MDS, Procrustes alignment),
+runs ``core.refit.refit.refit`` (selection, classical MDS, Procrustes alignment),
 writes the new model atomically and a JSON record of what it did
 (``"outcome": "installed"``, or ``"kept"`` with no model when the refit would
 not improve the map); it exits 0 on success and 1 with ``{"error": ...}`` in
@@ -28,13 +28,13 @@ import numpy as np
 
 from streamembed.atomic import atomic_write_bytes
 
-#: Figures of ``core.refit_policy`` copied to the top level of the record (the map page and ``plot drift`` read them).
+#: Figures of ``core.refit.policy`` copied to the top level of the record (the map page and ``plot drift`` read them).
 RECORDED = ("captured_before", "captured_after", "captured_best", "unexplained_before", "unexplained_after",
             "unexplained_best", "movement", "candidate", "gain")
 
 
 def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
-    from streamembed.core.refit import DEFAULT_SELECTION, refit
+    from streamembed.core.refit.refit import DEFAULT_SELECTION, refit
     from streamembed.model_io import read_model_file, save_model
 
     t0 = time.perf_counter()

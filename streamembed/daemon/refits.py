@@ -38,7 +38,7 @@ import numpy as np
 
 from streamembed.fsafe import make_dirs, open_append
 from streamembed.core.errors import InputError
-from streamembed.core.refit import candidate_dissimilarities
+from streamembed.core.refit.refit import candidate_dissimilarities
 from streamembed.model_io import load_model, save_model
 from streamembed.config.schema import RefitConfig
 from streamembed.stream.registry import ModelRegistry, StaleModelError
@@ -179,7 +179,7 @@ class RefitManager:
         est = self.registry.current
         if est.input_kind == "similarity":
             self._record({"trigger": trigger, "reason": reason, "status": "skipped",
-                          "detail": "refits of similarity-input models are not supported (core.refit)"})
+                          "detail": "refits of similarity-input models are not supported (core.refit.refit)"})
             log.warning("refit requested but the model takes similarities; refit it offline")
             self._cool_down()
             return

@@ -40,7 +40,7 @@ def demo(outdir: str | os.PathLike, seed: int = 0) -> tuple[Path, Path]:
     """Both plots from a synthetic stream whose novel cluster drifts off the map (``novel_cluster_points``)."""
     from scipy.spatial.distance import pdist, squareform
 
-    from ..core.landmark_strategies import maxmin_select
+    from ..core.refit.strategies import maxmin_select
     from ..estimator import LandmarkMDS
 
     outdir = Path(outdir)

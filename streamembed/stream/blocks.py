@@ -15,7 +15,7 @@ landmarks and to each other. In the record format (``stream.records``):
 :func:`find_blocks` works on whole columns: run boundaries, lengths and the
 per-block checks are vectorised; Python touches each *block* once, only to
 slice its k×k matrix out of the column's values. Finiteness, symmetry and
-the zero diagonal are the core's checks (``core.block_input``), so that a
+the zero diagonal are the core's checks (``core.place.block.prepare``), so that a
 bad block is refused with the same words from every entry point.
 """
 

@@ -7,7 +7,7 @@ placements far from where its objects belong, and nothing else fails: such
 rows are finite, non-negative and of the right length. ``ConsistencyMonitor``
 scores an evenly spaced sample of every batch embedded with the current
 model (``consistency.sample_rows``) by the profile share of
-``core.consistency`` and keeps the last ``consistency.window_objects``
+``core.monitor.consistency`` and keeps the last ``consistency.window_objects``
 scores. Its value C = (mean share − chance)/(reference − chance) reads 1
 for rows like the landmarks' own and 0 for rows unrelated to the landmark
 order. Once ``consistency.min_objects`` rows are scored, C below
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from streamembed.core.consistency import ProfileCheck, profile_check
+from streamembed.core.monitor.consistency import ProfileCheck, profile_check
 from streamembed.config.schema import ConsistencyConfig
 
 __all__ = ["ConsistencyMonitor", "HEALTH_PROBLEM"]

@@ -28,7 +28,7 @@ from streamembed.core.options import MAX_BLOCK_ROWS
 from streamembed.core.flags import FLAG_RETAINED_MODEL, flag_names
 from streamembed.core.model import LandmarkModel
 from streamembed.core.result import EmbeddingResult
-from streamembed.core.validation import Problem
+from streamembed.core.inputs.validation import Problem
 from streamembed.stream.arrow_build import numeric
 from streamembed.stream.blocks import Blocks, block_units
 from streamembed.stream.codecs import DeadRecord, DecodedBatch, decode_batch, encode_result, row_as_json, split_valid

@@ -3,10 +3,10 @@
 ``DriftMonitor.observe`` sees every batch embedded with the current model.
 It adds the batch's relative unexplained energy (all objects, free) and the
 exact k0 the embedding already computed for its sample of rows
-(``model.k0_rows``; the result's ``residual_rows``) to a ``core.drift.DriftWindow``;
+(``model.k0_rows``; the result's ``residual_rows``) to a ``core.monitor.drift.DriftWindow``;
 it feeds every object's unexplained energy to the trigger — by default the
-calibrated CUSUM of ``core.detector`` (``drift.detector = "cusum"``), else
-the baseline-ratio rule of ``core.drift`` — and the window's statistics to
+calibrated CUSUM of ``core.monitor.detector`` (``drift.detector = "cusum"``), else
+the baseline-ratio rule of ``core.monitor.drift`` — and the window's statistics to
 the metrics and to ``<root>/drift-history.jsonl`` (what ``streamembed plot
 drift`` draws). It keeps the reservoir of landmark candidates a refit
 needs: in feature mode the most recent objects' feature vectors, in
@@ -30,9 +30,9 @@ from collections.abc import Callable
 import numpy as np
 
 from streamembed.fsafe import make_dirs, open_append
-from streamembed.core.detector import CusumDetector, check_detector_settings
-from streamembed.core.trigger import SequentialTrigger
-from streamembed.core.drift import DriftStatistics, DriftWindow, RefitTrigger
+from streamembed.core.monitor.detector import CusumDetector, check_detector_settings
+from streamembed.core.monitor.trigger import SequentialTrigger
+from streamembed.core.monitor.drift import DriftStatistics, DriftWindow, RefitTrigger
 from streamembed.core.result import EmbeddingResult
 from streamembed.config.schema import DriftConfig
 
@@ -44,7 +44,7 @@ log = logging.getLogger("streamembed.monitor")
 def build_trigger(drift: DriftConfig) -> RefitTrigger | SequentialTrigger:
     """The refit trigger of a [drift] section.
 
-    Raises ``core.detector.CalibrationError`` for settings no data can fit.
+    Raises ``core.monitor.detector.CalibrationError`` for settings no data can fit.
     """
     rule = RefitTrigger(statistic=drift.statistic, ratio=drift.ratio, margin=drift.margin,
                         threshold=drift.threshold or None, hysteresis=drift.hysteresis, min_objects=drift.min_objects,

@@ -39,7 +39,7 @@ from typing import Final
 
 import pyarrow as pa
 
-from streamembed.core.validation import ProblemCode
+from streamembed.core.inputs.validation import ProblemCode
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -3,7 +3,7 @@
 After a refit, inputs computed against an older landmark order (their
 ``landmark_version``) are still embedded, with the retained model of that
 version. Every model's outputs are in the same frame, because each refit is
-aligned by Procrustes to its predecessor's outputs (``core.refit``), so the
+aligned by Procrustes to its predecessor's outputs (``core.refit.refit``), so the
 retained model's coordinates need no further mapping; such rows carry the
 ``retained_model`` flag. A registry never goes back: installing a version
 older than or equal to the current one is refused.

@@ -11,7 +11,7 @@ import pytest
 from streamembed import LandmarkMDS, ModelFileError, model_io
 from streamembed.config import ConfigError, load_config
 from streamembed.config.schema import DriftConfig, ModelConfig, SourceConfig, section_keys
-from streamembed.core import drift
+from streamembed.core.monitor import drift
 from streamembed.core.errors import InputError
 from streamembed.core.options import (BATCH_ROWS, DEFAULTS, MAX_BLOCK_ROWS, OPTIONS, Interval, StrOptions,
                                       check_options, config_names, flag_names)

@@ -44,8 +44,8 @@ def test_outside_the_domain_is_refused() -> None:
 
 _CALIBRATE = r"""
 import sys, numpy as np
-from streamembed.core.detector import CusumDetector
-from streamembed.core.trigger import correlation_note
+from streamembed.core.monitor.detector import CusumDetector
+from streamembed.core.monitor.trigger import correlation_note
 rng = np.random.default_rng(0)
 runs = np.repeat(rng.normal(size=2000), 20) + 0.1 * rng.normal(size=40000)  # correlated: the t quantile of the note
 c = CusumDetector(expected_run_objects=1e7, min_shift=0.1, group_objects=64).calibrate(runs)

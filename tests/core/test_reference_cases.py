@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from streamembed import LandmarkMDS
-from streamembed.core.centering import center_cross
+from streamembed.core.inputs.centering import center_cross
 from streamembed.core.flags import FLAG_AMBIGUOUS, FLAG_BLOCK
-from streamembed.core.restricted import restricted_objective
+from streamembed.core.place.restricted import restricted_objective
 
 EX2_D2 = np.array([[0, 100, 45, 45], [100, 0, 45, 45], [45, 45, 0, 64], [45, 45, 64, 0]], dtype=float)
 EX2_A2 = np.array([[386, 386, 457, 457]], dtype=float)

@@ -8,10 +8,10 @@ import threading
 import numpy as np
 
 from streamembed.core import runtime
-from streamembed.core.block import solve_blocks
-from streamembed.core.cmds import fit_spectrum
-from streamembed.core.projection import ProjectionKernel
-from streamembed.core.restricted import CHUNK_ROWS, solve_restricted
+from streamembed.core.place.block.solve import solve_blocks
+from streamembed.core.fit.cmds import fit_spectrum
+from streamembed.core.place.projection import ProjectionKernel
+from streamembed.core.place.restricted import CHUNK_ROWS, solve_restricted
 
 
 def _streamembed_threads() -> set[str]:

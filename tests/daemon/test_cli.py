@@ -44,7 +44,7 @@ def test_fit_from_npy_dissimilarities_with_maxmin_landmarks(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("selection", ["max-variance", "random", "rpcholesky", "kmeans++", "kmedoids", "maxmin"])
 def test_fit_selects_landmarks_by_every_strategy_and_the_same_seed_repeats_them(tmp_path: Path, selection: str) -> None:
-    from streamembed.core.landmarks import select_landmarks
+    from streamembed.core.refit.landmarks import select_landmarks
 
     X = np.random.default_rng(2).standard_normal((80, 3))
     D = cdist(X, X)

@@ -54,7 +54,7 @@ DRIFT = {
     "generator.new_cluster_after": DRIFT_AT,
     "generator.new_cluster_offset": 6.0,
     # the new cluster leaves the landmarks' span but not the 2-D map's best plane: the default (adaptive) policy
-    # measures that no 2-D map shows the traffic better and keeps the map (tests/core/test_refit_policy.py);
+    # measures that no 2-D map shows the traffic better and keeps the map (tests/core/refit/test_refit_policy.py);
     # these tests are about the install machinery, so they ask for the policy that adds the cluster's objects
     "refit.selection": "residual",
 }

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streamembed.core.landmarks import LANDMARK_SELECTIONS, select_landmarks
+from streamembed.core.refit.landmarks import LANDMARK_SELECTIONS, select_landmarks
 from streamembed.daemon.model_setup import load_or_fit_model
 from streamembed.config import ConfigError, load_config
 from streamembed.daemon.errors import StartupError

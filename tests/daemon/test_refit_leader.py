@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from streamembed import LandmarkMDS
-from streamembed.core.drift import RefitTrigger
+from streamembed.core.monitor.drift import RefitTrigger
 from streamembed.daemon.refits import RefitManager
 from streamembed.config.schema import RefitConfig
 from streamembed.stream.registry import ModelRegistry

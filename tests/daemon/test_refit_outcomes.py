@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from streamembed import LandmarkMDS
-from streamembed.core.drift import RefitTrigger
+from streamembed.core.monitor.drift import RefitTrigger
 from streamembed.daemon.metrics import Metrics
 from streamembed.daemon.refits import RefitManager
 from streamembed.config.schema import RefitConfig

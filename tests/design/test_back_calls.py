@@ -76,7 +76,7 @@ def test_the_back_call_finder_finds_one(tmp_path: Path) -> None:
 
 
 def test_the_model_reaches_its_placer() -> None:
-    assert "streamembed.core.projection" in _reached_by_model()
+    assert "streamembed.core.place.projection" in _reached_by_model()
 
 
 def test_no_module_the_model_delegates_to_calls_back_into_it() -> None:

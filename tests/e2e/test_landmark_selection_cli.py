@@ -12,7 +12,7 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from streamembed import LandmarkMDS
-from streamembed.core.landmarks import LANDMARK_SELECTIONS, select_landmarks
+from streamembed.core.refit.landmarks import LANDMARK_SELECTIONS, select_landmarks
 
 from .cli import clean_env, cli
 

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from streamembed.core import consistency as core_consistency
+from streamembed.core.monitor import consistency as core_consistency
 from streamembed.core.model import fit_model
 from streamembed.daemon.health import HealthState
 from streamembed.daemon.metrics import Metrics

@@ -109,7 +109,7 @@ def test_the_loop_writes_exactly_what_the_model_places(tmp_path: Path, method: s
 
 
 def test_float32_input_reaches_the_core_as_float32(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from streamembed.core.placer import Placer
+    from streamembed.core.place.placer import Placer
 
     seen = []
     real = Placer.place

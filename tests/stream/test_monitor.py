@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from streamembed.core.drift import RefitTrigger
+from streamembed.core.monitor.drift import RefitTrigger
 from streamembed.config.schema import DriftConfig
 from streamembed.stream.monitor import DriftMonitor, _Ring
 

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 import streamembed
-from streamembed.core.validation import PROBLEM_CODES, ProblemCode
+from streamembed.core.inputs.validation import PROBLEM_CODES, ProblemCode
 from streamembed.daemon.metrics import LABEL_VALUES
 from streamembed.stream.records import REASONS, Reason
 
 PACKAGE = Path(streamembed.__file__).parent
 FORMATS = PACKAGE.parent / "docs" / "formats.md"  # the record formats page: the dead-letter paragraph
 #: Where the codes are defined.
-HOMES = {"stream/records.py", "core/validation.py"}
+HOMES = {"stream/records.py", "core/inputs/validation.py"}
 #: Literals that equal a code but are prose, not a code (file, value).
 PROSE = {("commands/fit.py", "negative")}
 

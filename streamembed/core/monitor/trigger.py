@@ -1,0 +1,148 @@
+"""The daemon's refit trigger around the CUSUM (docs/math.md §7): it collects the baseline after each (re)fit,
+calibrates a :class:`~streamembed.core.monitor.detector.CusumDetector`, and falls back to the baseline-ratio rule
+(``core.monitor.drift.RefitTrigger``) with a warning naming the setting when calibration is impossible.
+
+Nothing here reads a clock or does I/O: callers pass ``now`` and log ``SequentialTrigger.warning``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..quantiles import t_quantile
+from .cusum import CalibrationError, _round_up
+from .detector import Calibration, CusumDetector
+from .drift import DriftStatistics, RefitTrigger, TriggerDecision
+
+__all__ = ["SequentialTrigger", "correlation_note"]
+
+
+def correlation_note(c: Calibration) -> str | None:
+    """What a calibration on correlated values gave up (None when the reference value is the one asked for).
+
+    The reference value is raised to twice the mean's margin when N/φ
+    effectively independent objects cannot place the mean within a quarter of
+    ``min_shift`` (docs/math.md §7.3); the baseline that would restore it is
+    (4·t/min_shift)²·φ objects.
+    """
+    if not c.effective_min_shift > c.min_shift * (1.0 + 1e-9):
+        return None
+    t = t_quantile(max(c.effective_objects - 1.0, 1.0), c.confidence)
+    need = _round_up((4.0 * t / c.min_shift) ** 2 * c.variance_inflation)
+    return (f"drift detector 'cusum': the baseline's values are correlated over about {c.variance_inflation:,.0f} "
+            f"objects (objects arriving in runs?), so its {c.baseline_objects} objects hold {c.effective_objects:,.0f} "
+            f"independent ones; the CUSUM is calibrated for them and tuned to rises of {c.effective_min_shift:.3g} "
+            f"baseline sd instead of drift.min_shift = {c.min_shift:g} (drift.baseline_objects = {need} would "
+            f"restore it)")
+
+
+class SequentialTrigger:
+    """Refit decisions from a ``CusumDetector``, with baseline collection, cooldown and fallback.
+
+    After construction and after every ``refitted``, the first
+    ``baseline_objects`` values are collected (no decisions); then the
+    detector is calibrated. If calibration fails, ``warning`` says why and
+    which setting to change, and decisions come from ``fallback`` (the
+    baseline-ratio rule) until the next refit, when calibration is tried
+    again. Without a fallback the ``CalibrationError`` propagates. When the
+    baseline's values are correlated enough that the detector is tuned to a
+    larger shift than ``min_shift``, ``warning`` says so (``correlation_note``)
+    while the CUSUM decides.
+
+    ``observe`` has ``RefitTrigger.observe``'s signature plus the batch's
+    per-object values, and returns the same ``TriggerDecision``.
+
+    Args:
+        detector: the CUSUM (its ERT is the guarantee).
+        baseline_objects: values collected after a (re)fit before calibrating.
+        cooldown_seconds: no firing within this time after a refit.
+        fallback: the rule used when calibration fails (None: raise instead).
+    """
+
+    def __init__(self, detector: CusumDetector, baseline_objects: int = 20_000, cooldown_seconds: float = 300.0,
+                 fallback: RefitTrigger | None = None) -> None:
+        self.detector = detector
+        self.baseline_objects = int(baseline_objects)
+        self.cooldown_seconds = float(cooldown_seconds)
+        self.fallback = fallback
+        self.warning: str | None = None
+        self._baseline: list[np.ndarray] = []
+        self._baseline_n = 0
+        self._last_refit: float | None = None
+        self._failed = False
+
+    @property
+    def kind(self) -> str:
+        """"cusum", or "rule" while the fallback decides."""
+        return "rule" if self._failed else "cusum"
+
+    @property
+    def expected_run_objects(self) -> float | None:
+        return None if self._failed else self.detector.expected_run_objects
+
+    @property
+    def statistic(self) -> float:
+        return self.detector.statistic
+
+    @property
+    def threshold(self) -> float:
+        return self.detector.threshold
+
+    def refitted(self, now: float) -> None:
+        """A refit happened (or was attempted): new baseline, cooldown."""
+        self._last_refit = now
+        self._baseline, self._baseline_n = [], 0
+        self.detector.calibration = None
+        self.detector.reset()
+        self._failed = False
+        self.warning = None
+        if self.fallback is not None:
+            self.fallback.refitted(now)
+
+    def cooldown(self, now: float) -> None:
+        """A refit was not installed (failed, skipped, led elsewhere): restart S and cool down, keep the baseline.
+
+        Re-baselining here would calibrate on the drifted stream and accept
+        the drift the alarm was about.
+        """
+        self._last_refit = now
+        self.detector._S = 0.0
+        if self.fallback is not None:
+            self.fallback.cooldown(now)
+
+    def observe(self, now: float, stats: DriftStatistics | None, n_new: int, values: Any = None) -> TriggerDecision:
+        """Account for ``n_new`` objects: ``values`` (n_new,) their per-object statistic, ``stats`` the window's."""
+        if self._failed:
+            assert self.fallback is not None  # _failed is only set with a fallback
+            return self.fallback.observe(now, stats, n_new)
+        vals = np.empty(0) if values is None else np.asarray(values, dtype=np.float64).ravel()
+        det = self.detector
+        if not det.calibrated:
+            self._baseline.append(vals.copy())
+            self._baseline_n += vals.size
+            if self._baseline_n < self.baseline_objects:
+                return TriggerDecision(False, "collecting the baseline", math.nan, math.nan, 0)
+            try:
+                c = det.calibrate(np.concatenate(self._baseline))
+            except CalibrationError as exc:
+                if self.fallback is None:
+                    raise
+                self._failed = True
+                self.warning = (f"drift detector 'cusum' cannot be calibrated ({exc}); falling back to the "
+                                f"baseline-ratio rule until the next refit (setting {exc.setting})")
+                return self.fallback.observe(now, stats, n_new)
+            finally:
+                self._baseline = []
+            self.warning = correlation_note(c)
+            return TriggerDecision(False, "calibrated", det.statistic, det.threshold, 0)
+        d = det.update(vals, now)
+        cooling = self._last_refit is not None and now - self._last_refit < self.cooldown_seconds
+        if d.fired and not cooling:
+            cal = det.calibration
+            assert cal is not None  # a detector that fired is calibrated
+            return TriggerDecision(True, f"CUSUM of the residual reached {d.peak:.4g} > h = {cal.threshold:.4g} "
+                                   f"(ERT {cal.expected_run_objects:.3g} objects)", d.peak, d.threshold, 0)
+        return TriggerDecision(False, "cooldown" if d.fired else "below threshold", d.statistic, d.threshold, 0)
