@@ -111,11 +111,11 @@ class DirectoryConfig:
     settle_seconds: float = _s(1.0, "A file is read once its size and modification time have not changed for this "
                                "long (it is complete). Better still: write to a hidden or .tmp name, then rename.",
                                min=0.0, max=3600.0)
-    mmap: str = _f("never", "Memory-map Arrow IPC and Parquet files instead of copying them (zero-copy; a file "
-                   "truncated while mapped kills the process, so it is off by default): always, for producers that "
-                   "publish by renaming finished files into place and never rewrite them; never; or auto, files whose "
-                   "inode changed after their last write (renamed, linked, times restored), never those being "
-                   "written in place.",
+    mmap: str = _f("auto", "Memory-map Arrow IPC and Parquet files instead of copying them (zero-copy; a file "
+                   "truncated while mapped kills the process): auto, files whose inode changed after their last "
+                   "write (renamed or linked into place, times restored), never those being written in place; "
+                   "always, for producers that publish by renaming finished files into place and never rewrite "
+                   "them; or never (copy every file: read whole or not at all).",
                    choices=("auto", "always", "never"))
     exit_when_idle: bool = _f(False, "Batch mode: stop (exit 0) once every file has been read and no file is still "
                               "settling, instead of waiting for more. A path that is not a directory then refuses to "

@@ -33,6 +33,7 @@
 | ``monitor.calibration``, ``.consistency`` | §4.3, §4.5 | the non-Euclidean flag's threshold; the profile check |
 | ``monitor.drift`` | §4 | sliding-window drift statistics, the rule trigger |
 | ``monitor.cusum``, ``.detector``, ``.trigger`` | §7 | CUSUM arithmetic, the calibrated detector, the trigger |
+| ``monitor.quantiles`` | §7 | Student's t and χ² quantiles for the calibration (no scipy mid-stream) |
 | **``refit``** | §5, §7.5 | new landmarks |
 | ``refit.landmarks``, ``refit.strategies`` | §5, §7.5 | ``select_landmarks`` (the one entry point) and its strategies |
 | ``refit.policy``, ``refit.refit`` | §7.5 | keep, repair or redraw; refitting the map from a reservoir |

@@ -213,7 +213,7 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
     guard = CrashGuard(cfg.root / "crash-guard.json", cfg.run.max_batch_attempts)
     loop = EmbeddingLoop(embedder, source, output, dead, checkpointer, run=cfg.run, roll=RollPolicy.of(cfg.output),
                          metrics=metrics, health=health, stop=stop, between_batches=_chain(between),
-                         crash_guard=guard)
+                         crash_guard=guard, overlap_commits=cfg.source.kind != "kafka")
     return loop, current, refits
 
 

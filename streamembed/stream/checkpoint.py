@@ -186,13 +186,34 @@ class Checkpointer:
     def commit(self, position: Any, label: str) -> list[Path | None]:
         """Make everything handed to the sinks durable, then record ``position`` as done."""
         paths = [s.flush(label) for s in self.sinks]
+        model = self.model() if callable(self.model) else self.model
+        self._record(position, model)
+        return paths
+
+    def _record(self, position: Any, model: dict[str, Any] | None) -> None:
         self.source.commit(position)
         if self.store is not None:
             self.sources_state[self.source.name] = position
-            model = self.model() if callable(self.model) else self.model
             self.store.save(Checkpoint(sources=self.sources_state, model=model))
         self.commits += 1
-        return paths
+
+    def seal(self, position: Any, label: str) -> Callable[[], list[Path | None]]:
+        """Seal what the sinks hold (``Sink.seal``); the callable returned commits it, in the order above.
+
+        It publishes the sealed files, then commits ``position`` to the source
+        and writes the checkpoint (with the model in use now, at the seal). It
+        may run on another thread while the sinks take the next rows, one
+        sealed roll at a time: the next ``seal`` only after it returned.
+        """
+        finishers = [s.seal(label) for s in self.sinks]
+        model = self.model() if callable(self.model) else self.model
+
+        def finish() -> list[Path | None]:
+            paths = [f() for f in finishers]
+            self._record(position, model)
+            return paths
+
+        return finish
 
     def close(self) -> None:
         for s in self.sinks:
@@ -260,11 +281,20 @@ class CrashGuard:
         if self._current is not None:
             self._finished.add(self._current)
 
-    def committed(self) -> None:
-        """What was finished is durable now: forget those batches' crash counts."""
-        if self.crashed and self._finished:
-            self.crashed = {k: v for k, v in self.crashed.items() if k not in self._finished}
-        self._finished.clear()
+    def committed(self, finished: set[str] | None = None) -> None:
+        """What was finished is durable now: forget those batches' crash counts.
+
+        ``finished``: the batches of a commit that completed later (``sealed``), instead of all finished so far.
+        """
+        if finished is None:
+            finished, self._finished = self._finished, set()
+        if self.crashed and finished:
+            self.crashed = {k: v for k, v in self.crashed.items() if k not in finished}
+
+    def sealed(self) -> set[str]:
+        """The batches finished since the last seal (their commit runs behind; pass them to ``committed``)."""
+        finished, self._finished = self._finished, set()
+        return finished
 
     def close(self) -> None:
         """A clean stop: no batch is in flight."""

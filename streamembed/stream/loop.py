@@ -23,6 +23,7 @@ times in a row is quarantined (``checkpoint.CrashGuard``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import threading
@@ -41,6 +42,7 @@ from streamembed.core.flags import FLAG_NAMES
 from streamembed.config.schema import OutputConfig, RunConfig
 from streamembed.stream.arrow_build import to_numpy
 from streamembed.stream.checkpoint import Checkpointer, CrashGuard
+from streamembed.stream.commit_behind import CommitBehind
 from streamembed.stream.codecs import DeadRecord, row_as_json
 from streamembed.stream.contracts import Health, LoopMetrics
 from streamembed.stream.embedder import BatchEmbedder, Processed
@@ -113,6 +115,9 @@ class EmbeddingLoop:
     (refits, model topic). ``on_batch``, when set, is called with each batch's
     ``Processed`` after its rows went to the sinks (the live map).
     ``warn_dead_letters`` False: no dead-letter WARNINGs (the caller reports them itself).
+    ``overlap_commits``: a roll's commit (publish, source commit, checkpoint) runs on a thread while the
+    next batches are embedded (``stream.commit_behind``: the same order, one roll in flight); the loop
+    waits for it before the next roll and before it returns.
     """
 
     def __init__(
@@ -132,6 +137,7 @@ class EmbeddingLoop:
         crash_guard: CrashGuard | None = None,
         on_batch: Callable[[Processed], None] | None = None,
         warn_dead_letters: bool = True,
+        overlap_commits: bool = False,
     ) -> None:
         self.embedder = embedder
         self.source = source
@@ -152,6 +158,7 @@ class EmbeddingLoop:
         self._stream_labels: dict[str | None, str] = {}
         self._uncommitted = False
         self._reporter = _Reporter(self.run_cfg.progress_seconds, warn_dead_letters)
+        self._behind: CommitBehind[tuple[list[Any], set[str]]] | None = CommitBehind() if overlap_commits else None
 
     @property
     def model_version(self) -> int:
@@ -164,6 +171,8 @@ class EmbeddingLoop:
         self._set_state("running")
         try:
             while not self.stop.is_set():
+                if self._behind is not None and self._behind.done:  # counted, and its error raised, at once
+                    self._wait_commit()
                 self._beat()
                 if self.between_batches is not None:
                     self.between_batches()
@@ -193,9 +202,13 @@ class EmbeddingLoop:
             self._set_state("stopping")
             if self._uncommitted:
                 self.commit()
+            self._wait_commit()
             self.guard.close()
             self._reporter.flush()
         finally:
+            if self._behind is not None and self._behind.busy:  # leaving on an error: let the commit end
+                with contextlib.suppress(Exception):
+                    self._behind.wait()
             self._set_state("stopped")
         return self.stats
 
@@ -203,12 +216,34 @@ class EmbeddingLoop:
         return self.roll.due(self.checkpointer.pending_rows, self.checkpointer.pending_age)
 
     def commit(self) -> None:
-        """Publish the sinks' files, then commit the position of the last batch (``Checkpointer``)."""
-        paths = self.checkpointer.commit(self._position, self._roll_label or "empty")
-        self.guard.committed()
-        self.stats.commits += 1
+        """Publish the sinks' files, then commit the position of the last batch (``Checkpointer``).
+
+        With ``overlap_commits`` this seals the roll and commits it on a thread (after the previous
+        commit returned); :meth:`_wait_commit` collects it.
+        """
+        if self._behind is None:
+            paths = self.checkpointer.commit(self._position, self._roll_label or "empty")
+            self._roll_label, self._uncommitted = None, False
+            self._stream_labels.clear()
+            self._committed(paths, None)
+            return
+        self._wait_commit()
+        finish = self.checkpointer.seal(self._position, self._roll_label or "empty")
+        finished = self.guard.sealed()
         self._roll_label, self._uncommitted = None, False
         self._stream_labels.clear()
+        self._behind.start(lambda: (finish(), finished))
+
+    def _wait_commit(self) -> None:
+        """Wait for the commit running behind (if any); raise its error."""
+        if self._behind is not None:
+            done = self._behind.wait()
+            if done is not None:
+                self._committed(*done)
+
+    def _committed(self, paths: list[Any], finished: set[str] | None) -> None:
+        self.guard.committed(finished)
+        self.stats.commits += 1
         if self.metrics is not None:
             self.metrics.checkpoints.inc()
             for kind, path in zip(("output", "dead_letter"), paths, strict=True):

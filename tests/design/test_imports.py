@@ -25,7 +25,8 @@ import streamembed
 TREE = Path(streamembed.__file__).resolve().parents[1]
 
 #: Never needed to embed rows with a fitted model, nor by the directory daemon without metrics (the drift
-#: detector imports scipy.special when it calibrates, once its baseline is full: not for these 50 rows).
+#: detector's calibration takes its t and χ² quantiles from core.monitor.quantiles:
+#: tests/core/monitor/test_quantiles.py).
 HEAVY = ("scipy.linalg", "scipy.stats", "scipy.optimize", "scipy.spatial", "scipy.sparse", "scipy.special", "sklearn",
          "kafka", "matplotlib", "dask", "distributed")
 

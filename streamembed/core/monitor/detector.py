@@ -56,6 +56,7 @@ from .cusum import (
     siegmund_arl,
     siegmund_threshold,
 )
+from .quantiles import t_quantile
 
 __all__ = [
     "CalibrationError",
@@ -395,9 +396,7 @@ class CusumDetector:
         b_eff = b / phi
         group_sd = sd * math.sqrt(phi / b)
         nu = max(n_eff - 1.0, 1.0)
-        from scipy.special import stdtrit  # lazily, as below: 0.15-0.2 CPU-s of the daemon's start-up
-
-        e = float(stdtrit(nu, self.confidence)) * math.sqrt(b / N)  # the mean's margin, in long-run group sd
+        e = t_quantile(nu, self.confidence) * math.sqrt(b / N)  # the mean's margin, in long-run group sd
         s = 1.0 + z * math.sqrt(max(kurt - 1.0, 0.0) / (4.0 * n_eff))
         if phi > 1.0:
             s *= math.sqrt(nu / chi2_lower(nu, self.confidence))

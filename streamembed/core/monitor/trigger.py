@@ -15,6 +15,7 @@ import numpy as np
 from .cusum import CalibrationError, round_up
 from .detector import Calibration, CusumDetector
 from .drift import DriftStatistics, RefitTrigger, TriggerDecision
+from .quantiles import t_quantile
 
 __all__ = ["SequentialTrigger", "correlation_note"]
 
@@ -29,9 +30,7 @@ def correlation_note(c: Calibration) -> str | None:
     """
     if not c.effective_min_shift > c.min_shift * (1.0 + 1e-9):
         return None
-    from scipy.special import stdtrit
-
-    t = float(stdtrit(max(c.effective_objects - 1.0, 1.0), c.confidence))
+    t = t_quantile(max(c.effective_objects - 1.0, 1.0), c.confidence)
     need = round_up((4.0 * t / c.min_shift) ** 2 * c.variance_inflation)
     return (f"drift detector 'cusum': the baseline's values are correlated over about {c.variance_inflation:,.0f} "
             f"objects (objects arriving in runs?), so its {c.baseline_objects} objects hold {c.effective_objects:,.0f} "

@@ -53,8 +53,7 @@ def iter_file(
         for chunk in whole_blocks(chunks, batch_rows, max_block_rows):
             opened.check()
             yield chunk
-        if opened.filling is not None:
-            opened.filling.finish()  # the whole file was this one version
+        opened.finish()  # read progressively: the whole file was this one version
         opened.check()  # a mapped file: the same version to its end
     finally:
         opened.close()

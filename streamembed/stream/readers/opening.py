@@ -27,7 +27,7 @@ import pyarrow as pa
 from streamembed.memlimit import read_budget
 from streamembed.stream.mapped import MappedFile, map_file, should_map
 from streamembed.stream.readers.base import SNAPSHOT_BYTES, FileChanged, Signature, file_format, signature
-from streamembed.stream.readers.progressive import Filling
+from streamembed.stream.readers.progressive import Filling, OpenParquet
 from streamembed.stream.readers.slabs import read_into, shared_pool
 
 
@@ -35,19 +35,32 @@ class Input:
     """An opened input: ``native`` (Arrow) and ``binary`` (JSON) views of one version of a file.
 
     ``snapshot`` is the whole file in memory (a uint8 array), or None: then
-    either ``filling`` reads it progressively (Arrow IPC) or it is read with
-    plain reads (files over the snapshot size).
+    either ``filling`` reads it progressively (Arrow IPC), or ``open_parquet``
+    (Parquet: its row groups read into pooled slabs as they are reached,
+    ``readers.parquet_fill``), or it is read with plain reads (files over the
+    snapshot size).
     """
 
     def __init__(self, path: Path, snapshot: np.ndarray | bytes | None, sig: Signature,
-                 filling: Filling | None = None, mapped: MappedFile | None = None) -> None:
+                 filling: Filling | None = None, mapped: MappedFile | None = None,
+                 open_parquet: OpenParquet | None = None) -> None:
         self.path, self.snapshot, self.signature, self.filling = path, snapshot, sig, filling
         self.mapped = mapped  # the snapshot is a memory mapping of the file (``stream.mapped``)
+        self.open_parquet = open_parquet
 
     def _whole(self) -> np.ndarray | bytes | None:
         if self.filling is not None and self.snapshot is None:
             self.snapshot = self.filling.whole()
+        if self.open_parquet is not None and self.snapshot is None:
+            self.snapshot = self.open_parquet.whole()
         return self.snapshot
+
+    def finish(self) -> None:
+        """A progressive read: read the rest and check that the whole file was one version (else FileChanged)."""
+        if self.filling is not None:
+            self.filling.finish()
+        if self.open_parquet is not None:
+            self.open_parquet.finish()
 
     def native(self) -> pa.NativeFile:
         whole = self._whole()
@@ -66,12 +79,15 @@ class Input:
                 raise FileChanged(f"{self.path} changed while it was read (it is memory-mapped: files that change "
                                   f"in place must not be, see --mmap / directory.mmap)")
             return
-        if self.snapshot is None and self.filling is None and signature(os.stat(self.path)) != self.signature:
+        if self.snapshot is None and self.filling is None and self.open_parquet is None \
+                and signature(os.stat(self.path)) != self.signature:
             raise FileChanged(f"{self.path} changed while it was read")
 
     def close(self) -> None:
         if self.filling is not None:
             self.filling.close()
+        if self.open_parquet is not None:
+            self.open_parquet.close()
         if self.mapped is not None:
             self.mapped.close()
 
@@ -101,13 +117,15 @@ def open_input(path: str | os.PathLike[str], snapshot_bytes: int | None = None, 
             return opened
     if snapshot_bytes is None:
         snapshot_bytes = min(SNAPSHOT_BYTES, read_budget())
-    if progressive and fmt == "arrow":
+    if progressive and fmt in ("arrow", "parquet"):
         fh = open(p, "rb", buffering=0, opener=opener)  # noqa: SIM115 - closed by Filling.finish/close
         try:
             sig = signature(os.fstat(fh.fileno()))
             if sig.size > snapshot_bytes:
                 fh.close()
                 return Input(p, None, sig)
+            if fmt == "parquet":
+                return Input(p, None, sig, open_parquet=OpenParquet(p, fh, sig))
             return Input(p, None, sig, filling=Filling(p, fh, sig))
         except BaseException:
             fh.close()

@@ -112,3 +112,45 @@ class Filling:
         self._slab = self._buffer = None
         if not self.fh.closed:
             self.fh.close()
+
+
+class OpenParquet:
+    """A Parquet file opened to be read progressively: ``readers.parquet_fill`` reads its row groups.
+
+    :meth:`finish` checks, once they were read, that the file is still the
+    version opened (and was not appended to). :meth:`whole` (for readers
+    that need the whole file: an unreadable file's first bytes) reads it into
+    a pooled buffer, checked the same way.
+    """
+
+    def __init__(self, path: Path, fh: Any, sig: Signature, pool: SlabPool | None = None) -> None:
+        self.path, self.fh, self.signature, self.pool = path, fh, sig, pool
+        self.size = sig.size
+        self.done = False
+        self._data: np.ndarray | None = None
+
+    def whole(self) -> np.ndarray:
+        """The whole file (read from the start, checked)."""
+        if self._data is None:
+            data = (self.pool or shared_pool()).get(self.size + 1)[:self.size]
+            self.fh.seek(0)
+            if read_into(self.fh, data) != self.size:
+                raise FileChanged(f"{self.path} was truncated while it was read")
+            self.finish()
+            self._data = data
+        return self._data
+
+    def finish(self) -> None:
+        """Raise FileChanged if the file grew, shrank or was replaced since it was opened; close it."""
+        if self.done:
+            return
+        self.fh.seek(self.size)
+        if self.fh.read(1) or signature(os.fstat(self.fh.fileno())) != self.signature \
+                or signature(os.stat(self.path)) != self.signature:
+            raise FileChanged(f"{self.path} changed while it was read")
+        self.close()
+        self.done = True
+
+    def close(self) -> None:
+        if not self.fh.closed:
+            self.fh.close()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import abc
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -92,6 +92,18 @@ class Sink(abc.ABC):
     @abc.abstractmethod
     def flush(self, label: str) -> Path | None:
         """Make everything written durable; the file published (None: none, or not a file)."""
+
+    def seal(self, label: str) -> Callable[[], Path | None]:
+        """Hand what was written over as one unit and start afresh; the callable returned makes it durable.
+
+        The loop may call the callable on another thread while it writes the
+        next rows (``EmbeddingLoop(overlap_commits=True)``), one sealed unit at
+        a time and in order. This default flushes at once (the callable only
+        returns the path); a sink whose ``flush`` can wait (Parquet: the
+        writer thread, fsyncs) overrides it.
+        """
+        path = self.flush(label)
+        return lambda: path
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -23,6 +23,7 @@ import contextlib
 import os
 import queue
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -197,20 +198,43 @@ class ParquetSink(OutputSink):
         is removed: it covered input from the same uncommitted position on,
         which this run has just processed again (and found nothing to write).
         """
+        return self.seal(label)()
+
+    def seal(self, label: str) -> Callable[[], Path | None]:
+        """Close the open file to new rows (the next ``write`` opens another); the callable publishes it.
+
+        The callable waits for the writer thread, closes the file and
+        publishes it (fsync, rename, fsync of the directory), or removes a
+        stale file of ``label`` when nothing was written; on error it drops
+        the temporary file and raises.
+        """
+        final = self.final_path(label)
         if self._writer is None or self._tmp is None:
-            remove_stale(self.final_path(label))
-            return None
+            return lambda: remove_stale(final)
         with naming_path(self._tmp):
             self._write_buffer()
-            self._writer.drain()
-            self._writer.close()
-        assert self._fh is not None
-        self._fh.close()
-        final = publish(self._tmp, self.final_path(label))
+        writer, fh, tmp = self._writer, self._fh, self._tmp
+        assert fh is not None
         self._writer, self._fh, self._tmp = None, None, None
         self._pending.clear()
-        self.files_written += 1
-        return final
+
+        def publish_sealed() -> Path:
+            try:
+                with naming_path(tmp):
+                    writer.drain()
+                    writer.close()
+                fh.close()
+                path = publish(tmp, final)
+            except BaseException:
+                with contextlib.suppress(Exception):  # the file is dropped: its rows were not committed
+                    writer.close()
+                    fh.close()
+                    tmp.unlink(missing_ok=True)
+                raise
+            self.files_written += 1
+            return path
+
+        return publish_sealed
 
     def close(self) -> None:
         """Drop an unflushed temporary file (nothing durable is lost)."""
