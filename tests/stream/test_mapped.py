@@ -99,3 +99,17 @@ def test_a_mapped_file_replaced_by_rename_is_read_to_its_end_as_it_was(tmp_path:
     os.replace(newer, path)
     rest = list(chunks)
     assert first.start_row == 0 and rest[-1].end_row == 40
+
+
+def test_a_published_file_truncated_later_is_copied_not_mapped(tmp_path: Path) -> None:
+    """What makes ``auto`` safe to default to: a mapped file cut short under the daemon kills it (SIGBUS), and the
+    restart must not map it again. A truncation is a write: it dates the inode's last change and its last write
+    alike, so the file no longer looks published by rename and is copied (its short read is a dead letter)."""
+    src = _write(tmp_path, "arrow-stream")
+    published = tmp_path / "in.arrows"
+    os.rename(src, published)
+    _age_mtime(published)  # renamed into place (ctime after mtime) whatever the file system's clock granularity
+    assert should_map(published, published.stat(), "auto")
+    os.truncate(published, published.stat().st_size // 2)
+    assert not published_by_rename(published.stat())
+    assert not should_map(published, published.stat(), "auto") and should_map(published, published.stat(), "always")
