@@ -12,7 +12,7 @@ import pytest
 from streamembed.stream.mapped import published_by_rename, should_map
 from streamembed.stream.readers import FileChanged, iter_file, open_input
 
-from .helpers import input_table, write_arrow, write_jsonl, write_parquet
+from ..helpers import input_table, write_arrow, write_jsonl, write_parquet
 
 N = 6
 

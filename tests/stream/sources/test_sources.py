@@ -12,7 +12,7 @@ from streamembed.config.schema import GeneratorConfig
 from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
 from streamembed.stream.sources import DirectorySource
 
-from .helpers import drain as _drain, fitted_model, input_table, write_parquet
+from ..helpers import drain as _drain, fitted_model, input_table, write_parquet
 
 N = 4
 

@@ -11,7 +11,7 @@ import pytest
 from streamembed.stream.readers import iter_file
 from streamembed.stream.records import Reason
 
-from .helpers import input_table, write_arrow, write_jsonl, write_parquet
+from ..helpers import input_table, write_arrow, write_jsonl, write_parquet
 
 N = 4
 
