@@ -27,6 +27,11 @@ layout; Parquet ``fixed_size_list<float32>``):
   file, batch mode (``directory.exit_when_idle``), the default drift monitor,
   whole process; ``daemon-startup`` is the same command on an empty directory.
 
+The inputs are published as the docs ask producers to (written under another
+name, renamed into place), so ``embed``'s default (``--mmap auto``) maps them as
+the script and the ceiling do; ``--embed-args "--mmap never"`` measures the copy
+that a file written in place gets.
+
 Targets (issue 27): ``ceiling / embed >= 0.8`` and ``script / embed >= 1.2``
 for Arrow IPC and fast-layout Parquet, ``ceiling / daemon >= 0.6``.
 
@@ -175,7 +180,7 @@ def make_inputs(base: Path, m: int, n: int, d: int, formats: list[str]) -> dict[
         if fmt == "arrows":
             table = pa.table({"id": ids, "dissimilarities": pa.FixedSizeListArray.from_arrays(pa.array(A.ravel()), n)})
             paths[fmt] = base / "in.arrows"
-            with pa.OSFile(str(paths[fmt]), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as w:
+            with pa.OSFile(str(_unpublished(paths[fmt])), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as w:
                 for b in table.to_batches(max_chunksize=8192):
                     w.write_batch(b)
         else:
@@ -184,9 +189,16 @@ def make_inputs(base: Path, m: int, n: int, d: int, formats: list[str]) -> dict[
             else:
                 col = pa.FixedSizeListArray.from_arrays(pa.array(A.ravel()), n)
             paths[fmt] = base / f"in-{fmt}.parquet"
-            pq.write_table(pa.table({"id": ids, "dissimilarities": col}), paths[fmt], compression="none",
-                           row_group_size=65536, use_dictionary=["id"])
+            pq.write_table(pa.table({"id": ids, "dissimilarities": col}), _unpublished(paths[fmt]),
+                           compression="none", row_group_size=65536, use_dictionary=["id"])
+    for path in paths.values():  # published as the docs ask producers to: written aside, renamed into place
+        os.rename(_unpublished(path), path)
     return paths
+
+
+def _unpublished(path: Path) -> Path:
+    """Where an input is written before it is renamed into place (a name no reader picks up)."""
+    return path.with_name(f".{path.name}.tmp")
 
 
 def report(times: dict[str, list[float]], cpu: dict[str, list[float]], formats: list[str], daemon: bool,
