@@ -109,7 +109,9 @@ def test_embed_of_parquet_imports_no_pandas(tmp_path: Path, model_and_input: tup
     assert _heavy(loaded, ("pandas",)) == []
 
 
-def test_directory_daemon_imports_no_scipy_solver_nor_kafka(tmp_path: Path, model_and_input: tuple[Path, Path]) -> None:
+def _directory_daemon(tmp_path: Path, model_and_input: tuple[Path, Path], **settings: str) -> dict[str, str]:
+    """The environment of a batch-mode daemon on a directory holding the input (linked in), metrics off unless
+    ``settings`` say otherwise (``METRICS__ENABLED="true"``: keys after ``STREAMEMBED_``)."""
     model, src = model_and_input
     (tmp_path / "in").mkdir()
     os.link(src, tmp_path / "in" / "in.arrows")
@@ -117,7 +119,11 @@ def test_directory_daemon_imports_no_scipy_solver_nor_kafka(tmp_path: Path, mode
            "STREAMEMBED_DIRECTORY__PATH": str(tmp_path / "in"), "STREAMEMBED_OUTPUT__ROOT": str(tmp_path / "out"),
            "STREAMEMBED_DIRECTORY__SETTLE_SECONDS": "0", "STREAMEMBED_DIRECTORY__EXIT_WHEN_IDLE": "true",
            "STREAMEMBED_METRICS__ENABLED": "false", "STREAMEMBED_LOGGING__LEVEL": "WARNING"}
-    loaded = _loaded(tmp_path, "run", env=env)
+    return env | {f"STREAMEMBED_{k}": v for k, v in settings.items()}
+
+
+def test_directory_daemon_imports_no_scipy_solver_nor_kafka(tmp_path: Path, model_and_input: tuple[Path, Path]) -> None:
+    loaded = _loaded(tmp_path, "run", env=_directory_daemon(tmp_path, model_and_input))
     assert list((tmp_path / "out").rglob("*.parquet")), "the daemon wrote no output"
     assert _heavy(loaded, HEAVY + ("pandas",)) == []
     # metrics off: nothing is served, so neither the Prometheus client (with its http.server and exposition code,
@@ -129,14 +135,8 @@ def test_directory_daemon_imports_no_scipy_solver_nor_kafka(tmp_path: Path, mode
 def test_directory_daemon_with_metrics_loads_the_ops_server(tmp_path: Path,
                                                             model_and_input: tuple[Path, Path]) -> None:
     """The other side of the lazy imports: with metrics on, the ops server, the metrics and the map are there."""
-    model, src = model_and_input
-    (tmp_path / "in").mkdir()
-    os.link(src, tmp_path / "in" / "in.arrows")
-    env = {"STREAMEMBED_MODEL__PATH": str(model), "STREAMEMBED_SOURCE__KIND": "directory",
-           "STREAMEMBED_DIRECTORY__PATH": str(tmp_path / "in"), "STREAMEMBED_OUTPUT__ROOT": str(tmp_path / "out"),
-           "STREAMEMBED_DIRECTORY__SETTLE_SECONDS": "0", "STREAMEMBED_DIRECTORY__EXIT_WHEN_IDLE": "true",
-           "STREAMEMBED_METRICS__ENABLED": "true", "STREAMEMBED_METRICS__PORT": "0",
-           "STREAMEMBED_METRICS__PORT_FILE": str(tmp_path / "port"), "STREAMEMBED_LOGGING__LEVEL": "WARNING"}
+    env = _directory_daemon(tmp_path, model_and_input, METRICS__ENABLED="true", METRICS__PORT="0",
+                            METRICS__PORT_FILE=str(tmp_path / "port"))
     loaded = _loaded(tmp_path, "run", env=env)
     assert int((tmp_path / "port").read_text()) > 0
     assert {"prometheus_client", "streamembed.ops.endpoints", "streamembed.ops.metrics",
