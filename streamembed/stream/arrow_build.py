@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["booleans", "numeric", "pylist", "rows", "scalar", "strings", "timestamps", "to_numpy"]
+__all__ = ["booleans", "numeric", "optional_ints", "optional_texts", "pylist", "rows", "scalar", "strings",
+           "timestamps", "to_numpy"]
 
 
 def numeric(x: Any, type: pa.DataType | None = None) -> pa.Array:
@@ -57,6 +58,33 @@ def strings(values: Sequence[str]) -> pa.Array:
     data = b"".join(encoded)
     return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(data)],
                                  null_count=0)
+
+
+def optional_texts(values: Sequence[str | bytes | None], type: pa.DataType) -> pa.Array:
+    """A string or binary array (``type``: ``pa.string()`` or ``pa.binary()``) of ``values`` with None as null,
+    as ``pa.array(values, type)``. A Python loop: for dead letters and other short lists, not for rows."""
+    encoded = [b"" if v is None else v if isinstance(v, bytes) else str(v).encode("utf-8") for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=offsets[1:])
+    if offsets[-1] > np.iinfo(np.int32).max:
+        raise ValueError(f"{offsets[-1]} bytes do not fit an Arrow {type} array (int32 offsets)")
+    valid = np.fromiter((v is not None for v in values), dtype=np.bool_, count=len(values))
+    return pa.Array.from_buffers(type, len(encoded), [_validity(valid), pa.py_buffer(offsets.astype(np.int32)),
+                                                      pa.py_buffer(b"".join(encoded))],
+                                 null_count=int(len(values) - valid.sum()))
+
+
+def optional_ints(values: Sequence[int | None]) -> pa.Array:
+    """An int64 array of ``values`` with None as null, as ``pa.array(values, pa.int64())``."""
+    valid = np.fromiter((v is not None for v in values), dtype=np.bool_, count=len(values))
+    data = np.fromiter((0 if v is None else v for v in values), dtype=np.int64, count=len(values))
+    return pa.Array.from_buffers(pa.int64(), len(values), [_validity(valid), pa.py_buffer(data)],
+                                 null_count=int(len(values) - valid.sum()))
+
+
+def _validity(valid: np.ndarray) -> pa.Buffer | None:
+    """The validity bitmap of ``valid`` (least-significant bit first), None when every value is there."""
+    return None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
 def scalar(value: Any, type: pa.DataType) -> pa.Scalar:

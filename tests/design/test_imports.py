@@ -109,6 +109,25 @@ def test_embed_of_parquet_imports_no_pandas(tmp_path: Path, model_and_input: tup
     assert _heavy(loaded, ("pandas",)) == []
 
 
+def test_embed_with_dead_letters_imports_no_pandas(tmp_path: Path, model_and_input: tuple[Path, Path]) -> None:
+    """A refused row is a dead letter, written to a file: building its table from Python values with ``pa.array``
+    imported pandas at the first one (docs/throughput.md, "Without pandas")."""
+    model, src = model_and_input
+    table = pa.ipc.open_stream(pa.memory_map(str(src))).read_all()
+    A = np.asarray(table.column("dissimilarities").combine_chunks().flatten()).reshape(-1, 12).copy()
+    A[3, 0], A[7, 5] = np.nan, -1.0  # two rows refused: not finite, negative
+    bad = tmp_path / "bad.arrows"
+    with pa.OSFile(str(bad), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table.set_column(1, "dissimilarities", pa.FixedSizeListArray.from_arrays(
+            pa.array(A.ravel()), 12)))
+    out, dead = tmp_path / "out.parquet", tmp_path / "dead"
+    loaded = _loaded(tmp_path, "embed", str(bad), "-m", str(model), "-o", str(out), "--progress", "never",
+                     "--dead-letter", str(dead), ok=(0, 1))
+    assert pq.read_table(out).num_rows == table.num_rows - 2
+    assert sum(pq.read_table(f).num_rows for f in dead.rglob("*.parquet")) == 2
+    assert _heavy(loaded, ("pandas",)) == []
+
+
 def _directory_daemon(tmp_path: Path, model_and_input: tuple[Path, Path], **settings: str) -> dict[str, str]:
     """The environment of a batch-mode daemon on a directory holding the input (linked in), metrics off unless
     ``settings`` say otherwise (``METRICS__ENABLED="true"``: keys after ``STREAMEMBED_``)."""

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamembed.stream.arrow_build import booleans, numeric, pylist, rows, scalar, strings, timestamps, to_numpy
+from streamembed.stream.arrow_build import (booleans, numeric, optional_ints, optional_texts, pylist, rows, scalar,
+                                            strings, timestamps, to_numpy)
 
 NUMERIC = [np.float32, np.float64, np.float16, np.int8, np.int32, np.int64, np.uint8, np.uint32, np.intp]
 
@@ -69,6 +70,20 @@ def test_strings_equal_pa_array(values: list[str]) -> None:
 @given(st.lists(st.text(), max_size=20))
 def test_strings_equal_pa_array_on_any_text(values: list[str]) -> None:
     _same(strings(values), pa.array(values, pa.string()))
+
+
+@pytest.mark.parametrize("values", [[], [None], ["a", None, ""], ["é", None, "日本語", "a\x00b"], [None, None, "x"]])
+def test_optional_texts_equal_pa_array(values: list[str | None]) -> None:
+    _same(optional_texts(values, pa.string()), pa.array(values, pa.string()))
+    raw = [None if v is None else v.encode("utf-8") for v in values]
+    _same(optional_texts(raw, pa.binary()), pa.array(raw, pa.binary()))
+
+
+@given(st.lists(st.one_of(st.none(), st.text()), max_size=20), st.lists(st.one_of(st.none(),
+       st.integers(-2**63, 2**63 - 1)), max_size=20))
+def test_optional_builders_equal_pa_array_on_any_values(texts: list[str | None], ints: list[int | None]) -> None:
+    _same(optional_texts(texts, pa.string()), pa.array(texts, pa.string()))
+    _same(optional_ints(ints), pa.array(ints, pa.int64()))
 
 
 @pytest.mark.parametrize(("value", "type"), [(0, pa.int32()), (-1, pa.int64()), (2.5, pa.float32()), (7, pa.uint8())])

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from streamembed.atomic import atomic_write_bytes
 from streamembed.fsafe import clean_temps, make_dirs
+from streamembed.stream.arrow_build import rows
 from streamembed.stream.codecs import DeadRecord, encode_dead_letters
 from streamembed.stream.sinks.base import DeadSink, remove_stale, safe_label
 from streamembed.stream.sinks.parquet import ParquetSink
@@ -77,7 +78,7 @@ class DeadLetterSink(DeadSink):
         if self._parquet is not None:
             self._parquet.write(table, label)
             return
-        for row in table.to_pylist():
+        for row in rows(table):  # not to_pylist(): its timestamps would import pandas
             raw = row.get("raw")
             row["raw"] = base64.b64encode(raw).decode("ascii") if raw is not None else None
             row["failed_at"] = row["failed_at"].isoformat()
