@@ -2,7 +2,7 @@
 
 With the ops server off nothing reads the metrics, so the daemon does not
 import ``prometheus_client`` (with ``http.server`` and its exposition code,
-about 0.1 CPU-s of a start-up) nor build its 45 collectors: the loop, the
+0.025 CPU-s with compiled bytecode, 0.1 without) nor build its 45 collectors: the loop, the
 sources, the drift monitor and the refits update :class:`NoMetrics` exactly
 as they update ``ops.metrics.Metrics``, and every update is a no-op.
 ``METRIC_NAMES`` lists the attributes both carry (a test keeps it equal to

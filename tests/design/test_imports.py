@@ -146,7 +146,7 @@ def test_directory_daemon_imports_no_scipy_solver_nor_kafka(tmp_path: Path, mode
     assert list((tmp_path / "out").rglob("*.parquet")), "the daemon wrote no output"
     assert _heavy(loaded, HEAVY + ("pandas",)) == []
     # metrics off: nothing is served, so neither the Prometheus client (with its http.server and exposition code,
-    # about 0.1 CPU-s of the start-up) nor the ops server and its map page are imported (ops/no_metrics.py)
+    # 0.025-0.1 CPU-s of the start-up) nor the ops server and its map page are imported (ops/no_metrics.py)
     assert _heavy(loaded, ("prometheus_client", "http.server", "streamembed.ops.endpoints", "streamembed.ops.server",
                            "streamembed.ops.metrics", "streamembed.ops.map_view", "streamembed.ops.map_page")) == []
 
