@@ -164,3 +164,31 @@ def blocks_table(sizes: Sequence[int], *, seed: int = 3, singles_between: int = 
     table = pa.table({"id": pa.array(ids, pa.string()), "dissimilarities": list_column(A, fixed=False),
                       "cross": pa.array(cross_rows, pa.list_(pa.float64())), "block": pa.array(block, key_type)})
     return table, A, mats
+
+
+class Crash(Exception):
+    """What a test's injected fault raises (nothing in the package catches it specially)."""
+
+
+class CrashOnCall:
+    """Wraps callables so that the ``after``-th call through any of them raises ``Crash(where)`` (a shared count)."""
+
+    def __init__(self, after: int, where: str) -> None:
+        self.after, self.where, self.calls = after, where, 0
+
+    def __call__(self, real: Any) -> Any:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            if self.calls == self.after:
+                raise Crash(self.where)
+            return real(*args, **kwargs)
+        return wrapped
+
+
+def assert_each_id_once(out: Path, ids: set[str]) -> None:
+    """Every input id is in the output (``out/emb``) or the dead letters (``out/dead``), and exactly once."""
+    from collections import Counter
+
+    seen = Counter(read_ids(out / "emb", "*.parquet") + [d["id"] for d in read_dead(out / "dead")])
+    assert set(seen) == ids
+    assert all(c == 1 for c in seen.values()), {k: c for k, c in seen.items() if c > 1}

@@ -12,7 +12,6 @@ commit loses nothing after a restart.
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -26,11 +25,7 @@ from streamembed.stream.read_ahead import ReadAhead
 from streamembed.stream.sinks import DeadLetterSink, ParquetSink
 from streamembed.stream.sources import DirectorySource
 
-from .helpers import dissimilarities, fitted, input_table, objects, read_dead, read_ids, write_arrow
-
-
-class Crash(Exception):
-    pass
+from .helpers import Crash, CrashOnCall, assert_each_id_once, dissimilarities, fitted, input_table, objects, write_arrow
 
 
 def _input(indir: Path, files: int = 3, rows: int = 40) -> set[str]:
@@ -137,15 +132,7 @@ def test_an_error_of_the_commit_thread_is_raised_by_the_loop_and_not_checkpointe
 def test_a_crash_anywhere_then_restart_loses_nothing(tmp_path: Path, where: str, after: int) -> None:
     ids = _input(tmp_path / "in")
     loop = _loop(tmp_path / "in", tmp_path / "out")
-    calls = {"n": 0}
-
-    def bomb(real):  # noqa: ANN001, ANN202
-        def f(*a, **k):  # noqa: ANN002, ANN003, ANN202
-            calls["n"] += 1
-            if calls["n"] == after:
-                raise Crash(where)
-            return real(*a, **k)
-        return f
+    bomb = CrashOnCall(after, where)
 
     if where == "publish":
         real_seal = loop.output.seal
@@ -158,10 +145,7 @@ def test_a_crash_anywhere_then_restart_loses_nothing(tmp_path: Path, where: str,
         loop.run()
     loop.source.close()
     _loop(tmp_path / "in", tmp_path / "out").run()  # a fresh process: new sinks, checkpoint reloaded
-    seen = Counter(read_ids(tmp_path / "out" / "emb", "*.parquet")
-                   + [d["id"] for d in read_dead(tmp_path / "out" / "dead")])
-    assert set(seen) == ids
-    assert all(c == 1 for c in seen.values()), {k: c for k, c in seen.items() if c > 1}
+    assert_each_id_once(tmp_path / "out", ids)
 
 
 def test_a_commit_is_counted_and_its_error_raised_while_the_source_is_idle(tmp_path: Path) -> None:

@@ -20,12 +20,8 @@ from streamembed.stream.sinks import DeadLetterSink, ParquetSink
 from streamembed.stream.sources import DirectorySource
 from streamembed.stream.output import y_columns, y_matrix
 
-from .helpers import (dissimilarities, fitted, input_table, objects, read_dead, read_ids, write_arrow, write_jsonl,
-                      write_parquet)
-
-
-class Crash(Exception):
-    pass
+from .helpers import (Crash, CrashOnCall, assert_each_id_once, dissimilarities, fitted, input_table, objects,
+                      read_dead, read_ids, write_arrow, write_jsonl, write_parquet)
 
 
 def _corpus(indir: Path) -> tuple[set[str], np.ndarray]:
@@ -130,15 +126,7 @@ def test_float32_input_reaches_the_core_as_float32(tmp_path: Path, monkeypatch: 
 def test_crash_anywhere_then_restart_loses_nothing(tmp_path: Path, where: str, after: int) -> None:
     ids, _ = _corpus(tmp_path / "in")
     loop = _loop(tmp_path / "in", tmp_path / "out")
-    calls = {"n": 0}
-
-    def bomb(real):
-        def f(*a, **k):
-            calls["n"] += 1
-            if calls["n"] == after:
-                raise Crash(where)
-            return real(*a, **k)
-        return f
+    bomb = CrashOnCall(after, where)
 
     if where == "output.flush":
         loop.output.flush = bomb(loop.output.flush)
@@ -152,11 +140,8 @@ def test_crash_anywhere_then_restart_loses_nothing(tmp_path: Path, where: str, a
         loop.run()
     loop.source.close()
     _loop(tmp_path / "in", tmp_path / "out").run()  # a fresh process: new sinks, checkpoint reloaded
-    seen = Counter(read_ids(tmp_path / "out" / "emb", "*.parquet")
-                   + [d["id"] for d in read_dead(tmp_path / "out" / "dead")])
-    assert set(seen) == ids
     # the replay rewrites the files of the unfinished roll under the same names
-    assert all(c == 1 for c in seen.values()), {k: c for k, c in seen.items() if c > 1}
+    assert_each_id_once(tmp_path / "out", ids)
 
 
 def test_a_batch_that_keeps_crashing_the_process_is_quarantined(tmp_path: Path,
