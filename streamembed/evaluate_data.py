@@ -44,6 +44,7 @@ import scipy.spatial.distance
 
 from .core.inputs import validation
 from .core.errors import InputError
+from .core.place.methods import evaluated_methods
 from .core.refit.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS, select_landmarks
 from .estimator import LandmarkMDS
 from .core.runtime import single_blas_thread
@@ -54,8 +55,8 @@ __all__ = ["Spread", "SelectionRow", "LandmarkReport", "evaluate_landmarks", "RE
 
 #: Largest reference set whose full classical MDS is computed (a seeded random sample above).
 REFERENCE_MAX = 3000
-#: Placement methods ``evaluate_landmarks`` accepts (the ones placing one object at a time from its landmark row).
-EVALUATED_METHODS = ("projection", "restricted")
+#: Placement methods ``evaluate_landmarks`` compares (``core.place.methods``: the ones marked ``evaluated``).
+EVALUATED_METHODS: tuple[str, ...] = evaluated_methods()
 
 
 @dataclass(frozen=True)
@@ -290,7 +291,7 @@ def evaluate_landmarks(
                     est = LandmarkMDS(n_components=d, random_state=seed).fit(data.block(L, L))
                 A = data.block(ref, L)
                 for m in methods:
-                    Y = est.embed(A, method=m).y  # type: ignore[arg-type]  # one of EVALUATED_METHODS
+                    Y = est.embed(A, method=m).y
                     figures[m].append((procrustes_share(Y, full.Y), trustworthiness(ranks, Y, k),
                                        spearman_agreement(pairs, Y), subspace_distance(Y, full.Y)))
             for m in methods:

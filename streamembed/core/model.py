@@ -25,7 +25,7 @@ import json
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from .inputs import validation
 from .inputs.transforms import InputPipeline
 from .monitor.bounds import WindowBounds
 from .monitor.calibration import arrival_negative_ratio
-from .options import CORRECTIONS, CRITERION_METHODS, INPUTS, KERNEL_METHODS, METHODS, check_options
+from .options import CORRECTIONS, CRITERION_METHODS, DEFAULTS, INPUTS, KERNEL_METHODS, METHODS, check_options
 from .place.placer import Placer
 from .place.projection import ProjectionKernel
 from .result import EmbeddingResult
@@ -47,7 +47,9 @@ __all__ = ["LandmarkModel", "fit_model", "relative_eigengap", "EIGENGAP_RTOL", "
            "CRITERION_METHODS", "INPUTS", "CORRECTIONS", "Method", "lineage_of"]
 
 # METHODS, KERNEL_METHODS, CRITERION_METHODS, INPUTS and CORRECTIONS are the option table's (core.options).
-Method = Literal["projection", "restricted", "stress", "l1"]
+#: A placement method's name: one of ``METHODS`` (the registry ``core.place.methods.PLACEMENT_METHODS``; checked
+#: by ``check_options`` where it is given, not by a Literal that a new method would have to edit).
+Method: TypeAlias = str
 #: A relative eigengap (λ_d − λ_{d+1})/λ_d at or below this makes the map not unique (docs/math.md §4.6):
 #: the kept axes are then decided by round-off or by noise of that relative size, so the map and every
 #: placement depend on the order of the landmarks, and a refit of unchanged data may rotate it.
@@ -246,7 +248,7 @@ class LandmarkModel:
                       rotation=self.rotation, shift=self.shift, aligned=self.is_aligned, euclidean=self.is_euclidean,
                       negative_ratio=self.negative_ratio, n_threads=self.n_threads)
 
-    def place(self, A: object, C: object = None, *, method: str = "projection",
+    def place(self, A: object, C: object = None, *, method: str = DEFAULTS["method"],
               k0_rows: None | Literal["all"] | int = None, errors: Literal["raise", "mask"] = "raise",
               self_similarity: object = None) -> EmbeddingResult:
         """Embed a batch and say how much to trust each placement (``Placer.place``), output frame."""
@@ -342,18 +344,18 @@ def lineage_of(model: LandmarkModel) -> str:
 def fit_model(
     M: object,
     *,
-    n_components: int = 2,
-    input: str = "dissimilarity",
-    geodesic_neighbors: int | None = None,
-    correction: str = "none",
-    landmark_map: str = "cmds",
-    n_residual_components: int | None = None,
-    eigensolver: str = "auto",
+    n_components: int = DEFAULTS["n_components"],
+    input: str = DEFAULTS["input"],
+    geodesic_neighbors: int | None = DEFAULTS["geodesic_neighbors"],
+    correction: str = DEFAULTS["correction"],
+    landmark_map: str = DEFAULTS["landmark_map"],
+    n_residual_components: int | None = DEFAULTS["n_residual_components"],
+    eigensolver: str = DEFAULTS["eigensolver"],
     landmark_ids: Iterable[Any] | None = None,
     features: np.ndarray | None = None,
     metric: str | None = None,
-    random_state: int = 0,
-    n_threads: int | None = None,
+    random_state: int = DEFAULTS["random_state"],
+    n_threads: int | None = DEFAULTS["n_threads"],
 ) -> LandmarkModel:
     """Fit a landmark map from M (n, n): dissimilarities (not squared), or similarities for input="similarity".
 

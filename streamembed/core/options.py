@@ -26,19 +26,19 @@ from typing import Any
 from .errors import InputError
 from .fit.metric_map import LANDMARK_MAPS
 from .inputs.kernel import FEATURE_KERNELS
+from .place.methods import criterion_methods, kernel_methods, single_methods
 from .refit.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS
 
 __all__ = ["StrOptions", "Interval", "Option", "Rule", "OPTIONS", "RULES", "DEFAULTS", "check_options",
            "METHODS", "KERNEL_METHODS", "CRITERION_METHODS", "INPUTS", "CORRECTIONS", "EIGENSOLVERS",
            "STREAM_SIZING", "BATCH_ROWS", "MAX_BLOCK_ROWS", "estimator_names", "config_names", "flag_names"]
 
-#: Every single-object placement method (docs/math.md §3).
-METHODS: tuple[str, ...] = ("projection", "restricted", "stress", "l1")
+#: Every single-object placement method (docs/math.md §3; the registry ``core.place.methods.PLACEMENT_METHODS``).
+METHODS: tuple[str, ...] = single_methods()
 #: Methods that need the classical-MDS map X = U Λ^{1/2} (kernel formulas, docs/math.md §3).
-KERNEL_METHODS: tuple[str, ...] = ("projection", "restricted")
-#: Methods that place by a criterion on the map's points only (``core.place.criteria.solve``): any map, refined
-#: ones included.
-CRITERION_METHODS: tuple[str, ...] = ("stress", "l1")
+KERNEL_METHODS: tuple[str, ...] = kernel_methods()
+#: Methods that place on the map's points only (``core.place.criteria.solve``): any map, refined ones included.
+CRITERION_METHODS: tuple[str, ...] = criterion_methods()
 #: What the landmark matrix and input rows hold (docs/math.md §2).
 INPUTS: tuple[str, ...] = ("dissimilarity", "similarity")
 #: Non-Euclidean corrections of the landmark kernel (``core.inputs.cailliez``).
@@ -127,7 +127,7 @@ class Rule:
 def _option_table() -> dict[str, Option]:
     rows = (
         Option("method", StrOptions(METHODS), "projection",
-               "how single objects are placed: projection, restricted, stress or l1 (docs/math.md §3)"),
+               f"how single objects are placed: {', '.join(METHODS)} (docs/math.md §3)"),
         Option("n_components", Interval(int, 1), 2, "d, the map's dimension"),
         Option("input", StrOptions(INPUTS), "dissimilarity",
                "what the landmark matrix and input rows hold (docs/math.md §2)"),
@@ -166,7 +166,8 @@ MAX_BLOCK_ROWS: int = DEFAULTS["max_block_rows"]
 
 
 def _refined_map_message(v: Mapping[str, Any], name: Namer) -> str:
-    return (f"{name('landmark_map', v['landmark_map'])} needs {name('method')} 'stress' or 'l1': "
+    either = " or ".join(repr(m) for m in CRITERION_METHODS)
+    return (f"{name('landmark_map', v['landmark_map'])} needs {name('method')} {either}: "
             f"{name('method', v['method'])} needs the classical-MDS map, which a refined map has no projection onto "
             f"(docs/math.md §3)")
 

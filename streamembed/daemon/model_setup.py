@@ -93,7 +93,7 @@ def _generator_estimator(cfg: Config) -> Any:
     from streamembed import LandmarkMDS
 
     m = cfg.model
-    return LandmarkMDS(n_components=m.n_components, method=m.method,  # type: ignore[arg-type]  # a checked choice
+    return LandmarkMDS(n_components=m.n_components, method=m.method,
                        input=m.input,
                        geodesic_neighbors=m.geodesic_neighbors or None, correction=m.correction,
                        landmark_map=m.landmark_map, random_state=cfg.generator.seed)

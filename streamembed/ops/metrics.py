@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from streamembed.core.flags import FLAG_NAMES
-from streamembed.core.model import METHODS
+from streamembed.core.place.methods import output_methods
 from streamembed.stream.records import REASONS
 
 __all__ = ["BulkHistogram", "Metrics", "LATENCY_BUCKETS", "RATIO_BUCKETS", "BATCH_BUCKETS", "EMBED_METHODS",
@@ -31,8 +31,8 @@ LATENCY_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25
 RATIO_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 #: seconds per batch
 BATCH_BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10)
-#: ``method`` values of streamembed_records_embedded_total: the single-object methods, and block RR.
-EMBED_METHODS: tuple[str, ...] = (*METHODS, "block")
+#: ``method`` values of streamembed_records_embedded_total: every placement method (core.place.methods), block RR too.
+EMBED_METHODS: tuple[str, ...] = output_methods()
 #: ``kind`` values of streamembed_output_files_total.
 OUTPUT_FILE_KINDS: tuple[str, ...] = ("output", "dead_letter")
 #: ``reason`` values of streamembed_read_retries_total present from the start (any other errno name may follow).

@@ -49,6 +49,7 @@ import numpy as np
 import pyarrow as pa
 
 from streamembed.core.flags import FLAG_NAMES
+from streamembed.core.place.methods import output_methods
 from streamembed.stream.arrow_build import numeric, strings
 from streamembed.stream.records import SCHEMA_VERSION_KEY, TIMESTAMP_TYPE, output_schema
 
@@ -88,8 +89,9 @@ FLAG_BITS_KEY: Final[str] = "streamembed.flag_bits"
 Y_COLUMNS_KEY: Final[str] = "streamembed.y_columns"
 #: Schema metadata: the lineage of the map the rows were placed on (version 2; absent if unknown).
 LINEAGE_KEY: Final[str] = "streamembed.model_lineage"
-#: The values of the ``method`` column, in dictionary order (one dictionary for every batch of a version-2 file).
-METHOD_VALUES: Final[tuple[str, ...]] = ("projection", "restricted", "stress", "l1", "block")
+#: The values of the ``method`` column, in dictionary order (one dictionary for every batch of a version-2 file):
+#: the placement methods by their append-only output codes (``core.place.methods.PLACEMENT_METHODS``).
+METHOD_VALUES: Final[tuple[str, ...]] = output_methods()
 #: Per-row numeric columns after the coordinates, in the input's precision: (column, nullable). Each is the
 #: ``EmbeddingResult`` attribute of the same name (NaN = null where nullable). A new per-row number is a new
 #: entry here (and an attribute there): an added column, which version 2 allows.

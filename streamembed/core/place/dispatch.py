@@ -1,11 +1,12 @@
-"""Which routine places single objects by each method (docs/math.md §3): the routing table, nothing else.
+"""The routines of the built-in single-object methods (docs/math.md §3) and the map they place on.
 
-``ROUTES`` maps a method to the routine that moves the projection ŷ of
-valid rows to that method's placement: projection keeps ŷ, restricted
-reconstruction solves the secular equation (``core.place.restricted``), stress
-and L1 minimise their criteria (``core.place.criteria.solve``) on the map the model
-places with (``MapGeometry``). The checks, flags and residuals around the
-routine are ``core.place.placer.Placer``'s.
+A routine moves the projection ŷ of valid rows to its method's placement:
+``project`` keeps ŷ, ``restricted_reconstruction`` solves the secular equation
+(``core.place.restricted``), ``stress_placement`` and ``l1_placement`` minimise
+their criteria (``core.place.criteria.solve``) on the map the model places with
+(``MapGeometry``). Which method runs which routine is the method registry's
+(``core.place.methods``); the checks, flags and residuals around the routine
+are ``core.place.placer.Placer``'s.
 """
 
 from __future__ import annotations
@@ -15,14 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
 from ..fit.metric_map import map_start
 from ..fit.ordinal_map import MonotoneTransform
 from ..flags import FLAG_AMBIGUOUS, FLAG_ESCAPED, FLAG_NOT_CONVERGED, FLAG_POSSIBLY_NONGLOBAL
 from .criteria.solve import solve_l1, solve_sammon, solve_stress
 from .restricted import AMBIGUITY_RTOL, AMBIGUITY_RTOL_F32, solve_restricted
 
-__all__ = ["MapGeometry", "ROUTES", "route"]
+__all__ = ["MapGeometry", "Routine", "project", "restricted_reconstruction", "stress_placement", "l1_placement"]
 
 
 @dataclass(frozen=True)
@@ -56,13 +56,16 @@ class MapGeometry:
 Routine = Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
-def _projection(A_rows: np.ndarray, y: np.ndarray, beta: np.ndarray, lam: np.ndarray, valid: np.ndarray,
-                t: np.ndarray, flags: np.ndarray, geometry: MapGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def project(A_rows: np.ndarray, y: np.ndarray, beta: np.ndarray, lam: np.ndarray, valid: np.ndarray,
+            t: np.ndarray, flags: np.ndarray, geometry: MapGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Projection: ŷ itself (docs/math.md §3.1)."""
     return y, t, flags
 
 
-def _restricted(A_rows: np.ndarray, y: np.ndarray, beta: np.ndarray, lam: np.ndarray, valid: np.ndarray,
-                t: np.ndarray, flags: np.ndarray, geometry: MapGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def restricted_reconstruction(A_rows: np.ndarray, y: np.ndarray, beta: np.ndarray, lam: np.ndarray,
+                              valid: np.ndarray, t: np.ndarray, flags: np.ndarray,
+                              geometry: MapGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Restricted reconstruction: the secular equation from ŷ (docs/math.md §3.2)."""
     c = y * np.sqrt(lam)
     rtol = AMBIGUITY_RTOL_F32 if np.dtype(A_rows.dtype) == np.float32 else AMBIGUITY_RTOL
     if valid.all():
@@ -100,14 +103,7 @@ def _criterion(solve_named: str) -> Routine:
     return routine
 
 
-#: method -> routine (the methods are ``core.model.METHODS``).
-ROUTES: dict[str, Routine] = {"projection": _projection, "restricted": _restricted,
-                              "stress": _criterion("stress"), "l1": _criterion("l1")}
-
-
-def route(method: str) -> Routine:
-    """The routine for ``method`` (InputError for a method no routine places)."""
-    try:
-        return ROUTES[method]
-    except KeyError:
-        raise InputError(f"method must be one of {tuple(ROUTES)}, got {method!r}") from None
+#: Raw stress (Sammon's criterion on a Sammon map) from the projection start, certified (docs/math.md §3.4).
+stress_placement: Routine = _criterion("stress")
+#: Σ|δ² − ‖y − x‖²| from the projection start, certified (docs/math.md §3.4).
+l1_placement: Routine = _criterion("l1")

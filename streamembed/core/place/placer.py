@@ -44,7 +44,8 @@ from ..monitor.residuals import K0_RTOL, block_k0, k0_diagonal, landmark_trace, 
 from ..result import EmbeddingResult
 from . import range_guard
 from .block.batch import place_core_blocks
-from .dispatch import MapGeometry, route
+from .dispatch import MapGeometry
+from .methods import route
 from .projection import ProjectionKernel
 from .restricted import restricted_arc
 
@@ -129,7 +130,7 @@ class Placer:
         return res
 
     # ------------------------------------------------------------------ placing (output frame)
-    def place(self, A: object, C: object = None, *, method: str = "projection", k0_rows: K0Rows = None,
+    def place(self, A: object, C: object, *, method: str, k0_rows: K0Rows = None,
               errors: str = "raise", self_similarity: object = None) -> EmbeddingResult:
         """Embed a batch (``LandmarkModel.place``; ``LandmarkModel.check_method`` has accepted ``method``).
 
@@ -139,7 +140,7 @@ class Placer:
                model (m, n) similarities, or (m, n + 1) with k(z, z) last.
             C: (m, m) mutual dissimilarities (similarities for a similarity model,
                whose diagonal then gives k(z, z)): the batch is one block (multi-point RR).
-            method: one of ``core.model.METHODS`` for single objects.
+            method: a single-object method of ``core.place.methods.PLACEMENT_METHODS``.
             k0_rows: exact k0 for None (no rows), "all", or an int s (s evenly spaced rows).
             errors: "raise" (InputError on the first bad row) or "mask" (bad rows
                get valid=False, a Problem and NaN numbers).
