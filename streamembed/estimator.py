@@ -30,14 +30,14 @@ import numpy as np
 from .core.inputs import hints as input_hints
 from .core.inputs import kernel as kernel_input
 from .core.inputs import validation
+from .core.inputs.metrics import DEFAULT_METRIC, resolve_metric
 from .core.monitor.bounds import WindowBounds
 from .core.errors import InputError, NotFittedError
 from .core.fit.likelihood import ppca_loglik
 from .core.model import LandmarkModel, Method, fit_model
 from .core.options import DEFAULTS, METHODS, check_options
 from .core.result import EmbeddingResult
-from .estimator_inputs import (in_landmark_order, input_rows, kept_landmarks, named_ids, pairwise_distances,
-                               projections)
+from .estimator_inputs import in_landmark_order, input_rows, kept_landmarks, named_ids, projections
 from .fitted_attributes import FittedAttributes
 from .named_columns import column_names
 from .set_output import SetOutputMixin
@@ -197,11 +197,12 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
                         "False)", self.landmark_map, info["iterations"], info["tolerance"], info["criterion"])
 
     def fit_features(self, X: object, metric: str | None = None, landmark_ids: LandmarkIds = None) -> LandmarkMDS:
-        """Fit from landmark feature vectors X (n, p); distances by ``scipy.spatial.distance.cdist``.
+        """Fit from landmark feature vectors X (n, p); distances by ``metric`` (``core.inputs.metrics``).
 
-        ``metric`` defaults to the estimator's (or "euclidean" when that is
-        "precomputed"). With ``input="similarity"``, it names a kernel of
-        ``core.inputs.kernel.FEATURE_KERNELS`` ("linear", "cosine", "rbf") instead.
+        ``metric`` defaults to the estimator's (or ``core.inputs.metrics.DEFAULT_METRIC`` when that is
+        "precomputed"): a registered name (every scipy ``cdist`` metric) or ``"package.module:function"``.
+        With ``input="similarity"``, it names a kernel of ``core.inputs.kernel.FEATURE_KERNELS`` ("linear",
+        "cosine", "rbf") instead.
         ``transform`` then takes feature rows (m, p) as well as dissimilarity rows
         (m, n), told apart by their width (p ≠ n; refused as ambiguous when p = n
         unless ``metric`` is set on the estimator). A DataFrame's column names
@@ -209,7 +210,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         """
         self._check_params()
         if metric is None:
-            metric = "euclidean" if self.metric == "precomputed" else self.metric
+            metric = DEFAULT_METRIC if self.metric == "precomputed" else self.metric
         names = column_names(X)
         X64 = validation.check_array(X, "X").astype(np.float64)
         if self.input == "similarity":
@@ -218,10 +219,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
                                  f"{kernel_input.FEATURE_KERNELS}; got {metric!r}")
             M = kernel_input.feature_kernel(X64, X64, metric)
         else:
-            try:
-                M = pairwise_distances(X64, metric)
-            except ValueError as exc:
-                raise InputError(f"metric {metric!r} failed on X of shape {X64.shape}: {exc}") from exc
+            M = resolve_metric(metric).pairwise(X64)
         idx = kept_landmarks(self, F=X64, metric=metric if self.input != "similarity" else "euclidean")
         if idx is not None:
             ids = [str(i) for i in idx] if landmark_ids is None else [str(x) for x in named_ids(landmark_ids, M)[idx]]

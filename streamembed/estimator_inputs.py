@@ -47,17 +47,6 @@ def _takes_features(est: LandmarkMDS, model: LandmarkModel, X: object) -> bool:
     return width == p
 
 
-def pairwise_distances(X: np.ndarray, metric: str) -> np.ndarray:
-    """The (p, p) distances between the rows of X (p, q) by ``scipy.spatial.distance.pdist``.
-
-    Imported here, not at the top: scipy.spatial costs 0.3-0.4 CPU-s, which
-    every ``embed`` and ``run`` would pay (tests/design/test_imports.py).
-    """
-    import scipy.spatial.distance
-
-    return scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(X, metric=metric))
-
-
 def input_rows(est: LandmarkMDS, model: LandmarkModel, X: object) -> tuple[np.ndarray, np.dtype]:
     """(the input rows (m, n) [or (m, n + 1)] of ``est``'s fitted ``model``, X's float dtype) for X, checked whole
     (as scikit-learn does)."""

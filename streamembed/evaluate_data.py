@@ -1,7 +1,7 @@
 """How close each landmark choice comes to a classical MDS of *your* objects (``streamembed evaluate --features``).
 
 ``evaluate_landmarks`` takes an (N, N) dissimilarity matrix, or N feature
-vectors with a scipy metric, and for every landmark selection × landmark
+vectors with a metric (``core.inputs.metrics``), and for every landmark selection × landmark
 count × placement method × seed (docs/landmarks.md):
 
 1. chooses the landmarks among all N objects (``core.refit.landmarks.select_landmarks``,
@@ -40,10 +40,10 @@ from dataclasses import asdict, dataclass, field
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import scipy.spatial.distance
 
 from .core.inputs import validation
 from .core.errors import InputError
+from .core.inputs.metrics import DEFAULT_METRIC, Metric, resolve_metric
 from .core.place.methods import evaluated_methods
 from .core.refit.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS, select_landmarks
 from .estimator import LandmarkMDS
@@ -177,7 +177,7 @@ def _finite(obj: Any) -> Any:
 class _Rows:
     """Dissimilarity blocks of the user's objects: from the matrix, or computed from features."""
 
-    def __init__(self, D: np.ndarray | None, X: np.ndarray | None, metric: str):
+    def __init__(self, D: np.ndarray | None, X: np.ndarray | None, metric: str | Metric):
         if (D is None) == (X is None):
             raise InputError("evaluate_landmarks needs exactly one of D (dissimilarities) or X (features)")
         self.D: np.ndarray | None = None
@@ -195,23 +195,20 @@ class _Rows:
         else:
             self.X = validation.check_array(X, "X")
             self.N = int(self.X.shape[0])
-        self.metric = metric
+        self.metric = None if X is None else resolve_metric(metric)
 
     def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         if self.D is not None:
             return np.ascontiguousarray(self.D[np.ix_(rows, cols)], dtype=np.float64)
-        X = self.X
-        assert X is not None  # one of D and X (__init__)
-        try:
-            return scipy.spatial.distance.cdist(X[rows], X[cols], metric=self.metric)
-        except ValueError as exc:
-            raise InputError(f"metric {self.metric!r} failed on features of shape {X.shape}: {exc}") from exc
+        X, metric = self.X, self.metric
+        assert X is not None and metric is not None  # one of D and X (__init__)
+        return metric(X[rows], X[cols])
 
 
 def evaluate_landmarks(
     D: np.ndarray | None = None,
     X: np.ndarray | None = None,
-    metric: str = "euclidean",
+    metric: str = DEFAULT_METRIC,
     *,
     landmarks: Sequence[int] = (100, 200),
     selections: Sequence[str] = LANDMARK_SELECTIONS,
@@ -227,7 +224,7 @@ def evaluate_landmarks(
     """The landmark-selection table for the user's objects (module docstring).
 
     Args:
-        D: (N, N) dissimilarities (not squared), or X: (N, p) features with a scipy ``metric``.
+        D: (N, N) dissimilarities (not squared), or X: (N, p) features with a ``metric`` (``core.inputs.metrics``).
         landmarks: landmark counts to try; counts ≥ N are dropped (at least one must remain).
         selections: strategies of ``core.refit.landmarks.select_landmarks``.
         methods: placement methods among ``EVALUATED_METHODS``.

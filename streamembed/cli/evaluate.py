@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "Parquet/Arrow/JSONL ('dissimilarities' list column or numeric columns; optional 'id')")
     src.add_argument("--features", metavar="FILE", help="N x p feature vectors (same formats; 'features' column)")
     p.add_argument("--metric", default=default("model.metric"),
-                   help="scipy cdist metric for --features (default: %(default)s)")
+                   help="metric for --features: a scipy cdist name or package.module:function "
+                   "(default: %(default)s)")
     p.add_argument("--ids", metavar="FILE",
                    help="object ids, one per line (else the file's 'id' column, or row numbers)")
     p.add_argument("--landmarks", default=counts, metavar="N,N", help=f"landmark counts (default: {counts})")

@@ -238,7 +238,8 @@ def add_parser(subparsers: Subparsers) -> None:
                      help="N x N similarity (kernel) matrix: a model whose input rows are similarities "
                           "(docs/math.md §2)")
     f.add_argument("--metric", default=default("model.metric"),
-                   help="scipy cdist metric for --features (default: %(default)s)")
+                   help="metric for --features: a scipy cdist name or package.module:function "
+                   "(default: %(default)s)")
     f.add_argument("--landmarks", type=int, metavar="N", help="number of landmarks (default: all objects)")
     f.add_argument("--selection", choices=(*OPTIONS["landmark_selection"].values, "first"),
                    default=DEFAULTS["landmark_selection"],

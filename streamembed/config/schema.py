@@ -29,6 +29,7 @@ from streamembed.config.fields import milliseconds as _ms
 from streamembed.config.fields import option as _option
 from streamembed.config.fields import seconds as _s
 from streamembed.config.fields import setting as _f
+from streamembed.core.inputs.metrics import DEFAULT_METRIC
 from streamembed.core.monitor.drift import STATISTICS
 from streamembed.core.refit.refit import DEFAULT_SELECTION, REFIT_SELECTIONS
 
@@ -67,7 +68,8 @@ class ModelConfig:
                                       "(docs/landmarks.md): max-variance (the best of 8 random sets by the population "
                                       "variance their map captures), random, rpcholesky, kmeans++, kmedoids or maxmin.")
     fit_sample: int = _f(2000, "Generator objects drawn to choose the landmarks from.", min=2, max=10_000_000)
-    metric: str = _f("euclidean", "Metric between generator feature vectors (any scipy.spatial.distance.cdist name).")
+    metric: str = _f(DEFAULT_METRIC, "Metric between generator feature vectors: any scipy.spatial.distance.cdist "
+                     "name (the metrics of docs/extending.md), or package.module:function.")
     save_path: str = _f("", "Save the generator-fitted model here (.npz); empty: <root>/model.npz (where `streamembed "
                         "model info` and `streamembed plot map` take it from); none: do not save.")
     input: str = _option("input", "What a generator-fitted model embeds: dissimilarities (model.metric between "

@@ -35,6 +35,7 @@ from .fit.metric_map import refine_map
 from .fit.ordinal_map import MonotoneTransform, rank_start
 from .inputs import kernel as kernel_input
 from .inputs import validation
+from .inputs.metrics import resolve_metric
 from .inputs.transforms import InputPipeline
 from .monitor.bounds import WindowBounds
 from .monitor.calibration import arrival_negative_ratio
@@ -322,8 +323,7 @@ class LandmarkModel:
             assert metric is not None  # fit_features records the kernel of a similarity-input feature model
             K = kernel_input.feature_kernel(F64, self.features, metric)
             return np.hstack([K, kernel_input.feature_self_similarity(F64, metric)[:, None]])
-        import scipy.spatial.distance  # lazily: keeps `streamembed embed`'s start-up short
-        return scipy.spatial.distance.cdist(F64, self.features, metric=self.metric)
+        return resolve_metric(str(self.metric))(F64, self.features)
 
 
 def lineage_of(model: LandmarkModel) -> str:

@@ -1,5 +1,6 @@
-"""Dissimilarities for landmark selection: a full (N, N) matrix, or features (N, p) with a scipy metric
-computed a few rows at a time (docs/math.md §5; ``core.refit.landmarks`` and ``core.refit.strategies`` read them).
+"""Dissimilarities for landmark selection: a full (N, N) matrix, or objects (N, p features) with a metric
+(``core.inputs.metrics``) computed a few rows at a time (docs/math.md §5; ``core.refit.landmarks`` and
+``core.refit.strategies`` read them).
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
+from .metrics import DEFAULT_METRIC, resolve_metric
 
 __all__ = ["CHUNK", "Dissimilarities"]
 
@@ -20,15 +22,16 @@ class Dissimilarities:
 
     Args:
         D: (N, N) dissimilarities, or None.
-        X: (N, p) features, or None (exactly one of D, X).
-        metric: scipy ``cdist`` metric for X.
+        X: (N, p) features, or None (exactly one of D, X): the objects ``metric`` takes.
+        metric: a metric of ``core.inputs.metrics`` (a name or ``module:function``) for X.
     """
 
-    def __init__(self, D: np.ndarray | None = None, X: np.ndarray | None = None, metric: str = "euclidean"):
+    def __init__(self, D: np.ndarray | None = None, X: np.ndarray | None = None, metric: str = DEFAULT_METRIC):
         if (D is None) == (X is None):
             raise InputError("landmark selection needs exactly one of D (dissimilarities) or X (features)")
         self.D = None if D is None else np.asarray(D)
-        self.X = None if X is None else np.asarray(X, dtype=np.float64)
+        self._metric = None if X is None else resolve_metric(metric)
+        self.X = None if X is None or self._metric is None else self._metric.objects(X, "X")
         self.metric = metric
         self.N = int(self.D.shape[0] if self.D is not None else self._features().shape[0])
         self._sq_means: np.ndarray | None = None
@@ -38,19 +41,19 @@ class Dissimilarities:
         idx = np.asarray(idx, dtype=np.int64)
         if self.D is not None:
             return np.asarray(self.D[idx], dtype=np.float64)
-        import scipy.spatial.distance  # lazily: keeps `streamembed embed`'s start-up short
-
         X = self._features()
-        return scipy.spatial.distance.cdist(X[idx], X, metric=self.metric)
+        return self._between(X[idx], X)
 
     def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """(len(rows), len(cols)) float64 dissimilarities."""
         if self.D is not None:
             return np.asarray(self.D[np.ix_(rows, cols)], dtype=np.float64)
-        import scipy.spatial.distance  # lazily: keeps `streamembed embed`'s start-up short
-
         X = self._features()
-        return scipy.spatial.distance.cdist(X[rows], X[cols], metric=self.metric)
+        return self._between(X[rows], X[cols])
+
+    def _between(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        assert self._metric is not None  # objects are given (__init__)
+        return self._metric(a, b)
 
     def _features(self) -> np.ndarray:
         """X (N, p), for dissimilarities given by features."""

@@ -27,7 +27,7 @@ refits). Its strategies:
 current map does not explain (docs/math.md §7.5).
 
 The strategies themselves live in ``core.refit.strategies``; dissimilarities come as a full (N, N) matrix
-or as features (N, p) with a scipy metric, computed a few rows at a time (``core.inputs.dissimilarities``).
+or as features (N, p) with a metric, computed a few rows at a time (``core.inputs.dissimilarities``).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import InputError
+from ..inputs.metrics import DEFAULT_METRIC
 from ..inputs.dissimilarities import CHUNK, Dissimilarities
 from ..runtime import single_blas_thread
 from .strategies import (
@@ -96,7 +97,7 @@ def select_landmarks(
     *,
     D: np.ndarray | None = None,
     X: np.ndarray | None = None,
-    metric: str = "euclidean",
+    metric: str = DEFAULT_METRIC,
     seed: int | np.random.Generator = 0,
     required: np.ndarray | None = None,
     n_components: int = 2,
@@ -109,7 +110,7 @@ def select_landmarks(
         strategy: one of ``LANDMARK_SELECTIONS``.
         n_select: landmarks to choose (fewer come back, with a WARNING, when
             fewer than ``n_select`` objects are distinct).
-        D: (N, N) dissimilarities, or X: (N, p) features with a scipy ``metric``.
+        D: (N, N) dissimilarities, or X: (N, p) features with a ``metric`` (``core.inputs.metrics``).
         seed: seed (or generator) of the random choices; the same seed gives the same landmarks.
         required: indices that must be among the landmarks (refits keep old ones); "maxmin" and
             "rpcholesky" build on them, the other strategies add them to their own picks.
@@ -166,7 +167,7 @@ def initial_landmarks(
     *,
     D: np.ndarray | None = None,
     X: np.ndarray | None = None,
-    metric: str = "euclidean",
+    metric: str = DEFAULT_METRIC,
     random_state: int = 0,
     n_components: int = 2,
 ) -> np.ndarray:
@@ -175,7 +176,8 @@ def initial_landmarks(
 
     The one rule of the estimator (``LandmarkMDS(n_landmarks=...)``), ``streamembed fit`` (``--seed``) and a
     generator-fitted daemon (``generator.seed``): the same objects, strategy and seed give the same landmarks
-    whichever of them fits. D (N, N) dissimilarities, or X (N, p) features with their scipy ``metric``.
+    whichever of them fits. D (N, N) dissimilarities, or X (N, p) features with their ``metric``
+    (``core.inputs.metrics``).
     """
     N = int((D if D is not None else X).shape[0])  # type: ignore[union-attr]
     if n_select >= N:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..inputs.metrics import DEFAULT_METRIC, resolve_metric
 from ..model import LandmarkModel, fit_model
 from .landmarks import LANDMARK_SELECTIONS, select_landmarks
 from .policy import assess, plan_refit
@@ -106,13 +107,13 @@ def candidate_dissimilarities(
     mutual: np.ndarray | None = None,
     old_features: np.ndarray | None = None,
     features: np.ndarray | None = None,
-    metric: str = "euclidean",
+    metric: str = DEFAULT_METRIC,
 ) -> CandidateSet:
     """Dissimilarities among old landmarks ∪ reservoir, from arrays (no model needed).
 
     Feature mode (``features`` given): the old landmarks' ``old_features``
     (n, p) and the candidates' ``features`` (k, p) are stacked and compared
-    with the scipy ``metric``. Dissimilarity mode: the old landmarks'
+    with ``metric`` (``core.inputs.metrics``). Dissimilarity mode: the old landmarks'
     ``old_dissimilarities`` (n, n), the candidates' ``cross_to_landmarks``
     (k, n) and their ``mutual`` dissimilarities (k, k) are assembled into
     one symmetric matrix. Candidates whose id is already a landmark id are
@@ -136,8 +137,7 @@ def candidate_dissimilarities(
             raise InputError(f"features must be (k, p) with one row per candidate id and old_features (n, p); got "
                              f"{F.shape}, {F_old.shape}, {len(cand)} ids, {n_old} landmarks")
         stacked = np.vstack([F_old, F[keep]])
-        import scipy.spatial.distance  # lazily: keeps `streamembed embed`'s start-up short
-        D = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(stacked, metric=metric))
+        D = resolve_metric(metric).pairwise(stacked)
         return CandidateSet(D, ids, stacked, n_old)
     if old_dissimilarities is None:
         raise InputError("the model does not store its landmark dissimilarities; refit impossible")

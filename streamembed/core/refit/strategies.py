@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..inputs.metrics import DEFAULT_METRIC
 from ..inputs.dissimilarities import CHUNK, Dissimilarities, as_dissimilarities
 
 __all__ = ["maxmin_select", "random_select", "kmeanspp_select", "kmedoids_select", "rpcholesky_select",
@@ -33,7 +34,7 @@ def maxmin_select(
     n_select: int,
     D: np.ndarray | Dissimilarities | None = None,
     X: np.ndarray | None = None,
-    metric: str = "euclidean",
+    metric: str = DEFAULT_METRIC,
     first: int = 0,
     required: np.ndarray | None = None,
 ) -> np.ndarray:
@@ -42,7 +43,7 @@ def maxmin_select(
     Each new pick is the object farthest from all picks so far, which spreads
     landmarks over the data and keeps outliers of the current stream in view.
     Give either a full dissimilarity matrix D (N, N) or features X (N, p) with
-    a scipy metric (distances are then computed one row at a time, O(N·p) memory).
+    a metric (``core.inputs.metrics``; distances are then computed one row at a time, O(N·p) memory).
 
     Args:
         n_select: how many to choose (≤ N).
@@ -74,7 +75,7 @@ def random_select(n_select: int, N: int, rng: np.random.Generator) -> np.ndarray
 
 
 def kmeanspp_select(n_select: int, D: np.ndarray | Dissimilarities | None, rng: np.random.Generator,
-                    first: int | None = None, X: np.ndarray | None = None, metric: str = "euclidean") -> np.ndarray:
+                    first: int | None = None, X: np.ndarray | None = None, metric: str = DEFAULT_METRIC) -> np.ndarray:
     """k-means++ seeding on dissimilarities: picks in order of choice.
 
     The first pick is ``first`` (default: uniform); each next one is drawn with
