@@ -46,7 +46,7 @@ from streamembed.core.model import fit_model
 from benchmarks.datasets import load_dataset, stdlib_docstrings
 from benchmarks.mixups import MIXUPS, mixup_setting
 from streamembed.config.schema import ConsistencyConfig
-from streamembed.stream.consistency import ConsistencyMonitor
+from streamembed.monitors.consistency import ConsistencyMonitor
 
 ONSET = 5_000
 HORIZON = 20_000

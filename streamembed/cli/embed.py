@@ -8,7 +8,7 @@ per file or row-group range, each publishing its own part into the OUTPUT
 directory. Exit codes: 0 every record embedded; 1 done, but some records are
 dead letters (in the dead-letter directory, with their reasons), some Dask
 tasks failed, or the rows look like they follow another landmark order
-(the input consistency alarm of ``stream.consistency``, docs/math.md §4.5:
+(the input consistency alarm of ``monitors.consistency``, docs/math.md §4.5:
 the output is written, and one line says why; not checked with --dask);
 2 refused: the model or an argument is unusable, the input
 cannot be read, or no record could be embedded (then no output file is
@@ -151,9 +151,10 @@ def run(args: argparse.Namespace) -> int:
     from streamembed.core.errors import ModelFileError
     from streamembed.config import ConfigError, parse_value
     from streamembed.model_io import read_model_file
-    from streamembed.config.schema import RunConfig, k0_rows_value
+    from streamembed.config.core_args import k0_rows_value
+    from streamembed.config.schema import RunConfig
     from streamembed.stream.checkpoint import Checkpointer
-    from streamembed.stream.consistency import ConsistencyMonitor
+    from streamembed.monitors.consistency import ConsistencyMonitor
     from streamembed.stream.embedder import BatchEmbedder
     from streamembed.stream.input_precision import common_precision
     from streamembed.stream.loop import EmbeddingLoop, RollPolicy

@@ -30,13 +30,16 @@ from streamembed.config.fields import option as _option
 from streamembed.config.fields import seconds as _s
 from streamembed.config.fields import setting as _f
 from streamembed.core.inputs.metrics import DEFAULT_METRIC
+from streamembed.core.monitor import detector as cusum_defaults
+from streamembed.core.monitor import drift as rule_defaults
 from streamembed.core.monitor.drift import STATISTICS
+from streamembed.core.monitor.triggers import TRIGGERS
 from streamembed.core.refit.refit import DEFAULT_SELECTION, REFIT_SELECTIONS
 
 __all__ = ["Config", "ModelConfig", "SourceConfig", "DirectoryConfig", "GeneratorConfig", "OutputConfig",
            "RunConfig", "DriftConfig", "ConsistencyConfig", "RefitConfig", "KafkaConfig", "MetricsConfig",
            "LoggingConfig", "DRIFT_STATISTICS", "K0_STATISTICS", "EVENT_TIME_MODES", "MAX_DURATION_SECONDS",
-           "k0_rows_value", "sections", "section_keys", "default", "choices"]
+           "sections", "section_keys", "default", "choices"]
 
 #: Where a Kafka row's event time comes from (``kafka.event_time``; streamembed.kafka.event_time).
 EVENT_TIME_MODES = ("auto", "record", "create_time", "log_append_time", "none")
@@ -57,7 +60,7 @@ class ModelConfig:
     k0_rows: str | int = _f(32, "Rows per batch with the exact out-of-span residual k0 (docs/math.md §4): none, all, "
                             "or a count (a deterministic, evenly spaced sample). They are written to the output's k0 "
                             "column and are what drift monitoring sees; each costs O(n·r).", min=1,
-                            words=("none", "all"))
+                            words=("none", "all"), off="none")
     max_batch_seconds: float = _s(60.0, "Wall time the iterative methods (stress, l1, block restricted "
                                   "reconstruction) may spend on one batch; rows still iterating then keep their best "
                                   "placement so far, flagged not_converged (0: no limit).", min=0.0)
@@ -76,7 +79,7 @@ class ModelConfig:
                          "features) or similarities (model.kernel between features; docs/math.md §2).")
     kernel: str = _option("kernel", "Kernel for input = similarity: linear, cosine or rbf (gamma = 1/n_features).")
     geodesic_neighbors: int = _f(0, "Landmark Isomap: geodesic distances through this many nearest landmarks "
-                                 "(0: off).", min=0, max=100_000)
+                                 "(0: off).", min=0, max=100_000, off=0)
     correction: str = _option("correction", "Non-Euclidean correction: none (drop negative eigenvalues) or "
                               "cailliez (the additive constant that makes the landmark kernel PSD).")
     landmark_map: str = _option("landmark_map", "Landmark map: cmds, or refined by smacof (stress) or sammon, or "
@@ -205,45 +208,52 @@ class DriftConfig:
     """[drift]: monitoring the residual kernel k0 and triggering refits (docs/math.md §4)."""
 
     enabled: bool = _f(True, "Monitor drift through the Nyström residual k0 and trigger refits.")
-    window_objects: int = _f(50_000, "Objects in the sliding drift window.", min=100)
-    window_seconds: float = _s(0.0, "Also drop objects older than this many seconds (0: by count only).", min=0.0)
+    window_objects: int = _f(rule_defaults.WINDOW_OBJECTS, "Objects in the sliding drift window.", min=100)
+    window_seconds: float = _s(0.0, "Also drop objects older than this many seconds (0: by count only).", min=0.0,
+                               off=0.0)
     reservoir_objects: int = _f(2000, "Recent objects kept as landmark candidates (feature mode; in dissimilarity "
                                 "mode the most recent block with `cross` is the candidate set).", min=0)
     stats_every_objects: int = _f(10_000, "Recompute the window's statistics (quantiles, bounds) after this many "
                                   "objects ...", min=1)
     stats_every_seconds: float = _s(1.0, "... or this many seconds, whichever comes first; the trigger sees them at "
                                     "that granularity.", min=0.0)
-    detector: str = _f("cusum", "What decides a refit: cusum, a sequential detector on the per-object unexplained "
-                       "energy whose threshold is calibrated on the baseline to expected_run_objects between false "
-                       "alarms (docs/math.md §7), or rule, the window statistic against baseline x ratio below.",
-                       choices=("cusum", "rule"))
-    expected_run_objects: float = _f(1e8, "cusum: stationary objects expected between false alarms (the calibrated "
-                                     "guarantee; at 10,000 objects/s 1e8 is one false alarm per ~2.8 h).", min=1.0)
-    min_shift: float = _f(0.1, "cusum: the smallest rise of the unexplained energy's mean to detect quickly, in "
-                          "baseline standard deviations of one object's value.", min=0.0, exclusive_min=True)
-    group_objects: int = _f(256, "cusum: objects averaged per step (near-Gaussian increments); correlation between "
-                            "objects is measured on the baseline and accounted for.", min=1, max=1_000_000)
-    clip_quantile: float = _f(0.999, "cusum: each object's value is clipped to the baseline's 1 - q and q quantiles "
-                              "before averaging, so one extreme object cannot raise an alarm (heavy tails); 1: no "
-                              "clipping.", min=0.5, max=1.0, exclusive_min=True)
-    confidence: float = _f(0.95, "cusum: probability that the real run between false alarms is at least "
-                           "expected_run_objects, over baselines.", min=0.5, max=1.0, exclusive_min=True)
+    detector: str = _f(TRIGGERS.names()[0], "What decides a refit (core.monitor.triggers): cusum, a sequential "
+                       "detector on the per-object unexplained energy whose threshold is calibrated on the baseline "
+                       "to expected_run_objects between false alarms (docs/math.md §7), or rule, the window "
+                       "statistic against baseline x ratio below.", choices=TRIGGERS.names())
+    expected_run_objects: float = _f(cusum_defaults.EXPECTED_RUN_OBJECTS, "cusum: stationary objects expected "
+                                     "between false alarms (the calibrated guarantee; at 10,000 objects/s 1e8 is "
+                                     "one false alarm per ~2.8 h).", min=1.0)
+    min_shift: float = _f(cusum_defaults.MIN_SHIFT, "cusum: the smallest rise of the unexplained energy's mean to "
+                          "detect quickly, in baseline standard deviations of one object's value.", min=0.0,
+                          exclusive_min=True)
+    group_objects: int = _f(cusum_defaults.GROUP_OBJECTS, "cusum: objects averaged per step (near-Gaussian "
+                            "increments); correlation between objects is measured on the baseline and accounted "
+                            "for.", min=1, max=1_000_000)
+    clip_quantile: float = _f(cusum_defaults.CLIP_QUANTILE, "cusum: each object's value is clipped to the baseline's "
+                              "1 - q and q quantiles before averaging, so one extreme object cannot raise an alarm "
+                              "(heavy tails); 1: no clipping.", min=0.5, max=1.0, exclusive_min=True)
+    confidence: float = _f(cusum_defaults.CONFIDENCE, "cusum: probability that the real run between false alarms is "
+                           "at least expected_run_objects, over baselines.", min=0.5, max=1.0, exclusive_min=True)
     history_seconds: float = _s(10.0, "Append the window statistics and the detector's state to "
                                 "<root>/drift-history.jsonl at most this often (streamembed plot drift reads it; "
                                 "0: at every statistics update).", min=0.0)
     statistic: str = _f(STATISTICS[0], "rule: the window statistic the rule watches.",
                         choices=DRIFT_STATISTICS)
-    ratio: float = _f(1.5, "rule: drift = the statistic above max(baseline x ratio, baseline + margin), where the "
-                      "baseline is its value once baseline_objects objects were seen after a (re)fit ...", min=1.0)
-    margin: float = _f(0.05, "rule: ... (the margin of that rule).", min=0.0)
+    ratio: float = _f(rule_defaults.RULE_RATIO, "rule: drift = the statistic above max(baseline x ratio, baseline + "
+                      "margin), where the baseline is its value once baseline_objects objects were seen after a "
+                      "(re)fit ...", min=1.0)
+    margin: float = _f(rule_defaults.RULE_MARGIN, "rule: ... (the margin of that rule).", min=0.0)
     threshold: float = _f(0.0, "rule: an absolute trigger level instead of the baseline rule (0: baseline rule).",
-                          min=0.0)
-    hysteresis: float = _f(0.5, "rule: the count of objects above the level resets only below baseline + hysteresis "
-                           "x (level - baseline).", min=0.0, max=1.0)
-    min_objects: int = _f(20_000, "rule: objects above the level before a refit fires.", min=1)
-    baseline_objects: int = _f(20_000, "Objects after a (re)fit before the baseline is taken (both detectors; the "
-                               "cusum calibrates on them).", min=1)
-    cooldown_seconds: float = _s(300.0, "No automatic refit within this many seconds after one.", min=0.0)
+                          min=0.0, off=0.0)
+    hysteresis: float = _f(rule_defaults.RULE_HYSTERESIS, "rule: the count of objects above the level resets only "
+                           "below baseline + hysteresis x (level - baseline).", min=0.0, max=1.0)
+    min_objects: int = _f(rule_defaults.RULE_MIN_OBJECTS, "rule: objects above the level before a refit fires.",
+                          min=1)
+    baseline_objects: int = _f(rule_defaults.BASELINE_OBJECTS, "Objects after a (re)fit before the baseline is "
+                               "taken (both detectors; the cusum calibrates on them).", min=1)
+    cooldown_seconds: float = _s(rule_defaults.COOLDOWN_SECONDS, "No automatic refit within this many seconds after "
+                                 "one.", min=0.0)
 
 
 @dataclass
@@ -268,7 +278,7 @@ class RefitConfig:
     """[refit]: background landmark refits (docs/math.md §5)."""
 
     auto: bool = _f(True, "Refit when the drift trigger fires (manual refits: SIGUSR1 or `streamembed refit`).")
-    n_landmarks: int = _f(0, "Landmarks of a refitted model (0: as many as now).", min=0, max=100_000)
+    n_landmarks: int = _f(0, "Landmarks of a refitted model (0: as many as now).", min=0, max=100_000, off=0)
     retain_versions: int = _f(3, "Older model versions kept to embed inputs whose landmark_version names them.",
                               min=0, max=100)
     timeout_seconds: float = _s(600.0, "Kill a refit worker that runs longer than this many seconds.", min=1.0)
@@ -480,9 +490,3 @@ def choices(key: str) -> tuple[Any, ...]:
         raise KeyError(f"{key} has no choices")
     return tuple(ch)
 
-
-def k0_rows_value(value: str | int) -> None | str | int:
-    """Config ``model.k0_rows`` -> the core's ``k0_rows`` argument (None, "all" or a count)."""
-    if isinstance(value, str):
-        return None if value == "none" else "all"
-    return int(value)

@@ -32,9 +32,10 @@ from streamembed.ops.logs import setup_logging
 from streamembed.daemon.refits import RefitManager
 from streamembed.daemon.state import (PidLock, archive_run, check_lineage, clean_refit_dirs, describe_model,
                                       model_record, writer_tag)
-from streamembed.config.schema import Config, k0_rows_value
+from streamembed.config.core_args import core_value
+from streamembed.config.schema import Config
 from streamembed.stream.checkpoint import CheckpointError, Checkpointer, CheckpointStore, CrashGuard
-from streamembed.stream.consistency import ConsistencyMonitor
+from streamembed.monitors.consistency import ConsistencyMonitor
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.loop import EmbeddingLoop, RollPolicy
 from streamembed.stream.read_ahead import ReadAhead
@@ -205,7 +206,7 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
         refits.claim = model_sync.claim  # one map per version across the fleet
     between = [f for f in (None if refits is None else refits.poll,
                            None if model_sync is None else model_sync.poll) if f is not None]
-    embedder = BatchEmbedder(current, method=cfg.model.method, k0_rows=k0_rows_value(cfg.model.k0_rows),
+    embedder = BatchEmbedder(current, method=cfg.model.method, k0_rows=core_value(cfg.model, "k0_rows"),
                              max_block_rows=cfg.source.max_block_rows, registry=registry, monitor=monitor,
                              max_batch_seconds=cfg.model.max_batch_seconds, cancelled=stop.is_set,
                              consistency=ConsistencyMonitor(cfg.consistency, metrics=metrics, health=health),

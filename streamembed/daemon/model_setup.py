@@ -24,10 +24,11 @@ from streamembed.daemon.state import descendants
 from streamembed.fsafe import make_dirs
 from streamembed.kafka.model_topic import ModelTopic
 from streamembed.model_io import load_model, save_model
+from streamembed.config.core_args import core_value
 from streamembed.config.schema import Config
 from streamembed.stream.generator import GaussianMixtureStream
 from streamembed.stream.registry import ModelRegistry, StaleModelError
-from streamembed.stream.monitor import DriftMonitor, build_trigger
+from streamembed.monitors.drift import DriftMonitor, build_trigger
 
 if TYPE_CHECKING:
     from streamembed.ops.metrics import Metrics
@@ -95,7 +96,7 @@ def _generator_estimator(cfg: Config) -> Any:
     m = cfg.model
     return LandmarkMDS(n_components=m.n_components, method=m.method,
                        input=m.input,
-                       geodesic_neighbors=m.geodesic_neighbors or None, correction=m.correction,
+                       geodesic_neighbors=core_value(m, "geodesic_neighbors"), correction=m.correction,
                        landmark_map=m.landmark_map, random_state=cfg.generator.seed)
 
 

@@ -48,7 +48,7 @@ def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
             min_gain = float(npz["min_gain"]) if "min_gain" in npz.files else None
         old, params = read_model_file(old_model)
         options: dict[str, Any] = {"min_gain": min_gain} if selection == "adaptive" and min_gain is not None else {}
-        res = refit(old, D, ids, n_landmarks=n_landmarks or None, features=features, selection=selection, **options)
+        res = refit(old, D, ids, n_landmarks=n_landmarks, features=features, selection=selection, **options)
         if res.model is not None:
             save_model(res.model, new_model, params=params)
         doc = {

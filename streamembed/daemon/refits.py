@@ -37,10 +37,12 @@ from collections.abc import Callable
 import numpy as np
 
 from streamembed.core.errors import InputError
+from streamembed.core.inputs.metrics import DEFAULT_METRIC
 from streamembed.core.refit.refit import candidate_dissimilarities
 from streamembed.fsafe import make_dirs
 from streamembed.model_io import load_model, save_model
 from streamembed.ops.history import append_record
+from streamembed.config.core_args import core_value
 from streamembed.config.schema import RefitConfig
 from streamembed.stream.registry import ModelRegistry, StaleModelError
 
@@ -195,16 +197,17 @@ class RefitManager:
             cs = candidate_dissimilarities(est.landmark_ids, cand.ids, old_dissimilarities=est.dissimilarities,
                                            cross_to_landmarks=cand.cross_to_landmarks, mutual=cand.mutual,
                                            old_features=est.features, features=cand.features,
-                                           metric=est.metric or "euclidean")
+                                           metric=est.metric or DEFAULT_METRIC)
         except InputError as exc:
             self._fail(str(exc))
             return
         ids, features, D = cs.ids, cs.features, cs.D
+        count = core_value(self.settings, "n_landmarks")  # None: as many as now
         self.model_dir.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="refit-", dir=self.model_dir))
         job = workdir / "job.npz"
         arrays = {"dissimilarities": D, "ids": np.asarray(ids, dtype=str),
-                  "n_landmarks": np.asarray(self.settings.n_landmarks or cs.n_old),
+                  "n_landmarks": np.asarray(cs.n_old if count is None else count),
                   "selection": np.asarray(self.settings.selection),
                   # an operator who asks for a refit gets the best candidate, whatever it gains (the record says what)
                   "min_gain": np.asarray(-np.inf if trigger == "manual" else float(self.settings.min_gain))}
@@ -362,8 +365,7 @@ class RefitManager:
 
     def _cool_down(self) -> None:
         """No refit was installed: cool down but keep the detector's baseline (a new one would accept the drift)."""
-        trig = self.monitor.trigger
-        (trig.cooldown if hasattr(trig, "cooldown") else trig.refitted)(time.time())
+        self.monitor.trigger.cooldown(time.time())
 
     def _cleanup(self, job: dict[str, Any]) -> None:
         import shutil

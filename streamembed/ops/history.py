@@ -14,7 +14,7 @@ is not a JSON object is skipped, never an error: the file is written by
 another process and may end with a torn line.
 
 The drift history (``drift-history.jsonl``) is written by the drift monitor
-(``stream.monitor``) and read by ``plots.history``.
+(``monitors.drift``) and read by ``plots.history``.
 """
 
 from __future__ import annotations

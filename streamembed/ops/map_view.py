@@ -63,7 +63,7 @@ class MapView:
     """A bounded, thread-safe sample of the newest placements, and the map they are placed on.
 
     ``registry`` (``stream.registry.ModelRegistry``) gives the current model;
-    ``monitor`` (``stream.monitor.DriftMonitor``, or None without drift
+    ``monitor`` (``monitors.drift.DriftMonitor``, or None without drift
     monitoring) its drift statistics; ``history_path`` the refit history
     (JSON lines, ``daemon.refits``).
     """
@@ -193,16 +193,10 @@ class MapView:
         if mon is None:
             return None
         stats = mon.last_stats
-        trigger = mon.trigger
-        kind = getattr(trigger, "kind", "rule")
-        if kind == "cusum":  # the calibrated detector (core.monitor.detector)
-            watched, value, level = "CUSUM of the unexplained energy", trigger.statistic, trigger.threshold
-        else:  # the baseline-ratio rule, configured or as the detector's fallback
-            rule = getattr(trigger, "fallback", None) or trigger
-            watched, level = str(rule.statistic), rule.level()
-            value = math.nan if stats is None else getattr(stats, watched)
-        return {"detector": kind, "statistic": watched, "value": _finite(value), "level": _finite(level),
-                "expected_run_objects": _finite(getattr(trigger, "expected_run_objects", None) or math.nan),
+        trigger = mon.trigger  # a core.monitor.triggers.Trigger: whatever its kind, the same questions
+        ert = trigger.expected_run_objects
+        return {"detector": trigger.kind, "statistic": trigger.watches, "value": _finite(trigger.statistic),
+                "level": _finite(trigger.threshold), "expected_run_objects": _finite(math.nan if ert is None else ert),
                 "statistics": None if stats is None else _clean(stats.as_dict()),
                 "refit_running": bool(mon.refit_running), "objects_seen": int(mon.objects_seen)}
 

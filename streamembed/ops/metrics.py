@@ -161,7 +161,7 @@ class Metrics:
                                          "the fallback), 0 for the other.", ["kind"], registry=r)
         self.drift_alarms = Counter("streamembed_drift_alarms_total", "Drift alarms raised by the detector.",
                                     registry=r)
-        # Input consistency (docs/math.md §4.5; stream.consistency).
+        # Input consistency (docs/math.md §4.5; monitors.consistency).
         self.input_consistency = Gauge("streamembed_input_consistency",
                                        "Consistency of the recent input rows with the model's landmark order "
                                        "(docs/math.md 4.5): 1 like the landmarks' own rows, 0 like rows whose columns "

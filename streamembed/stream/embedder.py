@@ -79,13 +79,13 @@ class BatchEmbedder:
     them in one solver call. ``k0_rows`` is passed to
     ``LandmarkModel.place`` (None, "all" or a count). Rows whose
     ``landmark_version`` names a retained older model are embedded with it and
-    flagged ``retained_model``; ``monitor`` (a ``stream.monitor.DriftMonitor``),
+    flagged ``retained_model``; ``monitor`` (a ``monitors.drift.DriftMonitor``),
     when given, sees every batch embedded with the current model. The
     iterative methods get ``max_batch_seconds`` of wall time per batch
     (``core.runtime``: rows still iterating then keep their best placement and
     the ``not_converged`` flag); ``cancelled`` (e.g. the daemon's stop event)
     interrupts them with ``runtime.Cancelled``, leaving the batch unprocessed.
-    ``consistency`` (a ``stream.consistency.ConsistencyMonitor``), when given,
+    ``consistency`` (a ``monitors.consistency.ConsistencyMonitor``), when given,
     scores the dissimilarity rows embedded with the current model.
     ``output_version`` is the output record format (:mod:`streamembed.stream.output`: 2, or 1 on request);
     version 2 writes its numbers in ``output_dtype``, or when None in the precision of each batch's rows.

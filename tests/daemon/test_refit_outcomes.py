@@ -12,7 +12,7 @@ from streamembed.core.monitor.drift import RefitTrigger
 from streamembed.ops.metrics import Metrics
 from streamembed.daemon.refits import RefitManager
 from streamembed.config.schema import RefitConfig
-from streamembed.stream.monitor import Candidates
+from streamembed.monitors.drift import Candidates
 from streamembed.stream.registry import ModelRegistry
 
 pytestmark = pytest.mark.slow  # each test runs the refit worker (a Python process) once or twice

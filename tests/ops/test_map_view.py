@@ -21,7 +21,7 @@ from streamembed.ops.metrics import Metrics
 from streamembed.config.schema import DriftConfig
 from streamembed.stream.embedder import BatchEmbedder, Processed
 from streamembed.stream.registry import ModelRegistry
-from streamembed.stream.monitor import DriftMonitor, build_trigger
+from streamembed.monitors.drift import DriftMonitor, build_trigger
 from streamembed.stream.output import y_matrix
 
 from ..stream.helpers import dissimilarities, fitted, input_table, objects

@@ -74,6 +74,10 @@ __all__ = [
     "MIN_BASELINE_GROUPS",
     "MIN_EFFECTIVE_OBJECTS",
     "CLIP_QUANTILE",
+    "EXPECTED_RUN_OBJECTS",
+    "MIN_SHIFT",
+    "GROUP_OBJECTS",
+    "CONFIDENCE",
 ]
 
 
@@ -91,6 +95,13 @@ REMEDY_MULTIPLE = 30.0
 
 #: Default q of ``clip_bounds``: every value is clipped to the baseline's 1 − q and q quantiles.
 CLIP_QUANTILE = 0.999
+#: The detector's defaults (config ``drift.expected_run_objects``, ``drift.min_shift``, ``drift.group_objects``,
+#: ``drift.confidence``): a false alarm per 1e8 stationary objects, shifts of 0.1 baseline sd, groups of 256, at
+#: 95 % confidence over baselines (docs/math.md §7).
+EXPECTED_RUN_OBJECTS = 1e8
+MIN_SHIFT = 0.1
+GROUP_OBJECTS = 256
+CONFIDENCE = 0.95
 
 
 
@@ -190,31 +201,12 @@ class Decision:
     peak: float = 0.0
 
 
-# --------------------------------------------------------------------------- CUSUM arithmetic
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def check_detector_settings(
     expected_run_objects: float,
     baseline_objects: int,
-    group_objects: int = 256,
-    min_shift: float = 0.1,
-    confidence: float = 0.95,
+    group_objects: int = GROUP_OBJECTS,
+    min_shift: float = MIN_SHIFT,
+    confidence: float = CONFIDENCE,
 ) -> None:
     """Refuse settings that cannot be calibrated whatever the data (call at start-up).
 
@@ -286,10 +278,10 @@ class CusumDetector:
 
     def __init__(
         self,
-        expected_run_objects: float = 1e8,
-        min_shift: float = 0.1,
-        group_objects: int = 256,
-        confidence: float = 0.95,
+        expected_run_objects: float = EXPECTED_RUN_OBJECTS,
+        min_shift: float = MIN_SHIFT,
+        group_objects: int = GROUP_OBJECTS,
+        confidence: float = CONFIDENCE,
         values_per_object: float = 1.0,
         clip_quantile: float = CLIP_QUANTILE,
     ) -> None:

@@ -23,6 +23,18 @@ import numpy as np
 from .bounds import window_bounds
 from .residuals import K0_RTOL, landmark_trace
 
+#: Objects in the sliding drift window (config ``drift.window_objects``).
+WINDOW_OBJECTS = 50_000
+#: Objects after a (re)fit before a trigger takes its baseline (config ``drift.baseline_objects``; both triggers).
+BASELINE_OBJECTS = 20_000
+#: No automatic refit within this many seconds after one (config ``drift.cooldown_seconds``; both triggers).
+COOLDOWN_SECONDS = 300.0
+#: The rule's defaults (config ``drift.ratio``, ``drift.margin``, ``drift.hysteresis``, ``drift.min_objects``).
+RULE_RATIO = 1.5
+RULE_MARGIN = 0.05
+RULE_HYSTERESIS = 0.5
+RULE_MIN_OBJECTS = 20_000
+
 
 @dataclass
 class _Batch:
@@ -102,7 +114,7 @@ class DriftWindow:
         lam_r: np.ndarray,
         n_components: int,
         n_landmarks: int,
-        max_objects: int = 50_000,
+        max_objects: int = WINDOW_OBJECTS,
         max_seconds: float | None = None,
         negative_tol: float = 1e-6,
         landmark_trace: float = 0.0,
@@ -244,6 +256,9 @@ class DriftWindow:
 
 @dataclass(frozen=True)
 class TriggerDecision:
+    """What a trigger made of one batch: fire or not, why, the value it decided on and its level (NaN: none yet),
+    and the objects counted above the level (the rule's count; 0 for the CUSUM)."""
+
     fire: bool
     reason: str
     value: float
@@ -265,10 +280,14 @@ class RefitTrigger:
     trigger level, resets it below the clear level, and fires after
     ``min_objects`` objects outside the ``cooldown_seconds`` after a refit.
 
+    A ``core.monitor.triggers.Trigger``: ``watches`` names the statistic,
+    ``statistic`` is its value at the last ``observe`` and ``threshold`` the
+    level in force (``level()``).
+
     Args:
-        statistic: one of ``STATISTICS``.
+        statistic: one of ``STATISTICS``, the window statistic watched.
         ratio, margin: relative and absolute rise over the baseline that counts as drift.
-        threshold: absolute trigger level instead of the baseline rule.
+        threshold: absolute trigger level instead of the baseline rule (None: the baseline rule).
         hysteresis: clear level = baseline + hysteresis·(level − baseline), in [0, 1].
         min_objects: objects above the level before firing.
         baseline_objects: objects after a refit before the baseline is taken.
@@ -279,26 +298,28 @@ class RefitTrigger:
     kind = "rule"
     #: the rule states no false-alarm guarantee
     expected_run_objects = None
+    #: the rule has nothing to warn about
+    warning = None
 
     def __init__(
         self,
-        statistic: str = "relative_unexplained_mean",
-        ratio: float = 1.5,
-        margin: float = 0.05,
+        statistic: str = STATISTICS[0],
+        ratio: float = RULE_RATIO,
+        margin: float = RULE_MARGIN,
         threshold: float | None = None,
-        hysteresis: float = 0.5,
-        min_objects: int = 20_000,
-        baseline_objects: int = 20_000,
-        cooldown_seconds: float = 300.0,
+        hysteresis: float = RULE_HYSTERESIS,
+        min_objects: int = RULE_MIN_OBJECTS,
+        baseline_objects: int = BASELINE_OBJECTS,
+        cooldown_seconds: float = COOLDOWN_SECONDS,
     ):
         if statistic not in STATISTICS:
             raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
         if not 0.0 <= hysteresis <= 1.0:
             raise ValueError(f"hysteresis must lie in [0, 1], got {hysteresis}")
-        self.statistic = statistic
+        self.watches = statistic
         self.ratio = ratio
         self.margin = margin
-        self.threshold = threshold
+        self.absolute_level = threshold
         self.hysteresis = hysteresis
         self.min_objects = int(min_objects)
         self.baseline_objects = int(baseline_objects)
@@ -307,11 +328,22 @@ class RefitTrigger:
         self._seen_since_refit = 0
         self._objects_above = 0
         self._last_refit: float | None = None
+        self._value = math.nan
+
+    @property
+    def statistic(self) -> float:
+        """The watched statistic at the last ``observe`` (NaN before the window has one)."""
+        return self._value
+
+    @property
+    def threshold(self) -> float:
+        """The trigger level in force (``level()``)."""
+        return self.level()
 
     def level(self) -> float:
         """The trigger level in force (NaN before the baseline is known)."""
-        if self.threshold is not None:
-            return float(self.threshold)
+        if self.absolute_level is not None:
+            return float(self.absolute_level)
         if self.baseline is None or not math.isfinite(self.baseline):
             return math.nan
         return max(self.baseline * self.ratio, self.baseline + self.margin)
@@ -322,20 +354,23 @@ class RefitTrigger:
         self.baseline = None
         self._seen_since_refit = 0
         self._objects_above = 0
+        self._value = math.nan
 
     def cooldown(self, now: float) -> None:
         """A refit was not installed: as ``refitted`` (the rule re-baselines; kept for the daemon's call sites)."""
         self.refitted(now)
 
-    def observe(self, now: float, stats: DriftStatistics | None, n_new: int, values: object = None) -> TriggerDecision:
+    def observe(self, now: float, stats: DriftStatistics | None, n_new: int, values: object = None, *,
+                result: object = None) -> TriggerDecision:
         """Account for ``n_new`` objects whose window statistics are ``stats``.
 
-        ``values`` (the batch's per-object statistic) is accepted and ignored, so
-        that a caller can feed this rule and ``trigger.SequentialTrigger`` alike.
+        ``values`` (the batch's per-object statistic) and ``result`` (its
+        ``EmbeddingResult``) are accepted and ignored: every trigger is fed alike.
         """
         self._seen_since_refit += n_new
-        value = math.nan if stats is None else float(getattr(stats, self.statistic))
-        if self.baseline is None and self.threshold is None and self._seen_since_refit >= self.baseline_objects \
+        value = math.nan if stats is None else float(getattr(stats, self.watches))
+        self._value = value
+        if self.baseline is None and self.absolute_level is None and self._seen_since_refit >= self.baseline_objects \
                 and math.isfinite(value):
             self.baseline = value
         level = self.level()
@@ -353,7 +388,7 @@ class RefitTrigger:
             return TriggerDecision(False, "cooldown", value, level, self._objects_above)
         return TriggerDecision(
             True,
-            f"{self.statistic} = {value:.4g} above {level:.4g} for {self._objects_above} objects",
+            f"{self.watches} = {value:.4g} above {level:.4g} for {self._objects_above} objects",
             value,
             level,
             self._objects_above,

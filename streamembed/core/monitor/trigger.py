@@ -14,7 +14,7 @@ import numpy as np
 
 from .cusum import CalibrationError, round_up
 from .detector import Calibration, CusumDetector
-from .drift import DriftStatistics, RefitTrigger, TriggerDecision
+from .drift import BASELINE_OBJECTS, COOLDOWN_SECONDS, DriftStatistics, RefitTrigger, TriggerDecision
 from .quantiles import t_quantile
 
 __all__ = ["SequentialTrigger", "correlation_note"]
@@ -52,8 +52,10 @@ class SequentialTrigger:
     larger shift than ``min_shift``, ``warning`` says so (``correlation_note``)
     while the CUSUM decides.
 
-    ``observe`` has ``RefitTrigger.observe``'s signature plus the batch's
-    per-object values, and returns the same ``TriggerDecision``.
+    ``observe`` has ``RefitTrigger.observe``'s signature and uses the batch's
+    per-object values; it returns the same ``TriggerDecision``. A
+    ``core.monitor.triggers.Trigger``: while the fallback decides, ``kind``,
+    ``watches``, ``statistic`` and ``threshold`` are the fallback's.
 
     Args:
         detector: the CUSUM (its ERT is the guarantee).
@@ -62,8 +64,8 @@ class SequentialTrigger:
         fallback: the rule used when calibration fails (None: raise instead).
     """
 
-    def __init__(self, detector: CusumDetector, baseline_objects: int = 20_000, cooldown_seconds: float = 300.0,
-                 fallback: RefitTrigger | None = None) -> None:
+    def __init__(self, detector: CusumDetector, baseline_objects: int = BASELINE_OBJECTS,
+                 cooldown_seconds: float = COOLDOWN_SECONDS, fallback: RefitTrigger | None = None) -> None:
         self.detector = detector
         self.baseline_objects = int(baseline_objects)
         self.cooldown_seconds = float(cooldown_seconds)
@@ -84,11 +86,24 @@ class SequentialTrigger:
         return None if self._failed else self.detector.expected_run_objects
 
     @property
+    def watches(self) -> str:
+        """What the decision is made on."""
+        if self._failed and self.fallback is not None:
+            return self.fallback.watches
+        return "CUSUM of the unexplained energy"
+
+    @property
     def statistic(self) -> float:
+        """S (standardised group-mean units), or the fallback's statistic while it decides."""
+        if self._failed and self.fallback is not None:
+            return self.fallback.statistic
         return self.detector.statistic
 
     @property
     def threshold(self) -> float:
+        """h (NaN before calibration), or the fallback's level while it decides."""
+        if self._failed and self.fallback is not None:
+            return self.fallback.threshold
         return self.detector.threshold
 
     def refitted(self, now: float) -> None:
@@ -113,8 +128,10 @@ class SequentialTrigger:
         if self.fallback is not None:
             self.fallback.cooldown(now)
 
-    def observe(self, now: float, stats: DriftStatistics | None, n_new: int, values: Any = None) -> TriggerDecision:
-        """Account for ``n_new`` objects: ``values`` (n_new,) their per-object statistic, ``stats`` the window's."""
+    def observe(self, now: float, stats: DriftStatistics | None, n_new: int, values: Any = None, *,
+                result: object = None) -> TriggerDecision:
+        """Account for ``n_new`` objects: ``values`` (n_new,) their per-object statistic, ``stats`` the window's
+        (``result``, the batch's ``EmbeddingResult``, is not needed)."""
         if self._failed:
             assert self.fallback is not None  # _failed is only set with a fallback
             return self.fallback.observe(now, stats, n_new)

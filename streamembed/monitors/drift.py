@@ -1,14 +1,14 @@
-"""Drift monitoring in the stream: residuals -> window -> trigger (docs/math.md §4, §7).
+"""Drift monitoring of the stream: residuals -> window -> trigger (docs/math.md §4, §7).
 
 ``DriftMonitor.observe`` sees every batch embedded with the current model.
 It adds the batch's relative unexplained energy (all objects, free) and the
 exact k0 the embedding already computed for its sample of rows
 (``model.k0_rows``; the result's ``residual_rows``) to a ``core.monitor.drift.DriftWindow``;
-it feeds every object's unexplained energy to the trigger — by default the
-calibrated CUSUM of ``core.monitor.detector`` (``drift.detector = "cusum"``), else
-the baseline-ratio rule of ``core.monitor.drift`` — and the window's statistics to
+it feeds every batch to the trigger (a ``core.monitor.triggers.Trigger`` of the
+kind ``drift.detector`` names: by default the calibrated CUSUM, else the
+baseline-ratio rule) and the window's statistics and the trigger's state to
 the metrics and to ``<root>/drift-history.jsonl`` (what ``streamembed plot
-drift`` draws). It keeps the reservoir of landmark candidates a refit
+drift`` draws), whatever the trigger's kind. It keeps the reservoir of landmark candidates a refit
 needs: in feature mode the most recent objects' feature vectors, in
 dissimilarity mode the most recent block (its members' mutual
 dissimilarities are known). After an alarm it waits until the reservoir has
@@ -29,34 +29,25 @@ from collections.abc import Callable
 
 import numpy as np
 
-from streamembed.fsafe import make_dirs, open_append
-from streamembed.core.monitor.detector import CusumDetector, check_detector_settings
-from streamembed.core.monitor.trigger import SequentialTrigger
-from streamembed.core.monitor.drift import DriftStatistics, DriftWindow, RefitTrigger
-from streamembed.core.result import EmbeddingResult
+from streamembed.config.core_args import core_args, core_value
 from streamembed.config.schema import DriftConfig
+from streamembed.core.monitor import triggers
+from streamembed.core.monitor.drift import DriftStatistics, DriftWindow
+from streamembed.core.monitor.triggers import TRIGGERS, Trigger
+from streamembed.core.result import EmbeddingResult
+from streamembed.fsafe import make_dirs, open_append
 
 __all__ = ["DriftMonitor", "Candidates", "build_trigger"]
 
 log = logging.getLogger("streamembed.monitor")
 
 
-def build_trigger(drift: DriftConfig) -> RefitTrigger | SequentialTrigger:
-    """The refit trigger of a [drift] section.
+def build_trigger(drift: DriftConfig) -> Trigger:
+    """The refit trigger of a [drift] section: the ``drift.detector`` kind of ``core.monitor.triggers.TRIGGERS``.
 
     Raises ``core.monitor.detector.CalibrationError`` for settings no data can fit.
     """
-    rule = RefitTrigger(statistic=drift.statistic, ratio=drift.ratio, margin=drift.margin,
-                        threshold=drift.threshold or None, hysteresis=drift.hysteresis, min_objects=drift.min_objects,
-                        baseline_objects=drift.baseline_objects, cooldown_seconds=drift.cooldown_seconds)
-    if drift.detector == "rule":
-        return rule
-    check_detector_settings(drift.expected_run_objects, drift.baseline_objects, drift.group_objects,
-                            drift.min_shift, drift.confidence)
-    detector = CusumDetector(drift.expected_run_objects, drift.min_shift, drift.group_objects, drift.confidence,
-                             clip_quantile=drift.clip_quantile)
-    return SequentialTrigger(detector, baseline_objects=drift.baseline_objects,
-                             cooldown_seconds=drift.cooldown_seconds, fallback=rule)
+    return triggers.build_trigger(drift.detector, core_args(drift))
 
 
 @dataclass
@@ -72,7 +63,7 @@ class Candidates:
 class DriftMonitor:
     """Watches the residuals of the current model and decides when to refit."""
 
-    def __init__(self, est: Any, settings: DriftConfig, trigger: RefitTrigger | SequentialTrigger,
+    def __init__(self, est: Any, settings: DriftConfig, trigger: Trigger,
                  metrics: Any = None, clock: Callable[[], float] = time.time, history_path: Path | None = None) -> None:
         self.settings = settings
         self.trigger = trigger
@@ -97,7 +88,8 @@ class DriftMonitor:
     def reset(self, est: Any, refitted: bool = True) -> None:
         """Start over with ``est`` (after a refit): new window, new baseline, cooldown."""
         s = self.settings
-        self.window = DriftWindow.for_model(est, max_objects=s.window_objects, max_seconds=s.window_seconds or None)
+        self.window = DriftWindow.for_model(est, max_objects=s.window_objects,
+                                            max_seconds=core_value(s, "window_seconds"))
         self.model_version = int(est.version)
         self.pending = None
         self._armed = None
@@ -151,8 +143,8 @@ class DriftMonitor:
         else:
             refreshed = False
         stats = self.last_stats
-        decision = self.trigger.observe(now, stats, m, values=res.unexplained)
-        warning = getattr(self.trigger, "warning", None)
+        decision = self.trigger.observe(now, stats, m, values=res.unexplained, result=res)
+        warning = self.trigger.warning
         if warning and warning != self._warned:
             log.warning("%s", warning)
         self._warned = warning
@@ -186,8 +178,8 @@ class DriftMonitor:
             "model_version": self.model_version,
             "objects_seen": self.objects_seen,
             "window": None if stats is None else _finite(stats.as_dict()),
-            "detector": _finite({"kind": getattr(trig, "kind", "rule"), "statistic": value, "threshold": threshold,
-                                 "expected_run_objects": getattr(trig, "expected_run_objects", None),
+            "detector": _finite({"kind": trig.kind, "statistic": value, "threshold": threshold,
+                                 "expected_run_objects": trig.expected_run_objects, "watches": trig.watches,
                                  "fired": self._fired_since_record}),
         }
         self._fired_since_record = False
@@ -233,13 +225,14 @@ class DriftMonitor:
         m.refit_trigger_value.set(value)
         m.refit_trigger_level.set(level)
         m.reservoir_objects.set(self.reservoir_size)
-        kind = getattr(self.trigger, "kind", "rule")
-        for k in ("cusum", "rule"):
-            m.drift_detector_info.labels(kind=k).set(1.0 if k == kind else 0.0)
-        if kind == "cusum":
-            m.drift_detector_statistic.set(self.trigger.statistic)
-            m.drift_detector_threshold.set(self.trigger.threshold)
-            m.drift_detector_expected_run_objects.set(self.trigger.expected_run_objects)
+        trig = self.trigger
+        for k in TRIGGERS.names():
+            m.drift_detector_info.labels(kind=k).set(1.0 if k == trig.kind else 0.0)
+        ert = trig.expected_run_objects
+        if ert is not None:  # a calibrated detector states its guarantee: its statistic and threshold are exported
+            m.drift_detector_statistic.set(trig.statistic)
+            m.drift_detector_threshold.set(trig.threshold)
+            m.drift_detector_expected_run_objects.set(ert)
         if stats is None:
             return
         g = m.drift

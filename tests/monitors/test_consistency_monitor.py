@@ -21,13 +21,13 @@ from streamembed.core.model import fit_model
 from streamembed.ops.health import HealthState
 from streamembed.ops.metrics import Metrics
 from benchmarks.mixups import MIXUPS
-from streamembed.stream.consistency import HEALTH_PROBLEM, ConsistencyMonitor
+from streamembed.monitors.consistency import HEALTH_PROBLEM, ConsistencyMonitor
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.registry import ModelRegistry
 from streamembed.stream.origin import RowOrigin
 
 from ..realdata import setting
-from .helpers import fitted, input_table, list_column, objects
+from tests.stream.helpers import fitted, input_table, list_column, objects
 
 BATCH = 250
 
@@ -148,7 +148,7 @@ def test_a_failing_score_never_costs_the_batch(monkeypatch: pytest.MonkeyPatch,
 
     monkeypatch.setattr(core_consistency.ProfileCheck, "shares", broken)
     w = Watch(fitted())
-    from .helpers import dissimilarities
+    from tests.stream.helpers import dissimilarities
     with caplog.at_level(logging.WARNING, logger="streamembed.consistency"):
         for _ in range(3):
             p = w.embedder.process(input_table([f"r{i}" for i in range(50)], dissimilarities(objects(50))))

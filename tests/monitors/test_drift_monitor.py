@@ -6,9 +6,9 @@ import numpy as np
 
 from streamembed.core.monitor.drift import RefitTrigger
 from streamembed.config.schema import DriftConfig
-from streamembed.stream.monitor import DriftMonitor, _Ring
+from streamembed.monitors.drift import DriftMonitor, _Ring
 
-from .helpers import fitted, landmark_points, objects
+from tests.stream.helpers import fitted, landmark_points, objects
 
 
 def test_ring_keeps_the_most_recent_rows_oldest_first():
