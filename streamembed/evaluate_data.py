@@ -11,7 +11,8 @@ count × placement method × seed (docs/landmarks.md):
    reconstruction, docs/math.md §3; landmarks among them land on their own
    map positions);
 3. compares the placements with the full classical MDS of the reference
-   objects (``quality``):
+   objects by every index of ``quality_indices.INDICES`` (one column and one
+   JSON key each; the built-in ones, computed by ``quality``):
 
    * **Procrustes**: RMS distance after the best rotation/reflection and
      translation, as a share of the full map's RMS radius (0 = the same map);
@@ -48,8 +49,8 @@ from .core.place.methods import evaluated_methods
 from .core.refit.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS, select_landmarks
 from .estimator import LandmarkMDS
 from .core.runtime import single_blas_thread
-from .quality import (NeighbourRanks, PairRanks, classical_mds, procrustes_share, spearman_agreement, subspace_distance,
-                      trustworthiness)
+from .quality import classical_mds, spearman_agreement, trustworthiness
+from .quality_indices import INDICES, Reference
 
 __all__ = ["Spread", "SelectionRow", "LandmarkReport", "evaluate_landmarks", "REFERENCE_MAX", "EVALUATED_METHODS"]
 
@@ -78,17 +79,30 @@ class Spread:
 
 @dataclass(frozen=True)
 class SelectionRow:
-    """One selection × landmark count × method over the seeds (module docstring for each figure)."""
+    """One selection × landmark count × method over the seeds: ``indices`` holds a ``Spread`` per quality index
+    (``quality_indices.INDICES``), also read as attributes (``row.procrustes``) and by name (``row["spearman"]``)."""
 
     selection: str
     n_landmarks: int
     method: str
-    procrustes: Spread
-    trustworthiness: Spread
-    spearman: Spread
-    subspace: Spread
+    indices: dict[str, Spread]
     seconds: float  # median wall time of the selection alone
     seeds: int
+
+    def __getitem__(self, index: str) -> Spread:
+        return self.indices[index]
+
+    def __getattr__(self, index: str) -> Spread:
+        try:
+            spread: Spread = self.__dict__["indices"][index]
+        except KeyError:
+            raise AttributeError(index) from None
+        return spread
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as JSON keys: selection, n_landmarks, method, one per index, seconds, seeds."""
+        return {"selection": self.selection, "n_landmarks": self.n_landmarks, "method": self.method,
+                **{name: asdict(s) for name, s in self.indices.items()}, "seconds": self.seconds, "seeds": self.seeds}
 
 
 @dataclass
@@ -146,19 +160,18 @@ class LandmarkReport:
             f"d = {self.n_components}; full classical MDS: trustworthiness (k = {self.knn}) "
             f"{self.full_trustworthiness:.3f}, Spearman {self.full_spearman:.3f}, top eigenvalues {w}.",
             "",
-            "| selection | landmarks | method | Procrustes to full CMDS | trustworthiness | Spearman | "
-            "subspace sin θ | "
-            "selection s |",
-            "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+            "| selection | landmarks | method | " + "".join(f"{i.column} | " for i in INDICES) + "selection s |",
+            "| --- | ---: | --- | " + "---: | " * len(INDICES) + "---: |",
         ]
         for r in self.rows:
-            lines.append(f"| {r.selection} | {r.n_landmarks} | {r.method} | {r.procrustes} | {r.trustworthiness} | "
-                         f"{r.spearman} | {r.subspace} | {r.seconds:.2f} |")
+            lines.append(f"| {r.selection} | {r.n_landmarks} | {r.method} | "
+                         + "".join(f"{r[i.name]} | " for i in INDICES) + f"{r.seconds:.2f} |")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (NaN becomes None)."""
         out = asdict(self)
+        out["rows"] = [r.as_dict() for r in self.rows]
         out["recommendation"] = self.recommendation() if self.rows else ""
         finite: dict[str, Any] = _finite(out)
         return finite
@@ -265,19 +278,18 @@ def evaluate_landmarks(
     D_ref = data.block(ref, ref)
     t0 = time.perf_counter()
     full = classical_mds(D_ref, d)
-    ranks = NeighbourRanks(D_ref)
-    pairs = PairRanks(D_ref)
     k = min(knn, max(1, (2 * ref.size - 2) // 3))
+    against = Reference(D_ref, full, k)
     report = LandmarkReport(
         name=name, n_objects=N, n_reference=int(ref.size), reference=how, n_components=d, knn=k,
-        full_trustworthiness=trustworthiness(ranks, full.Y, k), full_spearman=spearman_agreement(pairs, full.Y),
-        full_eigenvalues=[float(x) for x in full.eigenvalues])
+        full_trustworthiness=trustworthiness(against.ranks, full.Y, k),
+        full_spearman=spearman_agreement(against.pairs, full.Y), full_eigenvalues=[float(x) for x in full.eigenvalues])
     say(f"{name}: full classical MDS of {ref.size} objects in {time.perf_counter() - t0:.1f} s: trustworthiness "
         f"{report.full_trustworthiness:.3f}, eigengap (λ{d} − λ{d + 1})/λ{d} = {report.eigengap():.3f}")
 
     for n in counts:
         for sel in selections:
-            figures: dict[str, list[tuple[float, float, float, float]]] = {m: [] for m in methods}
+            figures: dict[str, list[list[float]]] = {m: [] for m in methods}
             seconds = []
             for seed in range(seeds):
                 t0 = time.perf_counter()
@@ -289,13 +301,11 @@ def evaluate_landmarks(
                 A = data.block(ref, L)
                 for m in methods:
                     Y = est.embed(A, method=m).y
-                    figures[m].append((procrustes_share(Y, full.Y), trustworthiness(ranks, Y, k),
-                                       spearman_agreement(pairs, Y), subspace_distance(Y, full.Y)))
+                    figures[m].append([index.measure(against, Y) for index in INDICES])
             for m in methods:
                 f = np.asarray(figures[m])
-                procrustes, trust, spearman, subspace = (Spread.of(f[:, c]) for c in range(4))
-                row = SelectionRow(sel, n, m, procrustes, trust, spearman, subspace,
-                                   seconds=float(np.median(seconds)), seeds=seeds)
+                spreads = {index.name: Spread.of(f[:, c]) for c, index in enumerate(INDICES)}
+                row = SelectionRow(sel, n, m, spreads, seconds=float(np.median(seconds)), seeds=seeds)
                 report.rows.append(row)
                 say(f"{name}: {sel} {n} landmarks, {m}: Procrustes {row.procrustes}, trustworthiness "
                     f"{row.trustworthiness}, Spearman {row.spearman}")
