@@ -128,12 +128,13 @@ def hook_cost(points: int, batch_rows: int) -> dict[str, float]:
     from streamembed.config.schema import Config
     from streamembed.stream.embedder import BatchEmbedder
     from streamembed.stream.registry import ModelRegistry
+    from streamembed.stream.sources.base import SourceContext
 
     cfg = Config()
     cfg.generator.rate = 0.0
     cfg.source.batch_rows = batch_rows
     model = load_or_fit_model(cfg)
-    source = build_source(cfg, model)
+    source = build_source(cfg, SourceContext(model)).source
     batch = None
     while batch is None:
         batch = source.poll()

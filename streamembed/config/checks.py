@@ -10,6 +10,7 @@ against the process's limit, ``streamembed.memlimit``).
 from __future__ import annotations
 
 from streamembed.config.schema import K0_STATISTICS, Config, ModelConfig
+from streamembed.config.sources import check_source, consumes_kafka
 from streamembed.core.errors import InputError
 from streamembed.core.options import check_options, config_names
 from streamembed.memlimit import MemoryLimit, format_bytes, memory_limit
@@ -43,9 +44,10 @@ def cross_check(cfg: Config) -> None:
         if m.geodesic_neighbors >= m.n_landmarks:
             raise ConfigError(f"model.geodesic_neighbors = {m.geodesic_neighbors} must be < model.n_landmarks = "
                               f"{m.n_landmarks}")
-    if cfg.source.kind == "directory" and not m.path:
-        raise ConfigError("source.kind = 'directory' needs a model: set model.path to a .npz file "
-                          "(make one with `streamembed fit`)")
+    try:
+        check_source(cfg)  # the source kind's own checks (config.sources)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     _cross_check_kafka(cfg)
     _check_modes(cfg)
     check_memory(cfg)
@@ -103,7 +105,7 @@ def memory_needs(cfg: Config, n_features: int | None = None, n_landmarks: int | 
                                                                           "its eigendecomposition"))
         needs.append(("model.fit_sample", m.fit_sample * (cfg.generator.n_features + m.n_landmarks) * 8.0,
                       "fitting: the sample's features and their distances to the landmarks"))
-    if cfg.source.kind == "kafka" or cfg.output.kafka_topic:
+    if consumes_kafka(cfg) or cfg.output.kafka_topic:
         needs.append(("kafka.fetch_max_bytes", float(k.fetch_max_bytes), "one fetch's messages"))
         needs.append(("kafka.max_unacked_bytes", float(k.max_unacked_bytes), "produced bytes kept until acknowledged"))
     return needs
@@ -132,12 +134,6 @@ def check_memory(cfg: Config, limit: MemoryLimit | None = None, *, n_features: i
 
 def _cross_check_kafka(cfg: Config) -> None:
     k = cfg.kafka
-    if cfg.source.kind == "kafka":
-        if not k.input_topic:
-            raise ConfigError("source.kind = 'kafka' needs kafka.input_topic")
-        if not cfg.model.path and not k.model_topic:
-            raise ConfigError("source.kind = 'kafka' needs a model: set model.path to a .npz file, or "
-                              "kafka.model_topic to take the model another replica published")
     if not cfg.output.parquet and not cfg.output.kafka_topic:
         raise ConfigError("output.parquet = false and output.kafka_topic is empty: the embeddings would go nowhere")
     if k.security_protocol.startswith("SASL_") and not k.sasl_mechanism:

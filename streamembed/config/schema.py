@@ -29,6 +29,7 @@ from streamembed.config.fields import milliseconds as _ms
 from streamembed.config.fields import option as _option
 from streamembed.config.fields import seconds as _s
 from streamembed.config.fields import setting as _f
+from streamembed.config.sources import SOURCES
 from streamembed.core.inputs.metrics import DEFAULT_METRIC
 from streamembed.core.monitor import detector as cusum_defaults
 from streamembed.core.monitor import drift as rule_defaults
@@ -91,8 +92,8 @@ class ModelConfig:
 class SourceConfig:
     """[source]: where objects come from."""
 
-    kind: str = _f("generator", "Where objects come from: generator (built-in), directory (files) or kafka (a "
-                   "consumer group on kafka.input_topic).", choices=("generator", "directory", "kafka"))
+    kind: str = _f(SOURCES.names()[0], "Where objects come from: generator (built-in), directory (files) or kafka "
+                   "(a consumer group on kafka.input_topic).", choices=SOURCES.names())
     batch_rows: int = _option("batch_rows", "Most rows per batch. Larger batches amortise the per-batch work "
                               "(decoding, drift statistics, encoding, one output message per batch); the projection "
                               "kernel does its own cache blocking. A Kafka batch concatenates consecutive messages of "

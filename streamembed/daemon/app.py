@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 from streamembed.atomic import atomic_write_bytes
 from streamembed.core.model import LandmarkModel
 from streamembed.fsafe import modes, parse_mode, set_modes
-from streamembed.daemon.assembly import (KafkaIO, build_file_sinks, build_io, build_kafka_source, build_source,
-                                         check_input_directory, open_model_topic)
+from streamembed.daemon.assembly import build_file_sinks, build_io, build_source, open_kafka, preflight, source_kind
 from streamembed.daemon.model_setup import (ModelSync, build_drift, build_registry, load_or_fit_model, model_source,
                                             save_generator_model, startup_model)
 from streamembed.config import ConfigError, check_memory
@@ -39,6 +38,7 @@ from streamembed.monitors.consistency import ConsistencyMonitor
 from streamembed.stream.embedder import BatchEmbedder
 from streamembed.stream.loop import EmbeddingLoop, RollPolicy
 from streamembed.stream.read_ahead import ReadAhead
+from streamembed.stream.sources.base import SourceContext
 
 if TYPE_CHECKING:  # the ops server and the Prometheus metrics are imported only when enabled (docs/throughput.md)
     from streamembed.ops.endpoints import OpsServer
@@ -96,13 +96,12 @@ def _run(cfg: Config, stop: threading.Event | None, metrics: Metrics | None) -> 
     metrics = metrics or _metrics(cfg)
     health = HealthState(cfg.metrics.wedged_after_seconds)
     server: OpsServer | None = None
-    kafka_io = KafkaIO()
-    closers: list[Any] = [kafka_io.close]
+    closers: list[Any] = []
     with _Signals(stop) as signals:
         try:
             if cfg.metrics.enabled:
                 server = _start_server(cfg, metrics, health)
-            loop, model, refits = _assemble(cfg, metrics, health, stop, kafka_io, signals, closers)
+            loop, model, refits = _assemble(cfg, metrics, health, stop, signals, closers)
         except (StartupError, CheckpointError) as exc:
             log.error("refusing to start: %s", exc)
             return _close(closers, server, EXIT_REFUSED)
@@ -141,14 +140,17 @@ def _run(cfg: Config, stop: threading.Event | None, metrics: Metrics | None) -> 
         return _close(closers, server, code)
 
 
-def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threading.Event, kafka_io: KafkaIO,
-              signals: _Signals, closers: list[Any]) -> tuple[EmbeddingLoop, LandmarkModel, RefitManager | None]:
+def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threading.Event, signals: _Signals,
+              closers: list[Any]) -> tuple[EmbeddingLoop, LandmarkModel, RefitManager | None]:
     """Everything the loop needs, in the order that makes refusals cheap (nothing written before the checks).
 
     Whatever needs closing is appended to ``closers`` as it is made (closed in reverse).
     """
-    check_input_directory(cfg)
-    model_topic = open_model_topic(cfg, kafka_io, metrics=metrics, stop=stop)
+    preflight(cfg)
+    kafka = open_kafka(cfg, metrics, stop)  # None unless the run uses Kafka: then nothing of it is imported
+    if kafka is not None:
+        closers.append(kafka.close)
+    model_topic = None if kafka is None else kafka.open_model_topic()
     model = startup_model(cfg, model_topic, load_or_fit_model)
     feats = model.features
     try:  # now that the model's sizes are known, not only their lower bounds
@@ -180,19 +182,15 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
                     "(models/ was pruned?); continuing with version %d", ckpt.model_version, current.version,
                     current.version)
     monitor, refits = build_drift(cfg, registry, metrics)
-    if cfg.source.kind == "kafka":
-        inner: Any = build_kafka_source(cfg, kafka_io, metrics=metrics, stop=stop)
-    else:
-        inner = build_source(cfg, current, registry, metrics)
+    setup = build_source(cfg, SourceContext(current, registry, metrics, stop, kafka))
+    inner = setup.source
     if refits is not None:
         signals.on_refit = refits.request_manual
         closers.append(refits.close)
-        if cfg.source.kind == "kafka":
-            # one replica of the group leads automatic refits: the owner of input partition 0;
-            # the others take its model from the model topic (ModelSync)
-            refits.may_auto_refit = lambda: 0 in inner.assigned_partitions
+        if setup.leads_refits is not None:  # e.g. one replica of a consumer group leads automatic refits
+            refits.may_auto_refit = setup.leads_refits
     parquet, dead_files = build_file_sinks(cfg, inner.name, tag)
-    output, dead = build_io(cfg, kafka_io, inner, parquet, dead_files, metrics=metrics, stop=stop)
+    output, dead = build_io(cfg, kafka, setup, parquet, dead_files)
     closers += [output.close, dead.close]
     source = ReadAhead(inner, depth=2)
     closers.append(source.close)
@@ -214,7 +212,7 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
     guard = CrashGuard(cfg.root / "crash-guard.json", cfg.run.max_batch_attempts)
     loop = EmbeddingLoop(embedder, source, output, dead, checkpointer, run=cfg.run, roll=RollPolicy.of(cfg.output),
                          metrics=metrics, health=health, stop=stop, between_batches=_chain(between),
-                         crash_guard=guard, overlap_commits=cfg.source.kind != "kafka")
+                         crash_guard=guard, overlap_commits=source_kind(cfg).commits == "behind")
     return loop, current, refits
 
 

@@ -7,6 +7,9 @@
 | 2 | refused: configuration, model file or run state a restart cannot fix | not restart; fix what the message names |
 | 3 | the environment is not ready: disk full, port taken, permissions, brokers unreachable | restart with backoff |
 
+The codes and the two start-up errors are defined in ``streamembed.exits`` (any layer that builds part of a
+run raises them); here they are with the test of which errors the environment causes.
+
 ``deploy/systemd/streamembed.service`` has ``RestartPreventExitStatus=2``;
 Kubernetes restarts every exit and the log line says which it was.
 """
@@ -15,18 +18,11 @@ from __future__ import annotations
 
 import errno
 
+from streamembed.exits import (EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, EnvironmentUnavailable,
+                               StartupError)
+
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_REFUSED", "EXIT_UNAVAILABLE", "StartupError", "EnvironmentUnavailable",
            "is_environment_error"]
-
-EXIT_OK, EXIT_FAILED, EXIT_REFUSED, EXIT_UNAVAILABLE = 0, 1, 2, 3
-
-
-class StartupError(RuntimeError):
-    """The daemon refuses to start (exit 2): configuration, model or state a restart cannot fix."""
-
-
-class EnvironmentUnavailable(RuntimeError):
-    """The environment is not ready (exit 3): retrying later may succeed."""
 
 
 #: OSError numbers that mean "the world is temporarily wrong", not "the input is wrong".

@@ -22,15 +22,15 @@ from streamembed.daemon.errors import EnvironmentUnavailable, StartupError
 from streamembed.daemon.refits import RefitManager, newest_models
 from streamembed.daemon.state import descendants
 from streamembed.fsafe import make_dirs
-from streamembed.kafka.model_topic import ModelTopic
 from streamembed.model_io import load_model, save_model
 from streamembed.config.core_args import core_value
 from streamembed.config.schema import Config
-from streamembed.stream.generator import GaussianMixtureStream
+from streamembed.stream.sources.generator import GaussianMixtureStream
 from streamembed.stream.registry import ModelRegistry, StaleModelError
 from streamembed.monitors.drift import DriftMonitor, build_trigger
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the model topic is Kafka's: imported (kafka.wiring) only when configured
+    from streamembed.kafka.model_topic import ModelTopic
     from streamembed.ops.metrics import Metrics
 
 __all__ = ["load_or_fit_model", "build_registry", "build_drift", "ModelSync", "startup_model", "model_source",

@@ -11,7 +11,7 @@ from streamembed.core.refit.landmarks import LANDMARK_SELECTIONS, select_landmar
 from streamembed.daemon.model_setup import load_or_fit_model
 from streamembed.config import ConfigError, load_config
 from streamembed.daemon.errors import StartupError
-from streamembed.stream.generator import GaussianMixtureStream
+from streamembed.stream.sources.generator import GaussianMixtureStream
 
 
 def _config(tmp_path: Path, **extra: object):

@@ -12,7 +12,7 @@ import pytest
 from streamembed.config.schema import GeneratorConfig, RunConfig
 from streamembed.stream.checkpoint import Checkpointer, CheckpointStore, CrashGuard
 from streamembed.stream.embedder import BatchEmbedder
-from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
+from streamembed.stream.sources.generator import GaussianMixtureStream, GeneratorSource
 from streamembed.stream.loop import EmbeddingLoop, RollPolicy
 from streamembed.stream.read_ahead import ReadAhead
 from streamembed.stream.records import Reason

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from streamembed.config.schema import GeneratorConfig
-from streamembed.stream.generator import GaussianMixtureStream
+from streamembed.stream.sources.generator import GaussianMixtureStream
 from streamembed.stream.read_ahead import ReadAhead
 from streamembed.stream.sources import SourceBatch
 
@@ -95,7 +95,7 @@ def test_read_ahead_reraises_the_source_error_on_the_loop_thread() -> None:
 
 
 def test_close_stops_an_endless_source_promptly() -> None:
-    from streamembed.stream.generator import GeneratorSource
+    from streamembed.stream.sources.generator import GeneratorSource
 
     src = ReadAhead(GeneratorSource(GaussianMixtureStream(GeneratorConfig(n_features=3, intrinsic_dims=2)),
                                     batch_rows=4))

@@ -1,4 +1,5 @@
-"""What the loop reads: :class:`SourceBatch` (rows, their resume position and label) and the :class:`Source` protocol.
+"""What the loop reads: :class:`SourceBatch` (rows, their resume position and label) and the :class:`Source` protocol;
+what a source kind's builder (``config.sources``) is given and returns: :class:`SourceContext`, :class:`SourceSetup`.
 
 A source yields :class:`SourceBatch` objects. ``position`` is a
 JSON-serialisable state meaning "everything up to and including this batch";
@@ -11,6 +12,8 @@ output files deterministically; ``key`` identifies the batch across restarts
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -19,7 +22,7 @@ import pyarrow as pa
 from streamembed.stream.codecs import DeadRecord
 from streamembed.stream.origin import NO_ORIGIN, RowOrigin
 
-__all__ = ["SourceBatch", "Source", "display_name"]
+__all__ = ["SourceBatch", "Source", "SourceContext", "SourceSetup", "display_name"]
 
 
 @dataclass
@@ -80,6 +83,42 @@ class Source(Protocol):
         """True when no more batches will ever come (bounded sources)."""
 
     def close(self) -> None: ...
+
+
+@dataclass
+class SourceContext:
+    """What a source kind's builder may use besides the configuration.
+
+    Attributes:
+        model: the model the run starts with (``core.model.LandmarkModel``).
+        registry: the served models (``stream.registry.ModelRegistry``), for a source that follows refits.
+        metrics: the daemon's metrics (``ops.metrics.Metrics`` or its no-op twin), or None.
+        stop: set when the daemon stops (a source that waits or retries ends its waits).
+        kafka: the daemon's Kafka clients (``kafka.wiring.KafkaIO``), or None when the run uses no Kafka.
+    """
+
+    model: Any
+    registry: Any = None
+    metrics: Any = None
+    stop: threading.Event | None = None
+    kafka: Any = None
+
+
+@dataclass
+class SourceSetup:
+    """What a source kind's builder returns: the source and what the rest of the run takes from its kind.
+
+    Attributes:
+        source: the :class:`Source`.
+        dead_letters: replaces the dead-letter files by the kind's own sink (Kafka: the dead-letter topic,
+            spilling oversize records to the files it is given), or None: the files.
+        leads_refits: whether this replica may start automatic refits now (Kafka: while it owns input
+            partition 0), or None: always.
+    """
+
+    source: Source
+    dead_letters: Callable[[Any], Any] | None = None
+    leads_refits: Callable[[], bool] | None = None
 
 
 def display_name(rel: str) -> str:

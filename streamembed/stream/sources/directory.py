@@ -10,6 +10,9 @@ dead-lettered if it stays unfinished for ``incomplete_seconds``; a file that
 cannot be opened for a reason of the environment (permissions, I/O errors)
 is retried with backoff, never dead-lettered; a file that changes after it
 was read is read again (appended rows only, for JSON lines and Arrow streams).
+
+``source.kind = "directory"`` (``config.sources``): :func:`build_source` builds it from ``[directory]``,
+:func:`preflight` refuses batch mode on a directory that is not there before the daemon writes anything.
 """
 
 from __future__ import annotations
@@ -25,14 +28,16 @@ from typing import Any
 from collections.abc import Iterator
 
 
+from streamembed.config.schema import Config, DirectoryConfig
 from streamembed.core.options import BATCH_ROWS, MAX_BLOCK_ROWS
+from streamembed.exits import StartupError
 from streamembed.stream.dirscan import DirectoryIndex
 from streamembed.stream.origin import RowOrigin
 from streamembed.stream.readers import FileChanged, ReadChunk, Signature, file_format, iter_file, open_input
 from streamembed.stream.sinks import safe_label
-from streamembed.stream.sources.base import SourceBatch, display_name
+from streamembed.stream.sources.base import SourceBatch, SourceContext, SourceSetup, display_name
 
-__all__ = ["DirectorySource"]
+__all__ = ["DirectorySource", "build_source", "preflight"]
 
 log = logging.getLogger("streamembed.source")
 
@@ -108,13 +113,13 @@ class DirectorySource:
         self,
         directory: str | os.PathLike[str],
         *,
-        pattern: str = "*",
+        pattern: str = DirectoryConfig.pattern,
         batch_rows: int = BATCH_ROWS,
-        settle_seconds: float = 1.0,
-        poll_seconds: float = 0.5,
+        settle_seconds: float = DirectoryConfig.settle_seconds,
+        poll_seconds: float = DirectoryConfig.poll_seconds,
         max_block_rows: int = MAX_BLOCK_ROWS,
         exit_when_idle: bool = False,
-        incomplete_seconds: float = 60.0,
+        incomplete_seconds: float = DirectoryConfig.incomplete_seconds,
         name: str = "files",
         metrics: Any = None,
         mapping: str = "never",
@@ -408,3 +413,29 @@ class DirectorySource:
 
     def close(self) -> None:
         self._reading = None
+
+
+def preflight(cfg: Config) -> None:
+    """Batch mode on a directory that does not exist would end at once, having read nothing, and exit 0 as if it
+    had succeeded: refuse it (StartupError naming the path). A watching daemon waits for it instead."""
+    d = cfg.directory
+    path = Path(d.path)
+    if not d.exit_when_idle or path.is_dir():
+        return
+    what = "is not a directory" if path.exists() else "does not exist"
+    raise StartupError(f"directory.path = {d.path!r} ({path.absolute()}) {what}: batch mode "
+                       f"(directory.exit_when_idle = true) has nothing to read; fix the path or create the directory")
+
+
+def build_source(cfg: Config, context: SourceContext) -> SourceSetup:
+    """The watched directory of ``cfg`` (``[directory]``, ``[source]``)."""
+    d, s = cfg.directory, cfg.source
+    preflight(cfg)
+    if not Path(d.path).is_dir():
+        log.warning("directory.path = %r (%s) does not exist (yet); waiting for it to appear", d.path,
+                    Path(d.path).absolute())
+    return SourceSetup(DirectorySource(d.path, pattern=d.pattern, batch_rows=s.batch_rows,
+                                       settle_seconds=d.settle_seconds, poll_seconds=d.poll_seconds,
+                                       max_block_rows=s.max_block_rows, exit_when_idle=d.exit_when_idle,
+                                       incomplete_seconds=d.incomplete_seconds, metrics=context.metrics,
+                                       mapping=d.mmap))

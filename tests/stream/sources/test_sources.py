@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from streamembed.config.schema import GeneratorConfig
-from streamembed.stream.generator import GaussianMixtureStream, GeneratorSource
+from streamembed.stream.sources.generator import GaussianMixtureStream, GeneratorSource
 from streamembed.stream.sources import DirectorySource
 
 from ..helpers import drain as _drain, fitted_model, input_table, write_parquet

@@ -1,4 +1,4 @@
-"""A built-in source: objects drawn from a Gaussian mixture, with optional drift.
+"""The built-in source (``source.kind = "generator"``): objects drawn from a Gaussian mixture, with optional drift.
 
 Feature space R^p. The mixture's ``clusters`` components live in a random
 q-dimensional subspace (q = ``intrinsic_dims`` < p) plus isotropic noise of
@@ -14,7 +14,7 @@ time, so a replay is identical):
 
 Batch i is drawn from ``numpy.random.default_rng([seed, i])`` alone, so the
 source resumes from a checkpoint (``{"next_batch": i}``) and regenerating
-batch i gives the same objects.
+batch i gives the same objects. :func:`build_source` is the kind's builder (``config.sources``).
 """
 
 from __future__ import annotations
@@ -27,13 +27,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamembed.config.schema import Config, GeneratorConfig
 from streamembed.core.options import BATCH_ROWS
-from streamembed.config.schema import GeneratorConfig
+from streamembed.exits import StartupError
 from streamembed.stream.origin import RowOrigin
 from streamembed.stream.records import TIMESTAMP_TYPE
-from streamembed.stream.sources import SourceBatch
+from streamembed.stream.sources.base import SourceBatch, SourceContext, SourceSetup
 
-__all__ = ["GaussianMixtureStream", "GeneratorSource"]
+__all__ = ["GaussianMixtureStream", "GeneratorSource", "build_source"]
 
 _FIT_STREAM = 0x5EED  # rng stream for landmark-fitting samples (distinct from batch indices >= 0)
 
@@ -96,7 +97,7 @@ class GeneratorSource:
         *,
         batch_rows: int = BATCH_ROWS,
         rate: float = 0.0,
-        id_prefix: str = "gen",
+        id_prefix: str = GeneratorConfig.id_prefix,
         to_dissimilarities: Callable[[np.ndarray], np.ndarray] | None = None,
         max_batches: int = 0,
     ) -> None:
@@ -176,3 +177,29 @@ class GeneratorSource:
 
     def close(self) -> None:
         pass
+
+
+def build_source(cfg: Config, context: SourceContext) -> SourceSetup:
+    """The generator source of ``cfg`` (``[generator]``): features, or their dissimilarities to the landmarks of
+    the model in use (``generator.emit``; they follow refits when the run has a model registry).
+
+    Raises:
+        StartupError: the model was not fitted from ``generator.n_features``-dimensional features.
+    """
+    g, model, registry = cfg.generator, context.model, context.registry
+    feats = model.features
+    if feats is None or feats.shape[1] != g.n_features:
+        have = "no landmark features" if feats is None else f"{feats.shape[1]} features"
+        raise StartupError(f"source.kind = 'generator' needs a model fitted from {g.n_features}-dimensional "
+                           f"feature vectors (generator.n_features), but model.path = {cfg.model.path!r} has "
+                           f"{have}: leave model.path empty or fit the model with `streamembed fit --features`")
+    to_diss: Callable[[np.ndarray], Any] | None = None
+    if g.emit == "dissimilarities":
+        if registry is None:
+            to_diss = model.dissimilarities_to_landmarks
+        else:
+            def to_diss(X: np.ndarray) -> tuple[np.ndarray, int]:
+                current = registry.current  # follow refits: stamp the landmark version used
+                return current.dissimilarities_to_landmarks(X), int(current.version)
+    return SourceSetup(GeneratorSource(GaussianMixtureStream(g), batch_rows=cfg.source.batch_rows, rate=g.rate,
+                                       id_prefix=g.id_prefix, to_dissimilarities=to_diss))
