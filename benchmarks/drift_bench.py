@@ -75,10 +75,12 @@ from scipy.stats import chi2, gamma
 
 from streamembed.core.monitor.detector import CusumDetector
 from streamembed.core.monitor.drift import DriftWindow, RefitTrigger
-from streamembed.core.refit.landmarks import SELECTIONS
 from streamembed.core.refit.strategies import maxmin_select
 from streamembed.core.refit.procrustes import orthogonal_procrustes_align
 from streamembed.core.refit.refit import candidate_dissimilarities, refit
+
+#: The refit selections compared besides "adaptive" (refit.selection values).
+SELECTIONS = ("residual", "maxmin", "random", "kmeans++")
 
 __all__ = ["BenchSettings", "MixtureWorld", "Change", "Stream", "DetectorSpec", "run_benchmark",
            "format_detector_table", "format_selection_table", "format_report", "selection_ranking", "main"]

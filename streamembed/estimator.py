@@ -28,16 +28,17 @@ from collections.abc import Iterable
 import numpy as np
 
 from .core.inputs import hints as input_hints
-from .core.inputs import kernel as kernel_input
 from .core.inputs import validation
-from .core.inputs.metrics import DEFAULT_METRIC, resolve_metric
+from .core.inputs.metrics import DEFAULT_METRIC
 from .core.monitor.bounds import WindowBounds
 from .core.errors import InputError, NotFittedError
+from .core.fit.features import feature_matrix, fit_warnings
 from .core.fit.likelihood import ppca_loglik
 from .core.model import LandmarkModel, Method, fit_model
 from .core.options import DEFAULTS, METHODS, check_options
 from .core.result import EmbeddingResult
-from .estimator_inputs import in_landmark_order, input_rows, kept_landmarks, named_ids, projections
+from .estimator_inputs import (NO_FIT_INPUTS, PRECOMPUTED, FitInputs, in_landmark_order, input_rows, kept_landmarks,
+                               named_ids, projections)
 from .fitted_attributes import FittedAttributes
 from .named_columns import column_names
 from .set_output import SetOutputMixin
@@ -116,7 +117,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         landmark_map: str = DEFAULTS["landmark_map"],
         n_landmarks: int | None = DEFAULTS["n_landmarks"],
         landmark_selection: str = DEFAULTS["landmark_selection"],
-        metric: str = "precomputed",
+        metric: str = PRECOMPUTED,
     ):
         self.n_components = n_components
         self.method = method
@@ -148,7 +149,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         WARNING (``core.inputs.hints``).
         """
         self._check_params()
-        if self.metric != "precomputed":
+        if self.metric != PRECOMPUTED:
             return self.fit_features(X, metric=self.metric, landmark_ids=landmark_ids)
         names = column_names(X)
         if names is not None and landmark_ids is not None and [str(x) for x in landmark_ids] != list(names):
@@ -161,14 +162,13 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
             raise InputError(f"D must have a zero diagonal: D[{i}, {i}] = {M[i, i]}; each diagonal entry is its "
                              f"row's largest, as in a similarity matrix: fit it with input='similarity'")
         n_objects = M.shape[0]
-        idx = kept_landmarks(self, M=M)
+        idx = self._kept_landmarks(M=M)
         if idx is not None:
             ids = [str(i) for i in idx] if landmark_ids is None else [str(x) for x in named_ids(landmark_ids, M)[idx]]
             M, landmark_ids = M[np.ix_(idx, idx)], ids
         self.model_ = fit_model(M, **self._fit_kwargs(), landmark_ids=landmark_ids)
         self.landmark_indices_ = idx
-        self._n_fit_objects = n_objects if idx is not None else None
-        self._feature_names: np.ndarray | None = None
+        self._fit_inputs = FitInputs(landmark_indices=idx, n_fit_objects=n_objects if idx is not None else None)
         if self.input == "dissimilarity" and self.landmark_map != "nonmetric":  # an ordinal map needs the order only
             evidence = input_hints.squared_evidence(M)
             if evidence.likely:
@@ -177,24 +177,16 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         return self
 
     def _warn_fit(self) -> None:
-        """WARNINGs about the fitted map: a non-unique map (eigengap), an unconverged refinement."""
-        from .core.model import EIGENGAP_RTOL
+        """WARNINGs about the fitted map (``core.fit.features.fit_warnings``): a non-unique map (eigengap), an
+        unconverged refinement."""
+        for warning in fit_warnings(self.model_):
+            log.warning("%s", warning)
 
-        model = self.model_
-        if model.map_unique is False:
-            d = int(model.n_components)
-            lam = model.spectrum.eigenvalues
-            nxt = float(lam[d]) if lam.shape[0] > d else float(model.spectrum.next_eigenvalue)
-            log.warning("the map is not unique: lambda_%d = %.6g and lambda_%d = %.6g differ by %.2g relative "
-                        "(<= %g), so the kept axes, the map and every placement depend on the order of the "
-                        "landmarks, and a refit of unchanged data may rotate the map (docs/math.md 4.6); choose "
-                        "n_components where the spectrum has a gap (`streamembed model info` shows it)",
-                        d, float(lam[d - 1]), d + 1, nxt, model.eigengap, EIGENGAP_RTOL)
-        info = model.map_info
-        if info is not None and not info["converged"]:
-            log.warning("landmark_map=%r: the refinement stopped at its budget of %d sweeps before the relative "
-                        "criterion change fell to %g (criterion %.6g); the map is not converged (map_converged_ is "
-                        "False)", self.landmark_map, info["iterations"], info["tolerance"], info["criterion"])
+    def _kept_landmarks(self, *, M: np.ndarray | None = None, F: np.ndarray | None = None,
+                        metric: str = PRECOMPUTED) -> np.ndarray | None:
+        return kept_landmarks(self.n_landmarks, selection=self.landmark_selection, input=self.input,
+                              random_state=self.random_state, n_components=self.n_components, M=M, F=F,
+                              metric=metric)
 
     def fit_features(self, X: object, metric: str | None = None, landmark_ids: LandmarkIds = None) -> LandmarkMDS:
         """Fit from landmark feature vectors X (n, p); distances by ``metric`` (``core.inputs.metrics``).
@@ -213,21 +205,15 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
             metric = DEFAULT_METRIC if self.metric == "precomputed" else self.metric
         names = column_names(X)
         X64 = validation.check_array(X, "X").astype(np.float64)
-        if self.input == "similarity":
-            if metric not in kernel_input.FEATURE_KERNELS:
-                raise InputError(f"with input='similarity' the metric names a kernel, one of "
-                                 f"{kernel_input.FEATURE_KERNELS}; got {metric!r}")
-            M = kernel_input.feature_kernel(X64, X64, metric)
-        else:
-            M = resolve_metric(metric).pairwise(X64)
-        idx = kept_landmarks(self, F=X64, metric=metric if self.input != "similarity" else "euclidean")
+        M = feature_matrix(X64, metric, self.input)
+        idx = self._kept_landmarks(F=X64, metric=metric if self.input != "similarity" else DEFAULT_METRIC)
         if idx is not None:
             ids = [str(i) for i in idx] if landmark_ids is None else [str(x) for x in named_ids(landmark_ids, M)[idx]]
             M, X64, landmark_ids = M[np.ix_(idx, idx)], X64[idx], ids
         self.model_ = fit_model(M, **self._fit_kwargs(), landmark_ids=landmark_ids, features=X64, metric=metric)
         self.landmark_indices_ = idx
-        self._n_fit_objects = None  # feature-mode rows hold dissimilarities to the landmarks only
-        self._feature_names = names
+        # feature-mode rows hold dissimilarities to the landmarks only: no rows of all N objects
+        self._fit_inputs = FitInputs(feature_names=names, landmark_indices=idx)
         self._warn_fit()
         return self
 
@@ -246,13 +232,20 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         _check_params(self)
 
     def _model(self) -> LandmarkModel:
-        model = self.__dict__.get("model_")
+        model: LandmarkModel | None = getattr(self, "model_", None)
         if model is None:
             raise NotFittedError("this LandmarkMDS is not fitted yet: call fit(D) or load a saved model")
         return model
 
+    def _fitted_inputs(self) -> FitInputs:
+        inputs: FitInputs = getattr(self, "_fit_inputs", NO_FIT_INPUTS)  # from_model/load: none
+        return inputs
+
+    def _metric(self) -> str:
+        return self.metric
+
     def __sklearn_is_fitted__(self) -> bool:
-        return "model_" in self.__dict__
+        return getattr(self, "model_", None) is not None
 
     # ------------------------------------------------------------------ embedding
     def transform(self, X: object, *, self_similarity: object = None) -> Any:
@@ -263,7 +256,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         feature rows (m, p). ``self_similarity`` (m,): k(z, z) for a similarity
         model's (m, n) rows. The output follows ``set_output`` (a DataFrame keeps X's index).
         """
-        A, dtype = input_rows(self, self._model(), X)
+        A, dtype = input_rows(self._model(), X, self.metric, self._fitted_inputs())
         Y = self.embed(A, self_similarity=self_similarity).y
         return self._wrap_output(Y.astype(dtype, copy=False), X)
 
@@ -316,7 +309,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         ``explained_energy`` for the share of energy the map explains.
         """
         model = self._model()
-        y_r, e_d = projections(self, self._model(), X, self_similarity)
+        y_r, e_d = projections(model, X, self_similarity, self.metric, self._fitted_inputs())
         return float(ppca_loglik(y_r, e_d, model.spectrum.eigenvalues, model.n_landmarks).mean())
 
     def explained_energy(self, X: object, *, self_similarity: object = None) -> float:
@@ -324,7 +317,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
 
         1 means every object lies in the map's span; it rises with d (use ``score`` to choose d).
         """
-        y_r, e_d = projections(self, self._model(), X, self_similarity)
+        y_r, e_d = projections(self._model(), X, self_similarity, self.metric, self._fitted_inputs())
         beta = e_d + np.einsum("ij,ij->i", y_r, y_r)
         ok = beta > 0
         return float(1.0 - e_d[ok].sum() / beta[ok].sum()) if ok.any() else float("nan")

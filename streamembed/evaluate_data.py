@@ -94,7 +94,7 @@ class SelectionRow:
 
     def __getattr__(self, index: str) -> Spread:
         try:
-            spread: Spread = self.__dict__["indices"][index]
+            spread: Spread = object.__getattribute__(self, "indices")[index]
         except KeyError:
             raise AttributeError(index) from None
         return spread

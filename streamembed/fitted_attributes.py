@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from .core.model import LandmarkModel
+from .estimator_inputs import PRECOMPUTED, FitInputs, n_features_in
 from .named_columns import default_ids
 
 
@@ -21,6 +22,15 @@ class FittedAttributes:
     """The fitted attributes of ``LandmarkMDS`` (all read from its ``model_``; scikit-learn's trailing ``_``)."""
 
     def _model(self) -> LandmarkModel:
+        """The fitted model (NotFittedError before fit)."""
+        raise NotImplementedError
+
+    def _fitted_inputs(self) -> FitInputs:
+        """What fit saw of its X."""
+        raise NotImplementedError
+
+    def _metric(self) -> str:
+        """The estimator's ``metric`` parameter now."""
         raise NotImplementedError
 
     embedding_ = _fitted("embedding", "(n, d) landmark configuration in the output frame")
@@ -28,11 +38,7 @@ class FittedAttributes:
     def n_features_in_(self) -> int:
         """Columns of X seen by fit: the n landmarks, all N objects when ``n_landmarks`` chose among them, or p
         features (``metric`` other than "precomputed")."""
-        model = self._model()
-        if model.features is not None and self.__dict__.get("metric", "precomputed") != "precomputed":
-            return int(model.features.shape[1])
-        n_objects = self.__dict__.get("_n_fit_objects")
-        return model.n_landmarks if n_objects is None else int(n_objects)
+        return n_features_in(self._model(), self._metric(), self._fitted_inputs())
 
     @property
     def feature_names_in_(self) -> np.ndarray:
@@ -43,11 +49,11 @@ class FittedAttributes:
         ``transform``/``embed`` with string column names must name exactly these
         ids, in any order (it is put in model order).
         """
-        names = self.__dict__.get("_feature_names")
+        model = self._model()
+        names = self._fitted_inputs().feature_names
         if names is not None:
             return names.copy()
-        model = self._model()
-        if model.features is not None and self.__dict__.get("metric", "precomputed") != "precomputed":
+        if model.features is not None and self._metric() != PRECOMPUTED:
             raise AttributeError("feature_names_in_: this LandmarkMDS was fitted on features without column names")
         ids = model.landmark_ids
         if default_ids(ids):

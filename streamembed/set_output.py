@@ -52,12 +52,13 @@ class SetOutputMixin:
             raise ValueError(f"output config must be in {sorted(OUTPUT_KINDS)}, got {transform}")
         if transform != "default":
             _library(transform)
-        config = self.__dict__.setdefault("_sklearn_output_config", {})
+        config: dict[str, str] = getattr(self, "_sklearn_output_config", None) or {}
         config["transform"] = transform
+        self._sklearn_output_config = config
         return self
 
     def _output_kind(self) -> str:
-        config = self.__dict__.get("_sklearn_output_config") or {}
+        config: dict[str, str] = getattr(self, "_sklearn_output_config", None) or {}
         if "transform" in config:
             return str(config["transform"])
         sk = sys.modules.get("sklearn")

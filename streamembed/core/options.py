@@ -27,7 +27,7 @@ from .errors import InputError
 from .fit.metric_map import LANDMARK_MAPS
 from .inputs.kernel import FEATURE_KERNELS
 from .place.methods import criterion_methods, kernel_methods, single_methods
-from .refit.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS
+from .refit.selections import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS
 
 __all__ = ["StrOptions", "Interval", "Option", "Rule", "OPTIONS", "RULES", "DEFAULTS", "check_options",
            "METHODS", "KERNEL_METHODS", "CRITERION_METHODS", "INPUTS", "CORRECTIONS", "EIGENSOLVERS",

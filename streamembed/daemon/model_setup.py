@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 
+from streamembed.core.fit.features import fit_feature_model, fit_warnings
 from streamembed.core.monitor.detector import CalibrationError
+from streamembed.core.options import DEFAULTS
 from streamembed.core.errors import ModelFileError
 from streamembed.core.model import LandmarkModel
 from streamembed.daemon.errors import EnvironmentUnavailable, StartupError
 from streamembed.daemon.refits import RefitManager, newest_models
 from streamembed.daemon.state import descendants
+from streamembed.estimator_inputs import PRECOMPUTED
 from streamembed.fsafe import make_dirs
 from streamembed.model_io import load_model, save_model
 from streamembed.config.core_args import core_value
@@ -71,33 +74,43 @@ def load_or_fit_model(cfg: Config) -> LandmarkModel:
         return model
     stream = GaussianMixtureStream(cfg.generator)
     X = stream.fit_sample(m.fit_sample)
+    options = _generator_options(cfg)
     try:
-        fitted = _generator_estimator(cfg)
         idx = initial_landmarks(m.landmark_selection, m.n_landmarks, X=X, metric=m.metric,
-                                random_state=fitted.random_state, n_components=m.n_components)
-        fitted.fit_features(X[idx], metric=m.kernel if m.input == "similarity" else m.metric)
-        model = fitted.model_
+                                random_state=options["random_state"], n_components=m.n_components)
+        model = fit_feature_model(X[idx], m.kernel if m.input == "similarity" else m.metric, **options)
     except ValueError as exc:
         raise StartupError(f"cannot fit a model from the generator ({exc}); check [model] and [generator]") from None
+    for warning in fit_warnings(model):
+        log.warning("%s", warning)
     log.info("fitted a model from generator samples",
              extra={"landmarks": m.n_landmarks, "dims": m.n_components,
                     "metric": f"{m.kernel} kernel" if m.input == "similarity" else m.metric})
     if m.save_path and m.save_path != "none":  # the default place is written later: save_generator_model
-        save_model(model, m.save_path, params=fitted.get_params())
+        save_model(model, m.save_path, params=_estimator_params(cfg))
         log.info("saved the fitted model", extra={"path": m.save_path})
     return model
 
 
-def _generator_estimator(cfg: Config) -> Any:
-    """The (unfitted) LandmarkMDS that fits the generator's model, as [model] configures it (seeded by
-    generator.seed: its random_state seeds the landmark selection, as ``streamembed fit --seed`` does)."""
-    from streamembed import LandmarkMDS
-
+def _generator_options(cfg: Config) -> dict[str, Any]:
+    """``core.model.fit_model``'s options for the generator's model, as [model] configures it (seeded by
+    generator.seed: it seeds the landmark selection, as ``streamembed fit --seed`` does); the option table's
+    defaults for the options [model] does not have."""
     m = cfg.model
-    return LandmarkMDS(n_components=m.n_components, method=m.method,
-                       input=m.input,
-                       geodesic_neighbors=core_value(m, "geodesic_neighbors"), correction=m.correction,
-                       landmark_map=m.landmark_map, random_state=cfg.generator.seed)
+    return {"n_components": int(m.n_components), "input": m.input,
+            "geodesic_neighbors": core_value(m, "geodesic_neighbors"), "correction": m.correction,
+            "landmark_map": m.landmark_map, "n_residual_components": DEFAULTS["n_residual_components"],
+            "eigensolver": DEFAULTS["eigensolver"], "random_state": cfg.generator.seed,
+            "n_threads": DEFAULTS["n_threads"]}
+
+
+def _estimator_params(cfg: Config) -> dict[str, Any]:
+    """The parameters a ``LandmarkMDS`` takes back from the generator's saved model (``model_io``'s "params"): the
+    fit's options, [model]'s method, and the option table's defaults for the landmark options; its X are
+    dissimilarity rows ("precomputed")."""
+    options = _generator_options(cfg)
+    return {**_generator_options(cfg), "method": cfg.model.method, "n_landmarks": DEFAULTS["n_landmarks"],
+            "landmark_selection": DEFAULTS["landmark_selection"], "metric": PRECOMPUTED}
 
 
 def save_generator_model(cfg: Config, model: LandmarkModel) -> Path | None:
@@ -111,7 +124,7 @@ def save_generator_model(cfg: Config, model: LandmarkModel) -> Path | None:
         return None
     path = cfg.root / DEFAULT_MODEL_NAME
     cfg.root.mkdir(parents=True, exist_ok=True)
-    save_model(model, path, params=_generator_estimator(cfg).get_params())
+    save_model(model, path, params=_estimator_params(cfg))
     log.info("saved the generator-fitted model (streamembed model info / plot map read it)",
              extra={"path": str(path)})
     return path

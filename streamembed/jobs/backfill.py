@@ -46,7 +46,8 @@ from collections.abc import Iterable, Sequence
 
 import pyarrow.parquet as pq
 
-from streamembed.core.options import BATCH_ROWS, MAX_BLOCK_ROWS
+from streamembed.config.schema import OutputConfig
+from streamembed.core.options import BATCH_ROWS, DEFAULTS, MAX_BLOCK_ROWS
 
 __all__ = ["Task", "TaskResult", "BackfillReport", "expand_inputs", "plan", "run_task", "backfill",
            "DEAD_LETTER_DIR"]
@@ -204,9 +205,10 @@ def _model(model_bytes: bytes) -> Any:
     return model
 
 
-def run_task(task: Task, model_bytes: bytes, out_dir: str, *, method: str = "projection",
+def run_task(task: Task, model_bytes: bytes, out_dir: str, *, method: str = DEFAULTS["method"],
              k0_rows: None | str | int = None, batch_rows: int = BATCH_ROWS, max_block_rows: int = MAX_BLOCK_ROWS,
-             row_group_rows: int = 65536, compression: str = "zstd", schema_version: int = 2,
+             row_group_rows: int = OutputConfig.row_group_rows, compression: str = OutputConfig.compression,
+             schema_version: int = OutputConfig.schema_version,
              precision: str | None = None) -> TaskResult:
     """Embed one task's rows into its own published Parquet part (and dead letters); see the module doc.
 
@@ -283,10 +285,11 @@ def _client(scheduler: Any) -> tuple[Any, bool]:
 
 
 def backfill(inputs: Iterable[str | os.PathLike[str]], model: str | os.PathLike[str] | bytes,
-             out_dir: str | os.PathLike[str], scheduler: Any, *, method: str = "projection",
+             out_dir: str | os.PathLike[str], scheduler: Any, *, method: str = DEFAULTS["method"],
              k0_rows: None | str | int = None, batch_rows: int = BATCH_ROWS, max_block_rows: int = MAX_BLOCK_ROWS,
-             row_group_rows: int = 65536, compression: str = "zstd", rows_per_task: int = 1 << 20,
-             progress: Any = None, schema_version: int = 2) -> BackfillReport:
+             row_group_rows: int = OutputConfig.row_group_rows, compression: str = OutputConfig.compression,
+             rows_per_task: int = 1 << 20, progress: Any = None,
+             schema_version: int = OutputConfig.schema_version) -> BackfillReport:
     """Embed every row of ``inputs`` (files, directories, globs) on Dask into parts in ``out_dir``.
 
     ``model``: the ``.npz`` path (or its bytes), sent to every worker once.

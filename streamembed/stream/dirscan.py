@@ -46,6 +46,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from streamembed.config.schema import DirectoryConfig
 from streamembed.stream.readers import Signature
 
 __all__ = ["compile_pattern", "DirectoryIndex", "ScanResult", "is_hidden", "RECHECK_PER_SCAN", "RACY_SECONDS",
@@ -130,7 +131,8 @@ class ScanResult:
 class DirectoryIndex:
     """The files under ``directory`` matching ``pattern`` (see the module doc)."""
 
-    def __init__(self, directory: str | os.PathLike[str], pattern: str = "*", recheck: int = RECHECK_PER_SCAN) -> None:
+    def __init__(self, directory: str | os.PathLike[str], pattern: str = DirectoryConfig.pattern,
+                 recheck: int = RECHECK_PER_SCAN) -> None:
         self.directory = Path(directory)
         self._root = os.path.join(os.fspath(self.directory), "")  # with its trailing separator
         self.pattern = pattern

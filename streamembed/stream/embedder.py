@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from streamembed.core import runtime
-from streamembed.core.options import MAX_BLOCK_ROWS
+from streamembed.core.options import DEFAULTS, MAX_BLOCK_ROWS
 from streamembed.core.flags import FLAG_RETAINED_MODEL, flag_names
 from streamembed.core.model import LandmarkModel
 from streamembed.core.result import EmbeddingResult
@@ -91,7 +91,7 @@ class BatchEmbedder:
     version 2 writes its numbers in ``output_dtype``, or when None in the precision of each batch's rows.
     """
 
-    def __init__(self, model: LandmarkModel, *, method: str = "projection", k0_rows: None | str | int = None,
+    def __init__(self, model: LandmarkModel, *, method: str = DEFAULTS["method"], k0_rows: None | str | int = None,
                  max_block_rows: int = MAX_BLOCK_ROWS, registry: ModelRegistry | None = None, monitor: Any = None,
                  max_batch_seconds: float | None = None, cancelled: Any = None, consistency: Any = None,
                  output_version: int = DEFAULT_OUTPUT_VERSION, output_dtype: Any = None) -> None:

@@ -41,10 +41,12 @@ from typing import Final
 
 import numpy as np
 
+from streamembed.config.schema import choices
+
 __all__ = ["MAP_MODES", "published_by_rename", "should_map", "map_file", "MappedFile"]
 
-#: Values of ``embed --mmap`` and ``directory.mmap``.
-MAP_MODES: Final[tuple[str, ...]] = ("auto", "always", "never")
+#: Values of ``embed --mmap`` and ``directory.mmap`` (the schema's choices).
+MAP_MODES: Final[tuple[str, ...]] = choices("directory.mmap")
 _MAPPABLE = (".parquet", ".pq", ".arrow", ".arrows", ".ipc", ".feather")
 
 

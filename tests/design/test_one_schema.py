@@ -1,8 +1,9 @@
-"""Every option choice and default used by the command line, the configuration and the estimator comes from one table.
+"""Every option choice and default used anywhere in the package comes from one table.
 
 The model and placement options live in ``core/options.py`` (values, defaults, rules), the daemon's
-other settings in ``config/schema.py``. This test reads the modules that take options from users
-(``cli/``, ``config/``, ``estimator.py``) and refuses literal copies:
+other settings in ``config/schema.py`` (the drift detectors' defaults in ``core.monitor``, which the schema
+takes). This test reads the modules that take options from users (``cli/``, ``config/``, ``estimator.py``)
+and the ones that do the work (``core/``, ``stream/``, ``monitors/``, ``jobs/``) and refuses literal copies:
 
 * a tuple, list or set of two or more strings that equals, or is a subset of, an option's allowed
   values (a copied ``choices=`` list, a copied rule such as ``method not in ("stress", "l1")``);
@@ -10,12 +11,16 @@ other settings in ``config/schema.py``. This test reads the modules that take op
   (``--method default="projection"``) or a setting (``--compression default="zstd"``) and equal to
   its table default, or equal to a stream sizing default (``batch_rows`` 8192, ``max_block_rows`` 4096);
 * in the schema, a ``_f(...)`` field of an option of the table that restates its default.
+
+The one statement of a table is not a copy: a module-level constant whose value *is* (the same object as) an
+option's or a setting's allowed values (``core.fit.metric_map.LANDMARK_MAPS``, ``core.options.INPUTS``).
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +29,8 @@ from streamembed.config.schema import section_keys, sections
 from streamembed.core.options import DEFAULTS, OPTIONS, STREAM_SIZING, StrOptions
 
 PACKAGE = Path(streamembed.__file__).parent
-SCANNED = ["cli", "config", "estimator.py", "estimator_inputs.py", "fitted_attributes.py"]
+SCANNED = ["cli", "config", "estimator.py", "estimator_inputs.py", "fitted_attributes.py", "core", "stream",
+           "monitors", "jobs"]
 
 #: Benchmark and test infrastructure inside the package (leaving it for benchmarks/ and tools/): its workloads
 #: choose their own sizes.
@@ -32,6 +38,11 @@ BENCHMARKS = ("evaluation", "testing")
 #: (file, the literal's strings) that coincide with an option's values but name something else, and why.
 COINCIDENCES: dict[tuple[str, frozenset[str]], str] = {
     ("cli/embed.py", frozenset({"auto", "always", "never"})): "--progress (a progress bar), not directory.mmap",
+}
+#: Parameter names that coincide with a setting's key but name something else outside the command line and the
+#: configuration, and why.
+NAME_COINCIDENCES: dict[str, str] = {
+    "seed": "a routine's own random seed (landmark selection, refit policy, hints), not generator.seed",
 }
 
 
@@ -54,6 +65,33 @@ def _setting_defaults() -> dict[str, object]:
             if f.default is not dataclasses.MISSING and not isinstance(f.default, bool):
                 out.setdefault(name, f.default)
     return {**out, **{k: v for k, v in DEFAULTS.items() if v is not None}}
+
+
+def _tables() -> list[object]:
+    """Every option's and setting's tuple of allowed values (the objects themselves)."""
+    out: list[object] = [o.values for o in OPTIONS.values() if isinstance(o.constraint, StrOptions)]
+    for cls in sections().values():
+        out.extend(f.metadata["choices"] for _, f in section_keys(cls).values() if f.metadata.get("choices"))
+    return out
+
+
+def _statements(rel: str, tree: ast.AST) -> set[int]:
+    """ids of the literal nodes that *state* a table: module-level ``NAME = (...)`` whose value is one of
+    :func:`_tables` (the same object), in the module ``rel``."""
+    try:
+        module = importlib.import_module("streamembed." + rel.removesuffix(".py").removesuffix("/__init__")
+                                         .replace("/", "."))
+    except ModuleNotFoundError:  # a probe (test_the_scan_finds_copies): states nothing
+        return set()
+    tables = _tables()
+    out: set[int] = set()
+    for node in getattr(tree, "body", []):
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
+            node.target if isinstance(node, ast.AnnAssign) else None)
+        if isinstance(target, ast.Name) and node.value is not None and any(
+                getattr(module, target.id, None) is t for t in tables):
+            out.add(id(node.value))
+    return out
 
 
 def _files() -> Iterator[Path]:
@@ -116,15 +154,17 @@ def literal_copies(files: list[Path] | None = None) -> list[str]:
         tree = ast.parse(path.read_text(), filename=str(path))
         # the schema defines its own settings' choices; only the option table's are copies there
         table = core_values if rel == "config/schema.py" else values
+        stated = _statements(rel, tree)
+        user_facing = rel.split("/")[0] in ("cli", "config")
         for node in ast.walk(tree):
             strings = _strings(node)
-            if strings is None or (rel, strings) in COINCIDENCES:
+            if strings is None or (rel, strings) in COINCIDENCES or id(node) in stated:
                 continue
             owners = sorted(name for name, allowed in table.items() if strings <= allowed)
             if owners:
                 found.append(f"{rel}:{node.lineno}: {sorted(strings)} copies the values of {', '.join(owners)}")
         for line, name, value in _defaults(tree):
-            if value is _literal:
+            if value is _literal or (name in NAME_COINCIDENCES and not user_facing):
                 continue
             if name in defaults and value == defaults[name]:
                 found.append(f"{rel}:{line}: {name} = {value!r} restates the table default")
@@ -174,6 +214,25 @@ def test_the_scan_finds_copies(tmp_path: Path) -> None:
                  "correction = 'none'", "compression = 'zstd'"):
         assert what in text, (what, found)
     assert "landmarks_out" not in text  # neither an option nor a setting: no claim
+
+
+def test_the_working_layers_are_scanned(tmp_path: Path) -> None:
+    """The core, the stream, the monitors and the jobs are read too (not only what takes options from users), and
+    the one statement of a table in them is told from a copy: with the tables' own modules scanned, nothing is
+    found, while the same literal inlined elsewhere is (test_the_scan_finds_copies)."""
+    scanned = set(_files())
+    for layer in ("core", "stream", "monitors", "jobs"):
+        modules = set((PACKAGE / layer).rglob("*.py"))
+        assert modules and modules <= scanned, layer
+    stated = _statements("core/fit/metric_map.py", ast.parse((PACKAGE / "core/fit/metric_map.py").read_text()))
+    assert len(stated) == 1  # LANDMARK_MAPS
+    src = tmp_path / "probe.py"
+    src.write_text("MAPS = ('cmds', 'smacof')\n"
+                   "def f(min_shift=0.1, cooldown_seconds=300.0, seed=0):\n    return 0\n")
+    text = "\n".join(literal_copies_of(src, PACKAGE / "core" / "_scan_probe.py"))
+    for what in ("copies the values of landmark_map", "min_shift = 0.1", "cooldown_seconds = 300.0"):
+        assert what in text, (what, text)
+    assert "seed" not in text  # a routine's own seed (NAME_COINCIDENCES)
 
 
 def test_every_subcommand_module_is_scanned() -> None:

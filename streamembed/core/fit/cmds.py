@@ -234,34 +234,6 @@ def _v0(n: int) -> np.ndarray:
     return np.ones(n) / np.sqrt(n) + 1e-3 * np.cos(np.arange(n) * 0.7548776662466927)
 
 
-def randomized_eigh(B: np.ndarray, k: int, oversample: int = 10, power_iterations: int = 4,
-                    seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k eigenpairs of a symmetric B by randomized subspace iteration (Halko et al. 2011).
-
-    A seeded Gaussian test matrix, ``power_iterations`` rounds of B·Q with
-    re-orthonormalisation, then the exact eigendecomposition of QᵀBQ. Unlike
-    ARPACK it does not stall when the requested k exceeds the numerical rank
-    (Euclidean data of low dimension): the extra Ritz values simply come out
-    as zeros and are discarded as non-positive. Cost O(n²·(k + oversample)) per
-    round, all in BLAS-3 (docs/performance.md: 0.22 s for the top 10 of n = 5000).
-    The subspace captures the largest-magnitude eigenvalues; with strongly
-    non-Euclidean input (large negative eigenvalues) the leading positive ones
-    are still found but the oversampling absorbs fewer of them.
-
-    Returns: (eigenvalues (k,) descending, eigenvectors (n, k)).
-    """
-    n = B.shape[0]
-    p = min(n, k + oversample)
-    rng = np.random.default_rng(seed)
-    Q = _orthonormalize(B @ rng.standard_normal((n, p)))
-    for _ in range(power_iterations):
-        Q = _orthonormalize(B @ Q)
-    T = Q.T @ B @ Q
-    w, V = np.linalg.eigh(0.5 * (T + T.T))
-    order = np.argsort(w)[::-1][:k]
-    return w[order], Q @ V[:, order]
-
-
 def _orthonormalize(Y: np.ndarray) -> np.ndarray:
     """An orthonormal basis of Y's numerical column space, by Gram eigendecomposition twice.
 

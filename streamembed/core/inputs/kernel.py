@@ -33,6 +33,8 @@ Feature kernels for ``fit_features``: ``linear`` (x·y), ``cosine``
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..errors import InputError
@@ -146,13 +148,25 @@ def feature_kernel(F: np.ndarray, L: np.ndarray, kernel: str) -> np.ndarray:
     raise InputError(f"kernel must be one of {FEATURE_KERNELS}, got {kernel!r}")
 
 
+def _squared_norms(F: np.ndarray) -> np.ndarray:
+    return np.einsum("ij,ij->i", F, F)
+
+
+def _ones(F: np.ndarray) -> np.ndarray:
+    return np.ones(F.shape[0])
+
+
+#: kernel -> k(z, z) (m,) of feature rows (m, p): ‖z‖² for linear, 1 for the normalised kernels.
+_SELF_SIMILARITY: dict[str, Callable[[np.ndarray], np.ndarray]] = {"linear": _squared_norms, "cosine": _ones,
+                                                                    "rbf": _ones}
+
+
 def feature_self_similarity(F: np.ndarray, kernel: str) -> np.ndarray:
     """k(z, z) (m,) of feature rows F (m, p) under ``kernel``."""
-    if kernel == "linear":
-        return np.einsum("ij,ij->i", F, F)
-    if kernel in ("cosine", "rbf"):
-        return np.ones(F.shape[0])
-    raise InputError(f"kernel must be one of {FEATURE_KERNELS}, got {kernel!r}")
+    self_similarity = _SELF_SIMILARITY.get(kernel)
+    if self_similarity is None:
+        raise InputError(f"kernel must be one of {FEATURE_KERNELS}, got {kernel!r}")
+    return self_similarity(F)
 
 
 def _unit(F: np.ndarray) -> np.ndarray:

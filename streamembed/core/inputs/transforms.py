@@ -182,8 +182,7 @@ class InputPipeline:
     constant: AdditiveConstant | None = None
 
     @classmethod
-    def build(cls, input: str = "dissimilarity", geodesic_neighbors: int | None = None,
-              correction: str = "none") -> InputPipeline:
+    def build(cls, input: str, geodesic_neighbors: int | None, correction: str) -> InputPipeline:
         """An unfitted pipeline for the estimator parameters of the same names."""
         return cls(similarity=SimilarityInput() if input == "similarity" else None,
                    geodesic=GeodesicInput(int(geodesic_neighbors)) if geodesic_neighbors is not None else None,

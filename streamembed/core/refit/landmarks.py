@@ -38,9 +38,11 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import InputError
-from ..inputs.metrics import DEFAULT_METRIC
 from ..inputs.dissimilarities import CHUNK, Dissimilarities
+from ..inputs.metrics import DEFAULT_METRIC
+from ..options import DEFAULTS
 from ..runtime import single_blas_thread
+from .selections import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS
 from .strategies import (
     captured_variance,
     check_count,
@@ -51,17 +53,11 @@ from .strategies import (
     rpcholesky_select,
 )
 
-__all__ = ["SELECTIONS", "LANDMARK_SELECTIONS", "DEFAULT_LANDMARK_SELECTION", "DEFAULT_CANDIDATES",
-           "select_landmarks", "initial_landmarks"]
+__all__ = ["LANDMARK_SELECTIONS", "DEFAULT_LANDMARK_SELECTION", "DEFAULT_CANDIDATES", "select_landmarks",
+           "initial_landmarks"]
 
 log = logging.getLogger("streamembed")
 
-#: Names accepted by ``core.refit.refit.refit(selection=...)`` (config ``refit.selection``).
-SELECTIONS = ("residual", "maxmin", "random", "kmeans++")
-#: Strategies of ``select_landmarks`` (config ``model.landmark_selection``, ``fit --selection``).
-LANDMARK_SELECTIONS = ("max-variance", "random", "rpcholesky", "kmeans++", "kmedoids", "maxmin")
-#: The default, chosen by the measurements of docs/landmarks.md.
-DEFAULT_LANDMARK_SELECTION = "max-variance"
 #: Random landmark sets "max-variance" compares.
 DEFAULT_CANDIDATES = 8
 #: Objects of the population a candidate map is scored on (evenly spaced sample above this).
@@ -98,9 +94,9 @@ def select_landmarks(
     D: np.ndarray | None = None,
     X: np.ndarray | None = None,
     metric: str = DEFAULT_METRIC,
-    seed: int | np.random.Generator = 0,
+    seed: int | np.random.Generator = DEFAULTS["random_state"],
     required: np.ndarray | None = None,
-    n_components: int = 2,
+    n_components: int = DEFAULTS["n_components"],
     candidates: int | None = None,
     population: np.ndarray | None = None,
 ) -> np.ndarray:
@@ -133,20 +129,25 @@ def select_landmarks(
     req = np.unique(np.asarray(required if required is not None else [], dtype=np.int64))
     if req.size > n_select or (req.size and (req.min() < 0 or req.max() >= N)):
         raise InputError(f"required landmarks must be at most {n_select} indices in 0..{N - 1}")
-    draw: dict[str, Callable[[np.random.Generator], np.ndarray]] = {
-        "max-variance": lambda r: random_select(n_select, N, r),
-        "random": lambda r: random_select(n_select, N, r),
+    Draw = Callable[[np.random.Generator], np.ndarray]
+
+    def keeping(draw: Draw) -> Draw:
+        """A strategy that ignores ``required``, with the required landmarks put first among its picks."""
+        if not req.size:
+            return draw
+        return lambda r: np.concatenate([req, np.setdiff1d(draw(r), req)])[:n_select]
+
+    draw: dict[str, Draw] = {  # "rpcholesky" and "maxmin" build on the required landmarks themselves
+        "max-variance": keeping(lambda r: random_select(n_select, N, r)),
+        "random": keeping(lambda r: random_select(n_select, N, r)),
         "rpcholesky": lambda r: rpcholesky_select(n_select, dis, r, required=req),
-        "kmeans++": lambda r: kmeanspp_select(n_select, dis, r),
-        "kmedoids": lambda r: kmedoids_select(n_select, dis, r),
+        "kmeans++": keeping(lambda r: kmeanspp_select(n_select, dis, r)),
+        "kmedoids": keeping(lambda r: kmedoids_select(n_select, dis, r)),
         "maxmin": lambda r: maxmin_select(n_select, dis, first=int(r.integers(N)), required=req),
     }
 
     def one(r: np.random.Generator) -> np.ndarray:
-        picks = draw[strategy](r)
-        if req.size and strategy not in ("maxmin", "rpcholesky"):
-            picks = np.concatenate([req, np.setdiff1d(picks, req)])[:n_select]
-        return _distinct(picks, dis, n_select, r)
+        return _distinct(draw[strategy](r), dis, n_select, r)
 
     k = (DEFAULT_CANDIDATES if strategy == "max-variance" else 1) if candidates is None else int(candidates)
     if k <= 1 or strategy == "maxmin":
@@ -168,8 +169,8 @@ def initial_landmarks(
     D: np.ndarray | None = None,
     X: np.ndarray | None = None,
     metric: str = DEFAULT_METRIC,
-    random_state: int = 0,
-    n_components: int = 2,
+    random_state: int = DEFAULTS["random_state"],
+    n_components: int = DEFAULTS["n_components"],
 ) -> np.ndarray:
     """Sorted indices of a first map's landmarks among N objects: every object when ``n_select`` ≥ N, else
     ``select_landmarks`` seeded by the model's ``random_state``.

@@ -36,6 +36,7 @@ import numpy as np
 from ..errors import InputError
 from ..inputs.metrics import DEFAULT_METRIC, resolve_metric
 from ..model import LandmarkModel, fit_model
+from ..options import DEFAULTS
 from .landmarks import LANDMARK_SELECTIONS, select_landmarks
 from .policy import assess, plan_refit
 from .procrustes import orthogonal_procrustes_align
@@ -214,7 +215,7 @@ def choose_landmarks(
     """
     if selection not in REFIT_SELECTIONS:
         raise InputError(f"selection must be one of {REFIT_SELECTIONS}, got {selection!r}")
-    if selection in ("adaptive", "residual") and old is None:
+    if selection not in LANDMARK_SELECTIONS and old is None:  # adaptive, residual: measured on the current map
         raise InputError(f"selection={selection!r} needs the current model")
     if selection == "adaptive":
         plan = plan_refit(D_candidates, n_old, n_select, old.embedding, int(old.n_components), seed=seed, **options)
@@ -225,7 +226,7 @@ def choose_landmarks(
         return sel, {"new_from_reservoir": int(info["new"].size), "dropped_old": info["dropped_old"],
                      "off_map_share": info["off_share"], "reservoir_residual_before": info["residual_before"],
                      "reservoir_residual_after": info["residual_after"], "off_map_level": info["landmark_cut"]}
-    d = 2 if old is None else int(old.n_components)
+    d = DEFAULTS["n_components"] if old is None else int(old.n_components)
     return select_landmarks(selection, n_select, D=D_candidates, seed=seed, n_components=d,
                             population=np.arange(n_old, D_candidates.shape[0])
                             if n_old < D_candidates.shape[0] else None), {}

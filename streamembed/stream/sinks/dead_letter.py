@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from streamembed.atomic import atomic_write_bytes
+from streamembed.config.schema import OutputConfig, choices
 from streamembed.fsafe import clean_temps, make_dirs
 from streamembed.stream.arrow_build import rows
 from streamembed.stream.codecs import DeadRecord, encode_dead_letters
@@ -35,14 +36,14 @@ class DeadLetterSink(DeadSink):
         self,
         directory: str | os.PathLike[str],
         *,
-        fmt: str = "parquet",
+        fmt: str = OutputConfig.dead_letter_format,
         source: str = "",
-        compression: str = "zstd",
+        compression: str = OutputConfig.compression,
         clean: bool = True,
         tag: str = "",
     ) -> None:
-        if fmt not in ("parquet", "jsonl"):
-            raise ValueError(f"dead-letter format must be 'parquet' or 'jsonl', got {fmt!r}")
+        if fmt not in choices("output.dead_letter_format"):
+            raise ValueError(f"dead-letter format must be one of {choices('output.dead_letter_format')}, got {fmt!r}")
         super().__init__()
         self.directory = Path(directory)
         self.tag = tag

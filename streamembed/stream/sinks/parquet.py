@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from streamembed.atomic import glob_escape, naming_path, publish
+from streamembed.config.schema import OutputConfig
 from streamembed.fsafe import clean_temps, create_temp, make_dirs
 from streamembed.stream.output import DICTIONARY_COLUMNS, schema_version_of
 from streamembed.stream.sinks.base import OutputSink, remove_stale, safe_label
@@ -123,8 +124,8 @@ class ParquetSink(OutputSink):
         directory: str | os.PathLike[str],
         *,
         prefix: str = "part",
-        row_group_rows: int = 65536,
-        compression: str = "zstd",
+        row_group_rows: int = OutputConfig.row_group_rows,
+        compression: str = OutputConfig.compression,
         final_name: str | None = None,
         clean: bool = True,
         tag: str = "",

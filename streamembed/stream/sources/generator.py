@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from streamembed.config.schema import Config, GeneratorConfig
+from streamembed.config.schema import Config, GeneratorConfig, RunConfig
 from streamembed.core.options import BATCH_ROWS
 from streamembed.exits import StartupError
 from streamembed.stream.origin import RowOrigin
@@ -99,7 +99,7 @@ class GeneratorSource:
         rate: float = 0.0,
         id_prefix: str = GeneratorConfig.id_prefix,
         to_dissimilarities: Callable[[np.ndarray], np.ndarray] | None = None,
-        max_batches: int = 0,
+        max_batches: int = RunConfig.max_batches,
     ) -> None:
         self.stream = stream
         self.batch_rows = int(batch_rows)
