@@ -108,7 +108,6 @@ def _estimator_params(cfg: Config) -> dict[str, Any]:
     """The parameters a ``LandmarkMDS`` takes back from the generator's saved model (``model_io``'s "params"): the
     fit's options, [model]'s method, and the option table's defaults for the landmark options; its X are
     dissimilarity rows ("precomputed")."""
-    options = _generator_options(cfg)
     return {**_generator_options(cfg), "method": cfg.model.method, "n_landmarks": DEFAULTS["n_landmarks"],
             "landmark_selection": DEFAULTS["landmark_selection"], "metric": PRECOMPUTED}
 
