@@ -96,9 +96,9 @@ def plot_drift_history(
 ) -> Path:
     """The daemon's drift history: detector statistic and threshold, window statistics, refit marks.
 
-    One panel per detector kind present ("cusum": the CUSUM statistic S and
-    its threshold h, standardised group-mean units; "rule": the watched
-    window statistic and the trigger level), then one per window statistic of
+    One panel per detector kind present (what it watches, as its records
+    name it, e.g. the CUSUM statistic S in standardised group-mean units or
+    the rule's window statistic, and its threshold), then one per window statistic of
     ``statistics`` found in the records. Alarms (``fired``) are red dots;
     installed refits are orange dotted lines labelled with the new model
     version and the recent objects' mean unexplained energy before → after
@@ -145,11 +145,12 @@ def plot_drift_history(
         n_alarms += int(onsets.sum())
         ert = next((r["detector"].get("expected_run_objects") for r in recs
                     if str(r["detector"].get("kind")) == kind and r["detector"].get("expected_run_objects")), None)
-        label = "CUSUM statistic S" if kind == "cusum" else "watched window statistic"
-        ax.plot(times, stat, linewidth=1.2, color="tab:blue", label=label)
+        # what the detector watches, as its records say (histories written before they said: its kind)
+        watches = next((str(r["detector"]["watches"]) for r in recs if str(r["detector"].get("kind")) == kind
+                        and r["detector"].get("watches")), f"{kind} statistic")
+        ax.plot(times, stat, linewidth=1.2, color="tab:blue", label=watches)
         ax.step(times, thr, where="post", color="tab:red", linestyle="--", linewidth=1.0,
-                label="threshold h" + (f" (ERT {float(ert):.3g} objects)" if ert else "") if kind == "cusum"
-                else "trigger level")
+                label="threshold" + (f" (ERT {float(ert):.3g} objects)" if ert else ""))
         if fired.any():
             ax.scatter([t for t, f in zip(times, fired, strict=False) if f], stat[fired], color="tab:red", s=8,
                        zorder=5,

@@ -2,7 +2,8 @@
 
 A :class:`Metric` is a vectorised function ``metric(a, b) -> (len(a), len(b))``
 float64 dissimilarities between two collections of objects, with the kind of
-objects it takes (``takes``: today ``"vectors"``, (N, p) arrays of numbers) and
+objects it takes (``takes``: today ``"vectors"``, (N, p) arrays of numbers, and
+``"booleans"``, (N, p) arrays of 0/1 or True/False) and
 the check that turns what a caller hands over into those objects
 (:meth:`Metric.objects`, which names the metric when it refuses them). Every
 place that takes ``metric=`` resolves it here (:func:`resolve_metric`): the
@@ -13,9 +14,13 @@ imports a :class:`Metric` or a plain ``f(a, b)`` of vectors.
 
 Built in: every ``scipy.spatial.distance.cdist`` metric for vectors (scipy is
 imported at the first call, not here: ``streamembed embed`` and ``run`` start
-without it) except the two whose default parameters are estimated from the
-rows compared (``mahalanobis``' VI, ``seuclidean``'s V), which would give a
-streamed object distances that depend on its batch.
+without it); scipy's boolean ones (``dice``, ``rogerstanimoto``,
+``sokalsneath``, ``yule``) take boolean vectors and refuse others (on other
+numbers scipy's formulas give negative "dissimilarities"). Left out, with the
+reason their name is refused by: the two whose default parameters are
+estimated from the rows compared (``mahalanobis``' VI, ``seuclidean``'s V),
+which would give a streamed object distances that depend on its batch, and
+``russellrao``, which is not zero between an object and itself.
 
 A new metric is one file (a function of two collections) and one
 ``METRICS.register(Metric(...))`` line (docs/extending.md); the registry
@@ -34,21 +39,28 @@ import numpy as np
 from ..errors import InputError
 from ..registry import Registry, resolve_path
 
-__all__ = ["Metric", "METRICS", "OBJECT_KINDS", "DEFAULT_METRIC", "SCIPY_METRICS", "resolve_metric", "metric_names"]
+__all__ = ["Metric", "METRICS", "OBJECT_KINDS", "DEFAULT_METRIC", "SCIPY_METRICS", "SCIPY_BOOLEAN_METRICS",
+           "resolve_metric", "metric_names"]
 
-#: The kinds of objects a metric may take (``Metric.takes``): "vectors", (N, p) arrays of numbers.
-OBJECT_KINDS: tuple[str, ...] = ("vectors",)
+#: The kinds of objects a metric may take (``Metric.takes``): "vectors", (N, p) arrays of numbers; "booleans",
+#: (N, p) arrays of 0/1 or True/False.
+OBJECT_KINDS: tuple[str, ...] = ("vectors", "booleans")
 #: The metric between feature vectors when none is named (``[model] metric``, ``fit --metric``, ``evaluate``).
 DEFAULT_METRIC = "euclidean"
-#: The scipy ``cdist`` metrics registered (their scipy names).
+#: The scipy ``cdist`` metrics of vectors registered (their scipy names).
 SCIPY_METRICS: tuple[str, ...] = (
-    "braycurtis", "canberra", "chebyshev", "cityblock", "correlation", "cosine", "dice", "euclidean", "hamming",
-    "jaccard", "jensenshannon", "minkowski", "rogerstanimoto", "russellrao", "sokalsneath", "sqeuclidean", "yule")
+    "braycurtis", "canberra", "chebyshev", "cityblock", "correlation", "cosine", "euclidean", "hamming", "jaccard",
+    "jensenshannon", "minkowski", "sqeuclidean")
+#: The scipy ``cdist`` metrics of boolean vectors registered.
+SCIPY_BOOLEAN_METRICS: tuple[str, ...] = ("dice", "rogerstanimoto", "sokalsneath", "yule")
 #: scipy metrics left out, and why (the message that refuses them).
-_REFUSED = {name: (f"scipy's {name!r} estimates its {what} from the rows it compares, so a streamed object's "
-                   f"distances would depend on the batch it arrives in; give a metric with a fixed {what} as "
-                   f"'package.module:function'")
-            for name, what in (("mahalanobis", "inverse covariance VI"), ("seuclidean", "variances V"))}
+_REFUSED = {**{name: (f"scipy's {name!r} estimates its {what} from the rows it compares, so a streamed object's "
+                      f"distances would depend on the batch it arrives in; give a metric with a fixed {what} as "
+                      f"'package.module:function'")
+               for name, what in (("mahalanobis", "inverse covariance VI"), ("seuclidean", "variances V"))},
+            "russellrao": "scipy's 'russellrao' is not zero between an object and itself (it is 1 - the share of "
+                          "ones both have), so an object equal to a landmark would not be placed on it; 'dice' or "
+                          "'jaccard' compare boolean vectors"}
 
 #: (a, b) -> (len(a), len(b)) float64 dissimilarities; (a) -> (len(a), len(a)) for ``pairwise``.
 Between = Callable[[Any, Any], np.ndarray]
@@ -61,7 +73,20 @@ def _vectors(X: object, metric: str, what: str) -> np.ndarray:
     return A
 
 
-_CONVERT: dict[str, Callable[[object, str, str], Any]] = {"vectors": _vectors}
+def _booleans(X: object, metric: str, what: str) -> np.ndarray:
+    A = np.asarray(X)
+    if A.ndim != 2:
+        raise InputError(f"metric {metric!r} takes boolean vectors, a 2-D array (N, p) of 0/1 or True/False; {what} "
+                         f"has shape {A.shape}")
+    if A.dtype != np.bool_:
+        if A.dtype.kind not in "biuf" or not np.isin(A, (0, 1)).all():
+            raise InputError(f"metric {metric!r} takes boolean vectors (0/1 or True/False); {what} holds other "
+                             f"values (a metric of numbers, e.g. 'jaccard' or 'cityblock', compares those)")
+        A = A != 0
+    return A
+
+
+_CONVERT: dict[str, Callable[[object, str, str], Any]] = {"vectors": _vectors, "booleans": _booleans}
 
 
 @dataclass(frozen=True)
@@ -88,7 +113,8 @@ class Metric:
         return _CONVERT[self.takes](X, self.name, what)
 
     def __call__(self, a: Any, b: Any) -> np.ndarray:
-        """(len(a), len(b)) float64 dissimilarities between objects ``a`` and ``b`` (already ``objects``)."""
+        """(len(a), len(b)) float64 dissimilarities between objects ``a`` and ``b`` (checked by ``objects``)."""
+        a, b = self.objects(a, "a"), self.objects(b, "b")
         try:
             out = np.asarray(self.between(a, b), dtype=np.float64)
         except (ValueError, TypeError) as exc:
@@ -99,9 +125,10 @@ class Metric:
         return out
 
     def pairwise(self, a: Any) -> np.ndarray:
-        """(len(a), len(a)) float64 dissimilarities among objects ``a``."""
+        """(len(a), len(a)) float64 dissimilarities among objects ``a`` (checked by ``objects``)."""
         if self.within is None:
             return self(a, a)
+        a = self.objects(a, "a")
         try:
             return np.asarray(self.within(a), dtype=np.float64)
         except (ValueError, TypeError) as exc:
@@ -128,7 +155,7 @@ def _check(metric: Metric, registry: Registry[Metric]) -> None:
 METRICS: Registry[Metric] = Registry("metric", _check)
 
 
-def _scipy(name: str) -> Metric:
+def _scipy(name: str, takes: str) -> Metric:
     """A scipy ``cdist`` metric: ``cdist`` between two collections, ``squareform(pdist)`` among one."""
 
     def between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -141,11 +168,13 @@ def _scipy(name: str) -> Metric:
 
         return scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(a, metric=name))
 
-    return Metric(name, between, "vectors", f"scipy.spatial.distance.cdist(metric={name!r})", within)
+    return Metric(name, between, takes, f"scipy.spatial.distance.cdist(metric={name!r})", within)
 
 
 for _name in SCIPY_METRICS:
-    METRICS.register(_scipy(_name))
+    METRICS.register(_scipy(_name, "vectors"))
+for _name in SCIPY_BOOLEAN_METRICS:
+    METRICS.register(_scipy(_name, "booleans"))
 
 
 def resolve_metric(metric: str | Metric) -> Metric:

@@ -1,0 +1,379 @@
+"""Conformance checks run over every member of an extension axis (River's ``checks``, scikit-learn's
+``check_estimator``): ``check_method``, ``check_metric``, ``check_trigger``, ``check_source``, ``check_sink``,
+``check_index`` run every check of their axis on one member; ``*_CHECKS`` list them for parametrised tests.
+
+A member gets these by being registered, not by being listed: ``tests/contracts/test_*.py`` parametrise them
+over the registries, and ``test_toy_members.py`` registers a toy metric and a toy trigger in one file and runs
+the same checks on them. Each check takes the member and raises AssertionError naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from streamembed.config.core_args import core_args
+from streamembed.config.schema import Config, DriftConfig, choices, sections
+from streamembed.config.sources import COMMIT_STYLES, FILE_NAMINGS, SourceKind
+from streamembed.core.errors import InputError
+from streamembed.core.inputs.metrics import Metric, resolve_metric
+from streamembed.core.model import LandmarkModel, fit_model
+from streamembed.core.monitor.drift import DriftWindow, TriggerDecision
+from streamembed.core.monitor.triggers import TRIGGERS, Trigger, TriggerKind
+from streamembed.core.options import CRITERION_METHODS, METHODS
+from streamembed.core.place.methods import PlacementMethod
+from streamembed.core.registry import resolve_path
+from streamembed.model_io import model_from_bytes, model_to_bytes
+from streamembed.ops.metrics import EMBED_METHODS
+from streamembed.quality import classical_mds
+from streamembed.quality_indices import QualityIndex, Reference
+from streamembed.stream.output import METHOD_VALUES
+from streamembed.stream.sources.base import SourceBatch
+
+Check = Callable[[Any], None]
+
+
+def _dist(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.maximum(((P[:, None, :] - Q[None, :, :]) ** 2).sum(-1), 0.0))
+
+
+# ----------------------------------------------------------------------------- placement methods
+
+#: A Euclidean problem known exactly: 30 landmarks and 12 objects in the plane (in the map's span), a block of 6.
+_RNG = np.random.default_rng(20240601)
+LANDMARKS = _RNG.normal(size=(30, 2)) * np.array([3.0, 1.5])
+OBJECTS = _RNG.normal(size=(12, 2)) * 2.0
+
+
+def _model(landmarks: np.ndarray = LANDMARKS, landmark_map: str = "cmds") -> LandmarkModel:
+    return fit_model(_dist(landmarks, landmarks), n_components=2, landmark_map=landmark_map)
+
+
+def _place(model: LandmarkModel, spec: PlacementMethod, A: np.ndarray, C: np.ndarray | None = None) -> np.ndarray:
+    """The method's placements of rows A (a block with mutual dissimilarities C for a block method)."""
+    if spec.single:
+        return model.place(A, method=spec.name).y
+    return model.place(A, C if C is not None else _dist(OBJECTS, OBJECTS)[: A.shape[0], : A.shape[0]]).y
+
+
+def check_method_is_derived_everywhere(spec: PlacementMethod) -> None:
+    """Its name and output code are in every derived list: the output's dictionary at its code, the metrics'
+    labels, and for a single-object method the option table's and the configuration's choices."""
+    assert METHOD_VALUES[spec.code] == spec.name and spec.name in EMBED_METHODS, spec
+    if spec.single:
+        assert spec.name in METHODS and spec.name in choices("model.method"), spec
+        assert (spec.name in CRITERION_METHODS) == (spec.maps == "any"), spec
+
+
+def check_method_places_in_span_objects_exactly(spec: PlacementMethod) -> None:
+    """Objects in the landmarks' plane land where they are, up to the map's rigid motion (docs/math.md §3):
+    every distance among placements and landmarks equals the true one."""
+    model = _model()
+    Z = OBJECTS[:6]
+    Y = _place(model, spec, _dist(Z, LANDMARKS), _dist(Z, Z))
+    got = _dist(np.vstack([Y, model.embedding]), np.vstack([Y, model.embedding]))
+    true = _dist(np.vstack([Z, LANDMARKS]), np.vstack([Z, LANDMARKS]))
+    np.testing.assert_allclose(got, true, atol=1e-5 * true.max(), err_msg=spec.name)
+
+
+def check_method_ignores_the_landmark_order(spec: PlacementMethod) -> None:
+    """A map fitted on the same landmarks in another order places the same objects at the same mutual
+    distances (the map may turn)."""
+    perm = np.random.default_rng(1).permutation(LANDMARKS.shape[0])
+    Z = OBJECTS[:6]
+    A = _dist(Z, LANDMARKS)
+    Y = _place(_model(), spec, A, _dist(Z, Z))
+    Yp = _place(_model(LANDMARKS[perm]), spec, A[:, perm], _dist(Z, Z))
+    np.testing.assert_allclose(_dist(Yp, Yp), _dist(Y, Y), atol=1e-7 * _dist(Y, Y).max(), err_msg=spec.name)
+
+
+def check_method_places_each_object_alone(spec: PlacementMethod) -> None:
+    """A single-object method places a row as it does within a batch (``transform(A)[i] == transform(A[i:i+1])``);
+    a block method places the block as a whole (nothing to check)."""
+    if not spec.single:
+        return
+    model = _model()
+    A = _dist(OBJECTS + 0.3 * np.random.default_rng(2).normal(size=OBJECTS.shape), LANDMARKS)  # off the map too
+    Y = _place(model, spec, A)
+    for i in (0, 5, 11):
+        np.testing.assert_allclose(_place(model, spec, A[i:i + 1])[0], Y[i], rtol=1e-9, atol=1e-9, err_msg=spec.name)
+
+
+def check_method_survives_a_save_and_load(spec: PlacementMethod) -> None:
+    """A model written and read back places bit for bit as the one it was."""
+    model = _model()
+    Z = OBJECTS[:6]
+    A, C = _dist(Z, LANDMARKS), _dist(Z, Z)
+    again = model_from_bytes(model_to_bytes(model))
+    assert np.array_equal(_place(again, spec, A, C), _place(model, spec, A, C)), spec.name
+
+
+def check_method_takes_the_maps_it_says(spec: PlacementMethod) -> None:
+    """A method that needs the classical-MDS map refuses a refined one by name; one that places on any map
+    places on a SMACOF map."""
+    refined = _model(landmark_map="smacof")
+    Z = OBJECTS[:4]
+    if spec.maps == "any":
+        assert np.isfinite(_place(refined, spec, _dist(Z, LANDMARKS), _dist(Z, Z))).all(), spec.name
+        return
+    try:
+        _place(refined, spec, _dist(Z, LANDMARKS), _dist(Z, Z))
+    except InputError as exc:
+        assert ("block" if not spec.single else spec.name) in str(exc), (spec.name, str(exc))
+    else:
+        raise AssertionError(f"{spec.name} placed on a refined map; it says it needs the classical-MDS map")
+
+
+METHOD_CHECKS: list[Check] = [check_method_is_derived_everywhere, check_method_places_in_span_objects_exactly,
+                              check_method_ignores_the_landmark_order, check_method_places_each_object_alone,
+                              check_method_survives_a_save_and_load, check_method_takes_the_maps_it_says]
+
+
+def check_method(spec: PlacementMethod) -> None:
+    for check in METHOD_CHECKS:
+        check(spec)
+
+
+# ----------------------------------------------------------------------------- metrics
+
+def objects_of(kind: str, n: int, seed: int = 0) -> Any:
+    """``n`` sample objects of a metric's kind (vectors: small non-negative integers, no row constant or zero, so
+    that every scipy metric is defined on them; booleans: 0/1 with a one and a zero in every row)."""
+    rng = np.random.default_rng(seed)
+    if kind == "vectors":
+        X = rng.integers(0, 4, size=(n, 6)).astype(np.float64)
+        X[:, 0], X[:, 1] = 1.0, 3.0  # every row positive somewhere and not constant
+        return X
+    if kind == "booleans":
+        B = rng.integers(0, 2, size=(n, 8)).astype(np.float64)
+        B[:, 0], B[:, 1] = 1.0, 0.0
+        return B
+    raise AssertionError(f"no sample objects of kind {kind!r}: add them to tests/contracts/checks.objects_of")
+
+
+def check_metric_resolves_by_name(metric: Metric) -> None:
+    """``metric=`` with its name finds it (every place that takes a metric resolves it the same way)."""
+    assert resolve_metric(metric.name) is metric, metric.name
+
+
+def check_metric_is_a_dissimilarity(metric: Metric) -> None:
+    """(len(a), len(b)) finite non-negative float64; zero between an object and itself; symmetric."""
+    a, b = metric.objects(objects_of(metric.takes, 9, 1)), metric.objects(objects_of(metric.takes, 5, 2))
+    D = metric(a, b)
+    assert D.shape == (9, 5) and D.dtype == np.float64, (metric.name, D.shape, D.dtype)
+    assert np.isfinite(D).all() and (D >= 0).all(), metric.name
+    W = metric.pairwise(a)
+    assert W.shape == (9, 9) and np.allclose(W, W.T, rtol=1e-12, atol=1e-12), metric.name
+    assert np.allclose(np.diagonal(W), 0.0, atol=1e-12), metric.name
+
+
+def check_metric_rows_are_independent(metric: Metric) -> None:
+    """An object's dissimilarities do not depend on the others it is compared with (a streamed object's row
+    cannot depend on its batch), and ``pairwise`` agrees with ``between``."""
+    a, b = metric.objects(objects_of(metric.takes, 8, 3)), metric.objects(objects_of(metric.takes, 6, 4))
+    D = metric(a, b)
+    for i in (0, 3, 7):
+        np.testing.assert_allclose(metric(a[i:i + 1], b)[0], D[i], rtol=1e-12, atol=1e-12, err_msg=metric.name)
+    np.testing.assert_allclose(metric.pairwise(a)[:3], metric(a[:3], a), rtol=1e-9, atol=1e-12,
+                               err_msg=metric.name)
+
+
+def check_metric_fits_and_embeds(metric: Metric) -> None:
+    """A feature model fits with it and turns new objects into input rows by it."""
+    from streamembed import LandmarkMDS
+
+    L, Z = objects_of(metric.takes, 14, 5), objects_of(metric.takes, 4, 6)
+    est = LandmarkMDS(n_components=2).fit_features(L, metric=metric.name)
+    rows = est.dissimilarities_to_landmarks(Z)
+    np.testing.assert_array_equal(rows, metric(metric.objects(Z), metric.objects(L)))
+    assert est.transform(Z).shape == (4, 2), metric.name
+
+
+def check_metric_refuses_other_objects(metric: Metric) -> None:
+    """Objects it does not take are refused by a message naming the metric."""
+    other = {"vectors": np.zeros(3), "booleans": np.full((2, 3), 0.5)}.get(metric.takes, 3.0)
+    try:
+        metric.objects(other)
+    except InputError as exc:
+        assert metric.name in str(exc), (metric.name, str(exc))
+    else:
+        raise AssertionError(f"metric {metric.name!r} took objects that are not {metric.takes}")
+
+
+METRIC_CHECKS: list[Check] = [check_metric_resolves_by_name, check_metric_is_a_dissimilarity,
+                              check_metric_rows_are_independent, check_metric_fits_and_embeds,
+                              check_metric_refuses_other_objects]
+
+
+def check_metric(metric: Metric) -> None:
+    for check in METRIC_CHECKS:
+        check(metric)
+
+
+# ----------------------------------------------------------------------------- triggers
+
+#: The settings the trigger checks build every kind with: the defaults, a short baseline and no cooldown.
+TRIGGER_SETTINGS = DriftConfig(baseline_objects=20_000, cooldown_seconds=60.0, min_objects=5000)
+BATCH = 1000
+
+
+def _stream(trigger: Trigger, batches: int, scale: float, start: float, seed: int) -> Iterator[TriggerDecision]:
+    """Feed ``batches`` batches of χ²(3)-like unexplained energies (times ``scale``) with a window of them;
+    one batch per second from ``start``."""
+    rng = np.random.default_rng(seed)
+    window = DriftWindow(np.array([4.0, 2.0]), 2, 30, max_objects=10_000)
+    for i in range(batches):
+        u = scale * rng.chisquare(3, size=BATCH)
+        beta = u + rng.chisquare(6, size=BATCH)
+        now = start + i
+        window.add(now, u / beta, unexplained=u)
+        yield trigger.observe(now, window.statistics(now), BATCH, u, result=None)
+
+
+def build(kind: TriggerKind) -> Trigger:
+    return kind.build(core_args(TRIGGER_SETTINGS))
+
+
+def check_trigger_satisfies_the_protocol(kind: TriggerKind) -> None:
+    """What it builds is a Trigger of its own kind, registered under it, answering every question with a number
+    of the right type before it has seen anything."""
+    t = build(kind)
+    assert isinstance(t, Trigger) and t.kind == kind.name and TRIGGERS[kind.name] is kind, kind.name
+    assert isinstance(t.watches, str) and t.watches, kind.name
+    assert isinstance(t.statistic, float) and isinstance(t.threshold, float), kind.name
+    ert = t.expected_run_objects
+    assert ert is None or (isinstance(ert, float) and ert > 0), kind.name
+    assert t.warning is None or isinstance(t.warning, str), kind.name
+
+
+def check_trigger_is_quiet_on_a_stationary_stream(kind: TriggerKind) -> None:
+    """150,000 objects from one distribution: no refit (its decisions are TriggerDecisions with reasons)."""
+    t = build(kind)
+    for d in _stream(t, 150, 1.0, 0.0, seed=7):
+        assert isinstance(d, TriggerDecision) and isinstance(d.reason, str), kind.name
+        assert not d.fire, (kind.name, d)
+
+
+def check_trigger_fires_on_a_persistent_rise(kind: TriggerKind) -> None:
+    """The unexplained energy rising fourfold for good fires within 50,000 objects, saying why, at a value above
+    its threshold; after ``refitted`` the new level is the baseline and it is quiet again."""
+    t = build(kind)
+    for _ in _stream(t, 40, 1.0, 0.0, seed=8):
+        pass
+    fired = [d for d in _stream(t, 50, 4.0, 40.0, seed=9) if d.fire]
+    assert fired, f"{kind.name} never fired on a fourfold unexplained energy"
+    assert fired[0].reason and fired[0].value >= fired[0].threshold, (kind.name, fired[0])
+    t.refitted(200.0)
+    assert not any(d.fire for d in _stream(t, 100, 4.0, 200.0, seed=10)), kind.name
+
+
+def check_trigger_cools_down(kind: TriggerKind) -> None:
+    """A refit that was not installed (``cooldown``) holds it for ``drift.cooldown_seconds`` whatever the stream
+    does meanwhile (whether it keeps its baseline is the kind's: the CUSUM does, the rule takes a new one)."""
+    t = build(kind)
+    for _ in _stream(t, 40, 1.0, 0.0, seed=11):
+        pass
+    t.cooldown(40.0)
+    assert not any(d.fire for d in _stream(t, 50, 3.0, 40.0, seed=12)), kind.name  # 50 s < 60 s of cooldown
+
+
+def check_trigger_is_deterministic(kind: TriggerKind) -> None:
+    """The same stream gives the same decisions."""
+    a = [(d.fire, d.value) for d in _stream(build(kind), 60, 1.5, 0.0, seed=14)]
+    b = [(d.fire, d.value) for d in _stream(build(kind), 60, 1.5, 0.0, seed=14)]
+    assert a == b or all(x[0] == y[0] and (x[1] == y[1] or (math.isnan(x[1]) and math.isnan(y[1])))
+                         for x, y in zip(a, b, strict=True)), kind.name
+
+
+TRIGGER_CHECKS: list[Check] = [check_trigger_satisfies_the_protocol, check_trigger_is_quiet_on_a_stationary_stream,
+                               check_trigger_fires_on_a_persistent_rise, check_trigger_cools_down,
+                               check_trigger_is_deterministic]
+
+
+def check_trigger(kind: TriggerKind) -> None:
+    for check in TRIGGER_CHECKS:
+        check(kind)
+
+
+# ----------------------------------------------------------------------------- sources
+
+def check_source_kind_is_declared(kind: SourceKind) -> None:
+    """Its builder (and preflight) import, its settings section exists, its commit style and file naming are
+    known, and ``source.kind`` offers it."""
+    assert callable(resolve_path(kind.builder, kind.name)), kind.name
+    if kind.preflight is not None:
+        assert callable(resolve_path(kind.preflight, kind.name)), kind.name
+    assert kind.section is None or kind.section in sections(), kind
+    assert kind.commits in COMMIT_STYLES and kind.files in FILE_NAMINGS, kind
+    assert kind.name in choices("source.kind"), kind.name
+
+
+def check_source(make: Callable[[], Any], name: str = "", resumable: bool = True) -> None:
+    """Sources ``make()`` builds satisfy the loop's protocol: batches with JSON positions, and (a ``resumable``
+    one: every daemon source) a new source restored to a batch's position (a restart) goes on with the batch
+    after it."""
+    source = make()
+    what = name or type(source).__name__
+    assert isinstance(source.name, str) and source.name, what
+    batches: list[SourceBatch] = []
+    for _ in range(200):
+        batch = source.poll()
+        if batch is not None:
+            assert isinstance(batch, SourceBatch) and isinstance(batch.label, str) and batch.label, what
+            json.dumps(batch.position)  # what the checkpoint stores
+            batches.append(batch)
+        if len(batches) == 3 or source.exhausted:
+            break
+    assert len(batches) >= 2, f"{what} gave fewer than 2 batches"
+    assert isinstance(source.wait_hint(), float) and source.wait_hint() >= 0.0, what
+    assert isinstance(source.caught_up, bool) and isinstance(source.exhausted, bool), what
+    source.commit(batches[0].position)
+    source.close()
+    if not resumable:
+        return
+    restarted = make()
+    restarted.restore(json.loads(json.dumps(batches[0].position)))
+    again = next((b for b in (restarted.poll() for _ in range(200)) if b is not None), None)
+    assert again is not None and again.label == batches[1].label, (what, again, batches[1].label)
+    restarted.close()
+
+
+def build_sample_source(kind: SourceKind, tmp: Path) -> Any:
+    """A source of ``kind`` built by its builder from a configuration that needs no service."""
+    from streamembed.stream.sources.base import SourceContext
+
+    cfg = Config()
+    cfg.source.kind = kind.name
+    cfg.source.batch_rows = 64
+    cfg.generator.n_features = 4
+    cfg.generator.intrinsic_dims = 2
+    cfg.generator.rate = 0.0
+    cfg.directory.path = str(tmp)
+    cfg.directory.settle_seconds = 0.0
+    L = np.random.default_rng(0).normal(size=(12, 4))
+    model = fit_model(_dist(L, L), n_components=2, features=L, metric="euclidean")
+    return resolve_path(kind.builder, kind.name)(cfg, SourceContext(model)).source
+
+
+# ----------------------------------------------------------------------------- quality indices
+
+def check_index(index: QualityIndex) -> None:
+    """A finite number; the full map scores best against itself; a turned copy scores the same (every index
+    compares maps up to rigid motion); a noisy map scores no better."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 3)) * np.array([3.0, 1.0, 0.3])
+    D = _dist(X, X)
+    full = classical_mds(D, 2)
+    ref = Reference(D, full, 5)
+    best = index.measure(ref, full.Y)
+    c, s = math.cos(0.7), math.sin(0.7)
+    turned = index.measure(ref, full.Y @ np.array([[c, -s], [s, c]]) + 5.0)
+    noisy = index.measure(ref, full.Y + rng.normal(size=full.Y.shape))
+    assert all(isinstance(v, float) and math.isfinite(v) for v in (best, turned, noisy)), index.name
+    assert math.isclose(turned, best, rel_tol=1e-9, abs_tol=1e-9), (index.name, best, turned)
+    assert (noisy >= best - 1e-12) if index.better == "lower" else (noisy <= best + 1e-12), (index.name, best, noisy)

@@ -1,0 +1,25 @@
+"""Every registered quality index of ``evaluate`` passes ``checks.check_index``, and the table and JSON carry it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamembed.evaluate_data import evaluate_landmarks
+from streamembed.quality_indices import INDICES, QualityIndex
+
+from .checks import check_index
+
+
+@pytest.mark.parametrize("index", list(INDICES), ids=lambda i: i.name)
+def test_every_index_passes_the_index_check(index: QualityIndex) -> None:
+    check_index(index)
+
+
+def test_the_table_and_the_json_carry_every_index() -> None:
+    X = np.random.default_rng(0).normal(size=(80, 3))
+    rep = evaluate_landmarks(X=X, landmarks=(20,), selections=("random",), methods=("projection",), seeds=1)
+    header = rep.to_markdown().splitlines()[2]
+    row = rep.to_dict()["rows"][0]
+    for index in INDICES:
+        assert f" {index.column} |" in header and set(row[index.name]) == {"median", "low", "high"}, index.name
