@@ -2,8 +2,8 @@
 
 Subcommands: ``run`` (the daemon), ``fit`` (a landmark model from a file),
 ``embed`` (one file in, one Parquet file out), ``model info``, ``refit``,
-``config``, ``plot``, ``evaluate`` (its own parser) and ``bench`` (a pointer to
-the benchmarks, which are not installed). Each module exports
+``config``, ``plot`` and ``evaluate`` (its own parser; the benchmarks are not
+installed: ``python -m benchmarks`` from a source checkout). Each module exports
 ``add_parser(subparsers)`` and ``run(args) -> int`` and imports its heavy
 dependencies inside ``run``: building the parser stays cheap. Option choices
 and defaults come from ``core.options`` and ``config.schema``.
@@ -21,7 +21,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from streamembed.cli import bench, config, embed, evaluate, fit, model, plot, refit, run
+from streamembed.cli import config, embed, evaluate, fit, model, plot, refit, run
 from streamembed.cli.common import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, Refused
 
 __all__ = ["main", "build_parser", "SUBCOMMANDS"]
@@ -52,8 +52,8 @@ the mathematics: docs/math.md in the source repository.
 SUBCOMMANDS = (run, fit, embed, model, refit, evaluate, plot, config)
 
 #: Subcommands that read their own arguments before the tree is built: ``evaluate`` (its parser describes the
-#: evaluation code, which imports scipy) and ``bench`` (not installed: a pointer). Name -> ``main(argv) -> int``.
-_OWN_ARGUMENTS = {"evaluate": evaluate.main, "bench": bench.main}
+#: evaluation code, which imports scipy). Name -> ``main(argv) -> int``.
+_OWN_ARGUMENTS = {"evaluate": evaluate.main}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -183,10 +183,6 @@ class OutputConfig:
     dir_mode: str = _f("0750", "Mode (octal) of every directory the daemon creates (existing ones are left as they "
                        "are). The owner must have rwx; setgid (02750) is allowed.")
 
-    @property
-    def root_path(self) -> Path:
-        return Path(self.root)
-
 
 @dataclass
 class RunConfig:

@@ -220,15 +220,6 @@ class LandmarkModel:
     def with_version(self, version: int, lineage: str | None = None) -> LandmarkModel:
         return replace(self, version=int(version), lineage=self.lineage if lineage is None else lineage)
 
-    def with_options(self, *, n_threads: int | None = None, random_state: int | None = None) -> LandmarkModel:
-        """The same fitted map with other runtime options."""
-        return replace(self, n_threads=self.n_threads if n_threads is None else n_threads,
-                       random_state=self.random_state if random_state is None else random_state)
-
-    def map_dissimilarities(self, A_rows: np.ndarray) -> np.ndarray:
-        """(m, n) float64 what the criteria fit on this map: f(δ) on a non-metric map, δ itself otherwise."""
-        return self.placer.geometry.dissimilarities(A_rows)
-
     # ------------------------------------------------------------------ placing objects (``core.place.placer``)
     @property
     def placer(self) -> Placer:

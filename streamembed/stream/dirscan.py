@@ -163,10 +163,6 @@ class DirectoryIndex:
             self._cold.discard(rel)
             self._hot.add(rel)
 
-    @property
-    def hot_count(self) -> int:
-        return len(self._hot)
-
     def real_path(self, rel: str) -> Path:
         """Where to open ``rel``: itself, or the target of a link that stays inside the directory."""
         p = self.directory / rel

@@ -36,8 +36,7 @@ def test_drift_is_the_evaluate_drift_benchmark(monkeypatch) -> None:
     assert seen["quick"] is True and seen["peers"] is False
 
 
-@pytest.mark.parametrize(("argv", "pointer"), [(["bench", "--quick"], "python -m benchmarks bench"),
-                                               (["evaluate", "--datasets", "digits"], "python -m benchmarks evaluate"),
+@pytest.mark.parametrize(("argv", "pointer"), [(["evaluate", "--datasets", "digits"], "python -m benchmarks evaluate"),
                                                (["evaluate", "--list"], "python -m benchmarks evaluate")])
 def test_the_installed_cli_points_to_the_benchmarks(argv, pointer, capsys) -> None:
     assert cli(argv) == 2

@@ -43,7 +43,6 @@ import numpy as np
 from .newton import differences
 
 NOT_MINIMUM, WEAK, STRICT, GLOBAL = 0, 1, 2, 3
-STATUS_NAMES = ("not_minimum", "weak", "strict", "global")
 
 #: |gradient| below this share of Σ_i ‖∇ of term i‖ counts as stationary.
 GRAD_RTOL = 1e-6
