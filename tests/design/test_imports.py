@@ -145,6 +145,9 @@ def test_directory_daemon_imports_no_scipy_solver_nor_kafka(tmp_path: Path, mode
     loaded = _loaded(tmp_path, "run", env=_directory_daemon(tmp_path, model_and_input))
     assert list((tmp_path / "out").rglob("*.parquet")), "the daemon wrote no output"
     assert _heavy(loaded, HEAVY + ("pandas",)) == []
+    # nothing of streamembed's Kafka layer either: the source kinds' builders are imported when chosen
+    # (config/sources.py), the Kafka clients only when the run uses Kafka (daemon/assembly.py)
+    assert _heavy(loaded, ("streamembed.kafka",)) == []
     # metrics off: nothing is served, so neither the Prometheus client (with its http.server and exposition code,
     # 0.025-0.1 CPU-s of the start-up) nor the ops server and its map page are imported (ops/no_metrics.py)
     assert _heavy(loaded, ("prometheus_client", "http.server", "streamembed.ops.endpoints", "streamembed.ops.server",

@@ -154,6 +154,21 @@ def test_ops_sits_between_the_stream_and_the_daemon() -> None:
     assert "streamembed.ops.server" in graph and "streamembed.ops.history" in graph
 
 
+def test_the_monitors_sit_beside_the_stream() -> None:
+    """``monitors/`` (drift, input consistency) imports the core and the configuration, not the streaming layer it
+    watches nor anything above; nothing below it (core, config, stream, kafka) imports it: the embedder is handed
+    its monitors."""
+    graph = import_graph(type_only=True)
+    up = sorted(f"{m} -> {t}" for m, ts in graph.items() if m.startswith("streamembed.monitors") for t in ts
+                if t.startswith(("streamembed.stream", "streamembed.kafka", "streamembed.ops", "streamembed.daemon",
+                                 "streamembed.cli", "streamembed.jobs")))
+    assert not up, up
+    below = ("streamembed.core", "streamembed.config", "streamembed.stream", "streamembed.kafka")
+    down = sorted(f"{m} -> {t}" for m, ts in graph.items() if m.startswith(below) for t in ts
+                  if t.startswith("streamembed.monitors"))
+    assert not down, down
+
+
 def test_the_core_does_no_io_and_imports_nothing_above_it() -> None:
     graph = import_graph()
     for mod, targets in graph.items():
