@@ -91,3 +91,16 @@ def test_the_wheel_ships_the_static_assets() -> None:
         src = path.relative_to(ROOT).as_posix()
         assert any(src.startswith(d.rstrip("/") + "/") and any(fnmatch.fnmatch(path.name, p) for p in pats)
                    for d, pats in trees), f"{src} is not in MANIFEST.in"
+
+
+def test_the_c_sources_are_in_the_sdist_only_and_the_licence_in_both() -> None:
+    """The kernels' C sources (``core/csrc``) are build inputs: MANIFEST.in puts them in the sdist, the wheel takes
+    only the listed package data (``include-package-data = false``); LICENSE goes in both."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    setuptools_cfg = config["tool"]["setuptools"]
+    assert setuptools_cfg["include-package-data"] is False
+    assert not [p for p in setuptools_cfg["package-data"]["streamembed"] if "csrc" in p or p.endswith((".c", ".h"))]
+    manifest = (ROOT / "MANIFEST.in").read_text(encoding="utf-8")
+    assert "recursive-include streamembed/core/csrc *.c *.h" in manifest and "include LICENSE" in manifest
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").lstrip().startswith("Apache License")
+    assert config["project"]["license"] == {"text": "Apache-2.0"}
