@@ -141,7 +141,7 @@ def _embed_cli(files: _Files, src: Path, repeat: int, extra: tuple[str, ...] = (
 
     out = files.dir / "out.parquet"
     argv = ["embed", str(src), "-m", str(files.dir / "model.npz"), "-o", str(out), "--progress", "never", *extra]
-    with contextlib.redirect_stderr(open(os.devnull, "w")):  # noqa: SIM115
+    with contextlib.redirect_stderr(open(os.devnull, "w")):
         t = _best(lambda: _check(cli(argv)), repeat)
     return files.m / t
 
@@ -500,7 +500,7 @@ def _dask_backfill(quick: bool) -> dict:
             os.environ["PYTHONPATH"] = old
     argv = ["embed", str(parts), "-m", str(files.dir / "model.npz"), "-o", str(files.dir / "one.parquet"),
             "--progress", "never"]
-    with contextlib.redirect_stderr(open(os.devnull, "w")):  # noqa: SIM115
+    with contextlib.redirect_stderr(open(os.devnull, "w")):
         one = files.m / _best(lambda: _check(cli(argv)), 2)
     rate = files.m / best
     return {"objects_per_s": rate, "in_memory_objects_per_s": one, "over_in_memory": rate / one, "n": N,

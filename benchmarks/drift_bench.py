@@ -560,7 +560,7 @@ def run_benchmark(s: BenchSettings = BenchSettings(), progress: Callable[[str], 
         pool = edit_stream_pool(s.edit_corpus, s.n_landmarks)
         feed_stationary(resampled_stream("stationary edit distance", pool, T, s.seed + 2))
         progress(f"stationary edit distance done ({time.perf_counter() - t_start:.0f} s)")
-    except Exception as exc:  # noqa: BLE001 - a Python without docstrings (-OO): say so, go on
+    except Exception as exc:  # a Python without docstrings (-OO): say so, go on
         progress(f"edit-distance stream skipped: {exc}")
     for row in rows:
         row.fa_per_million = 1e6 * row.false_alarms / max(row.stationary_objects, 1)

@@ -226,7 +226,7 @@ class DirectoryFeeder:
                     for _ in range(min(8, len(self.kinds))):  # the whole corpus early in the soak
                         self._poison(self.kinds.pop(0))
                 self.stop.wait(self.rng.uniform(0.02, 0.25))
-        except BaseException as exc:  # noqa: BLE001 - reported by the soak
+        except BaseException as exc:  # reported by the soak
             self.error = exc
 
     def _good(self) -> None:
@@ -300,7 +300,7 @@ def _read_parquet_ids(directory: Path, pattern: str) -> tuple[list[str], list[st
     for p in sorted(directory.glob(pattern)) if directory.is_dir() else []:
         try:
             ids += pq.read_table(p, columns=["id"]).column("id").to_pylist()
-        except Exception as exc:  # noqa: BLE001 - reported
+        except Exception as exc:  # reported
             bad.append(f"{p.name}: {exc}")
     return ids, bad
 
@@ -317,7 +317,7 @@ def _read_dead_files(directory: Path) -> tuple[list[dict[str, Any]], list[str]]:
     for p in sorted(directory.glob("dead-*.parquet")) if directory.is_dir() else []:
         try:
             rows += pq.read_table(p, columns=["id", "reason", "file", "row"]).to_pylist()
-        except Exception as exc:  # noqa: BLE001 - reported
+        except Exception as exc:  # reported
             bad.append(f"{p.name}: {exc}")
     return rows, bad
 
@@ -742,7 +742,7 @@ def _committed_offsets(bootstrap: str, group: str, topic: str) -> tuple[Callable
     def read() -> dict[str, int] | None:
         try:
             got = {f"partition {tp.partition}": c.committed(tp) for tp in tps}
-        except Exception:  # noqa: BLE001 - the coordinator is busy: sample again later
+        except Exception:  # the coordinator is busy: sample again later
             return None
         return {k: v for k, v in got.items() if v is not None}
 
@@ -886,7 +886,7 @@ class _KafkaFeed:
                 else:
                     self._poison(self.kinds.pop(0))
                 self.stop.wait(self.rng.uniform(0.01, 0.1))
-        except BaseException as exc:  # noqa: BLE001 - reported by the soak
+        except BaseException as exc:  # reported by the soak
             self.errors.append(exc)
 
     def _good(self, n: int) -> None:

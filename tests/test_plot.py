@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from streamembed import LandmarkMDS  # noqa: E402
-from streamembed import plots  # noqa: E402
-from streamembed.cli import main as cli_main  # noqa: E402
+from streamembed import LandmarkMDS
+from streamembed import plots
+from streamembed.cli import main as cli_main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

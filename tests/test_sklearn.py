@@ -18,18 +18,18 @@ import pytest
 
 pytest.importorskip("sklearn")
 
-import sklearn  # noqa: E402
-import sklearn.utils.estimator_checks as checks  # noqa: E402
-from sklearn.base import clone  # noqa: E402
-from sklearn.exceptions import NotFittedError  # noqa: E402
-from sklearn.model_selection import GridSearchCV, KFold  # noqa: E402
-from sklearn.pipeline import Pipeline, make_pipeline  # noqa: E402
-from sklearn.utils.estimator_checks import check_estimator  # noqa: E402
-from sklearn.utils.validation import check_is_fitted  # noqa: E402
+import sklearn
+import sklearn.utils.estimator_checks as checks
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.utils.estimator_checks import check_estimator
+from sklearn.utils.validation import check_is_fitted
 
-from streamembed import LandmarkMDS  # noqa: E402
+from streamembed import LandmarkMDS
 
-from .core.conftest import euclidean  # noqa: E402
+from .core.conftest import euclidean
 
 #: Checks that cannot run anywhere here, and why.
 NOT_APPLICABLE = {

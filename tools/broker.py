@@ -243,7 +243,7 @@ class TansuBroker:
                     pass
                 self._metadata_probe(timeout=max(1.0, min(5.0, deadline - time.monotonic())))
                 return
-            except Exception as exc:  # noqa: BLE001 - any failure means "not ready yet"
+            except Exception as exc:  # any failure means "not ready yet"
                 last_err = f"{type(exc).__name__}: {exc}"
                 time.sleep(0.1)
         raise TansuStartError(
@@ -316,7 +316,7 @@ class TansuBroker:
             if self._proc is not None and self._proc.poll() is None:
                 self._proc.kill()
                 self._proc.wait(timeout=5)
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
     # ------------------------------------------------------------------ admin

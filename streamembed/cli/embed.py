@@ -69,7 +69,7 @@ def _total_rows(paths: list[Path]) -> int | None:
             import pyarrow.parquet as pq
 
             total += int(pq.ParquetFile(path).metadata.num_rows)
-        except Exception:  # noqa: BLE001 - unknown total: no percentage
+        except Exception:  # unknown total: no percentage
             return None
     return total
 

@@ -50,7 +50,7 @@ def read_matrix(path: str, column: str) -> tuple[np.ndarray, list[str] | None]:
             table = pa.concat_tables(tables)
     except Refused:
         raise
-    except Exception as exc:  # noqa: BLE001 - any unreadable input refuses with the reason
+    except Exception as exc:  # any unreadable input refuses with the reason
         raise Refused(f"cannot read {path}: {exc}") from None
     ids = [str(x) for x in table.column("id").to_pylist()] if "id" in table.schema.names else None
     if column in table.schema.names:

@@ -155,5 +155,5 @@ def _png_title(path: Path) -> str | None:
 
         with Image.open(path) as im:
             return im.info.get("Title")
-    except Exception:  # noqa: BLE001 - a summary line only
+    except Exception:  # a summary line only
         return None

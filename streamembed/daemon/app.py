@@ -129,7 +129,7 @@ def _run(cfg: Config, stop: threading.Event | None, metrics: Metrics | None) -> 
             log.info("stopped", extra={"batches": stats.batches, "records_in": stats.records_in,
                                        "embedded": stats.embedded, "dead_letters": stats.dead,
                                        "commits": stats.commits})
-        except Exception as exc:  # noqa: BLE001 - report and exit non-zero; the checkpoint is intact
+        except Exception as exc:  # report and exit non-zero; the checkpoint is intact
             if is_environment_error(exc) or _brokers_away(exc):
                 log.error("the environment failed under the loop (exit %d, to be retried; the next start resumes "
                           "from the last checkpoint): %s: %s", EXIT_UNAVAILABLE, type(exc).__name__, exc)
@@ -229,7 +229,7 @@ def _close(closers: list[Any], server: OpsServer | None, code: int) -> int:
     for close in reversed(closers):
         try:
             close()
-        except Exception:  # noqa: BLE001 - shutting down: log and go on
+        except Exception:  # shutting down: log and go on
             log.warning("closing %r failed", close, exc_info=True)
     if server is not None:
         server.stop()

@@ -200,7 +200,7 @@ def startup_model(cfg: Config, topic: ModelTopic | None,
         return local
     except (StartupError, EnvironmentUnavailable):
         raise
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise EnvironmentUnavailable(f"cannot use kafka.model_topic = {cfg.kafka.model_topic!r}: "
                                      f"{type(exc).__name__}: {exc}") from None
 
@@ -282,7 +282,7 @@ class ModelSync:
         Raises ValueError when the topic cannot be written (unclaimed: not installed, one map per version)."""
         try:
             why = self.topic.claim(model)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise ValueError(f"its version could not be claimed on the model topic ({type(exc).__name__}: "
                              f"{exc})") from None
         if why is None:
@@ -319,5 +319,5 @@ class ModelSync:
             try:
                 self.topic.publish(self.registry.current)
                 self._published = current
-            except Exception:  # noqa: BLE001 - the stream goes on; try again next time
+            except Exception:  # the stream goes on; try again next time
                 log.warning("publishing model version %d failed; will retry", current, exc_info=True)

@@ -69,7 +69,7 @@ def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
             **{k: res.details[k] for k in RECORDED if k in res.details},
         }
         code = 0
-    except Exception as exc:  # noqa: BLE001 - reported to the daemon through the record
+    except Exception as exc:  # reported to the daemon through the record
         doc = {"error": f"{type(exc).__name__}: {exc}", "worker_seconds": time.perf_counter() - t0}
         code = 1
     atomic_write_bytes(record, json.dumps(doc).encode())

@@ -167,7 +167,7 @@ def plan(paths: Sequence[str | os.PathLike[str]], *, rows_per_task: int = 1 << 2
         if file_format(path) == "parquet":
             try:
                 md = pq.ParquetFile(path).metadata
-            except Exception:  # noqa: BLE001 - unreadable: one task, whose reader dead-letters it
+            except Exception:  # unreadable: one task, whose reader dead-letters it
                 tasks.append(Task(path, name))
                 continue
             sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]

@@ -172,7 +172,7 @@ def retry(fn: Callable[[], T], what: str, *, stop: threading.Event | None = None
         while True:
             try:
                 return fn()
-            except Exception as exc:  # noqa: BLE001 - classified below
+            except Exception as exc:  # classified below
                 if not is_transient(exc):
                     raise
                 if (stop is not None and stop.is_set()) or (deadline is not None and time.monotonic() >= deadline):
@@ -319,7 +319,7 @@ class ReliableProducer:
         try:
             fut = retry(lambda: self._producer.send(topic, value=value, key=key, headers=headers),
                         f"producing to {topic}", stop=self.stop, metrics=self.metrics, max_backoff=self.max_backoff)
-        except Exception as exc:  # noqa: BLE001 - a size refusal goes back to the sender
+        except Exception as exc:  # a size refusal goes back to the sender
             if not is_too_large(exc):
                 raise
             if on_too_large is None:
@@ -425,5 +425,5 @@ class ReliableProducer:
         """Close the client; unacknowledged messages are dropped (their input was not committed)."""
         try:
             self._producer.close(timeout=timeout)
-        except Exception:  # noqa: BLE001 - closing is best effort
+        except Exception:  # closing is best effort
             log.warning("closing the Kafka producer failed", exc_info=True)

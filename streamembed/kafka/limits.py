@@ -39,7 +39,7 @@ def message_size(key: bytes | None, value: bytes | None, headers: Sequence[tuple
         from kafka.record.default_records import DefaultRecordBatchBuilder
 
         return int(DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, list(headers)))
-    except Exception:  # noqa: BLE001 - another kafka-python: a conservative estimate of our own
+    except Exception:  # another kafka-python: a conservative estimate of our own
         return (61 + 21 + (len(key) if key else 0) + (len(value) if value else 0)
                 + sum(len(k.encode()) + len(v) + 10 for k, v in headers))
 
@@ -73,14 +73,14 @@ def topic_limit(admin_settings: Mapping[str, Any], topic: str) -> int | None:
 
         keys = set(KafkaAdminClient.DEFAULT_CONFIG)
         admin = KafkaAdminClient(**{k: v for k, v in admin_settings.items() if k in keys})
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         log.debug("cannot ask the broker for the size limit of %s (%s)", topic, exc)
         return None
     try:
         found = _config_value(admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)]),
                               "max.message.bytes")
         return found
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         log.debug("cannot ask the broker for the size limit of %s (%s)", topic, exc)
         return None
     finally:

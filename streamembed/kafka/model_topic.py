@@ -143,7 +143,7 @@ class ModelTopic:
             admin.create_topics([NewTopic(name=self.topic, num_partitions=1, replication_factor=1,
                                           topic_configs={"cleanup.policy": "compact"})])
             log.info("created the model topic", extra={"topic": self.topic})
-        except Exception as exc:  # noqa: BLE001 - exists already, or no permission: the producer decides
+        except Exception as exc:  # exists already, or no permission: the producer decides
             log.debug("model topic not created (%s: %s)", type(exc).__name__, exc)
         finally:
             admin.close()
@@ -206,7 +206,7 @@ class ModelTopic:
             return None
         try:
             est = model_from_bytes(record.value)
-        except Exception as exc:  # noqa: BLE001 - ModelFileError and friends: not a usable model
+        except Exception as exc:  # ModelFileError and friends: not a usable model
             log.warning("model record at offset %d is not a loadable model (%s); skipped", record.offset, exc)
             return None
         if int(est.version) != version:
@@ -317,7 +317,7 @@ class ModelTopic:
                f"{record.offset}; this replica's is offset {pub.offset})")
         try:
             self._publish(record.value, list(record.headers), version, _headers(record)[_SHA_HEADER].decode())
-        except Exception:  # noqa: BLE001 - the readers' rule (first record wins) holds without it
+        except Exception:  # the readers' rule (first record wins) holds without it
             log.warning("re-publishing the winning model version %d failed", version, exc_info=True)
         return why
 
@@ -352,7 +352,7 @@ class ModelTopic:
                         for r in recs:
                             if r.key == self._key:
                                 self._offer(r)
-                except Exception:  # noqa: BLE001 - keep watching; the stream goes on with its model
+                except Exception:  # keep watching; the stream goes on with its model
                     log.warning("watching the model topic failed; retrying", exc_info=True)
                     if consumer is not None:
                         consumer.close()

@@ -296,7 +296,7 @@ class KafkaSource:
             # a bounded wait per attempt: a broker away makes attempts fail (and retried), not hang (liveness.py)
             retry(lambda: self._consumer.commit(offsets, timeout_ms=COMMIT_TIMEOUT_MS), "committing offsets",
                   stop=self.stop, metrics=self.metrics, max_backoff=self.max_backoff)
-        except Exception as exc:  # noqa: BLE001 - a lost generation is expected during rebalances
+        except Exception as exc:  # a lost generation is expected during rebalances
             if is_transient(exc):
                 raise
             log.warning("offset commit refused (%s: %s); the partitions' new owner re-reads from the previous "
@@ -317,7 +317,7 @@ class KafkaSource:
     def close(self) -> None:
         try:
             self._consumer.close(autocommit=False)
-        except Exception:  # noqa: BLE001 - closing is best effort
+        except Exception:  # closing is best effort
             log.warning("closing the Kafka consumer failed", exc_info=True)
 
     # ------------------------------------------------------------------ fetching
@@ -328,7 +328,7 @@ class KafkaSource:
                         "or kafka.max_poll_records", gap, self.max_poll_interval)
         try:
             records = self._consumer.poll(timeout_ms=timeout_ms, max_records=self.max_poll_records)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             if is_transient(exc):
                 log.warning("polling the consumer failed transiently (%s: %s)", type(exc).__name__, exc)
                 if self.metrics is not None:

@@ -110,7 +110,7 @@ def stuck_partition(consumer: Any, topic: str, exc: BaseException, assigned: Ite
         tp = TopicPartition(topic, p)
         try:
             hw, pos = consumer.highwater(tp), consumer.position(tp, timeout_ms=1000)
-        except Exception:  # noqa: BLE001 - cannot tell for this one
+        except Exception:  # cannot tell for this one
             hw, pos = None, None
         if hw is None or pos is None or pos < hw:
             with_data.append(p)
@@ -141,7 +141,7 @@ def skip_unreadable(consumer: Any, topic: str, exc: BaseException, assigned: Ite
     try:
         offset = int(consumer.position(tp, timeout_ms=5000))
         consumer.seek(tp, offset + 1)
-    except Exception as revoked:  # noqa: BLE001 - the partition moved meanwhile: its new owner meets the batch
+    except Exception as revoked:  # the partition moved meanwhile: its new owner meets the batch
         log.info("partition %d was revoked before its unreadable batch could be skipped (%s)", p, revoked)
         return -1, -1, ""
     detail = f"the record batch holding offset {offset} cannot be read: {type(exc).__name__}: {exc}"[:1000]
@@ -161,7 +161,7 @@ def probe(consumer: Any, topic: str, partition: int, settings: Mapping[str, Any]
     try:
         position = consumer.position(tp, timeout_ms=5000)
         reader = KafkaConsumer(**own)
-    except Exception:  # noqa: BLE001 - cannot probe: cannot tell
+    except Exception:  # cannot probe: cannot tell
         return False
     try:
         reader.assign([tp])
@@ -170,7 +170,7 @@ def probe(consumer: Any, topic: str, partition: int, settings: Mapping[str, Any]
             try:
                 if reader.poll(timeout_ms=300, max_records=1):
                     return False
-            except Exception as exc:  # noqa: BLE001 - the answer
+            except Exception as exc:  # the answer
                 return is_unreadable_data(exc) and not is_transient(exc)
         return False
     finally:

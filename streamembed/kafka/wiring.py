@@ -81,7 +81,7 @@ class KafkaIO:
             try:
                 self.producer = ReliableProducer(producer_settings(k), metrics=self.metrics, stop=self.stop,
                                                  max_backoff=k.retry_backoff_max_seconds)
-            except Exception as exc:  # noqa: BLE001 - the brokers are unreachable: retry later
+            except Exception as exc:  # the brokers are unreachable: retry later
                 raise EnvironmentUnavailable(f"cannot produce to kafka.bootstrap_servers = {k.bootstrap_servers!r}: "
                                              f"{type(exc).__name__}: {exc}") from None
             self.limit = k.max_unacked_bytes
@@ -119,7 +119,7 @@ class KafkaIO:
         for close in reversed(self.closers):
             try:
                 close()
-            except Exception:  # noqa: BLE001 - shutting down: log and go on
+            except Exception:  # shutting down: log and go on
                 log.warning("closing a Kafka client failed", exc_info=True)
         self.closers.clear()
 
@@ -139,7 +139,7 @@ def build_source(cfg: Config, context: SourceContext) -> SourceSetup:
                              backpressure=io.backpressure, resume_when=io.resume,
                              startup_timeout=k.startup_timeout_seconds, max_backoff=k.retry_backoff_max_seconds,
                              event_time=k.event_time)
-    except Exception as exc:  # noqa: BLE001 - the brokers are unreachable: retry later
+    except Exception as exc:  # the brokers are unreachable: retry later
         raise EnvironmentUnavailable(f"cannot consume {k.input_topic!r} from kafka.bootstrap_servers = "
                                      f"{k.bootstrap_servers!r}: {type(exc).__name__}: {exc}") from None
     io.closers.append(source.close)

@@ -110,7 +110,7 @@ class MapView:
                     self._k0.add(with_k0)
                 self._seen += m
             self._check_model()
-        except Exception:  # noqa: BLE001 - the map must never stop the stream
+        except Exception:  # the map must never stop the stream
             if not self._failed:
                 log.exception("the map view failed to observe a batch; /map may be stale")
                 self._failed = True

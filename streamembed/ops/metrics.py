@@ -274,7 +274,7 @@ def reference_table() -> str:
     values[("streamembed_flags_total", "flag")] = ", ".join(FLAG_NAMES[b] for b in sorted(FLAG_NAMES))
     m = Metrics(CollectorRegistry())
     rows = ["| name | type | labels | meaning |", "| --- | --- | --- | --- |"]
-    for collector in list(m.registry._collector_to_names):  # noqa: SLF001 - the only way to list collectors
+    for collector in list(m.registry._collector_to_names):  # the only way to list collectors
         labels = list(getattr(collector, "_labelnames", ()))
         for fam in collector.describe() if hasattr(collector, "describe") else collector.collect():
             if not fam.name.startswith("streamembed_"):

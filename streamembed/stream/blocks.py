@@ -102,7 +102,7 @@ def _label(bcol: pa.Array | None, row: int) -> str:
         return "the batch's block"
     try:
         return f"block {bcol[row].as_py()!r}"
-    except Exception:  # noqa: BLE001 - a label for a message only
+    except Exception:  # a label for a message only
         return f"the block at row {row}"
 
 
@@ -234,6 +234,6 @@ def block_units(table: pa.Table | pa.RecordBatch) -> np.ndarray:
             return np.flatnonzero(start)
         if "cross" in names and m > 1:
             return np.zeros(1, dtype=np.int64)
-    except Exception:  # noqa: BLE001 - bisection must go on
+    except Exception:  # bisection must go on
         return np.zeros(1, dtype=np.int64)
     return np.arange(m)

@@ -49,7 +49,7 @@ class CommitBehind(Generic[T]):
         def run() -> None:
             try:
                 self._result = commit()
-            except BaseException as exc:  # noqa: BLE001 - raised on the loop's thread by wait()
+            except BaseException as exc:  # raised on the loop's thread by wait()
                 self._error = exc
 
         self._thread = threading.Thread(target=run, name="streamembed-commit", daemon=True)

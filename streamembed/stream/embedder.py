@@ -126,7 +126,7 @@ class BatchEmbedder:
         try:
             with runtime.limit(self.max_batch_seconds, self.cancelled):
                 return self._process(table, origin)
-        except Exception as exc:  # noqa: BLE001 - the rule: contained to the records that cause it
+        except Exception as exc:  # the rule: contained to the records that cause it
             m = table.num_rows
             units = block_units(table)  # where a piece that cannot be split (a block, or one row) begins
             if units.size <= 1:
@@ -273,7 +273,7 @@ def _ids_or_none(table: pa.Table | pa.RecordBatch, m: int) -> pa.Array:
             if pa.types.is_string(col.type):
                 col.validate(full=True)
                 return col
-    except Exception:  # noqa: BLE001 - a dead letter must still be written
+    except Exception:  # a dead letter must still be written
         pass
     return pa.nulls(m, pa.string())
 

@@ -143,7 +143,7 @@ class ReadAhead:
                 self._caught_up, self._idle = caught_up, True
                 # the source's own pace (a directory: poll_seconds between scans), at most MAX_IDLE_WAIT
                 self._stop.wait(max(0.001, min(hint, MAX_IDLE_WAIT)) if hint > 0 else 0.001)
-        except BaseException as exc:  # noqa: BLE001 - handed to the loop's thread
+        except BaseException as exc:  # handed to the loop's thread
             self._put(_Failure(exc))
 
     def _put(self, item: object) -> None:

@@ -127,7 +127,7 @@ def test_consumer_group_split_commit_and_resume(broker: TansuBroker, topic_facto
                     positions[idx] = {tp.partition: c.position(tp) for tp in assigned}
                     assignments[idx] = {tp.partition for tp in assigned}
                 c.commit()
-            except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            except BaseException as exc:  # reported by the main thread
                 errors.append(exc)
             finally:
                 c.close()

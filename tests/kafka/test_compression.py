@@ -85,7 +85,7 @@ def _first_error(bootstrap: str, topic: str, offset: int) -> str | None:
             try:
                 if c.poll(timeout_ms=250, max_records=1):
                     return None
-            except Exception as exc:  # noqa: BLE001 - the answer
+            except Exception as exc:  # the answer
                 return f"{type(exc).__name__}: {exc}"
         return None
     finally:

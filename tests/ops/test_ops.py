@@ -306,7 +306,7 @@ def test_a_slow_metrics_endpoint_cannot_starve_the_probes() -> None:
     release = threading.Event()
 
     class Slow(Collector):
-        def collect(self):  # noqa: ANN201 - prometheus_client API
+        def collect(self):  # prometheus_client API
             release.wait(10)
             return []
 

@@ -85,11 +85,11 @@ def test_batches_are_embedded_while_a_commit_runs_and_its_checkpoint_follows_its
         events.append("sealed")
         return slow
 
-    def save(ck) -> None:  # noqa: ANN001
+    def save(ck) -> None:
         events.append("checkpoint")
         real_save(ck)
 
-    def handle(batch) -> None:  # noqa: ANN001
+    def handle(batch) -> None:
         real_handle(batch)
         events.append("batch")
         if events.count("sealed") == 1:
@@ -161,7 +161,7 @@ def test_a_commit_is_counted_and_its_error_raised_while_the_source_is_idle(tmp_p
         if fail:
             real_seal = output.seal
 
-            def seal(label: str, real_seal=real_seal):  # noqa: ANN202
+            def seal(label: str, real_seal=real_seal):
                 real_seal(label)
 
                 def fail_() -> None:
@@ -170,7 +170,7 @@ def test_a_commit_is_counted_and_its_error_raised_while_the_source_is_idle(tmp_p
             output.seal = seal
         real_poll, polls = src.poll, [0]
 
-        def poll(real_poll=real_poll, polls=polls, loop=loop):  # noqa: ANN202
+        def poll(real_poll=real_poll, polls=polls, loop=loop):
             polls[0] += 1
             if loop.stats.commits >= 1 or polls[0] > 200:  # idle: stop once the commit was counted (or give up)
                 loop.stop.set()

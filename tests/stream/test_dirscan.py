@@ -46,7 +46,7 @@ def _file(path: Path, ids: list[str]) -> Path:
     return write_parquet(path, input_table(ids, np.ones((len(ids), 4), np.float32)))
 
 
-def _ids(batches) -> list[str]:  # noqa: ANN001
+def _ids(batches) -> list[str]:
     return sorted(i for b in batches if b.table is not None for i in b.table.column("id").to_pylist())
 
 

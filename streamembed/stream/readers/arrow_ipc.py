@@ -52,7 +52,7 @@ def iter_arrow(src: Input, batch_rows: int, start_row: int, max_block_rows: int,
             sr = ipc.open_stream(f)
             schema = sr.schema
             batches = stream_batches(sr)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if not final and looks_unfinished(src, (ARROW_FILE_MAGIC, b"\xff\xff\xff\xff")):
             yield ReadChunk(None, start_row, start_row,
                             tail=f"an Arrow IPC file that cannot be read yet (unfinished?): "

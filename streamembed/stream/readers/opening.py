@@ -69,7 +69,7 @@ class Input:
     def binary(self) -> io.BufferedIOBase:
         whole = self._whole()
         if whole is None:
-            return open(self.path, "rb")  # noqa: SIM115 - the caller closes it
+            return open(self.path, "rb")  # the caller closes it
         return io.BytesIO(whole.data if isinstance(whole, np.ndarray) else memoryview(whole))
 
     def check(self) -> None:

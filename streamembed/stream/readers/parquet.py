@@ -37,7 +37,7 @@ def iter_parquet(src: Input, batch_rows: int, start_row: int, max_block_rows: in
             pf = pq.ParquetFile(src.native(), pre_buffer=src.snapshot is not None)
         schema = pf.schema_arrow
         md = pf.metadata
-    except Exception as exc:  # noqa: BLE001 - any failure to open is "unreadable" (or an unfinished file)
+    except Exception as exc:  # any failure to open is "unreadable" (or an unfinished file)
         if not final and looks_unfinished(src, (b"PAR1",)):
             yield ReadChunk(None, start_row, start_row, tail=f"a Parquet file without its footer (unfinished?): {exc}")
         else:

@@ -105,7 +105,7 @@ class GroupFill:
                 with self._cond:
                     self._filled[k] = slab
                     self._cond.notify_all()
-        except BaseException as exc:  # noqa: BLE001 - raised on the decoder's thread
+        except BaseException as exc:  # raised on the decoder's thread
             with self._cond:
                 self._error = exc if isinstance(exc, FileChanged) else FileChanged(f"{self.path} could not be read: "
                                                                                    f"{exc}")

@@ -79,7 +79,7 @@ class _WriteBehind:
                 if self._error is None:
                     table, rows = item
                     self.writer.write_table(table, row_group_size=rows)
-            except BaseException as exc:  # noqa: BLE001 - handed to the loop's thread
+            except BaseException as exc:  # handed to the loop's thread
                 self._error = exc
             finally:
                 self._q.task_done()

@@ -86,7 +86,7 @@ def test_a_geodesic_model_is_checked_on_the_raw_rows() -> None:
 # ----------------------------------------------------------------- real data
 
 
-def _c(check, rows: np.ndarray) -> float:  # noqa: ANN001
+def _c(check, rows: np.ndarray) -> float:
     return check.consistency(float(np.nanmean(check.shares(rows))))
 
 

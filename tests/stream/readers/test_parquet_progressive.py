@@ -59,7 +59,7 @@ class _Gate:
         self.open = threading.Event()
         self.real = parquet_fill.read_into
 
-    def __call__(self, fh, buf):  # noqa: ANN001, ANN204 - read_into's signature
+    def __call__(self, fh, buf):  # read_into's signature
         self.reads += 1
         if self.reads > self.allow:
             self.open.wait(10)

@@ -78,7 +78,7 @@ def test_running_out_of_memory_is_never_a_dead_letter(tmp_path: Path, monkeypatc
     _limit(monkeypatch, 256 * MIB)
     real = parquet.pq.ParquetFile.iter_batches
 
-    def failing(self, *a, **k):  # noqa: ANN001, ANN002, ANN003
+    def failing(self, *a, **k):
         for i, b in enumerate(real(self, *a, **k)):
             if i == 2:
                 raise pa.ArrowMemoryError("malloc of size 67440832 failed")
