@@ -5,7 +5,8 @@ runs from random starts by more than 1e-9 relative (plus 1e-13 of the
 block's scale F(0), for blocks that fit exactly), on 220 random problems:
 k from 2 to 64 (log-uniform, and 64 for every 40th), d from 1 to 10 in turn, blocks in the landmarks'
 span, partly off it, mostly off it (near-hard) and entirely off it (the
-hard case).
+hard case); checked in four tests of 55 consecutive problems, each well inside
+the per-test deadline on a loaded runner.
 """
 
 from __future__ import annotations
@@ -30,10 +31,19 @@ def _problems(seed: int, count: int):
         yield (str(kind), k, d, *block_problem(rng, k, d, str(kind))[:4]), np.random.default_rng([seed, i])
 
 
+#: The problems are checked in this many tests of consecutive problems (the same 220 in every case): each stays
+#: well inside the per-test deadline on a loaded two-core runner (about 10-20 s each at load 2).
+CHUNKS = 4
+
+
 @pytest.mark.slow
-def test_never_above_a_30_start_brute_force_minimum():
-    failures, certified, kinds_seen, k_seen, d_seen = [], 0, set(), set(), set()
-    for (kind, k, d, C, Beta, lam, b_norm2), rng in _problems(2025, N_PROBLEMS):
+@pytest.mark.parametrize("chunk", range(CHUNKS))
+def test_never_above_a_30_start_brute_force_minimum(chunk: int) -> None:
+    size = -(-N_PROBLEMS // CHUNKS)
+    failures = []
+    for i, ((kind, k, d, C, Beta, lam, b_norm2), rng) in enumerate(_problems(2025, N_PROBLEMS)):
+        if not chunk * size <= i < (chunk + 1) * size:
+            continue
         sol = solve_blocks(C, Beta.ravel(), np.array([k]), lam, np.array([b_norm2]))
         f_brute = brute_force(C, Beta, lam, b_norm2, rng, n_starts=30)
         scale = 2.0 * b_norm2 + float((Beta**2).sum())
@@ -42,10 +52,19 @@ def test_never_above_a_30_start_brute_force_minimum():
         if sol.certified[0]:
             # a certified block is globally optimal: brute force cannot beat it
             assert f_brute >= sol.objective[0] - sol.gap[0] - 1e-9 * f_brute - 1e-13 * scale
+    assert not failures, failures
+
+
+@pytest.mark.slow  # 220 landmark fits: about 12 s
+def test_the_brute_force_problems_cover_every_kind_size_and_regime() -> None:
+    """The 220 problems span every kind, k from 2 to 64, d from 1 to 10, and both certified and uncertified
+    blocks (the solver alone: the brute force is the slow part)."""
+    certified, kinds_seen, k_seen, d_seen = 0, set(), set(), set()
+    for (kind, k, d, C, Beta, lam, b_norm2), _ in _problems(2025, N_PROBLEMS):
+        sol = solve_blocks(C, Beta.ravel(), np.array([k]), lam, np.array([b_norm2]))
         certified += int(sol.certified[0])
         kinds_seen.add(kind)
         k_seen.add(k)
         d_seen.add(d)
-    assert not failures, failures
     assert kinds_seen == set(KINDS) and min(k_seen) == 2 and max(k_seen) == 64 and d_seen == set(range(1, 11))
     assert 0 < certified < N_PROBLEMS  # both regimes are exercised
