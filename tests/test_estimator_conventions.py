@@ -1,4 +1,4 @@
-"""What a scikit-learn or pandas user expects of ``LandmarkMDS`` beyond the checks (issue 26).
+"""What a scikit-learn or pandas user expects of ``LandmarkMDS`` beyond the checks.
 
 Feature rows for a feature-mode model, ``self_similarity`` on every placing method, one default-id
 convention with the command line (row numbers; old "L0…" files still load), and the hints ``fit`` gives

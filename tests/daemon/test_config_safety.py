@@ -1,4 +1,4 @@
-"""Issue 24 item 5: settings an attacker or a slip can exploit are refused with the key named.
+"""Settings an attacker or a slip can exploit are refused with the key named.
 
 NaN and infinities (from TOML, the environment and flags), durations beyond any sane range, settings
 whose memory cannot fit the machine, environment names in another case.

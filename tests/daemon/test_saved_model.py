@@ -1,4 +1,4 @@
-"""The default run keeps its generator-fitted model where `model info` and `plot map` find it (issue 26)."""
+"""The default run keeps its generator-fitted model where `model info` and `plot map` find it."""
 
 from __future__ import annotations
 

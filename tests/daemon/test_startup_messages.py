@@ -1,4 +1,4 @@
-"""The daemon's start-up says what is wrong and what it runs (issue 26): batch mode on a directory that does not
+"""The daemon's start-up says what is wrong and what it runs: batch mode on a directory that does not
 exist refuses (exit 2, naming the path) instead of exiting 0 having read nothing; a feature-mode model is
 logged as "feature input"."""
 

@@ -1,4 +1,4 @@
-"""Issue 13 item 5 (and item 6's precise reasons) with the real CLI: every failure is loud.
+"""With the real CLI: every failure is loud.
 
 Each case runs ``python -m streamembed ...`` as a user would and checks the exit code (the contract of
 ``streamembed --help``: 0 done, 1 done with dead letters, 2 refused), that the message on stderr says

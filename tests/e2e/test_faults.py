@@ -85,7 +85,7 @@ def _in_flight(root: Path, since_ns: int = 0) -> str | None:
 
 @pytest.mark.slow
 def test_huge_rows_with_l1_then_sigterm_mid_batch_then_the_batch_is_read_again(tmp_path: Path) -> None:
-    """Issue item 2: rows of 1e100 with method l1 are out_of_range dead letters (no inf, no endless loop); a
+    """Rows of 1e100 with method l1 are out_of_range dead letters (no inf, no endless loop); a
     SIGTERM in the middle of a long l1 batch stops the daemon at once (exit 0, the batch not written), and
     the restart reads that batch again."""
     model = tmp_path / "slow.npz"
@@ -183,7 +183,7 @@ def test_a_batch_that_keeps_killing_the_daemon_is_quarantined(tmp_path: Path) ->
 
 @pytest.mark.slow
 def test_jsonl_written_in_place_with_a_pause_loses_nothing(tmp_path: Path) -> None:
-    """Issue item 6: 100 lines, half a line, a pause longer than settle_seconds, then the rest: all 200 embedded
+    """100 lines, half a line, a pause longer than settle_seconds, then the rest: all 200 embedded
     once."""
     indir, out = tmp_path / "in", tmp_path / "out"
     indir.mkdir()
@@ -212,7 +212,7 @@ def test_jsonl_written_in_place_with_a_pause_loses_nothing(tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_parquet_written_in_place_slowly_is_read_once_complete(tmp_path: Path) -> None:
-    """Issue item 6: a Parquet file written in five pieces with pauses is read once, complete, and never
+    """A Parquet file written in five pieces with pauses is read once, complete, and never
     dead-lettered."""
     indir, out = tmp_path / "in", tmp_path / "out"
     indir.mkdir()
@@ -257,7 +257,7 @@ def _nobody_env(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
 
 @pytest.mark.slow
 def test_a_mode_000_file_is_retried_not_dead_lettered_as_nobody(tmp_path: Path) -> None:
-    """Issue item 6: a file nobody may not read is retried with backoff (read_retries), never dead-lettered,
+    """A file nobody may not read is retried with backoff (read_retries), never dead-lettered,
     while later files are read; once readable it is read."""
     _need_root()
     work, indir, out, model = _nobody_env(tmp_path)
@@ -305,7 +305,7 @@ def test_a_mode_000_file_shows_in_readiness(tmp_path: Path) -> None:
 
 
 def test_an_unreadable_watched_directory_makes_the_daemon_unready_not_dead(tmp_path: Path) -> None:
-    """Issue item 6: the watched directory made unreadable: /readyz 503 naming it, /healthz 200, no exit;
+    """The watched directory made unreadable: /readyz 503 naming it, /healthz 200, no exit;
     readable again: ready, and its files are read."""
     _need_root()
     work, indir, out, model = _nobody_env(tmp_path)
@@ -372,7 +372,7 @@ CHECKPOINTS = {
 @pytest.mark.parametrize("shape", sorted(CHECKPOINTS))
 def test_a_corrupt_checkpoint_is_refused_with_exit_2_naming_the_file_and_the_way_out(shape: str,
                                                                                       tmp_path: Path) -> None:
-    """Issue item 7: never a restart loop (exit 1) on bad state: exit 2, the file named, `mv ... .bad` suggested."""
+    """Never a restart loop (exit 1) on bad state: exit 2, the file named, `mv ... .bad` suggested."""
     model = _model(tmp_path)
     indir, out = tmp_path / "in", tmp_path / "out"
     indir.mkdir()
@@ -434,7 +434,7 @@ MODELS = {
 
 @pytest.mark.parametrize("case", sorted(MODELS) + ["npy", "text", "truncated", "directory"])
 def test_an_edited_or_wrong_model_file_is_refused_with_exit_2(case: str, tmp_path: Path) -> None:
-    """Issue item 7: model metadata is covered by the checksum; a re-hashed edit is still validated; .npy, text,
+    """Model metadata is covered by the checksum; a re-hashed edit is still validated; .npy, text,
     truncated files and directories are refused with a message naming the file (exit 2, never a restart loop)."""
     good = _model(tmp_path)
     bad = tmp_path / "bad.npz"
@@ -494,7 +494,7 @@ def _fill(disk: Path) -> Path:
 
 
 def test_a_full_disk_exits_3_at_start_and_mid_run_and_resumes_without_loss(tmp_path: Path, small_disk: Path) -> None:
-    """Issue item 5: a full disk is 'the world is temporarily wrong': exit 3 (restart), not 2 (refused), at start
+    """A full disk is 'the world is temporarily wrong': exit 3 (restart), not 2 (refused), at start
     and while running; after space is freed the daemon resumes and nothing is lost."""
     model = _model(tmp_path)
     indir, out = tmp_path / "in", small_disk / "out"
@@ -505,7 +505,7 @@ def test_a_full_disk_exits_3_at_start_and_mid_run_and_resumes_without_loss(tmp_p
     code, log = _refuse(tmp_path, env)
     assert code == 3, log
     assert "No space left on device" in log and "to be retried" in log, log
-    assert f"'{small_disk}/" in log, log  # the message names the file it could not write (issue 26)
+    assert f"'{small_disk}/" in log, log  # the message names the file it could not write
     filler.unlink()
     d = Daemon(tmp_path, env)
     try:
@@ -535,7 +535,7 @@ def test_a_full_disk_exits_3_at_start_and_mid_run_and_resumes_without_loss(tmp_p
 
 @pytest.mark.slow
 def test_a_port_taken_or_brokers_unreachable_exit_3(tmp_path: Path) -> None:
-    """Issue item 5: the other 'world is temporarily wrong' cases are exit 3 too (a supervisor restarts)."""
+    """The other 'world is temporarily wrong' cases are exit 3 too (a supervisor restarts)."""
     import socket
 
     model = _model(tmp_path)
@@ -590,7 +590,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_kill_9_during_a_refit_leaves_no_worker_and_the_restart_cleans_its_directory(tmp_path: Path) -> None:
-    """Issue item 8: the refit worker dies with its daemon (PR_SET_PDEATHSIG) before finishing, and the next
+    """The refit worker dies with its daemon (PR_SET_PDEATHSIG) before finishing, and the next
     start removes the refit-* work directory."""
     model = tmp_path / "model.npz"
     fitted_model(features=True).save(model)
@@ -643,7 +643,7 @@ def _start_time(pid: int) -> int:
 
 @pytest.mark.parametrize("start", ["stale", "exact"])
 def test_refit_with_a_stale_pid_file_never_signals_a_stranger(start: str, tmp_path: Path) -> None:
-    """Issue item 9: the pid file of a killed daemon names a pid that now belongs to another process (a `sleep`
+    """The pid file of a killed daemon names a pid that now belongs to another process (a `sleep`
     of ours): `streamembed refit` refuses (exit 2) and the stranger lives on. 'exact' even gives the stranger's
     own start time: the lock nobody holds still tells the file is stale."""
     model = _model(tmp_path)
@@ -679,7 +679,7 @@ def test_refit_with_a_stale_pid_file_never_signals_a_stranger(start: str, tmp_pa
 
 
 def test_metrics_name_the_model_file_not_its_path(tmp_path: Path) -> None:
-    """Issue item 11."""
+    """The model is named in the metrics by its file name only, never by its path (which may say too much)."""
     deep = tmp_path / "some" / "secret" / "place"
     deep.mkdir(parents=True)
     model = deep / "my-model.npz"

@@ -1,4 +1,4 @@
-"""Issue 24 items 5 and 7 through the real daemon: the files it writes and the root it holds.
+"""Through the real daemon: the files it writes and the root it holds.
 
 * a link planted at the predictable ``.checkpoint.json.tmp`` is not followed;
 * files 0640 and directories 0750 under umask 000;

@@ -1,4 +1,4 @@
-"""Issue 13 item 3 with the real CLI: `fit` from a bare ``.npy`` keeps which rows are the landmarks.
+"""With the real CLI: `fit` from a bare ``.npy`` keeps which rows are the landmarks.
 
 The round trip a user makes with their own data: fit on D.npy, read the landmark ids (row numbers of D)
 in model order, build input rows from D in that order, `embed` them, and find every landmark on its own

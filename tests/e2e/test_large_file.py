@@ -1,4 +1,4 @@
-"""Issue 24 item 7: a 1.5 GB input file under a 1 GiB memory limit is embedded whole by the real daemon.
+"""A 1.5 GB input file under a 1 GiB memory limit is embedded whole by the real daemon.
 
 ``benchmarks/bench_large_file.py`` builds the file (a few seconds) and limits the daemon's memory with the
 strongest means the machine offers (``systemd-run -p MemoryMax``, a cgroup, else ``RLIMIT_AS`` as a proxy;

@@ -1,4 +1,4 @@
-"""Issue 13 items 4 and 6 with the real CLI: batch mode waits for fresh files; the log says what runs.
+"""With the real CLI: batch mode waits for fresh files; the log says what runs.
 
 * Batch mode (``directory.exit_when_idle``): files copied in just before the start, and one still being
   written, are waited for (``directory.settle_seconds``), embedded whole, and the run exits 0.

@@ -1,4 +1,4 @@
-"""Issue 24 item 8: after many small files the idle daemon costs (almost) no CPU.
+"""After many small files the idle daemon costs (almost) no CPU.
 
 ``benchmarks/bench_many_files.py`` writes the files, runs the real daemon at its default settings until every
 row is in the output, then measures its CPU while idle. Before the fix every poll listed and stat'ed every file

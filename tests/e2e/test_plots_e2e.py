@@ -1,4 +1,4 @@
-"""Issue 13 item 7 with the real CLI: `plot drift` on a real drifting run, and `plot map` that says when it samples.
+"""With the real CLI: `plot drift` on a real drifting run, and `plot map` that says when it samples.
 
 The drifting run is the daemon's built-in generator with a new mixture component appearing off the
 landmarks' span (as in ``tests/daemon/test_drift_refit.py``): the calibrated CUSUM alarms, the

@@ -31,7 +31,7 @@ def test_directory_soak_random_kill_9_with_good_and_poison_files(tmp_path: Path)
 
 
 def test_shared_output_soak_two_daemons_hostile_names_links_and_pid_files(tmp_path: Path) -> None:
-    """Issue 24 items 5 and 7: two daemons with their own roots share one output directory (inputs of the same
+    """Two daemons with their own roots share one output directory (inputs of the same
     names) under random kill -9s and umask 000, with files named with a newline and ESC bytes, links out of
     the watched directories, a link planted at the old temporary name, and pid files deleted under running
     daemons: nothing lost, nothing read through a link, no second daemon on a held root, modes 0640/0750."""

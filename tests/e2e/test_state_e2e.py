@@ -1,4 +1,4 @@
-"""Issue 13 items 1–2 with the real CLI: the configured model always wins and one output root never mixes maps.
+"""With the real CLI: the configured model always wins and one output root never mixes maps.
 
 Model A is the 12-landmark test model; model B is fitted by ``streamembed fit`` from a bare ``.npy``
 dissimilarity matrix with 16 landmarks, so A's rows have the wrong length for B and the other way round

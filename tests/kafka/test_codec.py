@@ -297,7 +297,7 @@ def test_consecutive_messages_naming_different_orders_do_not_share_a_batch() -> 
 
 
 def test_json_integer_ids_are_embedded_under_their_decimal_text() -> None:
-    """Issue 26: a plain producer's {"id": 12345, ...} is embedded as id "12345", not dead-lettered as bad_id."""
+    """A plain producer's {"id": 12345, ...} is embedded as id "12345", not dead-lettered as bad_id."""
     A = dissimilarities(objects(3, seed=5)).astype(float)
     msg = decode_message(*json_message([{"id": 10 + i, "dissimilarities": A[i].tolist()} for i in range(3)]))
     assert not msg.dead and msg.table.column("id").to_pylist() == ["10", "11", "12"]

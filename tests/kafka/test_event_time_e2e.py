@@ -1,4 +1,4 @@
-"""Issue 26: a plain producer (confluent-kafka, no streamembed headers, no event_time field, integer ids)
+"""A plain producer (confluent-kafka, no streamembed headers, no event_time field, integer ids)
 against the real daemon and the Tansu test broker: the message timestamps become event times, the latency
 histogram fills, and the StreamembedLatencyP99High alert fires on the histogram the daemon exported
 (``promtool test rules`` over the scraped buckets with deploy/prometheus/alerts.yml)."""

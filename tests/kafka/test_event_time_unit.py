@@ -1,4 +1,4 @@
-"""Kafka event time (issue 26): the message timestamp where the record carries none, per kafka.event_time;
+"""Kafka event time: the message timestamp where the record carries none, per kafka.event_time;
 the progress line's backlog from the measured lag. No broker (tests/kafka/test_event_time_e2e.py has one)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 24 item 8, against the Tansu test broker: a group join costs no CPU, and a broker away is a readiness
+"""Against the Tansu test broker: a group join costs no CPU, and a broker away is a readiness
 problem, not a liveness one.
 
 * While the JoinGroup is pending (Tansu holds it ~half the session timeout), kafka-python 3's poll spun ~800

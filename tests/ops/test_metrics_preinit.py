@@ -1,4 +1,4 @@
-"""Every labelled counter with a known label set is exported at 0 from the start (issue 26).
+"""Every labelled counter with a known label set is exported at 0 from the start.
 
 A Grafana panel over a series that does not exist yet shows "No data", which
 reads like a broken scrape: a fresh daemon must already export each series.

@@ -404,10 +404,10 @@ def test_oversized_and_malformed_heads_are_refused() -> None:
 
 @pytest.mark.slow
 def test_probes_answer_under_64_header_dribblers_and_300_slowloris_sockets() -> None:
-    """Issue 24 item 4: 64 sockets sending a request line then a header byte every 2 s, and 300 slowloris
-    sockets (a partial head, a header line every 3 s), all reopened as soon as the server closes them, from
-    the probes' own address: /healthz answers at least 99 % of probes within 1 s. (The previous
-    thread-per-connection server answered none: the dribblers held every slot.)"""
+    """64 sockets sending a request line then a header byte every 2 s, and 300 slowloris sockets (a partial
+    head, a header line every 3 s), all reopened as soon as the server closes them, from the probes' own
+    address: /healthz answers at least 99 % of probes within 1 s (a thread-per-connection server answers
+    none: the dribblers hold every slot)."""
     from tests.ops.slow_clients import ProbeStats, SlowClients, probe
 
     server = _server()
@@ -456,8 +456,8 @@ EVIL = "in\n2026-01-01 00:00:00,000 ERROR streamembed.daemon: forged\r\x1b[2J\x1
 
 
 def test_no_log_field_can_forge_a_line_or_reach_the_terminal_raw() -> None:
-    """Issue 24 item 5: a file name with a newline and ESC bytes, in the message, an extra field and an
-    exception's message: one line per call (a traceback's lines all indented), no control character."""
+    """A file name with a newline and ESC bytes, in the message, an extra field and an exception's message:
+    one line per call (a traceback's lines all indented), no control character."""
     for fmt in ("text", "json"):
         out = _formatted(fmt, "reading %s", EVIL, file=EVIL)
         assert out.count("\n") == 1, (fmt, out)

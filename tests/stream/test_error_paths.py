@@ -1,4 +1,4 @@
-"""Environment errors name the file (issue 26): a full disk's "[Errno 28] No space left on device" from
+"""Environment errors name the file: a full disk's "[Errno 28] No space left on device" from
 write/fsync or pyarrow's writer names no path; the daemon's message must say which file (which disk)."""
 
 from __future__ import annotations

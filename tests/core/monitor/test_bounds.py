@@ -84,7 +84,7 @@ def test_sampled_k0_estimates_the_window(rng):
     assert sampled.trace_k0 == pytest.approx(full.trace_k0, rel=0.25)
 
 
-# --------------------------------------------------------------------------- bound, estimate, exact (issue 23)
+# --------------------------------------------------------------------------- bound, estimate, exact
 
 
 def _off_span_world(seed: int, share: float, n: int = 40, m: int = 512, p: int = 20):
@@ -144,7 +144,7 @@ def test_the_window_statistics_bound_and_estimate_like_residuals():
 
 
 def test_a_window_that_is_one_block_has_the_exact_norm():
-    """The block's ‖K0‖₂ used to be computed and thrown away: norm_exact was always False."""
+    """A window that is one block placed whole reports its exact ‖K0‖₂ (norm_exact True), the block's own."""
     DL, A, C = _off_span_world(4, 0.1, m=24)
     est = LandmarkMDS(n_components=2).fit(DL)
     res = est.embed_blocks(A, [C], k0_rows="all")
@@ -197,7 +197,7 @@ def test_non_euclidean_windows_report_nan_and_none_never_zero():
 
 
 def test_exactly_euclidean_data_has_no_negative_k0_share():
-    """Round-off used to count: negative_k0_share was 0.99 on data exactly in the landmarks' span."""
+    """Data exactly in the landmarks' span has negative_k0_share 0: k0 below zero by round-off does not count."""
     rng = np.random.default_rng(1)
     P = rng.normal(size=(300, 3)) @ rng.normal(size=(3, 6))
     D = euclidean(P, P)

@@ -112,8 +112,8 @@ def test_unknown_statistic_is_refused():
 
 
 def test_a_non_euclidean_window_reports_nan_and_none_never_zero():
-    """Negative k0 (edit distances, city-block): ‖k0‖₂ has no trace bound. It used to read 0.0 / 0.0 / False,
-    which a gap_ratio rule takes for "no drift", forever."""
+    """Negative k0 (edit distances, city-block): ‖k0‖₂ has no trace bound, so the window reports NaN and None
+    for it, never 0.0 / 0.0 / False, which a gap_ratio rule would take for "no drift", forever."""
     for kw, k0 in (({"euclidean": False}, np.full(20, 0.5)), ({}, np.linspace(-3.0, 1.0, 20))):
         w = _window(**kw)
         y_r = np.random.default_rng(0).normal(size=(20, 3))

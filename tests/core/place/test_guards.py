@@ -49,7 +49,7 @@ def test_rows_just_inside_the_range_are_placed_with_finite_numbers() -> None:
 def test_far_rows_keep_three_digits_or_are_refused_not_round_off() -> None:
     """An object far outside the landmarks is placed while float32 keeps PLACEMENT_RTOL of its coordinates
     (checked against float64), and refused as out_of_range beyond: never coordinates made of round-off
-    (the netCDF fill value 9.97e36 everywhere used to land at |y| ~ 1e57)."""
+    (a row of the netCDF fill value 9.97e36 would land at |y| ~ 1e57)."""
     rng = np.random.default_rng(4)
     L = rng.normal(size=(40, 4))
     est = LandmarkMDS(2).fit(euclidean(L, L))

@@ -117,7 +117,7 @@ def test_parquet_block_file_is_one_chunk(tmp_path: Path) -> None:
 
 
 def test_jsonl_integer_ids_are_their_decimal_text(tmp_path: Path) -> None:
-    """Issue 26: a producer that numbers its objects sends {"id": 12345}; the id is "12345", not a bad_id.
+    """A producer that numbers its objects sends {"id": 12345}; the id is "12345", not a bad_id.
     All-integer chunks take the vectorised path; mixed, huge and fractional ones the line-by-line path."""
     row = "[1, 2, 3, 4]"
     path = tmp_path / "ints.jsonl"

@@ -49,7 +49,8 @@ def test_a_file_over_the_read_budget_is_streamed(tmp_path: Path, monkeypatch: py
 
 
 def test_a_streamed_parquet_file_holds_about_one_row_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Streamed Parquet used to pre-buffer every row group it was asked for, i.e. the whole file."""
+    """A Parquet file read in a stream holds about one row group in memory at a time, not every row group it
+    was asked for (the whole file)."""
     path = _big_parquet(tmp_path / "big.parquet", 24_000, 1000)  # ~46 MB
     size = path.stat().st_size
     _limit(monkeypatch, 256 * MIB)
