@@ -360,6 +360,62 @@ def build_sample_source(kind: SourceKind, tmp: Path) -> Any:
     return resolve_path(kind.builder, kind.name)(cfg, SourceContext(model)).source
 
 
+# ----------------------------------------------------------------------------- sinks
+
+def _output_rows() -> Any:
+    """Three output rows as the loop writes them (version 2), from a small fitted model."""
+    import pyarrow as pa
+
+    from streamembed.stream.output import encode_output
+    from streamembed.stream.records import TIMESTAMP_TYPE
+
+    res = _model().place(_dist(OBJECTS[:3], LANDMARKS))
+    return encode_output(pa.array(["a", "b", "c"]), res, model_version=1, event_time=pa.nulls(3, TIMESTAMP_TYPE),
+                         processed_at_us=1_700_000_000_000_000)
+
+
+def _write(sink: Any, takes: str, label: str) -> int:
+    from streamembed.stream.codecs import DeadRecord
+    from streamembed.stream.records import Reason
+
+    if takes == "output":
+        sink.write(_output_rows(), label)
+    else:
+        sink.write([DeadRecord(Reason.BAD_ID, "x"), DeadRecord(Reason.MISSING_ID, "y"),
+                    DeadRecord(Reason.BAD_ID, "z")], label, model_version=1)
+    return 3
+
+
+def _published(d: Path) -> list[Path]:
+    return sorted(p for p in d.rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+def check_sink(sink: Any, takes: str, directory: Path, files: bool = True) -> None:
+    """A sink as the loop uses it: of its base (``OutputSink`` for ``takes="output"``, else ``DeadSink``), pending
+    rows counted from the first write and cleared by ``flush`` (a file sink then publishes a file in
+    ``directory``) and by the callable of ``seal``; ``close`` drops what was not flushed."""
+    import pyarrow as pa
+
+    from streamembed.stream.sinks import DeadSink, OutputSink
+
+    what = type(sink).__name__
+    assert isinstance(sink, OutputSink if takes == "output" else DeadSink), what
+    assert sink.pending_rows == 0 and sink.pending_age == 0.0, what
+    assert isinstance(sink.accepts(pa.schema([("id", pa.string())]), "L1"), bool), what
+    n = _write(sink, takes, "L1")
+    assert sink.pending_rows == n and sink.pending_age >= 0.0, what
+    sink.flush("L1")
+    assert sink.pending_rows == 0 and sink.pending_age == 0.0, what
+    published = _published(directory)
+    assert bool(published) == files, (what, published)
+    _write(sink, takes, "L2")
+    sink.seal("L2")()  # handed over as one unit, made durable by the callable
+    assert sink.pending_rows == 0 and len(_published(directory)) >= len(published), what
+    _write(sink, takes, "L3")
+    sink.close()  # never flushed: nothing of L3 is published
+    assert not [p for p in _published(directory) if "L3" in p.name], what
+
+
 # ----------------------------------------------------------------------------- quality indices
 
 def check_index(index: QualityIndex) -> None:

@@ -10,15 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 import streamembed.kafka.sink  # noqa: F401 - the Kafka sinks are sinks of the package too
 from streamembed.kafka.client import ReliableProducer
 from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
-from streamembed.stream.codecs import DeadRecord
-from streamembed.stream.records import Reason
 from streamembed.stream.sinks import DeadLetterSink, DeadSink, FanoutSink, OutputSink, ParquetSink, PerLabelSink
+
+from .checks import check_sink
 
 
 class _Future:
@@ -79,52 +78,7 @@ def test_every_sink_class_has_a_sample() -> None:
     assert _concrete(OutputSink) | _concrete(DeadSink) <= {cls for cls, _, _ in SAMPLES}
 
 
-def _output_rows() -> pa.RecordBatch:
-    """Three output rows as the loop writes them (version 2), from a small fitted model."""
-    import numpy as np
-
-    from streamembed.core.model import fit_model
-    from streamembed.stream.output import encode_output
-    from streamembed.stream.records import TIMESTAMP_TYPE
-
-    L = np.random.default_rng(0).normal(size=(8, 2))
-    D = np.sqrt(((L[:, None] - L[None]) ** 2).sum(-1))
-    res = fit_model(D, n_components=2).place(D[:3])
-    return encode_output(pa.array(["a", "b", "c"]), res, model_version=1, event_time=pa.nulls(3, TIMESTAMP_TYPE),
-                         processed_at_us=1_700_000_000_000_000)
-
-
-def _write(sink: Any, takes: str, label: str) -> int:
-    if takes == "output":
-        sink.write(_output_rows(), label)
-    else:
-        sink.write([DeadRecord(Reason.BAD_ID, "x"), DeadRecord(Reason.MISSING_ID, "y"),
-                    DeadRecord(Reason.BAD_ID, "z")], label, model_version=1)
-    return 3
-
-
-def _published(d: Path) -> list[Path]:
-    return sorted(p for p in d.rglob("*") if p.is_file() and not p.name.startswith("."))
-
-
 @pytest.mark.parametrize(("cls", "takes", "make"), SAMPLES, ids=lambda x: getattr(x, "__name__", str(x)))
 def test_every_sink_counts_flushes_and_drops(cls: type, takes: str, make: Callable[[Path], Any],
                                              tmp_path: Path) -> None:
-    sink = make(tmp_path)
-    assert isinstance(sink, cls) and isinstance(sink, OutputSink if takes == "output" else DeadSink)
-    assert sink.pending_rows == 0 and sink.pending_age == 0.0
-    assert isinstance(sink.accepts(pa.schema([("id", pa.string())]), "L1"), bool)
-    n = _write(sink, takes, "L1")
-    assert sink.pending_rows == n and sink.pending_age >= 0.0
-    sink.flush("L1")
-    assert sink.pending_rows == 0 and sink.pending_age == 0.0
-    files = _published(tmp_path)
-    n = _write(sink, takes, "L2")
-    sink.seal("L2")()  # handed over as one unit, made durable by the callable
-    assert sink.pending_rows == 0
-    assert len(_published(tmp_path)) >= len(files)
-    _write(sink, takes, "L3")
-    sink.close()  # never flushed: nothing of L3 is published
-    assert not [p for p in _published(tmp_path) if "L3" in p.name]
-    if cls not in (KafkaOutputSink, KafkaDeadLetterSink):
-        assert files, f"{cls.__name__} published no file on flush"
+    check_sink(make(tmp_path), takes, tmp_path, files=cls not in (KafkaOutputSink, KafkaDeadLetterSink))
