@@ -3,8 +3,10 @@
 Each section is a dataclass; each field's metadata carries its documentation,
 choices and range. The model and stream-sizing options (``[model]``'s choices
 and defaults, ``source.batch_rows``, ``source.max_block_rows``) come from the
-option table ``streamembed.core.options``, the drift statistics from
-``core.monitor.drift``. Everything else is derived from here: the embedded default
+option table ``streamembed.core.options``, the drift statistics and the
+detectors' defaults from ``core.monitor``, ``drift.detector``'s kinds from the
+trigger registry ``core.monitor.triggers``, ``source.kind``'s from the source
+registry ``config.sources``. Everything else is derived from here: the embedded default
 (``Config()``), ``config/default.toml`` and ``streamembed config`` (rendered by
 ``config.render``), docs/configuration.md's reference (``streamembed config
 --reference``), validation of files, environment variables and ``--set``
