@@ -77,6 +77,7 @@ def _only_local(b: Browser, base: str) -> None:
     assert b.errors() == []  # no exception, no CSP refusal, no failed load
 
 
+@pytest.mark.slow  # about 5 s: a daemon and a headless browser
 def test_the_page_draws_the_landmarks_and_the_newest_placements(tmp_path: Path) -> None:
     require_chromium()
     d = Daemon(tmp_path, generator_env(tmp_path / "out"))

@@ -34,6 +34,7 @@ def _swiss_roll(rng: np.random.Generator, N: int):
     return X, np.column_stack([arc, h])
 
 
+@pytest.mark.slow  # 6-12 s: a 1,500-point swiss roll, 400 landmarks
 def test_geodesics_unroll_the_swiss_roll_up_to_rigid_motion(rng) -> None:
     # landmarks dense enough that 5 neighbours never reach across a turn (gap 2π), at the edges too
     X, U = _swiss_roll(rng, 1500)

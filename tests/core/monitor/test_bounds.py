@@ -107,6 +107,7 @@ def _off_span_world(seed: int, share: float, n: int = 40, m: int = 512, p: int =
     return euclidean(L, L), euclidean(Z, L), euclidean(Z, Z)
 
 
+@pytest.mark.slow  # about 8 s: ten 512-object windows, each with its exact block residual
 def test_sampled_norm_is_a_bound_and_the_trace_estimate_is_accurate():
     """5 % of the arrivals off the span, 64 of 512 rows sampled: the old scaled sample trace (the old
     norm_k0) fell below the true ‖k0‖₂ in 4 of these 10 windows and was within ±25 % of Tr(k0) in 3."""
