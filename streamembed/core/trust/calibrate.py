@@ -1,0 +1,188 @@
+"""Calibrating the radius at fit time by split conformal prediction on the fit population (docs/math.md §9).
+
+``calibrate`` takes a fitted model, the input rows of its non-landmark fit
+objects and the dissimilarities among landmarks and those objects, and:
+
+1. computes the objects' full-MDS positions (``full_mds.FullMap``: a classical
+   MDS of the landmarks and the objects, aligned on the landmarks), with at
+   most ``MAX_OBJECTS`` objects (a seeded sample beyond that);
+2. places them with each method (``METHODS``) and takes their errors
+   e = y − t (d-vectors, map units);
+3. fits the landmark-subset maps (``sensitivity``) and, with at least
+   ``SPLIT_MIN`` objects, uses half of them (seeded) to fit the error
+   predictor: a ridge regression of e on the object's first q landmark
+   coordinates (q = min(``MAX_COORDINATES``, monitored eigenpairs, half/8),
+   docs/math.md §9.4), and κ² = mean leave-one-out residual² / mean σ²;
+   with fewer objects the score is σ alone and every object calibrates;
+4. stores the ratios ‖e‖ / score of the remaining objects: the split-conformal
+   calibration set (``conformal``).
+
+Objects at dissimilarity 0 from a landmark are that landmark (radius 0) and
+are left out. Only classical-MDS maps whose input pipeline keeps the
+dissimilarities as given (no geodesic distances, no additive constant) are
+calibrated: elsewhere the map is not what a full classical MDS would give.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import InputError
+from .calibration import MethodCalibration, RadiusCalibration
+from .conformal import check_coverage, min_calibration_objects
+from .full_mds import FullMap, dissimilarities_from_similarities
+from .sensitivity import sensitivity_maps
+
+if TYPE_CHECKING:
+    from ..model import LandmarkModel
+
+__all__ = ["METHODS", "SPLIT_MIN", "MAX_OBJECTS", "MAX_COORDINATES", "RIDGE", "Calibrated", "calibrate",
+           "calibrate_on_matrix", "uncalibrated_reason"]
+
+#: The methods a calibration covers (the kernel methods of a classical-MDS map).
+METHODS = ("projection", "restricted")
+#: From this many calibration objects on, half of them fit the error predictor.
+SPLIT_MIN = 100
+#: The full MDS of the calibration uses at most this many non-landmark objects (a seeded sample).
+MAX_OBJECTS = 2000
+#: The error predictor's largest number of landmark coordinates q.
+MAX_COORDINATES = 16
+#: Ridge penalty of the error predictor, relative to the mean diagonal of XᵀX.
+RIDGE = 1e-3
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """What ``calibrate`` gives: the calibration, or None and why (a sentence for a WARNING)."""
+
+    calibration: RadiusCalibration | None
+    reason: str = ""
+
+
+def uncalibrated_reason(model: LandmarkModel) -> str | None:
+    """Why ``model``'s map cannot be calibrated (refined map, geodesic or corrected input), or None."""
+    fp = model.fit_params
+    if fp.get("landmark_map", "cmds") != "cmds":
+        return f"landmark_map={fp.get('landmark_map')!r} is not a classical-MDS map"
+    if fp.get("geodesic_neighbors") or fp.get("correction", "none") != "none":
+        return "geodesic distances or an additive constant change the dissimilarities a full MDS would use"
+    return None
+
+
+def calibrate(model: LandmarkModel, rows: np.ndarray, D: np.ndarray, *, coverage: float = 0.9, random_state: int = 0,
+              methods: tuple[str, ...] = METHODS) -> Calibrated:
+    """Calibrate ``model``'s radius on k non-landmark fit objects (see the module doc).
+
+    Args:
+        model: the fitted ``LandmarkModel``.
+        rows: (k, w) the objects' model input rows (as ``place`` takes them), in the order of D's rows n..n+k-1.
+        D: (n + k, n + k) dissimilarities among the n landmarks (first, in model order) and the k objects
+           (for a similarity model: the equivalent dissimilarities, ``full_mds.dissimilarities_from_similarities``).
+        coverage: the stated coverage c.
+        random_state: seeds the sample, the split and the subset maps.
+    """
+    c = check_coverage(coverage)
+    why = uncalibrated_reason(model)
+    if why is not None:
+        return Calibrated(None, f"no radius: {why}")
+    n, d = int(model.n_landmarks), int(model.n_components)
+    rows = np.asarray(rows)
+    k = rows.shape[0]
+    if D.shape != (n + k, n + k):
+        raise InputError(f"D must be ({n + k}, {n + k}) for {n} landmarks and {k} objects, got {D.shape}")
+    rng = np.random.default_rng(random_state)
+    A = model.core_dissimilarities(rows)[0] if k else np.empty((0, n))
+    apart = np.flatnonzero(A.min(axis=1) > 0) if k else np.empty(0, dtype=np.int64)
+    if apart.size > MAX_OBJECTS:
+        apart = np.sort(rng.choice(apart, MAX_OBJECTS, replace=False))
+    need = min_calibration_objects(c)
+    if apart.size < need:
+        return Calibrated(None, f"no radius: {apart.size} non-landmark fit objects calibrate it, coverage {c:g} needs "
+                                f"at least {need}: fit with {need - apart.size} more objects than landmarks")
+    keep = np.concatenate([np.arange(n), n + apart])
+    truth = FullMap.fit(D[np.ix_(keep, keep)], np.arange(n), model.embedding).positions[n:]
+    A, rows = A[apart], rows[apart]
+    sp = model.spectrum
+    sens = sensitivity_maps(np.asarray(D[:n, :n], dtype=np.float64), sp.eigenvectors[:, :d], sp.eigenvalues[:d],
+                            sp.row_means, seed=random_state)
+    if sens is None:
+        return Calibrated(None, f"no radius: {n} landmarks are too few for the landmark-subset maps")
+    sigma = sens.spread(A)
+    kk = apart.size
+    split = kk >= SPLIT_MIN and kk // 2 >= need
+    perm = rng.permutation(kk)
+    fit_rows, cal_rows = (perm[: kk // 2], perm[kk // 2:]) if split else (perm[:0], perm)
+    q = min(MAX_COORDINATES, sp.rank, max(d, fit_rows.size // 8))
+    W = -0.5 * sp.eigenvectors[:, :q] / np.sqrt(sp.eigenvalues[:q])
+    Zq = (np.square(A) - sp.row_means) @ W
+    scale = float(np.sqrt(np.mean(np.sum(np.square(model.natural_embedding), axis=1))))
+    tiny = 1e-12 * max(scale, np.finfo(float).tiny)
+    provisional = {}
+    errors = {}
+    for method in methods:
+        res = model.place(rows, method=method, errors="mask")
+        e = res.y - truth
+        ok = res.valid & np.isfinite(e).all(axis=1)
+        errors[method] = (e, ok)
+        if split:
+            P, p0, kappa2 = _error_predictor(Zq[fit_rows[ok[fit_rows]]], e[fit_rows[ok[fit_rows]]],
+                                             sigma[fit_rows[ok[fit_rows]]], W, sp.row_means)
+        else:
+            P, p0, kappa2 = np.zeros((n, d)), np.zeros(d), 1.0
+        provisional[method] = MethodCalibration(P, p0, kappa2, np.empty(0))
+    cal = RadiusCalibration(coverage=c, sensitivity=sens, methods=provisional)
+    final = {}
+    for method, mc in provisional.items():
+        e, ok = errors[method]
+        idx = cal_rows[ok[cal_rows]]
+        s = cal.score(A[idx], method)
+        ratios = np.linalg.norm(e[idx], axis=1) / np.maximum(s, tiny)
+        final[method] = MethodCalibration(mc.error_weights, mc.error_offsets, mc.kappa2, np.sort(ratios))
+    info = {"objects": int(kk), "calibration_objects": int(cal_rows.size), "predictor_objects": int(fit_rows.size),
+            "coordinates": int(q) if split else 0, "full_mds_objects": int(n + kk), "sampled": bool(k > kk)}
+    return Calibrated(RadiusCalibration(coverage=c, sensitivity=sens, methods=final, info=info))
+
+
+def _error_predictor(Z: np.ndarray, E: np.ndarray, sigma: np.ndarray, W: np.ndarray,
+                     row_means: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """Ridge regression of errors E (k, d) on [Z, 1] (k, q + 1), as an affine map of centred a2: (P (n, d),
+    p (d,), κ²) with κ² = mean leave-one-out residual² / mean σ² (0 when σ vanishes)."""
+    X = np.hstack([Z, np.ones((Z.shape[0], 1))])
+    XtX = X.T @ X
+    lam = RIDGE * float(np.trace(XtX)) / X.shape[1]
+    inv = np.linalg.inv(XtX + lam * np.eye(X.shape[1]))
+    G = inv @ (X.T @ E)
+    hat = np.einsum("ij,jk,ik->i", X, inv, X)
+    loo = (E - X @ G) / np.maximum(1.0 - hat, 1e-12)[:, None]
+    s2 = float(np.mean(np.square(sigma))) if sigma.size else 0.0
+    kappa2 = float(np.mean(np.sum(np.square(loo), axis=1))) / s2 if s2 > 0 else 0.0
+    P = W @ G[:-1]
+    return P, G[-1] - row_means @ P, kappa2
+
+
+def calibrate_on_matrix(model: LandmarkModel, M: np.ndarray, landmarks: np.ndarray, *, coverage: float = 0.9,
+                        random_state: int = 0) -> Calibrated:
+    """``calibrate`` on the fit matrix itself: M (N, N) the dissimilarities (similarities for a similarity
+    model) among all N fit objects, ``landmarks`` (n,) the rows of M that are the model's landmarks, in model
+    order; every other row is a calibration object (a seeded sample of ``MAX_OBJECTS`` when there are more).
+    Builds only the (n + k)² submatrix it needs."""
+    M = np.asarray(M)
+    lm = np.asarray(landmarks, dtype=np.int64)
+    N = M.shape[0]
+    if M.ndim != 2 or M.shape[1] != N or lm.ndim != 1 or lm.size != int(model.n_landmarks):
+        raise InputError(f"calibrating needs the (N, N) fit matrix and the landmarks' {model.n_landmarks} rows, "
+                         f"got shapes {M.shape} and {lm.shape}")
+    others = np.setdiff1d(np.arange(N), lm)
+    if others.size > MAX_OBJECTS:
+        others = np.sort(np.random.default_rng(random_state).choice(others, MAX_OBJECTS, replace=False))
+    order = np.concatenate([lm, others])
+    sub = np.asarray(M[np.ix_(order, order)], dtype=np.float64)
+    similarity = model.input_kind == "similarity"
+    rows = sub[lm.size:, :lm.size]
+    if similarity:
+        rows = np.hstack([rows, np.diagonal(sub)[lm.size:, None]])
+        sub = dissimilarities_from_similarities(sub)
+    return calibrate(model, rows, sub, coverage=coverage, random_state=random_state)
