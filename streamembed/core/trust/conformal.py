@@ -5,8 +5,10 @@ s, the ⌈(n + 1)·c⌉-th smallest of them, q̂, satisfies P(s ≤ q̂) ≥ c (
 Gammerman and Shafer 2005; Lei et al. 2018): the rank counts the new object
 as one more draw. When ⌈(n + 1)·c⌉ > n no finite q̂ has that guarantee: the
 calibration needs n ≥ c/(1 − c) = 1/(1 − c) − 1 objects (9 for c = 0.9).
-The convention is that of MAPIE's ``conformity_scores`` and crepes'
-``ConformalRegressor`` (the "higher" order statistic, no interpolation).
+The convention is crepes' ``ConformalRegressor`` (the scores in descending
+order at index int((1 − c)(n + 1)) − 1: the same order statistic, no
+interpolation); ``np.quantile(s, k/n, method="higher")`` would take the one
+above it.
 """
 
 from __future__ import annotations
