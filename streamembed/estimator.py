@@ -36,10 +36,10 @@ from .core.fit.likelihood import ppca_loglik
 from .core.model import LandmarkModel, Method, fit_model
 from .core.options import DEFAULTS, METHODS, check_options
 from .core.result import EmbeddingResult
-from .core.trust.calibrate import Calibrated, calibrate_on_matrix
 from .core.trust.conformal import DEFAULT_COVERAGE, check_coverage
 from .estimator_inputs import (in_landmark_order, input_rows, kept_landmarks, named_ids, pairwise_distances,
                                projections)
+from .estimator_radius import RadiusMixin, restated, stated_coverage
 from .fitted_attributes import FittedAttributes
 from .named_columns import column_names
 from .set_output import SetOutputMixin
@@ -52,7 +52,7 @@ log = logging.getLogger("streamembed")
 LandmarkIds = Iterable[Any] | None
 
 
-class LandmarkMDS(SetOutputMixin, FittedAttributes):
+class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
     """Classical MDS of landmarks plus out-of-sample embedding of new objects.
 
     Args:
@@ -91,10 +91,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
             the kernel of ``core.inputs.kernel.FEATURE_KERNELS``) of feature
             vectors: then ``fit(X)`` is ``fit_features(X, metric)`` and
             ``transform``/``score`` take feature rows (m, p).
-        coverage: the probability c ∈ (0, 1) that an object's full-MDS position
-            lies within its ``radius`` (docs/math.md §9). With ``n_landmarks``,
-            ``fit`` calibrates the radius on the fit objects that are not
-            landmarks (``calibrate_radius``); otherwise there is none (NaN).
+        coverage: c ∈ (0, 1), the stated coverage of ``radius`` (docs/math.md §9; ``calibrate_radius``).
 
     Fitted attributes (read from ``model_``):
         model_ (LandmarkModel), embedding_ (n, d), eigenvalues_ (d,), spectrum_,
@@ -169,13 +166,11 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
             raise InputError(f"D must have a zero diagonal: D[{i}, {i}] = {M[i, i]}; each diagonal entry is its "
                              f"row's largest, as in a similarity matrix: fit it with input='similarity'")
         n_objects = M.shape[0]
-        idx = kept_landmarks(self, M=M)
-        M_all = M
+        idx, M_all = kept_landmarks(self, M=M), M
         if idx is not None:
             ids = [str(i) for i in idx] if landmark_ids is None else [str(x) for x in named_ids(landmark_ids, M)[idx]]
             M, landmark_ids = M[np.ix_(idx, idx)], ids
         self.model_ = fit_model(M, **self._fit_kwargs(), landmark_ids=landmark_ids)
-        self._calibrate_fit(M_all, idx)
         self.landmark_indices_ = idx
         self._n_fit_objects = n_objects if idx is not None else None
         self._feature_names: np.ndarray | None = None
@@ -184,7 +179,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
             if evidence.likely:
                 log.warning("%s", evidence.message("D"))
         self._warn_fit()
-        return self
+        return self._calibrate_fit(M_all, idx)
 
     def _warn_fit(self) -> None:
         """WARNINGs about the fitted map: a non-unique map (eigengap), an unconverged refinement."""
@@ -232,55 +227,16 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
                 M = pairwise_distances(X64, metric)
             except ValueError as exc:
                 raise InputError(f"metric {metric!r} failed on X of shape {X64.shape}: {exc}") from exc
-        idx = kept_landmarks(self, F=X64, metric=metric if self.input != "similarity" else "euclidean")
-        M_all = M
+        idx, M_all = kept_landmarks(self, F=X64, metric=metric if self.input != "similarity" else "euclidean"), M
         if idx is not None:
             ids = [str(i) for i in idx] if landmark_ids is None else [str(x) for x in named_ids(landmark_ids, M)[idx]]
             M, X64, landmark_ids = M[np.ix_(idx, idx)], X64[idx], ids
         self.model_ = fit_model(M, **self._fit_kwargs(), landmark_ids=landmark_ids, features=X64, metric=metric)
-        self._calibrate_fit(M_all, idx)
         self.landmark_indices_ = idx
         self._n_fit_objects = None  # feature-mode rows hold dissimilarities to the landmarks only
         self._feature_names = names
         self._warn_fit()
-        return self
-
-    def _calibrate_fit(self, M: np.ndarray, idx: np.ndarray | None) -> None:
-        """The radius of a fit that kept ``n_landmarks`` of the objects of M (N, N); none when all are landmarks."""
-        if idx is None:
-            log.info("no radius: every fit object is a landmark (fit more objects than n_landmarks to calibrate it, "
-                     "docs/math.md 9)")
-            return
-        self.model_ = self._with_radius(calibrate_on_matrix(self.model_, M, idx, coverage=self.coverage,
-                                                            random_state=int(self.random_state)))
-
-    def _with_radius(self, result: Calibrated) -> LandmarkModel:
-        if result.calibration is None:
-            log.warning("%s", result.reason)
-        return self.model_.with_radius_calibration(result.calibration)
-
-    def calibrate_radius(self, X: object, landmark_rows: object) -> LandmarkMDS:
-        """Calibrate the radius on fit objects: X (N, N) dissimilarities among them (similarities for
-        input="similarity"; feature rows (N, p) for a feature model), ``landmark_rows`` (n,) the rows of X
-        that are the model's landmarks, in model order; every other row calibrates (docs/math.md §9).
-        Replaces the model's calibration (none, with a WARNING saying why, when it cannot be made)."""
-        model = self._model()
-        X64 = validation.check_array(X, "X").astype(np.float64)
-        if model.features is not None and X64.shape[1] == model.features.shape[1]:  # feature rows (N, p)
-            X64 = (kernel_input.feature_kernel(X64, X64, str(model.metric)) if model.input_kind == "similarity"
-                   else pairwise_distances(X64, str(model.metric)))
-        rows = np.asarray(landmark_rows, dtype=np.int64)
-        self.model_ = self._with_radius(calibrate_on_matrix(model, X64, rows, coverage=self.coverage,
-                                                            random_state=int(self.random_state)))
-        return self
-
-    def radius(self, X: object, *, self_similarity: object = None) -> np.ndarray:
-        """(m,) map units: how far each object's full-MDS position may be from its ``transform`` placement,
-        with probability ``coverage`` (docs/math.md §9); X as for ``transform``. NaN when the model has no
-        calibration (fitted without non-landmark objects, or loaded from a file saved before it), for the
-        methods it does not cover (stress, l1) and for the rows of a block; 0 at a landmark."""
-        A, _ = input_rows(self, self._model(), X)
-        return np.asarray(self.embed(A, self_similarity=self_similarity).radius)
+        return self._calibrate_fit(M_all, idx)
 
     def fit_transform(self, X: object, y: object = None, **fit_params: Any) -> Any:
         """``fit(X)`` then ``transform(X)``: the landmarks' own placements (n, d)."""
@@ -421,13 +377,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
                     **{k: fp.get(k, DEFAULTS[k]) for k in ("input", "geodesic_neighbors", "correction", "landmark_map",
                                                            "n_residual_components", "eigensolver")},
                     "random_state": model.random_state, "n_threads": model.n_threads}
-        cal = model.radius_calibration
-        if cal is not None:
-            defaults["coverage"] = cal.coverage
-        est = cls(**{**defaults, **params})
-        if cal is not None and est.coverage != cal.coverage:
-            model = model.with_radius_calibration(cal.with_coverage(check_coverage(est.coverage)))
-        est.model_ = model
+        est = cls(**{**defaults, **stated_coverage(model), **params})
+        est.model_ = restated(model, est.coverage)
         return est
 
     # ------------------------------------------------------------------ scikit-learn protocol

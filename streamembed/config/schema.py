@@ -34,8 +34,8 @@ from streamembed.core.refit.refit import DEFAULT_SELECTION, REFIT_SELECTIONS
 
 __all__ = ["Config", "ModelConfig", "SourceConfig", "DirectoryConfig", "GeneratorConfig", "OutputConfig",
            "RunConfig", "DriftConfig", "ConsistencyConfig", "RefitConfig", "KafkaConfig", "MetricsConfig",
-           "LoggingConfig", "DRIFT_STATISTICS", "K0_STATISTICS", "EVENT_TIME_MODES", "MAX_DURATION_SECONDS",
-           "k0_rows_value", "sections", "section_keys", "default", "choices"]
+           "TrustConfig", "LoggingConfig", "DRIFT_STATISTICS", "K0_STATISTICS", "EVENT_TIME_MODES",
+           "MAX_DURATION_SECONDS", "k0_rows_value", "sections", "section_keys", "default", "choices"]
 
 #: Where a Kafka row's event time comes from (``kafka.event_time``; streamembed.kafka.event_time).
 EVENT_TIME_MODES = ("auto", "record", "create_time", "log_append_time", "none")
@@ -388,6 +388,17 @@ class MetricsConfig:
 
 
 @dataclass
+class TrustConfig:
+    """[trust]: how much to trust each placement (docs/math.md §9)."""
+
+    coverage: float = _f(0.9, "Probability that an object's full-MDS position lies within its radius (the output's "
+                         "radius column; docs/math.md §9): the level a model's radius is calibrated to at fit time "
+                         "(`streamembed fit --coverage`, a generator-fitted model), and the level the daemon states "
+                         "with a loaded model, whose stored calibration it rescales. Strictly between 0 and 1.",
+                         min=0.0, max=1.0, exclusive_min=True, exclusive_max=True)
+
+
+@dataclass
 class LoggingConfig:
     """[logging]: log lines on stderr."""
 
@@ -410,6 +421,7 @@ class Config:
     refit: RefitConfig = field(default_factory=RefitConfig)
     kafka: KafkaConfig = field(default_factory=KafkaConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    trust: TrustConfig = field(default_factory=TrustConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
 
     # derived locations

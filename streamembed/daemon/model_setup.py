@@ -67,7 +67,7 @@ def load_or_fit_model(cfg: Config) -> LandmarkModel:
             model.check_method(m.method)
         except ValueError as exc:
             raise StartupError(f"model.method = {m.method!r} does not suit model.path = {m.path!r}: {exc}") from None
-        return model
+        return stated_coverage(model, cfg.trust.coverage, m.method)
     stream = GaussianMixtureStream(cfg.generator)
     X = stream.fit_sample(m.fit_sample)
     try:
@@ -75,6 +75,7 @@ def load_or_fit_model(cfg: Config) -> LandmarkModel:
         idx = initial_landmarks(m.landmark_selection, m.n_landmarks, X=X, metric=m.metric,
                                 random_state=fitted.random_state, n_components=m.n_components)
         fitted.fit_features(X[idx], metric=m.kernel if m.input == "similarity" else m.metric)
+        fitted.calibrate_radius(X, idx)  # the radius, on the sample's objects that are not landmarks
         model = fitted.model_
     except ValueError as exc:
         raise StartupError(f"cannot fit a model from the generator ({exc}); check [model] and [generator]") from None
@@ -87,6 +88,23 @@ def load_or_fit_model(cfg: Config) -> LandmarkModel:
     return model
 
 
+def stated_coverage(model: LandmarkModel, coverage: float, method: str) -> LandmarkModel:
+    """``model`` stating ``trust.coverage`` (its stored calibration rescaled, docs/math.md §9), with a WARNING when
+    the calibration has too few objects for it and an INFO line when the model has no radius at all."""
+    cal = model.radius_calibration
+    if cal is None:
+        log.info("the model has no radius calibration: the output's radius column is null (fit it with more "
+                 "objects than landmarks, docs/math.md 9)")
+        return model
+    if cal.coverage != coverage:
+        cal = cal.with_coverage(coverage)
+        model = model.with_radius_calibration(cal)
+    if method in cal.methods and cal.shortfall(method):
+        log.warning("no radius: the model's calibration has %d objects for method %s, coverage %g needs %d more",
+                    cal.methods[method].ratios.size, method, coverage, cal.shortfall(method))
+    return model
+
+
 def _generator_estimator(cfg: Config) -> Any:
     """The (unfitted) LandmarkMDS that fits the generator's model, as [model] configures it (seeded by
     generator.seed: its random_state seeds the landmark selection, as ``streamembed fit --seed`` does)."""
@@ -96,7 +114,7 @@ def _generator_estimator(cfg: Config) -> Any:
     return LandmarkMDS(n_components=m.n_components, method=m.method,  # type: ignore[arg-type]  # a checked choice
                        input=m.input,
                        geodesic_neighbors=m.geodesic_neighbors or None, correction=m.correction,
-                       landmark_map=m.landmark_map, random_state=cfg.generator.seed)
+                       landmark_map=m.landmark_map, random_state=cfg.generator.seed, coverage=cfg.trust.coverage)
 
 
 def save_generator_model(cfg: Config, model: LandmarkModel) -> Path | None:

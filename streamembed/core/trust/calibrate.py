@@ -168,7 +168,7 @@ def calibrate_on_matrix(model: LandmarkModel, M: np.ndarray, landmarks: np.ndarr
     """``calibrate`` on the fit matrix itself: M (N, N) the dissimilarities (similarities for a similarity
     model) among all N fit objects, ``landmarks`` (n,) the rows of M that are the model's landmarks, in model
     order; every other row is a calibration object (a seeded sample of ``MAX_OBJECTS`` when there are more).
-    Builds only the (n + k)² submatrix it needs."""
+    Builds only the (n + k)² submatrix it needs; objects with a non-finite (or negative) entry are left out."""
     M = np.asarray(M)
     lm = np.asarray(landmarks, dtype=np.int64)
     N = M.shape[0]
@@ -180,6 +180,12 @@ def calibrate_on_matrix(model: LandmarkModel, M: np.ndarray, landmarks: np.ndarr
         others = np.sort(np.random.default_rng(random_state).choice(others, MAX_OBJECTS, replace=False))
     order = np.concatenate([lm, others])
     sub = np.asarray(M[np.ix_(order, order)], dtype=np.float64)
+    bad: np.ndarray = np.logical_not(np.isfinite(sub).all(axis=1))
+    if model.input_kind != "similarity":
+        bad |= (sub < 0).any(axis=1)
+    if bad[lm.size:].any():  # objects with a bad entry do not calibrate (the landmarks' entries were checked)
+        keep = np.concatenate([np.arange(lm.size), lm.size + np.flatnonzero(~bad[lm.size:])])
+        sub = sub[np.ix_(keep, keep)]
     similarity = model.input_kind == "similarity"
     rows = sub[lm.size:, :lm.size]
     if similarity:
