@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..model import LandmarkModel
 
 __all__ = ["METHODS", "SPLIT_MIN", "MAX_OBJECTS", "MAX_COORDINATES", "RIDGE", "Calibrated", "calibrate",
-           "calibrate_on_matrix", "uncalibrated_reason"]
+           "calibrate_on_matrix", "error_predictor", "uncalibrated_reason"]
 
 #: The methods a calibration covers (the kernel methods of a classical-MDS map).
 METHODS = ("projection", "restricted")
@@ -56,10 +56,17 @@ RIDGE = 1e-3
 
 @dataclass(frozen=True)
 class Calibrated:
-    """What ``calibrate`` gives: the calibration, or None and why (a sentence for a WARNING)."""
+    """What ``calibrate`` gives: the calibration, or None and why (a sentence for a WARNING).
+
+    ``calibrating`` and ``predicting``: the objects (indices into the rows given) whose ratios the calibration
+    keeps and those that fitted the error predictor: what a benchmark needs to score other candidates on the
+    same split. Not stored with the model.
+    """
 
     calibration: RadiusCalibration | None
     reason: str = ""
+    calibrating: np.ndarray | None = None
+    predicting: np.ndarray | None = None
 
 
 def uncalibrated_reason(model: LandmarkModel) -> str | None:
@@ -73,7 +80,7 @@ def uncalibrated_reason(model: LandmarkModel) -> str | None:
 
 
 def calibrate(model: LandmarkModel, rows: np.ndarray, D: np.ndarray, *, coverage: float = 0.9, random_state: int = 0,
-              methods: tuple[str, ...] = METHODS) -> Calibrated:
+              methods: tuple[str, ...] = METHODS, truth_sets: str = "halves") -> Calibrated:
     """Calibrate ``model``'s radius on k non-landmark fit objects (see the module doc).
 
     Args:
@@ -83,6 +90,8 @@ def calibrate(model: LandmarkModel, rows: np.ndarray, D: np.ndarray, *, coverage
            (for a similarity model: the equivalent dissimilarities, ``full_mds.dissimilarities_from_similarities``).
         coverage: the stated coverage c.
         random_state: seeds the sample, the split and the subset maps.
+        truth_sets: "halves" (each half of a split calibration is measured against the full MDS of the
+            landmarks and that half) or "whole" (one full MDS of the landmarks and all the objects).
     """
     c = check_coverage(coverage)
     why = uncalibrated_reason(model)
@@ -102,8 +111,6 @@ def calibrate(model: LandmarkModel, rows: np.ndarray, D: np.ndarray, *, coverage
     if apart.size < need:
         return Calibrated(None, f"no radius: {apart.size} non-landmark fit objects calibrate it, coverage {c:g} needs "
                                 f"at least {need}: fit with {need - apart.size} more objects than landmarks")
-    keep = np.concatenate([np.arange(n), n + apart])
-    truth = FullMap.fit(D[np.ix_(keep, keep)], np.arange(n), model.embedding).positions[n:]
     A, rows = A[apart], rows[apart]
     sp = model.spectrum
     sens = sensitivity_maps(np.asarray(D[:n, :n], dtype=np.float64), sp.eigenvectors[:, :d], sp.eigenvalues[:d],
@@ -115,6 +122,15 @@ def calibrate(model: LandmarkModel, rows: np.ndarray, D: np.ndarray, *, coverage
     split = kk >= SPLIT_MIN and kk // 2 >= need
     perm = rng.permutation(kk)
     fit_rows, cal_rows = (perm[: kk // 2], perm[kk // 2:]) if split else (perm[:0], perm)
+    truth = np.empty((kk, d))
+    for part in ((fit_rows, cal_rows) if split and truth_sets != "whole" else (perm,)):
+        if truth_sets == "apart" and part.size >= d + 2:
+            objs = n + apart[part]
+            truth[part] = FullMap.fit_apart(D[np.ix_(objs, objs)], D[np.ix_(np.arange(n), objs)],
+                                            model.embedding).positions
+            continue
+        keep = np.concatenate([np.arange(n), n + apart[part]])
+        truth[part] = FullMap.fit(D[np.ix_(keep, keep)], np.arange(n), model.embedding).positions[n:]
     q = min(MAX_COORDINATES, sp.rank, max(d, fit_rows.size // 8))
     W = -0.5 * sp.eigenvectors[:, :q] / np.sqrt(sp.eigenvalues[:q])
     Zq = (np.square(A) - sp.row_means) @ W
@@ -128,7 +144,7 @@ def calibrate(model: LandmarkModel, rows: np.ndarray, D: np.ndarray, *, coverage
         ok = res.valid & np.isfinite(e).all(axis=1)
         errors[method] = (e, ok)
         if split:
-            P, p0, kappa2 = _error_predictor(Zq[fit_rows[ok[fit_rows]]], e[fit_rows[ok[fit_rows]]],
+            P, p0, kappa2 = error_predictor(Zq[fit_rows[ok[fit_rows]]], e[fit_rows[ok[fit_rows]]],
                                              sigma[fit_rows[ok[fit_rows]]], W, sp.row_means)
         else:
             P, p0, kappa2 = np.zeros((n, d)), np.zeros(d), 1.0
@@ -142,11 +158,13 @@ def calibrate(model: LandmarkModel, rows: np.ndarray, D: np.ndarray, *, coverage
         ratios = np.linalg.norm(e[idx], axis=1) / np.maximum(s, tiny)
         final[method] = MethodCalibration(mc.error_weights, mc.error_offsets, mc.kappa2, np.sort(ratios))
     info = {"objects": int(kk), "calibration_objects": int(cal_rows.size), "predictor_objects": int(fit_rows.size),
-            "coordinates": int(q) if split else 0, "full_mds_objects": int(n + kk), "sampled": bool(k > kk)}
-    return Calibrated(RadiusCalibration(coverage=c, sensitivity=sens, methods=final, info=info))
+            "coordinates": int(q) if split else 0, "sampled": bool(k > kk),
+            "full_mds_objects": int(n + (cal_rows.size if split and truth_sets == "halves" else kk))}
+    return Calibrated(RadiusCalibration(coverage=c, sensitivity=sens, methods=final, info=info),
+                      calibrating=apart[cal_rows], predicting=apart[fit_rows])
 
 
-def _error_predictor(Z: np.ndarray, E: np.ndarray, sigma: np.ndarray, W: np.ndarray,
+def error_predictor(Z: np.ndarray, E: np.ndarray, sigma: np.ndarray, W: np.ndarray,
                      row_means: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """Ridge regression of errors E (k, d) on [Z, 1] (k, q + 1), as an affine map of centred a2: (P (n, d),
     p (d,), κ²) with κ² = mean leave-one-out residual² / mean σ² (0 when σ vanishes)."""
@@ -164,7 +182,7 @@ def _error_predictor(Z: np.ndarray, E: np.ndarray, sigma: np.ndarray, W: np.ndar
 
 
 def calibrate_on_matrix(model: LandmarkModel, M: np.ndarray, landmarks: np.ndarray, *, coverage: float = 0.9,
-                        random_state: int = 0) -> Calibrated:
+                        random_state: int = 0, truth_sets: str = "halves") -> Calibrated:
     """``calibrate`` on the fit matrix itself: M (N, N) the dissimilarities (similarities for a similarity
     model) among all N fit objects, ``landmarks`` (n,) the rows of M that are the model's landmarks, in model
     order; every other row is a calibration object (a seeded sample of ``MAX_OBJECTS`` when there are more).
@@ -185,10 +203,13 @@ def calibrate_on_matrix(model: LandmarkModel, M: np.ndarray, landmarks: np.ndarr
         bad |= (sub < 0).any(axis=1)
     if bad[lm.size:].any():  # objects with a bad entry do not calibrate (the landmarks' entries were checked)
         keep = np.concatenate([np.arange(lm.size), lm.size + np.flatnonzero(~bad[lm.size:])])
-        sub = sub[np.ix_(keep, keep)]
+        sub, others = sub[np.ix_(keep, keep)], others[~bad[lm.size:]]
     similarity = model.input_kind == "similarity"
     rows = sub[lm.size:, :lm.size]
     if similarity:
         rows = np.hstack([rows, np.diagonal(sub)[lm.size:, None]])
         sub = dissimilarities_from_similarities(sub)
-    return calibrate(model, rows, sub, coverage=coverage, random_state=random_state)
+    out = calibrate(model, rows, sub, coverage=coverage, random_state=random_state, truth_sets=truth_sets)
+    if out.calibrating is None or out.predicting is None:
+        return out
+    return Calibrated(out.calibration, out.reason, others[out.calibrating], others[out.predicting])

@@ -43,6 +43,27 @@ class FullMap:
     shift: np.ndarray
 
     @classmethod
+    def fit_apart(cls, D: np.ndarray, A_landmarks: np.ndarray, landmark_map: np.ndarray) -> FullMap:
+        """The full MDS of N objects *without* the landmarks, D (N, N), aligned so that the landmarks, put on it
+        by Gower's formula from their dissimilarities A_landmarks (n, N) to the objects, best match
+        ``landmark_map`` (n, d): a truth the landmarks have no part in."""
+        X = np.asarray(landmark_map, dtype=np.float64)
+        bare = cls._spectrum(D, X.shape[1])
+        ident = cls(eigenvectors=bare[0], eigenvalues=bare[1], row_means=bare[2], rotation=np.eye(X.shape[1]),
+                    shift=np.zeros(X.shape[1]))
+        fit = orthogonal_procrustes_align(ident.place(A_landmarks), X)
+        return cls(eigenvectors=bare[0], eigenvalues=bare[1], row_means=bare[2], rotation=fit.R, shift=fit.shift)
+
+    @staticmethod
+    def _spectrum(D: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        N = D.shape[0]
+        if D.shape != (N, N) or d + 2 > N:
+            raise InputError(f"a full MDS needs a square matrix of more than d + 1 = {d + 1} objects, got {D.shape}")
+        B, row_means, _ = double_center(np.square(np.asarray(D, dtype=np.float64)), overwrite=True)
+        w, V = partial_eigh(0.5 * (B + B.T), d, d)
+        return V[:, :d], np.maximum(w[:d], 0.0), row_means
+
+    @classmethod
     def fit(cls, D: np.ndarray, landmark_rows: np.ndarray, landmark_map: np.ndarray) -> FullMap:
         """The full MDS of dissimilarities D (N, N) aligned so that its rows ``landmark_rows`` (n,) best match
         ``landmark_map`` (n, d), the landmarks' map coordinates in that order."""
