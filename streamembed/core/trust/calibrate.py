@@ -123,8 +123,8 @@ def calibrate(model: LandmarkModel, rows: np.ndarray, D: np.ndarray, *, coverage
     perm = rng.permutation(kk)
     fit_rows, cal_rows = (perm[: kk // 2], perm[kk // 2:]) if split else (perm[:0], perm)
     truth = np.empty((kk, d))
-    for part in ((fit_rows, cal_rows) if split and truth_sets != "whole" else (perm,)):
-        if truth_sets == "apart" and part.size >= d + 2:
+    for part in ((fit_rows, cal_rows) if split and truth_sets in ("halves", "apart") else (perm,)):
+        if truth_sets.startswith("apart") and part.size >= d + 2:
             objs = n + apart[part]
             truth[part] = FullMap.fit_apart(D[np.ix_(objs, objs)], D[np.ix_(np.arange(n), objs)],
                                             model.embedding).positions

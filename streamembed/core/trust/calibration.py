@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..fit.cmds import LandmarkSpectrum
+from ..place.projection import ProjectionKernel
 from .conformal import check_coverage, conformal_quantile, conformal_rank, min_calibration_objects
 from .sensitivity import SensitivityMaps
 
@@ -91,16 +93,17 @@ class RadiusCalibration:
         return max(0, min_calibration_objects(self.coverage) - k) if conformal_rank(k, self.coverage) > k else 0
 
     def score(self, A: np.ndarray, method: str) -> np.ndarray:
-        """s_m(z) (m,) float64 in map units from core dissimilarities A (m, n) to the landmarks."""
-        d = self.sensitivity.n_components
-        M, off, w = self._affine(method, A.dtype)
-        a2 = np.square(A, dtype=M.dtype)
-        a2 -= a2.mean(axis=1, keepdims=True)
-        Z = a2 @ M
+        """s_m(z) (m,) float64 in map units from core dissimilarities A (m, n) to the landmarks.
+
+        The fused projection kernel (``core.place.projection``) squares the rows and multiplies them into
+        the d(B + 1) columns [P_m | G] in one pass, in the rows' precision.
+        """
+        dt = np.dtype(np.float32) if A.dtype == np.float32 else np.dtype(np.float64)
+        kernel, off, scale = self._affine(method, dt)
+        Z = kernel(np.ascontiguousarray(A, dtype=dt))[0][:, :-1]
         Z += off
-        Z *= Z
-        s2 = Z[:, :d].sum(axis=1, dtype=np.float64) + w * Z[:, d:].sum(axis=1, dtype=np.float64)
-        return np.sqrt(s2)
+        Z *= scale  # 1 on the predicted error's d columns, κ_m/√B on the B·d deviations
+        return np.sqrt(np.einsum("ij,ij->i", Z, Z), dtype=np.float64)
 
     def radius(self, A: np.ndarray, method: str) -> np.ndarray:
         """r(z) = q̂_m · s_m(z) (m,) float64, map units; 0 at a landmark; NaN for an uncalibrated method or
@@ -115,17 +118,27 @@ class RadiusCalibration:
         r[np.min(A, axis=1) == 0] = 0.0
         return r
 
-    def _affine(self, method: str, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, float]:
-        """([P_m | G] (n, d(B+1)), [p_m | h], κ_m²/B) in the rows' float dtype (cached)."""
-        dt = np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)
+    def _affine(self, method: str, dt: np.dtype) -> tuple[ProjectionKernel, np.ndarray, np.ndarray]:
+        """(the kernel of a2 ↦ (a2 − ā)·[P_m | G], the offsets [p_m | h], the column weights [1 | κ_m/√B]) for
+        rows of dtype ``dt`` (cached).
+
+        The kernel projects on "eigenvectors" −2·[P_m | G] with unit eigenvalues and zero row means: its
+        W is [P_m | G] less its column means and its constant 0, so it gives (a2 − ā)·[P_m | G] (every
+        column of P_m and G is orthogonal to the ones vector: the ā term is round-off, taken out).
+        """
         key = (method, dt.str)
         hit = self._cache.get(key)
         if hit is None:
             mc = self.methods[method]
             sm = self.sensitivity
-            M = np.ascontiguousarray(np.hstack([mc.error_weights, sm.weights]), dtype=dt)
+            M = np.hstack([mc.error_weights, sm.weights])
+            k = M.shape[1]
+            frame = LandmarkSpectrum(eigenvalues=np.ones(k), eigenvectors=-2.0 * M, row_means=np.zeros(M.shape[0]),
+                                     grand_mean=0.0, negative_share=0.0, exact=True)
             off = np.concatenate([mc.error_offsets, sm.offsets]).astype(dt)
-            hit = (M, off, float(mc.kappa2) / sm.n_maps)
+            scale = np.concatenate([np.ones(mc.error_offsets.shape[0]),
+                                    np.full(sm.offsets.shape[0], np.sqrt(float(mc.kappa2) / sm.n_maps))]).astype(dt)
+            hit = (ProjectionKernel(frame, k, dt), off, scale)
             with self._lock:
                 self._cache[key] = hit
         return hit
