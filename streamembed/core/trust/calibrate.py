@@ -39,7 +39,7 @@ from .sensitivity import sensitivity_maps
 if TYPE_CHECKING:
     from ..model import LandmarkModel
 
-__all__ = ["METHODS", "SPLIT_MIN", "MAX_OBJECTS", "MAX_COORDINATES", "RIDGE", "Calibrated", "calibrate",
+__all__ = ["TRUTH_SETS", "METHODS", "SPLIT_MIN", "MAX_OBJECTS", "MAX_COORDINATES", "RIDGE", "Calibrated", "calibrate",
            "calibrate_on_matrix", "error_predictor", "uncalibrated_reason"]
 
 #: The methods a calibration covers (the kernel methods of a classical-MDS map).
@@ -52,6 +52,9 @@ MAX_OBJECTS = 2000
 MAX_COORDINATES = 16
 #: Ridge penalty of the error predictor, relative to the mean diagonal of XᵀX.
 RIDGE = 1e-3
+#: What each calibration half is measured against (docs/math.md §9.1): the full MDS of the landmarks and that
+#: half (the default), of the landmarks and every calibration object, or of that half without the landmarks.
+TRUTH_SETS = ("halves", "whole", "apart")
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,8 @@ def calibrate(model: LandmarkModel, rows: np.ndarray, D: np.ndarray, *, coverage
             landmarks and that half) or "whole" (one full MDS of the landmarks and all the objects).
     """
     c = check_coverage(coverage)
+    if truth_sets not in TRUTH_SETS:
+        raise InputError(f"truth_sets must be one of {TRUTH_SETS}, got {truth_sets!r}")
     why = uncalibrated_reason(model)
     if why is not None:
         return Calibrated(None, f"no radius: {why}")
@@ -124,7 +129,7 @@ def calibrate(model: LandmarkModel, rows: np.ndarray, D: np.ndarray, *, coverage
     fit_rows, cal_rows = (perm[: kk // 2], perm[kk // 2:]) if split else (perm[:0], perm)
     truth = np.empty((kk, d))
     for part in ((fit_rows, cal_rows) if split and truth_sets in ("halves", "apart") else (perm,)):
-        if truth_sets.startswith("apart") and part.size >= d + 2:
+        if truth_sets == "apart" and part.size >= d + 2:
             objs = n + apart[part]
             truth[part] = FullMap.fit_apart(D[np.ix_(objs, objs)], D[np.ix_(np.arange(n), objs)],
                                             model.embedding).positions
