@@ -16,7 +16,7 @@ from .core.errors import NotFittedError
 from .core.inputs import kernel as kernel_input
 from .core.inputs import validation
 from .core.model import LandmarkModel
-from .core.trust.calibrate import Calibrated, calibrate_on_matrix
+from .core.trust.calibrate import MAX_OBJECTS, Calibrated, calibrate_on_matrix
 from .core.trust.conformal import check_coverage
 from .estimator_inputs import input_rows, pairwise_distances
 
@@ -53,10 +53,11 @@ class RadiusMixin:
             log.warning("%s", result.reason)
         return self.model_.with_radius_calibration(result.calibration)
 
-    def calibrate_radius(self, X: object, landmark_rows: object) -> Self:
+    def calibrate_radius(self, X: object, landmark_rows: object, *, max_objects: int = MAX_OBJECTS) -> Self:
         """Calibrate the radius on fit objects: X (N, N) dissimilarities among them (similarities for
         input="similarity"; feature rows (N, p) for a feature model), ``landmark_rows`` (n,) the rows of X
-        that are the model's landmarks, in model order; every other row calibrates (docs/math.md §9).
+        that are the model's landmarks, in model order; every other row calibrates (docs/math.md §9), at
+        most ``max_objects`` of them (a seeded sample).
         Replaces the model's calibration (none, with a WARNING saying why, when it cannot be made)."""
         model = self._fitted()
         X64 = validation.as_float_array(X, "X", 2).astype(np.float64)  # rows with a bad entry are left out
@@ -65,7 +66,8 @@ class RadiusMixin:
                    else pairwise_distances(X64, str(model.metric)))
         rows = np.asarray(landmark_rows, dtype=np.int64)
         self.model_ = self._with_radius(calibrate_on_matrix(model, X64, rows, coverage=self.coverage,
-                                                            random_state=int(self.random_state)))
+                                                            random_state=int(self.random_state),
+                                                            max_objects=int(max_objects)))
         return self
 
     def radius(self, X: object, *, self_similarity: object = None) -> np.ndarray:

@@ -83,7 +83,8 @@ def uncalibrated_reason(model: LandmarkModel) -> str | None:
 
 
 def calibrate(model: LandmarkModel, rows: np.ndarray, D: np.ndarray, *, coverage: float = 0.9, random_state: int = 0,
-              methods: tuple[str, ...] = METHODS, truth_sets: str = "halves") -> Calibrated:
+              methods: tuple[str, ...] = METHODS, truth_sets: str = "halves",
+              max_objects: int = MAX_OBJECTS) -> Calibrated:
     """Calibrate ``model``'s radius on k non-landmark fit objects (see the module doc).
 
     Args:
@@ -93,8 +94,8 @@ def calibrate(model: LandmarkModel, rows: np.ndarray, D: np.ndarray, *, coverage
            (for a similarity model: the equivalent dissimilarities, ``full_mds.dissimilarities_from_similarities``).
         coverage: the stated coverage c.
         random_state: seeds the sample, the split and the subset maps.
-        truth_sets: "halves" (each half of a split calibration is measured against the full MDS of the
-            landmarks and that half) or "whole" (one full MDS of the landmarks and all the objects).
+        truth_sets: one of ``TRUTH_SETS`` (docs/math.md §9.1).
+        max_objects: at most this many objects calibrate (a seeded sample of the others).
     """
     c = check_coverage(coverage)
     if truth_sets not in TRUTH_SETS:
@@ -110,8 +111,8 @@ def calibrate(model: LandmarkModel, rows: np.ndarray, D: np.ndarray, *, coverage
     rng = np.random.default_rng(random_state)
     A = model.core_dissimilarities(rows)[0] if k else np.empty((0, n))
     apart = np.flatnonzero(A.min(axis=1) > 0) if k else np.empty(0, dtype=np.int64)
-    if apart.size > MAX_OBJECTS:
-        apart = np.sort(rng.choice(apart, MAX_OBJECTS, replace=False))
+    if apart.size > max_objects:
+        apart = np.sort(rng.choice(apart, max_objects, replace=False))
     need = min_calibration_objects(c)
     if apart.size < need:
         return Calibrated(None, f"no radius: {apart.size} non-landmark fit objects calibrate it, coverage {c:g} needs "
@@ -187,7 +188,8 @@ def error_predictor(Z: np.ndarray, E: np.ndarray, sigma: np.ndarray, W: np.ndarr
 
 
 def calibrate_on_matrix(model: LandmarkModel, M: np.ndarray, landmarks: np.ndarray, *, coverage: float = 0.9,
-                        random_state: int = 0, truth_sets: str = "halves") -> Calibrated:
+                        random_state: int = 0, truth_sets: str = "halves",
+                        max_objects: int = MAX_OBJECTS) -> Calibrated:
     """``calibrate`` on the fit matrix itself: M (N, N) the dissimilarities (similarities for a similarity
     model) among all N fit objects, ``landmarks`` (n,) the rows of M that are the model's landmarks, in model
     order; every other row is a calibration object (a seeded sample of ``MAX_OBJECTS`` when there are more).
@@ -199,8 +201,8 @@ def calibrate_on_matrix(model: LandmarkModel, M: np.ndarray, landmarks: np.ndarr
         raise InputError(f"calibrating needs the (N, N) fit matrix and the landmarks' {model.n_landmarks} rows, "
                          f"got shapes {M.shape} and {lm.shape}")
     others = np.setdiff1d(np.arange(N), lm)
-    if others.size > MAX_OBJECTS:
-        others = np.sort(np.random.default_rng(random_state).choice(others, MAX_OBJECTS, replace=False))
+    if others.size > max_objects:
+        others = np.sort(np.random.default_rng(random_state).choice(others, max_objects, replace=False))
     order = np.concatenate([lm, others])
     sub = np.asarray(M[np.ix_(order, order)], dtype=np.float64)
     bad: np.ndarray = np.logical_not(np.isfinite(sub).all(axis=1))
@@ -214,7 +216,9 @@ def calibrate_on_matrix(model: LandmarkModel, M: np.ndarray, landmarks: np.ndarr
     if similarity:
         rows = np.hstack([rows, np.diagonal(sub)[lm.size:, None]])
         sub = dissimilarities_from_similarities(sub)
-    out = calibrate(model, rows, sub, coverage=coverage, random_state=random_state, truth_sets=truth_sets)
-    if out.calibrating is None or out.predicting is None:
+    out = calibrate(model, rows, sub, coverage=coverage, random_state=random_state, truth_sets=truth_sets,
+                    max_objects=max_objects)
+    if out.calibrating is None or out.predicting is None or out.calibration is None:
         return out
+    out.calibration.info.update(sampled=bool(N - lm.size > others.size), fit_objects=int(N - lm.size))
     return Calibrated(out.calibration, out.reason, others[out.calibrating], others[out.predicting])
