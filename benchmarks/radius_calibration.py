@@ -201,8 +201,12 @@ def _fmt(values: list[float]) -> str:
 
 
 def _med(values: list[float]) -> str:
+    """The median to 2 decimals; "> 1000" for a degenerate radius (a score that vanishes on calibration
+    objects, e.g. √β with β ≤ 0, gives an unbounded quantile)."""
     v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
-    return f"{np.median(v):.2f}" if v.size else "–"
+    if not v.size:
+        return "–"
+    return "> 1000" if np.median(v) > 1000 else f"{np.median(v):.2f}"
 
 
 def render(rows: list[dict], switches: list[dict], header: str) -> str:

@@ -79,6 +79,17 @@ class RadiusCalibration:
     def __post_init__(self) -> None:
         object.__setattr__(self, "coverage", check_coverage(self.coverage))
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Copies (``copy.deepcopy``, pickling by scikit-learn's checks) get their own lock and kernels."""
+        state = self.__dict__.copy()
+        state["_cache"] = {}
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        object.__setattr__(self, "_lock", threading.Lock())
+
     def with_coverage(self, coverage: float) -> RadiusCalibration:
         """The same calibration stating another coverage (the quantile is recomputed from the stored ratios)."""
         return replace(self, coverage=check_coverage(coverage))

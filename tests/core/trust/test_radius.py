@@ -178,3 +178,13 @@ def test_a_saved_model_is_loaded_with_its_coverage(tmp_path, rng: np.random.Gene
     est.save(tmp_path / "m.npz")
     assert LandmarkMDS.load(tmp_path / "m.npz").coverage == 0.8
     assert load_model(tmp_path / "m.npz").radius_calibration.coverage == 0.8
+
+
+def test_a_calibrated_estimator_can_be_copied_and_pickled(rng: np.random.Generator) -> None:
+    import copy
+    import pickle
+
+    est, X = fitted(rng)
+    Z = euclidean(plane_points(rng, 20), X[est.landmark_indices_])
+    for twin in (copy.deepcopy(est), pickle.loads(pickle.dumps(est))):
+        np.testing.assert_array_equal(twin.radius(Z), est.radius(Z))
