@@ -3,18 +3,20 @@
 ``calibrate`` takes a fitted model, the input rows of its non-landmark fit
 objects and the dissimilarities among landmarks and those objects, and:
 
-1. computes the objects' full-MDS positions (``full_mds.FullMap``: a classical
-   MDS of the landmarks and the objects, aligned on the landmarks), with at
-   most ``MAX_OBJECTS`` objects (a seeded sample beyond that);
-2. places them with each method (``METHODS``) and takes their errors
+1. takes at most ``MAX_OBJECTS`` objects (a seeded sample beyond that) and,
+   with at least ``SPLIT_MIN`` of them, splits them in two seeded halves: one
+   fits the error predictor, the other calibrates;
+2. computes their full-MDS positions (``full_mds.FullMap``: by default each
+   half against the classical MDS of the landmarks and that half, aligned on
+   the landmarks: ``TRUTH_SETS``, docs/math.md §9.1);
+3. places them with each method (``METHODS``) and takes their errors
    e = y − t (d-vectors, map units);
-3. fits the landmark-subset maps (``sensitivity``) and, with at least
-   ``SPLIT_MIN`` objects, uses half of them (seeded) to fit the error
-   predictor: a ridge regression of e on the object's first q landmark
-   coordinates (q = min(``MAX_COORDINATES``, monitored eigenpairs, half/8),
-   docs/math.md §9.4), and κ² = mean leave-one-out residual² / mean σ²;
-   with fewer objects the score is σ alone and every object calibrates;
-4. stores the ratios ‖e‖ / score of the remaining objects: the split-conformal
+4. fits the landmark-subset maps (``sensitivity``) and, on the first half,
+   the error predictor: a ridge regression of e on the object's first q
+   landmark coordinates (q = min(``MAX_COORDINATES``, monitored eigenpairs,
+   half/8), docs/math.md §9.4), and κ² = mean leave-one-out residual² / mean
+   σ²; without a split the score is σ alone and every object calibrates;
+5. stores the ratios ‖e‖ / score of the calibrating objects: the split-conformal
    calibration set (``conformal``).
 
 Objects at dissimilarity 0 from a landmark are that landmark (radius 0) and
