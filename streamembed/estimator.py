@@ -37,8 +37,10 @@ from .core.fit.likelihood import ppca_loglik
 from .core.model import LandmarkModel, Method, fit_model
 from .core.options import DEFAULTS, METHODS, check_options
 from .core.result import EmbeddingResult
+from .core.trust.conformal import DEFAULT_COVERAGE, check_coverage
 from .estimator_inputs import (NO_FIT_INPUTS, PRECOMPUTED, FitInputs, in_landmark_order, input_rows, kept_landmarks,
                                named_ids, projections)
+from .estimator_radius import RadiusMixin, restated, stated_coverage
 from .fitted_attributes import FittedAttributes
 from .named_columns import column_names
 from .set_output import SetOutputMixin
@@ -51,7 +53,7 @@ log = logging.getLogger("streamembed")
 LandmarkIds = Iterable[Any] | None
 
 
-class LandmarkMDS(SetOutputMixin, FittedAttributes):
+class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
     """Classical MDS of landmarks plus out-of-sample embedding of new objects.
 
     Args:
@@ -90,6 +92,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
             the kernel of ``core.inputs.kernel.FEATURE_KERNELS``) of feature
             vectors: then ``fit(X)`` is ``fit_features(X, metric)`` and
             ``transform``/``score`` take feature rows (m, p).
+        coverage: c ∈ (0, 1), the stated coverage of ``radius`` (docs/math.md §9; ``calibrate_radius``).
 
     Fitted attributes (read from ``model_``):
         model_ (LandmarkModel), embedding_ (n, d), eigenvalues_ (d,), spectrum_,
@@ -118,6 +121,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         n_landmarks: int | None = DEFAULTS["n_landmarks"],
         landmark_selection: str = DEFAULTS["landmark_selection"],
         metric: str = PRECOMPUTED,
+        coverage: float = DEFAULT_COVERAGE,
     ):
         self.n_components = n_components
         self.method = method
@@ -132,6 +136,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         self.n_landmarks = n_landmarks
         self.landmark_selection = landmark_selection
         self.metric = metric
+        self.coverage = coverage
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X: object, y: object = None, *, landmark_ids: LandmarkIds = None) -> LandmarkMDS:
@@ -162,7 +167,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
             raise InputError(f"D must have a zero diagonal: D[{i}, {i}] = {M[i, i]}; each diagonal entry is its "
                              f"row's largest, as in a similarity matrix: fit it with input='similarity'")
         n_objects = M.shape[0]
-        idx = self._kept_landmarks(M=M)
+        idx, M_all = self._kept_landmarks(M=M), M
         if idx is not None:
             ids = [str(i) for i in idx] if landmark_ids is None else [str(x) for x in named_ids(landmark_ids, M)[idx]]
             M, landmark_ids = M[np.ix_(idx, idx)], ids
@@ -174,7 +179,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
             if evidence.likely:
                 log.warning("%s", evidence.message("D"))
         self._warn_fit()
-        return self
+        return self._calibrate_fit(M_all, idx)
 
     def _warn_fit(self) -> None:
         """WARNINGs about the fitted map (``core.fit.features.fit_warnings``): a non-unique map (eigengap), an
@@ -206,7 +211,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         names = column_names(X)
         X64 = validation.check_array(X, "X").astype(np.float64)
         M = feature_matrix(X64, metric, self.input)
-        idx = self._kept_landmarks(F=X64, metric=metric if self.input != "similarity" else DEFAULT_METRIC)
+        idx, M_all = self._kept_landmarks(F=X64, metric=metric if self.input != "similarity" else DEFAULT_METRIC), M
         if idx is not None:
             ids = [str(i) for i in idx] if landmark_ids is None else [str(x) for x in named_ids(landmark_ids, M)[idx]]
             M, X64, landmark_ids = M[np.ix_(idx, idx)], X64[idx], ids
@@ -215,7 +220,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         # feature-mode rows hold dissimilarities to the landmarks only: no rows of all N objects
         self._fit_inputs = FitInputs(feature_names=names, landmark_indices=idx)
         self._warn_fit()
-        return self
+        return self._calibrate_fit(M_all, idx)
 
     def fit_transform(self, X: object, y: object = None, **fit_params: Any) -> Any:
         """``fit(X)`` then ``transform(X)``: the landmarks' own placements (n, d)."""
@@ -363,8 +368,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
                     **{k: fp.get(k, DEFAULTS[k]) for k in ("input", "geodesic_neighbors", "correction", "landmark_map",
                                                            "n_residual_components", "eigensolver")},
                     "random_state": model.random_state, "n_threads": model.n_threads}
-        est = cls(**{**defaults, **params})
-        est.model_ = model
+        est = cls(**{**defaults, **stated_coverage(model), **params})
+        est.model_ = restated(model, est.coverage)
         return est
 
     # ------------------------------------------------------------------ scikit-learn protocol
@@ -390,7 +395,10 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
 
 
 _PARAMS = ("n_components", "method", "n_residual_components", "eigensolver", "n_threads", "random_state", "input",
-           "geodesic_neighbors", "correction", "landmark_map", "n_landmarks", "landmark_selection", "metric")
+           "geodesic_neighbors", "correction", "landmark_map", "n_landmarks", "landmark_selection", "metric",
+           "coverage")
+#: Parameters that are not options of ``core.options`` (checked here).
+_OWN_PARAMS = ("metric", "coverage")
 
 
 def _check_params(est: LandmarkMDS) -> None:
@@ -399,7 +407,8 @@ def _check_params(est: LandmarkMDS) -> None:
     Every parameter but ``metric`` is an option of ``core.options``: its constraint and the table's rules
     (a refined landmark map needs a criterion method) are checked there, all at once.
     """
-    check_options(**{name: getattr(est, name) for name in _PARAMS if name != "metric"})
+    check_options(**{name: getattr(est, name) for name in _PARAMS if name not in _OWN_PARAMS})
     if not isinstance(est.metric, str) or not est.metric:
         raise InputError(f"metric must be 'precomputed' or the name of a metric (kernel), got {est.metric!r}")
+    check_coverage(est.coverage)
 

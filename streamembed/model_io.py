@@ -19,7 +19,11 @@ shapes, metadata of the wrong type — is a ``ModelFileError`` that says what
 the file (or the bytes) is and what was expected. Schema version 1 files
 (arrays-only checksum) are still read, with their metadata validated field by
 field. Metadata added since (``negative_ratio``, ``eigengap``) is optional: a
-file without it gets the value recomputed or None.
+file without it gets the value recomputed or None. The radius calibration
+(``core.trust.calibration``, docs/math.md §9) is a ``radius`` block of the
+metadata (its own ``version``) and ``radius_*`` arrays; a file without it
+(saved before it existed, or from a fit without non-landmark objects) loads
+with no radius.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from .core.model import LandmarkModel, relative_eigengap
 from .core.options import DEFAULTS, check_options, config_names
 from .core.fit.ordinal_map import MonotoneTransform
 from .core.inputs.transforms import InputPipeline
+from .core.trust.calibration import RadiusCalibration
 
 __all__ = ["SCHEMA_VERSION", "FORMAT_NAME", "save_model", "load_model", "read_model_file", "model_arrays",
            "model_to_bytes", "model_from_bytes", "read_model_bytes"]
@@ -90,6 +95,8 @@ def model_arrays(model: LandmarkModel) -> dict[str, np.ndarray]:
     if model.map_transform is not None:  # a non-metric map's monotone transformation (core.fit.ordinal_map)
         arrays["map_transform_x"] = model.map_transform.knots_x
         arrays["map_transform_y"] = model.map_transform.knots_y
+    if model.radius_calibration is not None:  # the radius's calibration (core.trust; meta "radius" has the rest)
+        arrays.update(model.radius_calibration.state()[0])
     return arrays
 
 
@@ -136,6 +143,7 @@ def _metadata(model: LandmarkModel, arrays: dict[str, np.ndarray], params: dict[
         "random_state": int(model.random_state),
         "negative_ratio": model.negative_ratio,
         "eigengap": model.eigengap,
+        "radius": None if model.radius_calibration is None else model.radius_calibration.state()[1],
     }
     meta["checksum_sha256"] = _checksum(arrays, meta)
     return meta
@@ -359,4 +367,6 @@ def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[Landmark
                           negative_ratio=_negative_ratio(meta), eigengap=_eigengap(meta, spectrum, d))
     if "alignment_rotation" in files:
         model = model.aligned(files["alignment_rotation"], files["alignment_shift"])
+    if meta.get("radius") is not None:  # files saved before the radius, or without a calibration, have none
+        model = model.with_radius_calibration(RadiusCalibration.from_state(files, meta["radius"], n, d))
     return model, params

@@ -44,6 +44,21 @@ def test_map_coloured_by_model_version(tmp_path, fitted) -> None:
     assert is_png(plots.plot_map(est, res.y, None, tmp_path / "plain.png"))
 
 
+def test_map_draws_the_radius_as_circles_and_names_it_in_the_legend(tmp_path) -> None:
+    rng = np.random.default_rng(1)
+    P = rng.normal(size=(300, 3))
+    D = np.sqrt(((P[:, None] - P[None]) ** 2).sum(-1))
+    est = LandmarkMDS(2, n_landmarks=40).fit(D)
+    res = est.embed(D[:, est.landmark_indices_])
+    assert np.isfinite(res.radius).all()
+    out = plots.plot_map(est, res.y, None, tmp_path / "r.png", radius=res.radius, max_circles=50)
+    assert is_png(out)
+    bare = plots.plot_map(est, res.y, None, tmp_path / "b.png", radius=np.full(300, np.nan))  # no radius: no circle
+    assert is_png(bare) and bare.read_bytes() != out.read_bytes()
+    with pytest.raises(ValueError, match="radius"):
+        plots.plot_map(est, res.y, None, tmp_path / "bad.png", radius=res.radius[:5])
+
+
 def test_map_rejects_wrong_dimension(tmp_path, fitted) -> None:
     est, res = fitted
     with pytest.raises(ValueError):

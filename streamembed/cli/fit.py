@@ -116,13 +116,15 @@ def _check_entries(M: np.ndarray, rows: np.ndarray, ids: list[str] | None, path:
 
 
 def _check_flags(args: argparse.Namespace) -> None:
-    """The option table's rules on the flags (``core.options``), before any file is read."""
+    """The option table's rules on the flags (``core.options``), and the coverage, before any file is read."""
     from streamembed.core.options import check_options, flag_names
+    from streamembed.core.trust.conformal import check_coverage
 
     try:
         check_options(flag_names, method=args.method, landmark_map=args.landmark_map)
+        check_coverage(args.coverage)
     except ValueError as exc:
-        raise Refused(str(exc)) from None
+        raise Refused(f"--coverage {args.coverage}: {exc}" if "coverage" in str(exc) else str(exc)) from None
 
 
 def _check_output_dirs(args: argparse.Namespace, out: Path) -> None:
@@ -194,13 +196,16 @@ def run(args: argparse.Namespace) -> int:
     lm_ids = [ids[i] for i in idx] if ids is not None else [str(int(i)) for i in idx]
     est = LandmarkMDS(n_components=args.n_components, method=args.method,
                       input="similarity" if sims else "dissimilarity", geodesic_neighbors=args.geodesic_neighbors,
-                      correction=args.correction, landmark_map=args.landmark_map, random_state=args.seed)
+                      correction=args.correction, landmark_map=args.landmark_map, random_state=args.seed,
+                      coverage=args.coverage)
     t0 = time.perf_counter()
     try:
         if features:
             est.fit_features(M[idx], metric=args.metric, landmark_ids=lm_ids)
         else:
             est.fit(M[np.ix_(idx, idx)], landmark_ids=lm_ids)
+        if n < N:  # the objects that are not landmarks calibrate the radius (a WARNING says why when they cannot)
+            est.calibrate_radius(M, idx)
     except ValueError as exc:
         raise Refused(f"cannot fit: {exc}") from None
     save_model(est.model_, out, params=est.get_params())
@@ -211,11 +216,23 @@ def run(args: argparse.Namespace) -> int:
     shown = ", ".join(lm_ids[:12]) + (f", ... ({n - 12} more)" if n > 12 else "")
     print(f"wrote {args.output}: {n} landmarks (of {N}), d = {args.n_components}, {kind}, lineage "
           f"{est.lineage_}, fitted in {time.perf_counter() - t0:.2f} s\n"
+          f"{_radius_line(est.model_, N - n)}\n"
           f"landmarks in model order ({named}): {shown}"
           + (f"\n(all {n} written to {args.landmarks_out})" if args.landmarks_out else
              "\n(--landmarks-out FILE writes them all, one per line; `streamembed model info` shows them)"),
           file=sys.stderr)
     return EXIT_OK
+
+
+def _radius_line(model: Any, others: int) -> str:
+    """What the summary says about the radius: its coverage and calibration, or why there is none."""
+    cal = model.radius_calibration
+    if cal is None:
+        why = "every object is a landmark" if others == 0 else "see the WARNING above"
+        return f"no radius ({why}; --landmarks n below N calibrates one on the other objects)"
+    info = cal.info
+    return (f"radius: coverage {cal.coverage:g}, calibrated on {info.get('calibration_objects')} of "
+            f"{info.get('objects')} non-landmark objects against their full classical MDS (docs/math.md §9)")
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -259,5 +276,8 @@ def add_parser(subparsers: Subparsers) -> None:
                         "order of the dissimilarities counts); needs --method stress or l1")
     f.add_argument("--seed", type=int, default=DEFAULTS["random_state"],
                    help="seed of the landmark selection, kept as the model's random_state (default %(default)s)")
+    f.add_argument("--coverage", type=float, default=default("trust.coverage"), metavar="C",
+                   help="stated coverage of the placements' radius (docs/math.md §9), calibrated on the objects that "
+                        "are not landmarks (needs --landmarks below N; default %(default)s)")
     f.add_argument("-o", "--output", required=True, metavar="MODEL.npz", help="where to write the model")
     f.add_argument("--landmarks-out", metavar="FILE", help="also write the landmark ids in model order, one per line")

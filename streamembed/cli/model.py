@@ -27,7 +27,11 @@ def info(args: argparse.Namespace) -> int:
         raise Refused(str(exc)) from None
     doc: dict[str, Any] = {"path": str(args.model), **model.describe(), "method": params.get("method"),
                            "landmark_ids": [str(x) for x in model.landmark_ids],
-                           "map": model.map_info}
+                           "map": model.map_info,
+                           "radius": None if model.radius_calibration is None else {
+                               "coverage": model.radius_calibration.coverage,
+                               "methods": sorted(model.radius_calibration.methods),
+                               **model.radius_calibration.info}}
     if args.json:
         print(json.dumps(doc, indent=1))
         return EXIT_OK
@@ -44,11 +48,19 @@ def info(args: argparse.Namespace) -> int:
         f"  negative eigenvalue share: {doc['negative_share']:.3g}; aligned to an earlier map: {doc['aligned']}",
         "  eigengap at the cut-off (lambda_d - lambda_{d+1}) / lambda_d: " + _eigengap_line(doc),
         f"  eigenpairs monitored for k0: {doc['monitored_eigenpairs']}",
+        "  radius: " + _radius_line(doc["radius"]),
         f"  landmark ids in model order (input rows follow it): {', '.join(ids[:limit])}"
         + ("" if limit >= len(ids) else f", ... ({len(ids) - limit} more; --all shows them)"),
     ]
     print("\n".join(lines))
     return EXIT_OK
+
+
+def _radius_line(radius: dict[str, Any] | None) -> str:
+    if radius is None:
+        return "none (the output's radius is null; docs/math.md 9)"
+    return (f"coverage {radius['coverage']:g} for {', '.join(radius['methods'])}, calibrated on "
+            f"{radius.get('calibration_objects')} of {radius.get('objects')} non-landmark fit objects")
 
 
 def _eigengap_line(doc: dict[str, Any]) -> str:

@@ -21,7 +21,8 @@ __all__ = ["add_parser", "run", "read_embedded"]
 
 def read_embedded(path: str) -> dict[str, np.ndarray]:
     """The columns of an ``embed`` output file (either output version) a map is drawn from: ``y`` (n, d) float64,
-    ``id``, ``beta``, ``unexplained``, ``k0``, ``model_version`` when present, and ``relative_unexplained``."""
+    ``id``, ``beta``, ``unexplained``, ``k0``, ``model_version``, ``radius`` when present, and
+    ``relative_unexplained``."""
     import numpy as np
     import pyarrow.parquet as pq
 
@@ -34,7 +35,7 @@ def read_embedded(path: str) -> dict[str, np.ndarray]:
     out = {"y": np.asarray(y_matrix(table), dtype=np.float64)}  # either output version (stream.output)
     if "id" in names:
         out["id"] = np.asarray(table.column("id").to_pylist(), dtype=object)
-    for name in ("beta", "unexplained", "k0", "model_version"):
+    for name in ("beta", "unexplained", "k0", "model_version", "radius"):
         if name in names:
             out[name] = np.asarray(table.column(name).to_numpy(zero_copy_only=False))
     if "beta" in out and "unexplained" in out:
@@ -54,7 +55,10 @@ def add_parser(subparsers: Subparsers) -> None:
     m.add_argument("-e", "--embedded", required=True, metavar="EMBEDDED.parquet", help="output of 'streamembed embed'")
     m.add_argument("-o", "--output", default="map.png", metavar="PNG")
     m.add_argument("--color-by", default="relative_unexplained", choices=("relative_unexplained", "model_version",
-                                                                          "k0", "none"))
+                                                                          "k0", "radius", "none"))
+    m.add_argument("--circles", type=int, default=300, metavar="N",
+                   help="draw each object's radius (docs/math.md §9) as a circle around N of them (default 300; "
+                        "0: none; files without a radius draw none)")
     m.add_argument("--title")
     m.add_argument("--max-points", type=int, default=50_000, metavar="N",
                    help="draw at most N objects, an evenly spaced sample (default 50,000); the title says so")
@@ -111,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
             if label is not None and "id" not in emb:
                 raise ValueError(f"{args.embedded} has no 'id' column to label objects with")
             out = plot_map(est, emb["y"], color, args.output, color_label=args.color_by.replace("_", " "),
-                           title=args.title, max_points=args.max_points, ids=emb.get("id"), label=label)
+                           title=args.title, max_points=args.max_points, ids=emb.get("id"), label=label,
+                           radius=emb.get("radius"), max_circles=args.circles)
         elif args.what == "drift":
             thresholds = {}
             for item in args.threshold:

@@ -20,14 +20,15 @@ MAX_DURATION_SECONDS = 2_000_000
 
 def setting(default: Any, doc: str, *, choices: tuple[Any, ...] | None = None, min: float | None = None,
             max: float | None = None, exclusive_min: bool = False, secret: bool = False, fold_case: bool = False,
-            words: tuple[str, ...] = (), off: Any = None) -> Any:
-    """A field: its default, documentation, choices, range [min, max] (exclusive_min: min itself excluded),
+            words: tuple[str, ...] = (), off: Any = None, exclusive_max: bool = False) -> Any:
+    """A field: its default, documentation, choices, range [min, max] (exclusive_min / exclusive_max: that end
+    itself excluded),
     secret (redacted when printed), fold_case (a string choice is matched in any case and stored as the
     choice is spelled), for a ``str | int`` field the words it takes besides integers, and ``off``: the value
     that switches it off (0, "none"), which the core receives as None (``config.core_args``; None: no such
     value)."""
     meta = {"doc": doc, "choices": choices, "min": min, "max": max, "exclusive_min": exclusive_min,
-            "secret": secret, "fold_case": fold_case, "words": words, "off": off}
+            "exclusive_max": exclusive_max, "secret": secret, "fold_case": fold_case, "words": words, "off": off}
     if isinstance(default, dict):  # a table of free-form settings ([kafka.client])
         return field(default_factory=lambda: dict(default), metadata=meta)
     return field(default=default, metadata=meta)

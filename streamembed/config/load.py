@@ -114,8 +114,9 @@ def _in_range(key: str, f: dataclasses.Field[Any], value: Any) -> None:
     lo, hi, exclusive = meta.get("min"), meta.get("max"), meta.get("exclusive_min")
     if lo is not None and (value < lo or (exclusive and value <= lo)):
         raise ConfigError(f"{key} = {value!r} is out of range (must be {'>' if exclusive else '>='} {lo})")
-    if hi is not None and value > hi:
-        raise ConfigError(f"{key} = {value!r} is out of range (must be <= {hi})")
+    open_hi = meta.get("exclusive_max")
+    if hi is not None and (value > hi or (open_hi and value >= hi)):
+        raise ConfigError(f"{key} = {value!r} is out of range (must be {'<' if open_hi else '<='} {hi})")
 
 
 def _check_value(key: str, tp: Any, f: dataclasses.Field[Any], value: Any) -> Any:

@@ -43,6 +43,7 @@ from .options import CORRECTIONS, CRITERION_METHODS, DEFAULTS, INPUTS, KERNEL_ME
 from .place.placer import Placer
 from .place.projection import ProjectionKernel
 from .result import EmbeddingResult
+from .trust.calibration import RadiusCalibration
 
 __all__ = ["LandmarkModel", "fit_model", "relative_eigengap", "EIGENGAP_RTOL", "METHODS", "KERNEL_METHODS",
            "CRITERION_METHODS", "INPUTS", "CORRECTIONS", "Method", "lineage_of"]
@@ -86,6 +87,8 @@ class LandmarkModel:
             saved before it existed: the landmarks' own ratio is used).
         eigengap: relative eigengap at the cut-off, (λ_d − λ_{d+1})/λ_d (``relative_eigengap``;
             None when λ_{d+1} is unknown). At or below ``EIGENGAP_RTOL`` the map is not unique.
+        radius_calibration: what gives each placement its error radius (``core.trust.calibration``,
+            docs/math.md §9), or None: placements then have no radius (NaN).
     """
 
     spectrum: LandmarkSpectrum
@@ -107,6 +110,7 @@ class LandmarkModel:
     n_threads: int | None = None
     negative_ratio: float | None = None
     eigengap: float | None = None
+    radius_calibration: RadiusCalibration | None = None
     _placer: Placer | None = field(default=None, init=False, repr=False, compare=False)
     _lock: Any = field(default_factory=threading.RLock, init=False, repr=False, compare=False)
 
@@ -188,7 +192,8 @@ class LandmarkModel:
                 "eigenvalues": [float(x) for x in self.eigenvalues],
                 "negative_share": self.negative_share, "aligned": self.is_aligned,
                 "eigengap": self.eigengap, "map_unique": self.map_unique,
-                "monitored_eigenpairs": self.spectrum.rank}
+                "monitored_eigenpairs": self.spectrum.rank,
+                "radius_coverage": None if self.radius_calibration is None else self.radius_calibration.coverage}
 
     def check_method(self, method: str, block: bool = False) -> None:
         """Refuse a method this map cannot use (a refined map has no kernel projection)."""
@@ -217,6 +222,10 @@ class LandmarkModel:
             raise InputError("alignment rotation must be orthogonal (RᵀR = I)")
         return replace(self, rotation=R, shift=t)
 
+    def with_radius_calibration(self, calibration: RadiusCalibration | None) -> LandmarkModel:
+        """This model with another radius calibration (None: no radius), e.g. another stated coverage."""
+        return replace(self, radius_calibration=calibration)
+
     def with_version(self, version: int, lineage: str | None = None) -> LandmarkModel:
         return replace(self, version=int(version), lineage=self.lineage if lineage is None else lineage)
 
@@ -238,7 +247,8 @@ class LandmarkModel:
                       natural_embedding=self.natural_embedding, refined=self.landmark_map is not None,
                       map_kind=str(self.fit_params.get("landmark_map", "cmds")), map_transform=self.map_transform,
                       rotation=self.rotation, shift=self.shift, aligned=self.is_aligned, euclidean=self.is_euclidean,
-                      negative_ratio=self.negative_ratio, n_threads=self.n_threads)
+                      negative_ratio=self.negative_ratio, n_threads=self.n_threads,
+                      radius_calibration=self.radius_calibration)
 
     def place(self, A: object, C: object = None, *, method: str = DEFAULTS["method"],
               k0_rows: None | Literal["all"] | int = None, errors: Literal["raise", "mask"] = "raise",

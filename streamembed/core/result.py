@@ -42,6 +42,10 @@ class EmbeddingResult:
         blocks: for block RR, per block: "sizes" (rows), "objective" (F(Y*),
             NaN for a refused block) and "certified" (globally optimal by the
             duality bound, docs/math.md §3).
+        radius: (m,) map units: the distance from y within which the object's
+            full-MDS position lies with the model's stated coverage (docs/math.md §9);
+            NaN where the model has no radius calibration for the method (blocks,
+            stress, l1, uncalibrated models) and for invalid rows; 0 at a landmark.
     """
 
     y: np.ndarray
@@ -59,6 +63,7 @@ class EmbeddingResult:
     residual_coords: np.ndarray | None = None
     blocks: dict[str, Any] | None = None
     unexplained_placed: np.ndarray | None = None
+    radius: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.y.shape[0])
@@ -73,8 +78,9 @@ class EmbeddingResult:
             keep = where[rows] >= 0
             rows, coords = where[rows][keep], coords[keep]
         placed = None if self.unexplained_placed is None else self.unexplained_placed[idx]
+        radius = None if self.radius is None else self.radius[idx]
         return replace(self, y=self.y[idx], beta=self.beta[idx], unexplained=self.unexplained[idx], k0=self.k0[idx],
-                       t=self.t[idx], flags=self.flags[idx], valid=self.valid[idx],
+                       t=self.t[idx], radius=radius, flags=self.flags[idx], valid=self.valid[idx],
                        reasons=[self.reasons[i] for i in idx.tolist()], residual_rows=rows, residual_coords=coords,
                        unexplained_placed=placed)
 

@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
 
-from streamembed.core.fit.features import fit_feature_model, fit_warnings
+import numpy as np
+
+from streamembed.core.fit.features import feature_matrix, fit_feature_model, fit_warnings
+from streamembed.core.trust.calibrate import calibrate_on_matrix
 from streamembed.core.monitor.detector import CalibrationError
 from streamembed.core.options import DEFAULTS
 from streamembed.core.errors import ModelFileError
@@ -53,6 +56,10 @@ def model_source(cfg: Config) -> str:
     return f"model topic {cfg.kafka.model_topic}" if cfg.kafka.model_topic else "generator"
 
 
+#: Objects of the generator sample that calibrate a generator-fitted model's radius (docs/math.md §9).
+GENERATOR_CALIBRATION_OBJECTS = 400
+
+
 def load_or_fit_model(cfg: Config) -> LandmarkModel:
     """The configured model: loaded from ``model.path``, else fitted from generator samples."""
     from streamembed.core.refit.landmarks import initial_landmarks
@@ -71,7 +78,7 @@ def load_or_fit_model(cfg: Config) -> LandmarkModel:
             model.check_method(m.method)
         except ValueError as exc:
             raise StartupError(f"model.method = {m.method!r} does not suit model.path = {m.path!r}: {exc}") from None
-        return model
+        return stated_coverage(model, cfg.trust.coverage, m.method)
     stream = GaussianMixtureStream(cfg.generator)
     X = stream.fit_sample(m.fit_sample)
     options = _generator_options(cfg)
@@ -79,6 +86,8 @@ def load_or_fit_model(cfg: Config) -> LandmarkModel:
         idx = initial_landmarks(m.landmark_selection, m.n_landmarks, X=X, metric=m.metric,
                                 random_state=options["random_state"], n_components=m.n_components)
         model = fit_feature_model(X[idx], m.kernel if m.input == "similarity" else m.metric, **options)
+        # the radius, on (a seeded sample of) the sample's objects that are not landmarks: ~0.1 s at start
+        model = _calibrated(model, X, idx, cfg)
     except ValueError as exc:
         raise StartupError(f"cannot fit a model from the generator ({exc}); check [model] and [generator]") from None
     for warning in fit_warnings(model):
@@ -109,7 +118,36 @@ def _estimator_params(cfg: Config) -> dict[str, Any]:
     fit's options, [model]'s method, and the option table's defaults for the landmark options; its X are
     dissimilarity rows ("precomputed")."""
     return {**_generator_options(cfg), "method": cfg.model.method, "n_landmarks": DEFAULTS["n_landmarks"],
-            "landmark_selection": DEFAULTS["landmark_selection"], "metric": PRECOMPUTED}
+            "landmark_selection": DEFAULTS["landmark_selection"], "metric": PRECOMPUTED,
+            "coverage": cfg.trust.coverage}
+
+
+def _calibrated(model: LandmarkModel, X: np.ndarray, idx: np.ndarray, cfg: Config) -> LandmarkModel:
+    """The generator model with its radius calibrated on the sample X's objects that are not landmarks
+    (docs/math.md §9); as it is, with a WARNING saying why, when that cannot be made."""
+    M = feature_matrix(np.asarray(X, dtype=np.float64), str(model.metric), model.input_kind)
+    result = calibrate_on_matrix(model, M, np.asarray(idx, dtype=np.int64), coverage=cfg.trust.coverage,
+                                 random_state=int(cfg.generator.seed), max_objects=GENERATOR_CALIBRATION_OBJECTS)
+    if result.calibration is None:
+        log.warning("%s", result.reason)
+    return model.with_radius_calibration(result.calibration)
+
+
+def stated_coverage(model: LandmarkModel, coverage: float, method: str) -> LandmarkModel:
+    """``model`` stating ``trust.coverage`` (its stored calibration rescaled, docs/math.md §9), with a WARNING when
+    the calibration has too few objects for it and an INFO line when the model has no radius at all."""
+    cal = model.radius_calibration
+    if cal is None:
+        log.info("the model has no radius calibration: the output's radius column is null (fit it with more "
+                 "objects than landmarks, docs/math.md 9)")
+        return model
+    if cal.coverage != coverage:
+        cal = cal.with_coverage(coverage)
+        model = model.with_radius_calibration(cal)
+    if method in cal.methods and cal.shortfall(method):
+        log.warning("no radius: the model's calibration has %d objects for method %s, coverage %g needs %d more",
+                    cal.methods[method].ratios.size, method, coverage, cal.shortfall(method))
+    return model
 
 
 def save_generator_model(cfg: Config, model: LandmarkModel) -> Path | None:

@@ -154,7 +154,10 @@ class MapView:
             "schema": 1,
             "time": round(now, 3),
             "model": {"version": int(model.version), "lineage": str(model.lineage), "dims": int(model.n_components),
-                      "landmarks": int(model.n_landmarks)},
+                      "landmarks": int(model.n_landmarks),
+                      # the stated coverage of the rows' radius (docs/math.md §9); null: the model has no radius
+                      "radius_coverage": None if getattr(model, "radius_calibration", None) is None
+                      else float(model.radius_calibration.coverage)},
             "axes": ["axis 1", "axis 2" if int(model.n_components) >= 2 else "(a 1-D map)"],
             "landmarks": self._landmarks_of(model, current=True),
             "previous": None if previous is None else {"version": int(previous.version),
@@ -254,7 +257,7 @@ def _k0_rows(results: list[Any], m: int, limit: int) -> np.ndarray | None:
 def _sample(batches: list[pa.RecordBatch], points: int, now: float) -> dict[str, Any]:
     """The newest ``points`` rows of ``batches`` as columns."""
     empty: dict[str, Any] = {"capacity": points, "count": 0, "id": [], "x": [], "y": [], "beta": [],
-                             "unexplained": [], "k0": [], "flags": [], "model_version": [], "age": []}
+                             "unexplained": [], "k0": [], "radius": [], "flags": [], "model_version": [], "age": []}
     if not batches:
         return empty
     newest = batches[-1].schema  # rows of the newest output version; within one, precisions are widened together
@@ -277,6 +280,9 @@ def _sample(batches: list[pa.RecordBatch], points: int, now: float) -> dict[str,
         "beta": _floats(table.column("beta").to_numpy(zero_copy_only=False)),
         "unexplained": _floats(table.column("unexplained").to_numpy(zero_copy_only=False)),
         "k0": _floats(table.column("k0").to_numpy(zero_copy_only=False)),
+        # the placement's radius (map units; null without a calibration, and in version-1 rows, which have none)
+        "radius": (_floats(table.column("radius").to_numpy(zero_copy_only=False)) if "radius" in table.column_names
+                   else [None] * m),
         "flags": flag_names_of(table),
         "model_version": table.column("model_version").to_pylist(),
         "age": _floats(np.maximum(now - processed, 0.0)),

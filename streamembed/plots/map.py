@@ -36,6 +36,8 @@ def plot_map(
     max_points: int = 50_000,
     ids: Sequence[Any] | np.ndarray | None = None,
     label: int | Sequence[str] | None = None,
+    radius: np.ndarray | None = None,
+    max_circles: int = 300,
 ) -> Path:
     """Draw the landmark map with embedded objects to a PNG.
 
@@ -56,6 +58,11 @@ def plot_map(
         label: write ids beside objects: an int N labels N of the drawn objects
             (evenly spaced), a sequence labels those ids (each must be in ``ids``;
             they are drawn even when sampling left them out).
+        radius: (m,) each object's radius in map units (the output's ``radius``,
+            docs/math.md §9): a circle of that radius is drawn around up to
+            ``max_circles`` of the drawn objects (evenly spaced, the labelled
+            ones first), where the object's full-MDS position lies with the
+            model's stated coverage; NaN radii (no calibration) draw no circle.
     Returns:
         The written path (PNG metadata: ``Title`` the figure title,
         ``Description`` the labelled ids).
@@ -70,6 +77,9 @@ def plot_map(
         raise ValueError(f"color_by has {values.shape[0]} values for {Y.shape[0]} objects")
     if ids is not None and len(ids) != Y.shape[0]:
         raise ValueError(f"ids has {len(ids)} entries for {Y.shape[0]} objects")
+    radii = None if radius is None else np.asarray(radius, dtype=np.float64)
+    if radii is not None and radii.shape != (Y.shape[0],):
+        raise ValueError(f"radius has shape {radii.shape} for {Y.shape[0]} objects")
     total = Y.shape[0]
     keep = np.unique(np.linspace(0, total - 1, max_points).round().astype(int)) if total > max_points \
         else np.arange(total)
@@ -77,6 +87,7 @@ def plot_map(
     keep = np.union1d(keep, labelled)
     Y = Y[keep]
     values = None if values is None else values[keep]
+    radii = None if radii is None else radii[keep]
     at = np.searchsorted(keep, labelled)  # the labelled objects' rows among those drawn
     d = X.shape[1]
     i, j = dims if d > 1 else (0, None)
@@ -111,6 +122,8 @@ def plot_map(
         cb.set_label(label)
         if (~finite).any():
             ax.scatter(yx[~finite], yy[~finite], s=size, c="lightgrey", linewidths=0, label=f"{label} not available")
+    if radii is not None:
+        _circles(ax, yx, yy, radii, at, max_circles, est)
     lx, ly = coords(X)
     ax.scatter(lx, ly, s=42, marker="^", facecolor="white", edgecolor="black", linewidths=1.1,
                label=f"landmarks ({X.shape[0]})", zorder=5)
@@ -138,6 +151,27 @@ def plot_map(
         "Description": "labelled: " + ", ".join(names[:50]) + (f", ... ({len(names) - 50} more)" if len(names) > 50
                                                                else "")})
     return out
+
+
+def _circles(ax: Any, x: np.ndarray, y: np.ndarray, radii: np.ndarray, first: np.ndarray, most: int,
+             est: Any) -> None:
+    """Circles of the given radii (data units) around up to ``most`` objects with a finite radius."""
+    from matplotlib.collections import EllipseCollection
+
+    ok = np.flatnonzero(np.isfinite(radii) & (radii > 0))
+    if ok.size == 0 or most <= 0:
+        return
+    rest = np.setdiff1d(ok, first)
+    pick = rest[np.unique(np.linspace(0, rest.size - 1, min(most, rest.size)).round().astype(int))] if rest.size \
+        else rest
+    rows = np.union1d(np.intersect1d(first, ok), pick)[: max(most, first.size)]
+    cal = getattr(getattr(est, "model_", None), "radius_calibration", None)
+    stated = f" ({cal.coverage:g} coverage)" if cal is not None else ""
+    ax.add_collection(EllipseCollection(2 * radii[rows], 2 * radii[rows], np.zeros(rows.size), units="xy",
+                                        offsets=np.column_stack([x[rows], y[rows]]), offset_transform=ax.transData,
+                                        facecolors="none", edgecolors="tab:red", linewidths=0.6, alpha=0.45))
+    ax.plot([], [], marker="o", markersize=8, markerfacecolor="none", markeredgecolor="tab:red", linestyle="none",
+            label=f"radius{stated}: {rows.size} of {ok.size} objects")  # the legend's entry for the circles
 
 
 def _label_rows(ids: Sequence[Any] | np.ndarray | None, label: int | Sequence[str] | None,

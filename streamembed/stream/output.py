@@ -8,9 +8,10 @@ readers and for its cost. One row per embedded object:
                        (float32 for float32 rows, else float64): ``pandas.read_parquet``
                        gives a numeric matrix in one call,
                        ``df.filter(regex=r"^y\\d+$").to_numpy()``
-    ``beta``, ``unexplained``, ``k0``, ``t``
+    ``beta``, ``unexplained``, ``k0``, ``t``, ``unexplained_placed``, ``radius``
                        per-row numbers in the input's precision (:data:`SCALAR_COLUMNS`;
-                       ``k0``/``t`` null where not computed / not RR)
+                       ``k0``/``t`` null where not computed / not RR; ``radius`` (map units,
+                       docs/math.md §9) null where the model has no calibration for the method)
     ``flag_bits``      int32 bitmask; the bit of each flag name is in the schema
                        metadata (:data:`FLAG_BITS_KEY`, JSON ``{"ambiguous_sign": 1, …}``)
                        and in docs/formats.md. Bits are only ever added within version 2.
@@ -96,7 +97,7 @@ METHOD_VALUES: Final[tuple[str, ...]] = output_methods()
 #: ``EmbeddingResult`` attribute of the same name (NaN = null where nullable). A new per-row number is a new
 #: entry here (and an attribute there): an added column, which version 2 allows.
 SCALAR_COLUMNS: Final[tuple[tuple[str, bool], ...]] = (("beta", False), ("unexplained", False), ("k0", True),
-                                                       ("t", True), ("unexplained_placed", True))
+                                                       ("t", True), ("unexplained_placed", True), ("radius", True))
 
 #: The version-2 columns that repeat (per file, per batch, or mostly zero): the only ones worth a Parquet dictionary.
 DICTIONARY_COLUMNS: Final[tuple[str, ...]] = ("flag_bits", "model_version", "method", "processed_at")

@@ -75,7 +75,29 @@ def test_the_sample_is_the_newest_rows_in_order_with_their_coordinates_and_resid
     # the landmarks, in the output frame
     np.testing.assert_allclose(doc["landmarks"]["x"], model.embedding[:, 0], rtol=5e-5)
     assert doc["landmarks"]["id"] == [str(x) for x in model.landmark_ids]
-    assert doc["model"] == {"version": 1, "lineage": model.lineage, "dims": 2, "landmarks": model.n_landmarks}
+    assert doc["model"] == {"version": 1, "lineage": model.lineage, "dims": 2, "landmarks": model.n_landmarks,
+                            "radius_coverage": None}  # fitted on its landmarks alone: no radius
+    assert s["radius"] == [None] * 300
+
+
+def test_the_sample_carries_each_placements_radius_and_the_stated_coverage() -> None:
+    """A model with a radius calibration: /map's hover shows each point's radius and the coverage it states."""
+    from scipy.spatial.distance import cdist
+
+    from streamembed import LandmarkMDS
+
+    P = objects(400, seed=3)
+    est = LandmarkMDS(n_landmarks=40).fit(cdist(P, P))
+    emb = BatchEmbedder(est.model_)
+    view = MapView(ModelRegistry(est.model_), points=50)
+    A = cdist(objects(60, seed=4), P[est.landmark_indices_]).astype(np.float32)
+    done = emb.process(input_table([f"q{i}" for i in range(60)], A))
+    view.observe(done)
+    doc = view.snapshot()
+    assert doc["model"]["radius_coverage"] == 0.9
+    expected = done.output.column("radius").to_numpy()[-50:]
+    np.testing.assert_allclose(doc["sample"]["radius"], expected, rtol=5e-5)
+    assert all(r > 0 for r in doc["sample"]["radius"])
 
 
 def test_the_k0_sample_holds_the_newest_rows_whose_k0_is_exact() -> None:

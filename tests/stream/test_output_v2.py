@@ -55,8 +55,8 @@ def _encode(res, version: int, dtype=np.float64, lineage: str | None = "abc") ->
 def test_version_2_columns_types_and_metadata(dtype) -> None:
     out = _encode(_result(dtype=dtype), 2, dtype=dtype)
     want = pa.float32() if dtype == np.float32 else pa.float64()
-    assert out.schema.names == ["id", "y0", "y1", "beta", "unexplained", "k0", "t", "unexplained_placed", "flag_bits",
-                                "model_version", "method", "event_time", "processed_at"]
+    assert out.schema.names == ["id", "y0", "y1", "beta", "unexplained", "k0", "t", "unexplained_placed", "radius",
+                                "flag_bits", "model_version", "method", "event_time", "processed_at"]
     for name in ("y0", "y1", "beta", "unexplained", "k0", "t"):
         assert out.schema.field(name).type == want, name
     assert out.schema.field("flag_bits").type == pa.int32()
@@ -67,6 +67,10 @@ def test_version_2_columns_types_and_metadata(dtype) -> None:
     assert json.loads(meta[FLAG_BITS_KEY.encode()]) == {name: bit for bit, name in FLAG_NAMES.items()}
     assert out.column("flag_bits").to_pylist() == [0, int(FLAG_AMBIGUOUS), int(FLAG_AMBIGUOUS | FLAG_RETAINED_MODEL)]
     assert out.column("k0").to_pylist() == [None, 0.5, None] and out.column("t").null_count == 3
+    assert out.schema.field("radius").type == want and out.column("radius").null_count == 3  # no calibration
+    radii = _encode(SimpleNamespace(**{**vars(_result(dtype=dtype)), "radius": np.array([0.0, 0.25, np.nan])}), 2,
+                    dtype=dtype)
+    assert radii.column("radius").to_pylist() == [0.0, 0.25, None]
     assert schema_version_of(out.schema) == 2 and y_columns(out.schema) == ["y0", "y1"]
 
 

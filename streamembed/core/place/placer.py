@@ -42,6 +42,7 @@ from ..monitor.bounds import WindowBounds, window_bounds
 from ..monitor.calibration import landmark_negative_ratio, non_euclidean_flags
 from ..monitor.residuals import K0_RTOL, block_k0, k0_diagonal, landmark_trace, unexplained
 from ..result import EmbeddingResult
+from ..trust.calibration import RadiusCalibration
 from . import range_guard
 from .block.batch import place_core_blocks
 from .dispatch import MapGeometry
@@ -70,12 +71,14 @@ class Placer:
         negative_ratio: the ``non_euclidean`` flag's threshold on −k0/β
             (None: the landmarks' own ratio, ``calibration.landmark_negative_ratio``).
         n_threads: threads of the projection kernels and solvers (None: ``runtime.default_threads()``).
+        radius_calibration: gives each single-object placement its error radius (docs/math.md §9), or None.
     """
 
     def __init__(self, spectrum: LandmarkSpectrum, n_components: int, pipeline: InputPipeline, *,
                  natural_embedding: np.ndarray, refined: bool, map_kind: str, map_transform: MonotoneTransform | None,
                  rotation: np.ndarray | None, shift: np.ndarray | None, aligned: bool, euclidean: bool,
-                 negative_ratio: float | None, n_threads: int | None):
+                 negative_ratio: float | None, n_threads: int | None,
+                 radius_calibration: RadiusCalibration | None = None):
         d = int(n_components)
         self.spectrum, self.n_components, self.pipeline, self.n_threads = spectrum, d, pipeline, n_threads
         self.n_landmarks = spectrum.n_landmarks
@@ -84,6 +87,7 @@ class Placer:
         self.negative_ratio = landmark_negative_ratio(spectrum) if negative_ratio is None else negative_ratio
         self.geometry = MapGeometry(X=natural_embedding, refined=refined, sammon=map_kind == "sammon",
                                     transform=map_transform, row_means=spectrum.row_means)
+        self.radius_calibration = radius_calibration
         self._cache: dict[Any, Any] = {}
         self._lock = threading.RLock()
 
@@ -123,7 +127,10 @@ class Placer:
         return Z[:, :r], Z[:, r]
 
     def to_frame(self, res: EmbeddingResult) -> EmbeddingResult:
-        """Map a result from the model's own frame into the output frame (in place)."""
+        """Map a result from the model's own frame into the output frame (in place); a result without a
+        radius (blocks, uncalibrated methods) gets NaN radii."""
+        if res.radius is None:
+            res.radius = np.full(len(res), np.nan)
         if self.aligned:
             assert self.rotation is not None and self.shift is not None  # an aligned model has both
             res.y = res.y @ self.rotation + self.shift
@@ -311,9 +318,11 @@ class Placer:
             valid[i], reasons[i] = False, Problem(ProblemCode.OUT_OF_RANGE,
                                                   "the placement overflowed (non-finite result)")
         placed = None if method == "projection" else unexplained(beta, y)
+        cal = self.radius_calibration
+        radius = np.full(m, np.nan) if cal is None else cal.radius(A_arr, method)
         res = EmbeddingResult(y=y, beta=beta, unexplained=unexpl, k0=k0, t=t, flags=flags, valid=valid,
                               reasons=reasons, method=method, residual_rows=sample if sample.size else None,
-                              residual_coords=coords, unexplained_placed=placed)
+                              residual_coords=coords, unexplained_placed=placed, radius=radius)
         if not valid.all():
             _blank(res, ~valid)
         return res
@@ -405,7 +414,7 @@ def _k0_sample(k0_rows: object, valid_rows: np.ndarray) -> np.ndarray:
 def _blank(res: EmbeddingResult, rows: np.ndarray) -> None:
     res.y = res.y.copy()
     res.y[rows] = np.nan
-    for name in ("beta", "unexplained", "k0", "t", "unexplained_placed"):
+    for name in ("beta", "unexplained", "k0", "t", "unexplained_placed", "radius"):
         if getattr(res, name) is not None:
             getattr(res, name)[rows] = np.nan
     res.flags[rows] = 0
