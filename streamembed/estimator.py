@@ -33,8 +33,10 @@ from .core.inputs import validation
 from .core.monitor.bounds import WindowBounds
 from .core.errors import InputError, NotFittedError
 from .core.fit.likelihood import ppca_loglik
-from .core.model import LandmarkModel, Method, fit_model
+from .core.fit.skeleton import Skeleton
+from .core.model import LandmarkModel, Method, fit_model, fit_skeleton_model
 from .core.options import DEFAULTS, METHODS, check_options
+from .core.refit.landmarks import SKELETON_SELECTION
 from .core.result import EmbeddingResult
 from .estimator_inputs import (in_landmark_order, input_rows, kept_landmarks, named_ids, pairwise_distances,
                                projections)
@@ -83,7 +85,9 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
             ``landmark_selection``; ``transform`` then takes rows of dissimilarities to
             all N (their landmark columns are used) or to the n landmarks.
         landmark_selection: how ``n_landmarks`` are chosen (``core.refit.landmarks.select_landmarks``;
-            default "max-variance", measured in docs/landmarks.md), seeded by ``random_state``.
+            default "max-variance", measured in docs/landmarks.md), seeded by ``random_state``; "skeleton":
+            LSDR's skeleton of Euclidean features and the MDS of its geodesics (docs/math.md §8.4–8.5), with
+            ``skeleton_alpha`` (its tests' level) and ``skeleton_neighbors`` (k).
         metric: "precomputed" (default: X holds dissimilarities, or similarities
             for input="similarity"), or the scipy metric (for input="similarity":
             the kernel of ``core.inputs.kernel.FEATURE_KERNELS``) of feature
@@ -95,7 +99,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         negative_share_, n_landmarks_, landmark_ids_ (n,) str, feature_names_in_
         (the landmark ids, when fitted with ids; a feature model's column names),
         model_version_, lineage_, input_width_, landmark_indices_ (rows of the fit
-        data kept as landmarks, or None), dissimilarities_ (n, n) or None,
+        data kept as landmarks, or None), skeleton_, dissimilarities_ (n, n) or None,
         landmark_features_ (n, p) or None, metric_, alignment_rotation_ (d, d)
         and alignment_shift_ (d,) (outputs are y·R + shift), and the input
         pipeline's state: landmark_self_similarity_, geodesic_distances_,
@@ -117,6 +121,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         n_landmarks: int | None = DEFAULTS["n_landmarks"],
         landmark_selection: str = DEFAULTS["landmark_selection"],
         metric: str = "precomputed",
+        skeleton_alpha: float = DEFAULTS["skeleton_alpha"],
+        skeleton_neighbors: int = DEFAULTS["skeleton_neighbors"],
     ):
         self.n_components = n_components
         self.method = method
@@ -131,6 +137,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         self.n_landmarks = n_landmarks
         self.landmark_selection = landmark_selection
         self.metric = metric
+        self.skeleton_alpha = skeleton_alpha
+        self.skeleton_neighbors = skeleton_neighbors
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X: object, y: object = None, *, landmark_ids: LandmarkIds = None) -> LandmarkMDS:
@@ -150,6 +158,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         self._check_params()
         if self.metric != "precomputed":
             return self.fit_features(X, metric=self.metric, landmark_ids=landmark_ids)
+        if self.landmark_selection == SKELETON_SELECTION:
+            raise InputError(_SKELETON_NEEDS_FEATURES)
         names = column_names(X)
         if names is not None and landmark_ids is not None and [str(x) for x in landmark_ids] != list(names):
             raise InputError("landmark_ids and the column names of X name different landmarks")
@@ -173,28 +183,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
             evidence = input_hints.squared_evidence(M)
             if evidence.likely:
                 log.warning("%s", evidence.message("D"))
-        self._warn_fit()
+        _warn_fit(self)
         return self
-
-    def _warn_fit(self) -> None:
-        """WARNINGs about the fitted map: a non-unique map (eigengap), an unconverged refinement."""
-        from .core.model import EIGENGAP_RTOL
-
-        model = self.model_
-        if model.map_unique is False:
-            d = int(model.n_components)
-            lam = model.spectrum.eigenvalues
-            nxt = float(lam[d]) if lam.shape[0] > d else float(model.spectrum.next_eigenvalue)
-            log.warning("the map is not unique: lambda_%d = %.6g and lambda_%d = %.6g differ by %.2g relative "
-                        "(<= %g), so the kept axes, the map and every placement depend on the order of the "
-                        "landmarks, and a refit of unchanged data may rotate the map (docs/math.md 4.6); choose "
-                        "n_components where the spectrum has a gap (`streamembed model info` shows it)",
-                        d, float(lam[d - 1]), d + 1, nxt, model.eigengap, EIGENGAP_RTOL)
-        info = model.map_info
-        if info is not None and not info["converged"]:
-            log.warning("landmark_map=%r: the refinement stopped at its budget of %d sweeps before the relative "
-                        "criterion change fell to %g (criterion %.6g); the map is not converged (map_converged_ is "
-                        "False)", self.landmark_map, info["iterations"], info["tolerance"], info["criterion"])
 
     def fit_features(self, X: object, metric: str | None = None, landmark_ids: LandmarkIds = None) -> LandmarkMDS:
         """Fit from landmark feature vectors X (n, p); distances by ``scipy.spatial.distance.cdist``.
@@ -212,6 +202,9 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
             metric = "euclidean" if self.metric == "precomputed" else self.metric
         names = column_names(X)
         X64 = validation.check_array(X, "X").astype(np.float64)
+        if self.landmark_selection == SKELETON_SELECTION:
+            self._skeleton = _fit_skeleton(self, X64, metric, landmark_ids, names)  # (model_, its Skeleton)
+            return self
         if self.input == "similarity":
             if metric not in kernel_input.FEATURE_KERNELS:
                 raise InputError(f"with input='similarity' the metric names a kernel, one of "
@@ -230,7 +223,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
         self.landmark_indices_ = idx
         self._n_fit_objects = None  # feature-mode rows hold dissimilarities to the landmarks only
         self._feature_names = names
-        self._warn_fit()
+        _warn_fit(self)
         return self
 
     def fit_transform(self, X: object, y: object = None, **fit_params: Any) -> Any:
@@ -399,7 +392,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes):
 
 
 _PARAMS = ("n_components", "method", "n_residual_components", "eigensolver", "n_threads", "random_state", "input",
-           "geodesic_neighbors", "correction", "landmark_map", "n_landmarks", "landmark_selection", "metric")
+           "geodesic_neighbors", "correction", "landmark_map", "n_landmarks", "landmark_selection", "metric",
+           "skeleton_alpha", "skeleton_neighbors")
 
 
 def _check_params(est: LandmarkMDS) -> None:
@@ -412,3 +406,43 @@ def _check_params(est: LandmarkMDS) -> None:
     if not isinstance(est.metric, str) or not est.metric:
         raise InputError(f"metric must be 'precomputed' or the name of a metric (kernel), got {est.metric!r}")
 
+
+def _warn_fit(est: LandmarkMDS) -> None:
+    """WARNINGs about the fitted map: a non-unique map (eigengap), an unconverged refinement."""
+    from .core.model import EIGENGAP_RTOL
+
+    model = est.model_
+    if model.map_unique is False:
+        d = int(model.n_components)
+        lam = model.spectrum.eigenvalues
+        nxt = float(lam[d]) if lam.shape[0] > d else float(model.spectrum.next_eigenvalue)
+        log.warning("the map is not unique: lambda_%d = %.6g and lambda_%d = %.6g differ by %.2g relative "
+                    "(<= %g), so the kept axes, the map and every placement depend on the order of the "
+                    "landmarks, and a refit of unchanged data may rotate the map (docs/math.md 4.6); choose "
+                    "n_components where the spectrum has a gap (`streamembed model info` shows it)",
+                    d, float(lam[d - 1]), d + 1, nxt, model.eigengap, EIGENGAP_RTOL)
+    info = model.map_info
+    if info is not None and not info["converged"]:
+        log.warning("landmark_map=%r: the refinement stopped at its budget of %d sweeps before the relative "
+                    "criterion change fell to %g (criterion %.6g); the map is not converged (map_converged_ is "
+                    "False)", est.landmark_map, info["iterations"], info["tolerance"], info["criterion"])
+
+
+_SKELETON_NEEDS_FEATURES = ("landmark_selection='skeleton' finds the skeleton of feature vectors: set "
+                            "metric='euclidean' (X (N, p) features) or call fit_features(X)")
+
+
+def _fit_skeleton(est: LandmarkMDS, X64: np.ndarray, metric: str, landmark_ids: LandmarkIds,
+                  names: np.ndarray | None) -> tuple[LandmarkModel, Skeleton]:
+    """``fit_features`` with landmark_selection="skeleton": the LSDR map (``core.model.fit_skeleton_model``)."""
+    if metric != "euclidean":
+        raise InputError(f"landmark_selection='skeleton' needs the Euclidean metric (its Delaunay tessellation "
+                         f"and geodesics are Euclidean), got metric={metric!r}")
+    est.model_, sk = fit_skeleton_model(
+        X64, skeleton_alpha=float(est.skeleton_alpha), skeleton_neighbors=int(est.skeleton_neighbors),
+        landmark_ids=landmark_ids, **est._fit_kwargs())
+    est.landmark_indices_ = sk.indices
+    est._n_fit_objects = None  # feature-mode rows hold dissimilarities to the landmarks only
+    est._feature_names = names
+    _warn_fit(est)
+    return est.model_, sk
