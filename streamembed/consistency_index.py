@@ -168,14 +168,18 @@ def evaluate_indices(X: object, pipeline: SizedPipeline, n_components: int, *, c
 
 
 def cmds_pipeline(metric: str = "euclidean") -> SizedPipeline:
-    """The full classical MDS of all objects on the ``metric`` distances between feature rows, as a pipeline."""
+    """The full classical MDS (docs/math.md §1) of all objects on the ``metric`` distances between feature rows, as
+    a pipeline (an InputError when d exceeds the positive eigenvalues)."""
     def run(X: np.ndarray, d: int) -> np.ndarray:
         import scipy.spatial.distance
 
-        from .quality import classical_mds
+        from .core.fit.cmds import fit_spectrum
 
         D = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(X, metric=metric))
-        return classical_mds(D, d).Y
+        spec = fit_spectrum(D, n_residual=None if D.shape[0] <= 1500 else d + 2, n_components=d)
+        if spec.rank < d:
+            raise InputError(f"classical MDS has {spec.rank} positive eigenvalues, fewer than d = {d}")
+        return spec.eigenvectors[:, :d] * np.sqrt(spec.eigenvalues[:d])
 
     return run
 

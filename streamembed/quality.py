@@ -27,6 +27,9 @@ All functions are pure numpy/scipy, vectorised, with no I/O.
   rank matrix serves many maps), ``spearman_agreement`` (rank correlation of
   map distances with the input dissimilarities) and ``subspace_distance``
   (sine of the largest principal angle between two maps' column spaces).
+* Roy's (2021) trustability index, its relative form and the reconstruction behind the consistency index
+  (``streamembed.trustability``), and the tractable consistency index with the indices block of ``evaluate``
+  (``streamembed.consistency_index``), re-exported here (docs/math.md §8.1–8.3).
 """
 
 from __future__ import annotations
@@ -40,8 +43,10 @@ import scipy.sparse.linalg
 import scipy.spatial.distance
 import scipy.stats
 
+from .consistency_index import ConsistencyIndex, consistency_index, evaluate_indices
 from .core.errors import InputError
 from .core.refit.procrustes import apply_alignment, orthogonal_procrustes_align
+from .trustability import Reconstruction, reconstruction, relative_trustability, trustability_index
 
 __all__ = [
     "Stress",
@@ -59,6 +64,13 @@ __all__ = [
     "PairRanks",
     "spearman_agreement",
     "subspace_distance",
+    "trustability_index",
+    "relative_trustability",
+    "Reconstruction",
+    "reconstruction",
+    "ConsistencyIndex",
+    "consistency_index",
+    "evaluate_indices",
 ]
 
 

@@ -158,8 +158,8 @@ def _fit_skeleton(args: argparse.Namespace, M: np.ndarray, ids: list[str] | None
     from streamembed.core.options import check_options, flag_names
 
     try:
-        check_options(flag_names, skeleton_alpha=args.skeleton_alpha, skeleton_neighbors=args.skeleton_neighbors,
-                      geodesic_neighbors=args.geodesic_neighbors)
+        check_options(flag_names, landmark_selection=args.selection, skeleton_alpha=args.skeleton_alpha,
+                      skeleton_neighbors=args.skeleton_neighbors, geodesic_neighbors=args.geodesic_neighbors)
     except ValueError as exc:
         raise Refused(str(exc)) from None
     if args.features is None:

@@ -87,7 +87,8 @@ def kernel_weights(A_rows: np.ndarray, sigma: float) -> np.ndarray:
     s = check_bandwidth(sigma)
     D2 = np.square(np.asarray(A_rows, dtype=np.float64))
     D2 -= D2.min(axis=1, keepdims=True)
-    W = np.exp(D2 * (-0.5 / (s * s)))
+    with np.errstate(over="ignore"):  # δ²/σ → inf for a tiny σ: its weight is exp(−inf) = 0, as it should be
+        W = np.exp(-(D2 / s) / (2.0 * s))  # not D2 / σ²: σ² underflows to 0 for σ below 1e-154
     W /= W.sum(axis=1, keepdims=True)
     return W
 
