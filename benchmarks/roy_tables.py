@@ -41,7 +41,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from streamembed.consistency_index import cmds_pipeline, landmark_pipeline
+from streamembed.consistency_index import landmark_pipeline
+from streamembed.quality import cmds_pipeline
 from streamembed.core.errors import InputError
 
 #: Roy (2021), Table 1 (n⁻¹TI) and Table 2 (n⁻¹TCI): dataset -> method -> value (None: "NA").

@@ -1,7 +1,8 @@
 """Roy's tractable consistency index, and the indices block of ``evaluate`` (Roy 2021; docs/math.md §8.3).
 
-The pipeline 𝒜 is any callable X (n, p) → Y (n, d): PCA, classical MDS, a landmark map
-(``landmark_pipeline``), LSDR (``core.fit.skeleton.lsdr_embedding``). With Y = 𝒜(X) and X̂ its
+The pipeline 𝒜 is any callable X (n, p) → Y (n, d): PCA, the full classical MDS
+(``quality.cmds_pipeline``), a landmark map (``landmark_pipeline``), LSDR
+(``core.fit.skeleton.lsdr_embedding``). With Y = 𝒜(X) and X̂ its
 reconstruction (``trustability.reconstruction``), each candidate T_ij(z) = exp(−‖z − x_i‖² / 2h²) e_j
 (h the median distance between rows of X, amplitude 1) gives a perturbed input
 
@@ -26,11 +27,12 @@ from typing import Any
 import numpy as np
 
 from .core.errors import InputError
+from .core.runtime import single_blas_thread
 from .trustability import (check_features, check_output, gaussian_gram, median_distance, procrustes_residuals,
                            reconstruction, relative_trustability, trustability_index)
 
 __all__ = ["Pipeline", "SizedPipeline", "Progress", "ConsistencyIndex", "farthest_point_centres",
-           "consistency_index", "INDEX_KEYS", "evaluate_indices", "landmark_pipeline", "cmds_pipeline"]
+           "consistency_index", "INDEX_KEYS", "evaluate_indices", "landmark_pipeline"]
 
 #: An algorithm with its settings: features (n, p) → outputs (n, d).
 Pipeline = Callable[[np.ndarray], np.ndarray]
@@ -106,13 +108,23 @@ def consistency_index(X: object, pipeline: Pipeline, *, centres: int | None = No
     Xc = check_features(X)
     n, p = Xc.shape
     Y0 = check_output(Xc, _output(pipeline(Xc) if Y is None else Y, n, None, "X"))
-    d = Y0.shape[1]
     rec = reconstruction(Xc, Y0)
     h = median_distance(Xc)
     G = gaussian_gram(rec.X_hat, Xc, h)  # G[r, i] = exp(−‖x̂_r − x_i‖² / 2h²)
     R = Xc - rec.X_hat
     order = np.arange(n, dtype=np.int64) if centres is None else farthest_point_centres(Xc, centres)
     pairs = [(int(i), j) for i in order for j in range(p)]
+    with single_blas_thread():  # many small refits: BLAS threads would only contend (20x slower under load)
+        scores = _scores(Xc, pipeline, Y0, R, G, pairs, progress)
+    best = int(np.argmax(scores))
+    return ConsistencyIndex(value=float(scores[best]), argmax=pairs[best], candidates=len(pairs), scores=scores,
+                            centres=order)
+
+
+def _scores(X: np.ndarray, pipeline: Pipeline, Y0: np.ndarray, R: np.ndarray, G: np.ndarray,
+            pairs: list[tuple[int, int]], progress: Progress | None) -> np.ndarray:
+    """(len(pairs),) S_ij of every candidate: the pipeline refitted on R + G[:, i] e_jᵀ (module docstring)."""
+    n, d = Y0.shape
     total = len(pairs)
     scores = np.empty(total)
     block = np.empty((min(BLOCK, total), n, d))
@@ -129,9 +141,7 @@ def consistency_index(X: object, pipeline: Pipeline, *, centres: int | None = No
         scores[start:start + len(chunk)] = procrustes_residuals(block[:len(chunk)], Y0)
         if progress is not None:
             progress(start + len(chunk), total)
-    best = int(np.argmax(scores))
-    return ConsistencyIndex(value=float(scores[best]), argmax=pairs[best], candidates=total, scores=scores,
-                            centres=order)
+    return scores
 
 
 #: The keys of ``evaluate_indices``' block, in order (the JSON of ``evaluate --indices``).
@@ -165,23 +175,6 @@ def evaluate_indices(X: object, pipeline: SizedPipeline, n_components: int, *, c
             "relative_trustability": relative_trustability(Xc, Yd), "consistency": tci.value / n,
             "consistency_argmax": [int(tci.argmax[0]), int(tci.argmax[1])],
             "consistency_candidates": int(tci.candidates)}
-
-
-def cmds_pipeline(metric: str = "euclidean") -> SizedPipeline:
-    """The full classical MDS (docs/math.md §1) of all objects on the ``metric`` distances between feature rows, as
-    a pipeline (an InputError when d exceeds the positive eigenvalues)."""
-    def run(X: np.ndarray, d: int) -> np.ndarray:
-        import scipy.spatial.distance
-
-        from .core.fit.cmds import fit_spectrum
-
-        D = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(X, metric=metric))
-        spec = fit_spectrum(D, n_residual=None if D.shape[0] <= 1500 else d + 2, n_components=d)
-        if spec.rank < d:
-            raise InputError(f"classical MDS has {spec.rank} positive eigenvalues, fewer than d = {d}")
-        return spec.eigenvectors[:, :d] * np.sqrt(spec.eigenvalues[:d])
-
-    return run
 
 
 def landmark_pipeline(**params: Any) -> SizedPipeline:

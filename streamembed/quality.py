@@ -34,6 +34,7 @@ All functions are pure numpy/scipy, vectorised, with no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -71,6 +72,7 @@ __all__ = [
     "ConsistencyIndex",
     "consistency_index",
     "evaluate_indices",
+    "cmds_pipeline",
 ]
 
 
@@ -236,6 +238,16 @@ def classical_mds(D: np.ndarray, n_components: int) -> FullMDS:
     d = min(n_components, k)
     Y = V[:, :d] * np.sqrt(np.maximum(w[:d], 0.0))
     return FullMDS(Y=Y, eigenvalues=w, trace=float(np.trace(B)))
+
+
+def cmds_pipeline(metric: str = "euclidean") -> Callable[[np.ndarray, int], np.ndarray]:
+    """``classical_mds`` of the ``metric`` distances between feature rows X (N, p), as a pipeline (X, d) -> (N, d) for
+    the indices of ``consistency_index`` (the full map ``evaluate`` compares landmark maps with)."""
+    def run(X: np.ndarray, d: int) -> np.ndarray:
+        D = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(np.asarray(X, dtype=np.float64), metric))
+        return classical_mds(D, d).Y
+
+    return run
 
 
 def procrustes_share(Y: np.ndarray, Y_ref: np.ndarray) -> float:

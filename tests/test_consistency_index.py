@@ -9,8 +9,9 @@ import pytest
 import scipy.linalg
 from scipy.spatial.distance import cdist
 
-from streamembed.consistency_index import (INDEX_KEYS, cmds_pipeline, consistency_index, evaluate_indices,
-                                           farthest_point_centres, landmark_pipeline)
+from streamembed.consistency_index import (INDEX_KEYS, consistency_index, evaluate_indices, farthest_point_centres,
+                                           landmark_pipeline)
+from streamembed.quality import cmds_pipeline
 from streamembed.core.errors import InputError
 from streamembed.trustability import reconstruction, relative_trustability, trustability_index
 

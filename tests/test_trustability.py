@@ -15,7 +15,7 @@ from streamembed.trustability import (gaussian_gram, median_distance, procrustes
                                       relative_trustability, trustability_index)
 
 
-def _brute_force_procrustes(A: np.ndarray, B: np.ndarray, starts: int = 6) -> float:
+def _brute_force_procrustes(A: np.ndarray, B: np.ndarray, starts: int = 3) -> float:
     """min over μ, λ, P of ‖A_pad − 1μᵀ − λBP‖² by BFGS over μ, λ and P = expm(S)·R (S skew, R = I or a
     reflection), from several random starts: no closed form used."""
     n, b = B.shape
