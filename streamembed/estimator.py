@@ -34,8 +34,10 @@ from .core.monitor.bounds import WindowBounds
 from .core.errors import InputError, NotFittedError
 from .core.fit.features import feature_matrix, fit_warnings
 from .core.fit.likelihood import ppca_loglik
-from .core.model import LandmarkModel, Method, fit_model
+from .core.fit.skeleton import Skeleton
+from .core.model import LandmarkModel, Method, fit_model, fit_skeleton_model
 from .core.options import DEFAULTS, METHODS, check_options
+from .core.refit.selections import SKELETON_SELECTION
 from .core.result import EmbeddingResult
 from .core.trust.conformal import DEFAULT_COVERAGE, check_coverage
 from .estimator_inputs import (NO_FIT_INPUTS, PRECOMPUTED, FitInputs, in_landmark_order, input_rows, kept_landmarks,
@@ -86,7 +88,9 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
             ``landmark_selection``; ``transform`` then takes rows of dissimilarities to
             all N (their landmark columns are used) or to the n landmarks.
         landmark_selection: how ``n_landmarks`` are chosen (``core.refit.landmarks.select_landmarks``;
-            default "max-variance", measured in docs/landmarks.md), seeded by ``random_state``.
+            default "max-variance", measured in docs/landmarks.md), seeded by ``random_state``; "skeleton":
+            LSDR's skeleton of Euclidean features and the MDS of its geodesics (docs/math.md §8.4–8.5), with
+            ``skeleton_alpha`` (its tests' level) and ``skeleton_neighbors`` (k).
         metric: "precomputed" (default: X holds dissimilarities, or similarities
             for input="similarity"), or the scipy metric (for input="similarity":
             the kernel of ``core.inputs.kernel.FEATURE_KERNELS``) of feature
@@ -99,7 +103,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
         negative_share_, n_landmarks_, landmark_ids_ (n,) str, feature_names_in_
         (the landmark ids, when fitted with ids; a feature model's column names),
         model_version_, lineage_, input_width_, landmark_indices_ (rows of the fit
-        data kept as landmarks, or None), dissimilarities_ (n, n) or None,
+        data kept as landmarks, or None), skeleton_, dissimilarities_ (n, n) or None,
         landmark_features_ (n, p) or None, metric_, alignment_rotation_ (d, d)
         and alignment_shift_ (d,) (outputs are y·R + shift), and the input
         pipeline's state: landmark_self_similarity_, geodesic_distances_,
@@ -122,6 +126,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
         landmark_selection: str = DEFAULTS["landmark_selection"],
         metric: str = PRECOMPUTED,
         coverage: float = DEFAULT_COVERAGE,
+        skeleton_alpha: float = DEFAULTS["skeleton_alpha"],
+        skeleton_neighbors: int = DEFAULTS["skeleton_neighbors"],
     ):
         self.n_components = n_components
         self.method = method
@@ -137,6 +143,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
         self.landmark_selection = landmark_selection
         self.metric = metric
         self.coverage = coverage
+        self.skeleton_alpha = skeleton_alpha
+        self.skeleton_neighbors = skeleton_neighbors
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X: object, y: object = None, *, landmark_ids: LandmarkIds = None) -> LandmarkMDS:
@@ -156,6 +164,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
         self._check_params()
         if self.metric != PRECOMPUTED:
             return self.fit_features(X, metric=self.metric, landmark_ids=landmark_ids)
+        if self.landmark_selection == SKELETON_SELECTION:
+            raise InputError(_SKELETON_NEEDS_FEATURES)
         names = column_names(X)
         if names is not None and landmark_ids is not None and [str(x) for x in landmark_ids] != list(names):
             raise InputError("landmark_ids and the column names of X name different landmarks")
@@ -210,6 +220,9 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
             metric = DEFAULT_METRIC if self.metric == "precomputed" else self.metric
         names = column_names(X)
         X64 = validation.check_array(X, "X").astype(np.float64)
+        if self.landmark_selection == SKELETON_SELECTION:
+            self._skeleton = _fit_skeleton(self, X64, metric, landmark_ids, names)  # (model_, its Skeleton)
+            return self
         M = feature_matrix(X64, metric, self.input)
         idx, M_all = self._kept_landmarks(F=X64, metric=metric if self.input != "similarity" else DEFAULT_METRIC), M
         if idx is not None:
@@ -396,7 +409,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
 
 _PARAMS = ("n_components", "method", "n_residual_components", "eigensolver", "n_threads", "random_state", "input",
            "geodesic_neighbors", "correction", "landmark_map", "n_landmarks", "landmark_selection", "metric",
-           "coverage")
+           "coverage", "skeleton_alpha", "skeleton_neighbors")
 #: Parameters that are not options of ``core.options`` (checked here).
 _OWN_PARAMS = ("metric", "coverage")
 
@@ -412,3 +425,23 @@ def _check_params(est: LandmarkMDS) -> None:
         raise InputError(f"metric must be 'precomputed' or the name of a metric (kernel), got {est.metric!r}")
     check_coverage(est.coverage)
 
+
+
+_SKELETON_NEEDS_FEATURES = ("landmark_selection='skeleton' finds the skeleton of feature vectors: set "
+                            "metric='euclidean' (X (N, p) features) or call fit_features(X)")
+
+
+def _fit_skeleton(est: LandmarkMDS, X64: np.ndarray, metric: str, landmark_ids: LandmarkIds,
+                  names: np.ndarray | None) -> tuple[LandmarkModel, Skeleton]:
+    """``fit_features`` with landmark_selection="skeleton": the LSDR map (``core.model.fit_skeleton_model``)."""
+    if metric != "euclidean":
+        raise InputError(f"landmark_selection='skeleton' needs the Euclidean metric (its Delaunay tessellation "
+                         f"and geodesics are Euclidean), got metric={metric!r}")
+    est.model_, sk = fit_skeleton_model(
+        X64, skeleton_alpha=float(est.skeleton_alpha), skeleton_neighbors=int(est.skeleton_neighbors),
+        landmark_ids=landmark_ids, **est._fit_kwargs())
+    est.landmark_indices_ = sk.indices
+    # feature-mode rows hold dissimilarities to the landmarks only: no rows of all N objects
+    est._fit_inputs = FitInputs(feature_names=names, landmark_indices=sk.indices)
+    est._warn_fit()
+    return est.model_, sk

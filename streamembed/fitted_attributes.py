@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .core.fit.skeleton import Skeleton
 from .core.model import LandmarkModel
 from .estimator_inputs import PRECOMPUTED, FitInputs, n_features_in
 from .named_columns import default_ids
@@ -77,6 +78,12 @@ class FittedAttributes:
     alignment_shift_ = _fitted("shift", "(d,) alignment shift")
     landmark_map_ = _fitted("landmark_map", "(n, d) refined natural-frame map or None")
     map_info_ = _fitted("map_info", "convergence of the SMACOF / Sammon refinement, or None")
+
+    @property
+    def skeleton_(self) -> Skeleton | None:
+        """The LSDR skeleton (``core.fit.skeleton.Skeleton``) of a ``landmark_selection="skeleton"`` fit, else None."""
+        fitted = self.__dict__.get("_skeleton")
+        return fitted[1] if fitted is not None and fitted[0] is self._model() else None
 
     def _map(self, key: str) -> Any:
         info = self._model().map_info

@@ -27,10 +27,14 @@ All functions are pure numpy/scipy, vectorised, with no I/O.
   rank matrix serves many maps), ``spearman_agreement`` (rank correlation of
   map distances with the input dissimilarities) and ``subspace_distance``
   (sine of the largest principal angle between two maps' column spaces).
+* Roy's (2021) trustability index, its relative form and the reconstruction behind the consistency index
+  (``streamembed.trustability``), and the tractable consistency index with the indices block of ``evaluate``
+  (``streamembed.consistency_index``), re-exported here (docs/math.md §8.1–8.3).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -40,8 +44,10 @@ import scipy.sparse.linalg
 import scipy.spatial.distance
 import scipy.stats
 
+from .consistency_index import ConsistencyIndex, consistency_index, evaluate_indices
 from .core.errors import InputError
 from .core.refit.procrustes import apply_alignment, orthogonal_procrustes_align
+from .trustability import Reconstruction, reconstruction, relative_trustability, trustability_index
 
 __all__ = [
     "Stress",
@@ -59,6 +65,14 @@ __all__ = [
     "PairRanks",
     "spearman_agreement",
     "subspace_distance",
+    "trustability_index",
+    "relative_trustability",
+    "Reconstruction",
+    "reconstruction",
+    "ConsistencyIndex",
+    "consistency_index",
+    "evaluate_indices",
+    "cmds_pipeline",
 ]
 
 
@@ -224,6 +238,16 @@ def classical_mds(D: np.ndarray, n_components: int) -> FullMDS:
     d = min(n_components, k)
     Y = V[:, :d] * np.sqrt(np.maximum(w[:d], 0.0))
     return FullMDS(Y=Y, eigenvalues=w, trace=float(np.trace(B)))
+
+
+def cmds_pipeline(metric: str = "euclidean") -> Callable[[np.ndarray, int], np.ndarray]:
+    """``classical_mds`` of the ``metric`` distances between feature rows X (N, p), as a pipeline (X, d) -> (N, d) for
+    the indices of ``consistency_index`` (the full map ``evaluate`` compares landmark maps with)."""
+    def run(X: np.ndarray, d: int) -> np.ndarray:
+        D = scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(np.asarray(X, dtype=np.float64), metric))
+        return classical_mds(D, d).Y
+
+    return run
 
 
 def procrustes_share(Y: np.ndarray, Y_ref: np.ndarray) -> float:

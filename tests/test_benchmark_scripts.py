@@ -39,6 +39,7 @@ SCRIPTS = {
     "bench_input_hints.py": (["--datasets", "iris,wine", "--n", "100"], "Wrong calls: 0"),
     "nonmetric_vs_sklearn.py": (["--datasets", "iris", "--n", "60"], "(within 1 %: yes)"),
     "bench_model_bytes.py": (["--landmarks", "30", "--dims", "2", "--repeat", "1"], "| 30 |"),
+    "roy_tables.py": (["--datasets", "S3", "--centres", "1", "--methods", "pca,lsdr"], "/ 0.012 |"),
 }
 
 

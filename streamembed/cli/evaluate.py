@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     import inspect
 
     from streamembed.config.schema import default
-    from streamembed.core.options import DEFAULTS, OPTIONS
+    from streamembed.core.options import DEFAULTS
     from streamembed.evaluate_data import EVALUATED_METHODS, REFERENCE_MAX, evaluate_landmarks
 
     table = {k: v.default for k, v in inspect.signature(evaluate_landmarks).parameters.items()}
@@ -59,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ids", metavar="FILE",
                    help="object ids, one per line (else the file's 'id' column, or row numbers)")
     p.add_argument("--landmarks", default=counts, metavar="N,N", help=f"landmark counts (default: {counts})")
-    selections = OPTIONS["landmark_selection"].values
+    from streamembed.core.refit.landmarks import LANDMARK_SELECTIONS
+
+    selections = LANDMARK_SELECTIONS  # the strategies evaluate_landmarks compares (not the LSDR skeleton)
     p.add_argument("--selections", default=",".join(selections), metavar="S,S",
                    help=f"landmark selections (default: all of {', '.join(selections)})")
     p.add_argument("--methods", default=",".join(EVALUATED_METHODS), metavar="M,M",

@@ -154,6 +154,34 @@ def _check_square(M: np.ndarray, path: str, sims: bool) -> None:
                           f"--similarities {path}?")
 
 
+def _fit_skeleton(args: argparse.Namespace, M: np.ndarray, ids: list[str] | None, path: str) -> Any:
+    """--selection skeleton: the LSDR skeleton map of feature vectors (every row read and checked first)."""
+    from streamembed import LandmarkMDS
+    from streamembed.core.options import check_options, flag_names
+
+    try:
+        check_options(flag_names, landmark_selection=args.selection, skeleton_alpha=args.skeleton_alpha,
+                      skeleton_neighbors=args.skeleton_neighbors, geodesic_neighbors=args.geodesic_neighbors)
+    except ValueError as exc:
+        raise Refused(str(exc)) from None
+    if args.features is None:
+        raise Refused("--selection skeleton finds the skeleton of feature vectors: give --features FILE")
+    if args.landmarks is not None:
+        raise Refused("--selection skeleton decides its number of landmarks from the data: drop --landmarks")
+    if args.metric != "euclidean":
+        raise Refused(f"--selection skeleton needs --metric euclidean, got {args.metric!r}")
+    _check_entries(M, np.arange(M.shape[0]), ids, path, True, "the skeleton reads every row")
+    est = LandmarkMDS(n_components=args.n_components, method=args.method, geodesic_neighbors=args.geodesic_neighbors,
+                      correction=args.correction, landmark_map=args.landmark_map, random_state=args.seed,
+                      landmark_selection="skeleton", skeleton_alpha=args.skeleton_alpha,
+                      skeleton_neighbors=args.skeleton_neighbors, metric="euclidean")
+    try:
+        est.fit_features(M, landmark_ids=ids)
+    except ValueError as exc:
+        raise Refused(f"cannot fit the skeleton: {exc}") from None
+    return est
+
+
 def run(args: argparse.Namespace) -> int:
     from streamembed import LandmarkMDS
     from streamembed.model_io import save_model
@@ -166,6 +194,16 @@ def run(args: argparse.Namespace) -> int:
     path = args.features if features else (args.similarities if sims else args.dissimilarities)
     M, ids = read_matrix(path, "features" if features else "dissimilarities")
     N = M.shape[0]
+    if args.selection == "skeleton":
+        t0 = time.perf_counter()
+        est = _fit_skeleton(args, M, ids, path)
+        save_model(est.model_, out, params=est.get_params())
+        lm_ids = [str(x) for x in est.landmark_ids_]
+        sk = est.skeleton_
+        print(f"skeleton: {sk.graph.n_removed} of {sk.graph.edges.shape[0]} Delaunay edges removed, "
+              f"{sk.n_boundary} boundary points, {sk.size} skeleton points, bandwidth {sk.bandwidth:.6g}",
+              file=sys.stderr)
+        return _report(args, est, lm_ids, N, ids is not None, f"features/{args.metric}", t0)
     if not features:
         _check_square(M, path, sims)
     M_select = M
@@ -209,10 +247,17 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise Refused(f"cannot fit: {exc}") from None
     save_model(est.model_, out, params=est.get_params())
+    kind = "features/" + args.metric if features else ("similarities" if sims else "dissimilarities")
+    return _report(args, est, lm_ids, N, ids is not None, kind, t0)
+
+
+def _report(args: argparse.Namespace, est: Any, lm_ids: list[str], N: int, named_ids: bool, kind: str,
+            t0: float) -> int:
+    """Write --landmarks-out and tell what was written (stderr)."""
+    n = len(lm_ids)
     if args.landmarks_out:
         Path(args.landmarks_out).write_text("".join(f"{x}\n" for x in lm_ids), encoding="utf-8")
-    kind = "features/" + args.metric if features else ("similarities" if sims else "dissimilarities")
-    named = "ids" if ids is not None else "row numbers of the input"
+    named = "ids" if named_ids else "row numbers of the input"
     shown = ", ".join(lm_ids[:12]) + (f", ... ({n - 12} more)" if n > 12 else "")
     print(f"wrote {args.output}: {n} landmarks (of {N}), d = {args.n_components}, {kind}, lineage "
           f"{est.lineage_}, fitted in {time.perf_counter() - t0:.2f} s\n"
@@ -243,7 +288,8 @@ def add_parser(subparsers: Subparsers) -> None:
         "Fit a landmark model. Input: --dissimilarities (N x N, not squared), --similarities (N x N kernel)\n"
         "or --features (N x p) from .npy, .csv (numeric columns; an 'id' column names objects), or\n"
         "Parquet/Arrow/JSONL (a 'dissimilarities' / 'features' list column, or numeric columns; optional\n"
-        "'id'). With --landmarks n < N, n landmarks are chosen by --selection (docs/landmarks.md).\n"
+        "'id'). With --landmarks n < N, n landmarks are chosen by --selection (docs/landmarks.md);\n"
+        "--selection skeleton (--features, Euclidean) keeps the LSDR skeleton (docs/math.md §8.4).\n"
         "The landmarks keep the input's ids, or their row numbers in the input when it has none; input\n"
         "rows must follow the model's landmark order, which fit prints (and --landmarks-out writes).")
     f = subcommand(subparsers, "fit", "fit a landmark model (.npz) from a dissimilarity matrix or feature vectors",
@@ -262,6 +308,10 @@ def add_parser(subparsers: Subparsers) -> None:
                    default=DEFAULTS["landmark_selection"],
                    help="how to choose the landmarks (default: %(default)s; docs/landmarks.md compares them; first: "
                         "the first N rows)")
+    f.add_argument("--skeleton-alpha", type=float, default=DEFAULTS["skeleton_alpha"], metavar="A",
+                   help="--selection skeleton: level of the edge tests (default: %(default)s)")
+    f.add_argument("--skeleton-neighbors", type=int, default=DEFAULTS["skeleton_neighbors"], metavar="K",
+                   help="--selection skeleton: geodesic neighbours of the skeleton test (default: %(default)s)")
     f.add_argument("--n-components", type=int, default=DEFAULTS["n_components"], metavar="D",
                    help="map dimensions (default: %(default)s)")
     f.add_argument("--method", choices=OPTIONS["method"].values, default=DEFAULTS["method"],

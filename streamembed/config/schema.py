@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from streamembed.config.fields import MAX_DURATION_SECONDS
+from streamembed.core.refit.selections import LANDMARK_SELECTIONS
 from streamembed.config.fields import milliseconds as _ms
 from streamembed.config.fields import option as _option
 from streamembed.config.fields import seconds as _s
@@ -68,7 +69,9 @@ class ModelConfig:
     n_components: int = _option("n_components", "Map dimensions d of a generator-fitted model.", min=1, max=1000)
     landmark_selection: str = _option("landmark_selection", "Landmark choice among the generator sample "
                                       "(docs/landmarks.md): max-variance (the best of 8 random sets by the population "
-                                      "variance their map captures), random, rpcholesky, kmeans++, kmedoids or maxmin.")
+                                      "variance their map captures), random, rpcholesky, kmeans++, kmedoids or maxmin "
+                                      "(LSDR's skeleton is for `streamembed fit --selection skeleton`).",
+                                      choices=LANDMARK_SELECTIONS)
     fit_sample: int = _f(2000, "Generator objects drawn to choose the landmarks from.", min=2, max=10_000_000)
     metric: str = _f(DEFAULT_METRIC, "Metric between generator feature vectors: any scipy.spatial.distance.cdist "
                      "name (the metrics of docs/extending.md), or package.module:function.")

@@ -33,6 +33,7 @@ from .errors import InputError
 from .fit.cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, default_partial_rank, fit_spectrum
 from .fit.metric_map import refine_map
 from .fit.ordinal_map import MonotoneTransform, rank_start
+from .fit.skeleton import Skeleton, fit_skeleton
 from .inputs import kernel as kernel_input
 from .inputs import validation
 from .inputs.metrics import resolve_metric
@@ -45,8 +46,8 @@ from .place.projection import ProjectionKernel
 from .result import EmbeddingResult
 from .trust.calibration import RadiusCalibration
 
-__all__ = ["LandmarkModel", "fit_model", "relative_eigengap", "EIGENGAP_RTOL", "METHODS", "KERNEL_METHODS",
-           "CRITERION_METHODS", "INPUTS", "CORRECTIONS", "Method", "lineage_of"]
+__all__ = ["LandmarkModel", "fit_model", "fit_skeleton_model", "relative_eigengap", "EIGENGAP_RTOL", "METHODS",
+           "KERNEL_METHODS", "CRITERION_METHODS", "INPUTS", "CORRECTIONS", "Method", "lineage_of"]
 
 # METHODS, KERNEL_METHODS, CRITERION_METHODS, INPUTS and CORRECTIONS are the option table's (core.options).
 #: A placement method's name: one of ``METHODS`` (the registry ``core.place.methods.PLACEMENT_METHODS``; checked
@@ -391,6 +392,29 @@ def fit_model(
                         map_info={"criterion": float(ref.criterion), "iterations": int(ref.iterations),
                                   "converged": bool(ref.converged), "tolerance": float(ref.tolerance)})
     return model
+
+
+def fit_skeleton_model(F: object, *, skeleton_alpha: float, skeleton_neighbors: int,
+                       landmark_ids: Iterable[Any] | None = None, **fit_kwargs: Any) -> tuple[LandmarkModel, Skeleton]:
+    """(the skeleton map, the skeleton) of feature vectors F (N, p) under the Euclidean metric (docs/math.md §8.4).
+
+    The landmarks are the LSDR skeleton (``core.fit.skeleton.fit_skeleton``) of F with level ``skeleton_alpha``
+    and ``skeleton_neighbors`` neighbours, in index order; the map is ``fit_model`` of the geodesics between them
+    (``fit_kwargs``: its other options), in feature mode (Euclidean distances to the skeleton points are the
+    input rows). ``landmark_ids`` (N,) names every object (default: the row numbers), the skeleton's are kept.
+    """
+    sk = fit_skeleton(F, skeleton_alpha, skeleton_neighbors)
+    d = int(fit_kwargs.get("n_components", 2))
+    if sk.size <= d:
+        raise InputError(f"the skeleton of the {sk.graph.n_points} points has {sk.size} point(s) "
+                         f"({sk.n_boundary} boundary points): a map of n_components = {d} needs at least {d + 1}")
+    N = sk.graph.n_points
+    ids = [str(i) for i in range(N)] if landmark_ids is None else [str(x) for x in landmark_ids]
+    if len(ids) != N:
+        raise InputError(f"landmark_ids has {len(ids)} entries for {N} objects")
+    model = fit_model(sk.geodesics, **fit_kwargs, landmark_ids=[ids[i] for i in sk.indices],
+                      features=np.asarray(F, dtype=np.float64)[sk.indices], metric="euclidean")
+    return model, sk
 
 
 def relative_eigengap(spectrum: LandmarkSpectrum, n_components: int) -> float | None:

@@ -25,9 +25,10 @@ from typing import Any
 
 from .errors import InputError
 from .fit.metric_map import LANDMARK_MAPS
+from .fit.skeleton import DEFAULT_ALPHA, DEFAULT_NEIGHBORS
 from .inputs.kernel import FEATURE_KERNELS
 from .place.methods import criterion_methods, kernel_methods, single_methods
-from .refit.selections import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS
+from .refit.selections import DEFAULT_LANDMARK_SELECTION, MAP_SELECTIONS, SKELETON_SELECTION
 
 __all__ = ["StrOptions", "Interval", "Option", "Rule", "OPTIONS", "RULES", "DEFAULTS", "check_options",
            "METHODS", "KERNEL_METHODS", "CRITERION_METHODS", "INPUTS", "CORRECTIONS", "EIGENSOLVERS",
@@ -137,8 +138,13 @@ def _option_table() -> dict[str, Option]:
         Option("landmark_map", StrOptions(LANDMARK_MAPS), "cmds",
                "the landmark map: classical MDS, or refined by smacof / sammon, or nonmetric (core.fit.metric_map)"),
         Option("n_landmarks", Interval(int, 2), None, "landmarks kept among the fit data", none_ok=True),
-        Option("landmark_selection", StrOptions(LANDMARK_SELECTIONS), DEFAULT_LANDMARK_SELECTION,
-               "how landmarks are chosen (core.refit.landmarks.select_landmarks, docs/landmarks.md)"),
+        Option("landmark_selection", StrOptions(MAP_SELECTIONS), DEFAULT_LANDMARK_SELECTION,
+               "how landmarks are chosen (core.refit.landmarks.select_landmarks, docs/landmarks.md; skeleton: "
+               "LSDR, docs/math.md §8.4)"),
+        Option("skeleton_alpha", Interval(float, 0, 1), DEFAULT_ALPHA,
+               "level α of the skeleton's edge tests (landmark_selection 'skeleton', docs/math.md §8.4)"),
+        Option("skeleton_neighbors", Interval(int, 1), DEFAULT_NEIGHBORS,
+               "k, the geodesic neighbours of the skeleton test (landmark_selection 'skeleton', docs/math.md §8.4)"),
         Option("eigensolver", StrOptions(EIGENSOLVERS), "auto", "eigensolver of the landmark spectrum (core.fit.cmds)"),
         Option("n_residual_components", Interval(int, 1), None, "r, eigenpairs of the exact k0 (docs/math.md §4)",
                none_ok=True),
@@ -172,10 +178,27 @@ def _refined_map_message(v: Mapping[str, Any], name: Namer) -> str:
             f"(docs/math.md §3)")
 
 
+def _skeleton_message(other: str, why: str) -> Callable[[Mapping[str, Any], Namer], str]:
+    def message(v: Mapping[str, Any], name: Namer) -> str:
+        return f"{name('landmark_selection', SKELETON_SELECTION)} cannot take {name(other, v[other])}: {why}"
+
+    return message
+
+
 #: Refused combinations.
 RULES: tuple[Rule, ...] = (
     Rule("refined_map_needs_criterion", ("landmark_map", "method"),
          lambda v: v["landmark_map"] != "cmds" and v["method"] not in CRITERION_METHODS, _refined_map_message),
+    Rule("skeleton_needs_feature_distances", ("landmark_selection", "input"),
+         lambda v: v["landmark_selection"] == SKELETON_SELECTION and v["input"] != "dissimilarity",
+         _skeleton_message("input", "the skeleton is found from Euclidean distances between feature vectors")),
+    Rule("skeleton_sets_its_count", ("landmark_selection", "n_landmarks"),
+         lambda v: v["landmark_selection"] == SKELETON_SELECTION and v["n_landmarks"] is not None,
+         _skeleton_message("n_landmarks", "the skeleton's size is decided by the data (leave it None)")),
+    Rule("skeleton_has_its_geodesics", ("landmark_selection", "geodesic_neighbors"),
+         lambda v: v["landmark_selection"] == SKELETON_SELECTION and v["geodesic_neighbors"] is not None,
+         _skeleton_message("geodesic_neighbors", "the skeleton map is already made of geodesics through its "
+                           "manifold graph (leave it None)")),
 )
 
 

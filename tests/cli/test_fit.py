@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -90,3 +91,54 @@ def test_fit_refuses_a_bad_entry_with_its_position_in_the_input(tmp_path: Path, 
     assert main(["fit", "--dissimilarities", str(tmp_path / "D.npy"), "--landmarks", "10", "-o",
                  str(tmp_path / "m.npz")]) == 2
     assert "D[20, 25] = nan is not finite" in capsys.readouterr().err
+
+
+def _sphere(n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(n, 3))
+    return Z / np.linalg.norm(Z, axis=1, keepdims=True) * (1.0 + 0.05 * rng.normal(size=(n, 1)))
+
+
+def test_fit_selection_skeleton_keeps_the_lsdr_skeleton_with_its_alpha_and_k(tmp_path: Path, capsys) -> None:
+    from streamembed import LandmarkMDS
+    from streamembed.core.fit.skeleton import fit_skeleton
+
+    X = _sphere(150)
+    np.save(tmp_path / "X.npy", X)
+    assert main(["fit", "--features", str(tmp_path / "X.npy"), "--selection", "skeleton", "--skeleton-alpha", "0.9",
+                 "--skeleton-neighbors", "4", "--landmarks-out", str(tmp_path / "ids.txt"),
+                 "-o", str(tmp_path / "m.npz")]) == 0
+    sk = fit_skeleton(X, 0.9, 4)
+    assert [int(x) for x in (tmp_path / "ids.txt").read_text().split()] == sk.indices.tolist()
+    err = capsys.readouterr().err
+    assert f"{sk.graph.n_removed} of {sk.graph.edges.shape[0]} Delaunay edges removed" in err
+    assert f"{sk.size} skeleton points" in err and f"{sk.size} landmarks (of 150)" in err
+    est = LandmarkMDS.load(tmp_path / "m.npz")
+    assert est.n_landmarks_ == sk.size and (est.skeleton_alpha, est.skeleton_neighbors) == (0.9, 4)
+
+
+@pytest.mark.parametrize(("extra", "match"), [
+    (["--landmarks", "20"], "drop --landmarks"),
+    (["--metric", "cityblock"], "needs --metric euclidean"),
+    (["--skeleton-alpha", "2"], r"--skeleton-alpha must be a number in \[0, 1\]"),
+    (["--geodesic-neighbors", "4"], "cannot take --geodesic-neighbors 4"),
+])
+def test_fit_selection_skeleton_refuses_what_it_cannot_use(tmp_path: Path, capsys, extra: list[str],
+                                                           match: str) -> None:
+    np.save(tmp_path / "X.npy", _sphere(60))
+    assert main(["fit", "--features", str(tmp_path / "X.npy"), "--selection", "skeleton", *extra,
+                 "-o", str(tmp_path / "m.npz")]) == 2
+    assert re.search(match, capsys.readouterr().err)
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_fit_selection_skeleton_needs_features_and_few_of_them(tmp_path: Path, capsys) -> None:
+    X = np.random.default_rng(0).normal(size=(40, 8))
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "D.npy", cdist(X, X))
+    assert main(["fit", "--dissimilarities", str(tmp_path / "D.npy"), "--selection", "skeleton",
+                 "-o", str(tmp_path / "m.npz")]) == 2
+    assert "give --features FILE" in capsys.readouterr().err
+    assert main(["fit", "--features", str(tmp_path / "X.npy"), "--selection", "skeleton",
+                 "-o", str(tmp_path / "m.npz")]) == 2
+    assert "p = 8 features, at most 6" in capsys.readouterr().err

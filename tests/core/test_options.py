@@ -68,12 +68,17 @@ def test_the_refined_map_rule_reads_the_same_from_every_caller(tmp_path) -> None
 
 
 def test_the_schema_takes_its_model_options_from_the_table() -> None:
+    from streamembed.core.refit.landmarks import LANDMARK_SELECTIONS
+
     keys = section_keys(ModelConfig)
     for name in ("method", "input", "correction", "landmark_map", "landmark_selection", "kernel", "n_components"):
         f = keys[name][1]
         assert f.default == DEFAULTS[name], name
         if isinstance(OPTIONS[name].constraint, StrOptions):
-            assert tuple(f.metadata["choices"]) == OPTIONS[name].values, name
+            # the daemon fits its generator model by a selection strategy: LSDR's skeleton is for `fit` only
+            values = LANDMARK_SELECTIONS if name == "landmark_selection" else OPTIONS[name].values
+            assert tuple(f.metadata["choices"]) == values, name
+    assert set(LANDMARK_SELECTIONS) | {"skeleton"} == set(OPTIONS["landmark_selection"].values)
     source = section_keys(SourceConfig)
     assert source["batch_rows"][1].default == BATCH_ROWS == 8192
     assert source["max_block_rows"][1].default == MAX_BLOCK_ROWS == 4096

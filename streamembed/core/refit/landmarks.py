@@ -23,6 +23,11 @@ refits). Its strategies:
 * ``"maxmin"``: farthest-point selection: covers the extremes and outliers,
   whose principal plane is usually not the population's.
 
+``"skeleton"`` (``SKELETON_SELECTION``) is no strategy of ``select_landmarks``: it chooses the skeleton of
+LSDR (Roy 2021; ``core.fit.skeleton``, docs/math.md §8.4) and makes the map from geodesics, not from the
+dissimilarities, so a model is fitted by ``core.model.fit_skeleton_model`` (``LandmarkMDS(landmark_selection=
+"skeleton")``, ``streamembed fit --selection skeleton``) on feature vectors with a Euclidean metric.
+
 ``residual_pivoted_select`` (refits) keeps old landmarks and adds what the
 current map does not explain (docs/math.md §7.5).
 
@@ -42,7 +47,7 @@ from ..inputs.dissimilarities import CHUNK, Dissimilarities
 from ..inputs.metrics import DEFAULT_METRIC
 from ..options import DEFAULTS
 from ..runtime import single_blas_thread
-from .selections import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS
+from .selections import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS, SKELETON_SELECTION
 from .strategies import (
     captured_variance,
     check_count,
@@ -120,6 +125,11 @@ def select_landmarks(
         InputError: unknown strategy, a count outside 1..N, not exactly one of D and X, or fewer than
             2 distinct objects when ``n_select`` ≥ 2 (no map can be fitted).
     """
+    if strategy == SKELETON_SELECTION:
+        raise InputError("landmark_selection='skeleton' chooses the LSDR skeleton and makes its map from geodesics: "
+                         "it needs feature vectors with a Euclidean metric and picks its own number of landmarks; "
+                         "fit it with LandmarkMDS(landmark_selection='skeleton', metric='euclidean') or `streamembed "
+                         "fit --features FILE --selection skeleton`")
     if strategy not in LANDMARK_SELECTIONS:
         raise InputError(f"landmark selection must be one of {LANDMARK_SELECTIONS}, got {strategy!r}")
     dis = Dissimilarities(D, X, metric)
