@@ -21,7 +21,8 @@ and so is one without ``__`` that looks like a key (``STREAMEMBED_MODEL_PATH``:
 "did you mean STREAMEMBED_MODEL__PATH?").
 
 Any unknown section or key, wrong type or out-of-range value raises
-:class:`ConfigError` naming the key and the value. Numbers must be finite
+:class:`ConfigError` naming the key, the value and the range (every numeric
+key's range is one table, ``config.ranges``). Numbers must be finite
 (``nan`` and ``inf`` are refused, from TOML, the environment and flags alike),
 every duration (``*_seconds``, ``*_ms``) is at most ``MAX_DURATION_SECONDS``
 (23 days), and settings whose memory grows with their value (the refit
@@ -44,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from streamembed.config.checks import ConfigError, cross_check
+from streamembed.config.ranges import describe_range, range_of
 from streamembed.config.schema import Config, section_keys, sections
 
 __all__ = ["ConfigError", "ENV_PREFIX", "load_config", "parse_value", "env_overrides"]
@@ -110,12 +112,12 @@ def _chosen(key: str, f: dataclasses.Field[Any], value: Any) -> Any:
 
 
 def _in_range(key: str, f: dataclasses.Field[Any], value: Any) -> None:
-    meta = f.metadata
-    lo, hi, exclusive = meta.get("min"), meta.get("max"), meta.get("exclusive_min")
-    if lo is not None and (value < lo or (exclusive and value <= lo)):
-        raise ConfigError(f"{key} = {value!r} is out of range (must be {'>' if exclusive else '>='} {lo})")
-    if hi is not None and value > hi:
-        raise ConfigError(f"{key} = {value!r} is out of range (must be <= {hi})")
+    """Refuse a number outside the key's range (``config.ranges.RANGES``, the one table of them)."""
+    r = range_of(key)
+    if r is None:
+        raise ConfigError(f"{key} = {value!r}: {key} takes no number")
+    if not r.contains(value):
+        raise ConfigError(f"{key} = {value!r} is out of range (must be {describe_range(r)})")
 
 
 def _check_value(key: str, tp: Any, f: dataclasses.Field[Any], value: Any) -> Any:

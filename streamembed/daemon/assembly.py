@@ -157,7 +157,7 @@ def build_kafka_source(cfg: Config, io: KafkaIO, *, metrics: Metrics | None = No
                              poll_timeout_ms=k.poll_timeout_ms, metrics=metrics, stop=stop,
                              backpressure=io.backpressure, resume_when=io.resume,
                              startup_timeout=k.startup_timeout_seconds, max_backoff=k.retry_backoff_max_seconds,
-                             event_time=k.event_time)
+                             event_time=k.event_time, adaptive_fetch=k.fetch_max_wait_ms == "auto")
     except Exception as exc:  # noqa: BLE001 - the brokers are unreachable: retry later
         raise EnvironmentUnavailable(f"cannot consume {k.input_topic!r} from kafka.bootstrap_servers = "
                                      f"{k.bootstrap_servers!r}: {type(exc).__name__}: {exc}") from None

@@ -43,6 +43,9 @@ __all__ = [
     "producer_settings",
     "validate_client_table",
     "known_client_keys",
+    "assignors",
+    "CAUGHT_UP_FETCH",
+    "BEHIND_FETCH",
     "ReliableProducer",
 ]
 
@@ -86,8 +89,32 @@ def validate_client_table(table: Mapping[str, Any]) -> None:
         if isinstance(value, (dict, list)) and key not in ("api_version",) \
                 and not (isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value)):
             raise ValueError(f"kafka.client.{key} = {value!r}: only numbers, strings, booleans and lists of them")
+        _check_type(key, value)
         if key == "compression_type":
             _check_codec(value)
+
+
+def _check_type(key: str, value: Any) -> None:
+    """Refuse a value of another type than kafka-python's default for ``key`` (``"soon"`` for ``linger_ms``),
+    and a negative count, size or duration: the client would fail only later, at every start."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    default = {**KafkaConsumer.DEFAULT_CONFIG, **KafkaProducer.DEFAULT_CONFIG}.get(key)
+    if key == "acks" and value == "all":  # kafka-python takes "all" as well as its default's integers
+        return
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, bool):
+        ok, want = isinstance(value, bool), "a boolean"
+    elif isinstance(default, (int, float)):
+        ok, want = numeric, "a number"
+    elif isinstance(default, str):
+        ok, want = isinstance(value, str), "a string"
+    else:
+        return
+    if not ok:
+        raise ValueError(f"kafka.client.{key} = {value!r} is not {want} (kafka-python's default is {default!r})")
+    if numeric and (value < 0 or value != value or value in (float("inf"), float("-inf"))):
+        raise ValueError(f"kafka.client.{key} = {value!r} is out of range (must be a finite number >= 0)")
 
 
 #: compression_type -> (kafka-python's check, the package that provides the codec)
@@ -241,12 +268,39 @@ def consumer_settings(k: Any, *, group: bool = True) -> dict[str, Any]:
         max_poll_interval_ms=k.max_poll_interval_ms,
         session_timeout_ms=k.session_timeout_ms,
         heartbeat_interval_ms=k.heartbeat_interval_ms,
+        fetch_max_wait_ms=CAUGHT_UP_FETCH[0] if k.fetch_max_wait_ms == "auto" else int(k.fetch_max_wait_ms),
     )
     if group:
         out["group_id"] = k.group_id
+        out["partition_assignment_strategy"] = assignors(k.assignor)
     out.update(_bootstrap_timeout(k, KafkaConsumer.DEFAULT_CONFIG))
     out.update(_extra(k, KafkaConsumer.DEFAULT_CONFIG))
     return out
+
+
+#: ``kafka.fetch_max_wait_ms = "auto"``: (fetch_max_wait_ms, fetch_min_bytes) while the consumer is caught up, and
+#: while it is behind by more than a batch (``kafka.source``): short waits for latency, full fetches for a backlog.
+CAUGHT_UP_FETCH = (10, 1)
+BEHIND_FETCH = (100, 1 << 20)
+
+
+def assignors(name: str) -> tuple[type, ...]:
+    """The kafka-python assignor classes of ``kafka.assignor`` (auto: cooperative-sticky where the client has it)."""
+    import importlib
+
+    paths = {"cooperative-sticky": ("kafka.coordinator.assignors.cooperative_sticky", "CooperativeStickyAssignor"),
+             "sticky": ("kafka.coordinator.assignors.sticky.sticky_assignor", "StickyPartitionAssignor"),
+             "range": ("kafka.coordinator.assignors.range", "RangePartitionAssignor"),
+             "roundrobin": ("kafka.coordinator.assignors.roundrobin", "RoundRobinPartitionAssignor")}
+    wanted = ["cooperative-sticky", "range"] if name == "auto" else [name]
+    for choice in wanted:
+        module, cls = paths[choice]
+        try:
+            return (getattr(importlib.import_module(module), cls),)
+        except (ImportError, AttributeError):
+            if name != "auto":
+                raise ValueError(f"kafka.assignor = {name!r}: the installed kafka-python has no {cls}") from None
+    raise ValueError("kafka-python has no range assignor")
 
 
 def producer_settings(k: Any) -> dict[str, Any]:

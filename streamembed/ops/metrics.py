@@ -20,17 +20,22 @@ from streamembed.core.flags import FLAG_NAMES
 from streamembed.core.model import METHODS
 from streamembed.stream.records import REASONS
 
-__all__ = ["BulkHistogram", "Metrics", "LATENCY_BUCKETS", "RATIO_BUCKETS", "BATCH_BUCKETS", "EMBED_METHODS",
-           "OUTPUT_FILE_KINDS", "READ_RETRY_REASONS"]
+__all__ = ["BulkHistogram", "Metrics", "LATENCY_BUCKETS", "MAX_BUCKET_RATIO", "RATIO_BUCKETS", "BATCH_BUCKETS",
+           "EMBED_METHODS", "OUTPUT_FILE_KINDS", "READ_RETRY_REASONS"]
 
 #: Prometheus' own rendering of a bucket bound ("0.5", "1.0", "+Inf"); prometheus_client is untyped.
 _go_string: Callable[[float], str] = floatToGoString
-#: seconds, event_time -> processed_at
-LATENCY_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+#: seconds, event_time -> processed_at: 1 ms to 10 min, each bound at most 2.5 times the one before (1-2.5-5 per
+#: decade), so ``histogram_quantile`` is off by less than that factor anywhere in the range (a failover's minute
+#: included; tests/deploy/test_prometheus_rules.py checks it with promtool)
+LATENCY_BUCKETS: tuple[float, ...] = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25,
+                                      60, 120, 300, 600)
+#: The widest ratio between consecutive latency bounds.
+MAX_BUCKET_RATIO = 2.5
 #: unexplained / beta, a ratio in [0, 1]
 RATIO_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 #: seconds per batch
-BATCH_BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10)
+BATCH_BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 #: ``method`` values of streamembed_records_embedded_total: the single-object methods, and block RR.
 EMBED_METHODS: tuple[str, ...] = (*METHODS, "block")
 #: ``kind`` values of streamembed_output_files_total.
@@ -204,6 +209,15 @@ class Metrics:
         self.kafka_consumer_lag = Gauge("streamembed_kafka_consumer_lag",
                                         "Messages not yet handed to the loop: fetch high watermark - next offset, "
                                         "per assigned partition.", ["topic", "partition"], registry=r)
+        self.kafka_group_lag = Gauge("streamembed_kafka_group_lag",
+                                     "The consumer group's lag: end of the log - the group's committed offset, for "
+                                     "every partition of the input topic, owned by this member or not (every member "
+                                     "reports every partition: take the max by partition).", ["topic", "partition"],
+                                     registry=r)
+        self.kafka_partition_owned = Gauge("streamembed_kafka_partition_owned",
+                                           "1 for each input partition this member owns, 0 for the topic's others "
+                                           "(summed over the members: 0 = a partition nobody consumes).",
+                                           ["topic", "partition"], registry=r)
         self.kafka_messages_in = Counter("streamembed_kafka_messages_in_total", "Kafka messages consumed.",
                                          registry=r)
         self.kafka_bytes_in = Counter("streamembed_kafka_bytes_in_total", "Bytes of Kafka message values consumed.",
