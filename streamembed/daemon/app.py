@@ -274,7 +274,8 @@ def _start_server(cfg: Config, metrics: Metrics, health: HealthState) -> OpsServ
         server = OpsServer(metrics.registry, health, cfg.metrics.host, cfg.metrics.port, map_page=page,
                            max_connections=cfg.metrics.max_connections,
                            max_per_client=cfg.metrics.max_connections_per_client,
-                           request_timeout=cfg.metrics.request_timeout_seconds).start()
+                           request_timeout=cfg.metrics.request_timeout_seconds,
+                           allowed_hosts=cfg.metrics.allowed_hosts).start()
     except OSError as exc:
         raise EnvironmentUnavailable(f"cannot listen on metrics.host = {cfg.metrics.host!r}, metrics.port = "
                                      f"{cfg.metrics.port}: {exc} (another process has the port? choose another, or "
