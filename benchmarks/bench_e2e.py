@@ -363,7 +363,8 @@ def daemon_consume(bootstrap: str, topic: str, out_topic: str, group: str, est: 
     from streamembed.daemon.model_setup import build_drift
     from streamembed.config import load_config
     from streamembed.ops.metrics import Metrics
-    from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
+    from streamembed.kafka.client import consumer_settings, producer_settings
+    from streamembed.kafka.producer import ReliableProducer
     from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
     from streamembed.kafka.source import KafkaSource
     from streamembed.config.schema import RunConfig

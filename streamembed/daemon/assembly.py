@@ -26,7 +26,8 @@ import numpy as np
 
 from streamembed.core.model import LandmarkModel
 from streamembed.daemon.errors import EnvironmentUnavailable, StartupError
-from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
+from streamembed.kafka.client import consumer_settings, producer_settings
+from streamembed.kafka.producer import ReliableProducer
 from streamembed.kafka.limits import topic_limit
 from streamembed.kafka.model_topic import ModelTopic
 from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
@@ -170,7 +171,7 @@ def _producer(cfg: Config, io: KafkaIO, metrics: Metrics | None, stop: threading
         k = cfg.kafka
         try:
             io.producer = ReliableProducer(producer_settings(k), metrics=metrics, stop=stop,
-                                           max_backoff=k.retry_backoff_max_seconds)
+                                           max_backoff=k.retry_backoff_max_seconds, drain_seconds=cfg.run.stop_seconds)
         except Exception as exc:  # noqa: BLE001
             raise EnvironmentUnavailable(f"cannot produce to kafka.bootstrap_servers = {k.bootstrap_servers!r}: "
                                          f"{type(exc).__name__}: {exc}") from None

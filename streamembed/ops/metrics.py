@@ -21,7 +21,7 @@ from streamembed.core.model import METHODS
 from streamembed.stream.records import REASONS
 
 __all__ = ["BulkHistogram", "Metrics", "LATENCY_BUCKETS", "MAX_BUCKET_RATIO", "RATIO_BUCKETS", "BATCH_BUCKETS",
-           "EMBED_METHODS", "OUTPUT_FILE_KINDS", "READ_RETRY_REASONS"]
+           "EMBED_METHODS", "OUTPUT_FILE_KINDS", "READ_RETRY_REASONS", "MODEL_SKIP_REASONS"]
 
 #: Prometheus' own rendering of a bucket bound ("0.5", "1.0", "+Inf"); prometheus_client is untyped.
 _go_string: Callable[[float], str] = floatToGoString
@@ -38,6 +38,8 @@ RATIO_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.
 BATCH_BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 #: ``method`` values of streamembed_records_embedded_total: the single-object methods, and block RR.
 EMBED_METHODS: tuple[str, ...] = (*METHODS, "block")
+#: ``reason`` values of streamembed_model_records_skipped_total (``kafka.model_topic``).
+MODEL_SKIP_REASONS: tuple[str, ...] = ("headers", "too_large", "checksum", "invalid")
 #: ``kind`` values of streamembed_output_files_total.
 OUTPUT_FILE_KINDS: tuple[str, ...] = ("output", "dead_letter")
 #: ``reason`` values of streamembed_read_retries_total present from the start (any other errno name may follow).
@@ -236,6 +238,13 @@ class Metrics:
                                                "Input partitions assigned to this member.", registry=r)
         self.kafka_paused_partitions = Gauge("streamembed_kafka_paused_partitions",
                                              "Input partitions paused because the sinks fell behind.", registry=r)
+        self.model_records_skipped = Counter("streamembed_model_records_skipped_total",
+                                             "Records of the model topic skipped for what they hold, by reason: "
+                                             "headers (no lineage or version), too_large, checksum, invalid (not a "
+                                             "loadable model: a decompression bomb, NaN arrays, ...).", ["reason"],
+                                             registry=r)
+        for skip in MODEL_SKIP_REASONS:
+            self.model_records_skipped.labels(reason=skip)
         self.kafka_commits = Counter("streamembed_kafka_commits_total",
                                      "Offset commits (after the outputs of the batches were acknowledged).",
                                      registry=r)
@@ -273,6 +282,7 @@ LABEL_VALUES: dict[tuple[str, str], str] = {
     ("streamembed_refits_total", "trigger"): "auto, manual, remote",
     ("streamembed_refits_kept_total", "trigger"): "auto, manual",
     ("streamembed_output_files_total", "kind"): ", ".join(OUTPUT_FILE_KINDS),
+    ("streamembed_model_records_skipped_total", "reason"): ", ".join(MODEL_SKIP_REASONS),
     ("streamembed_drift_detector_info", "kind"): "cusum, rule",
     ("streamembed_drift_relative_unexplained_quantile", "q"): "0.5, 0.9, 0.99",
     ("streamembed_model_info", "*"): "`lineage`, `landmarks`, `dims`, `method`, `metric`, `source`",
