@@ -186,6 +186,9 @@ def read_model_file(path: str | os.PathLike[str]) -> tuple[LandmarkModel, dict[s
         raise ModelFileError(f"{label} does not exist")
     if path.is_dir():
         raise ModelFileError(f"{label} is a directory, not a model (.npz from `streamembed fit`)")
+    if not path.is_file():  # a FIFO would block the open, a device (/dev/zero) never end
+        raise ModelFileError(f"{label} is not a regular file (a device, FIFO or socket), not a model (.npz from "
+                             f"`streamembed fit`)")
     try:
         with open(path, "rb") as fh:
             _check_head(fh.read(8), label, path.name)

@@ -38,6 +38,8 @@ import dataclasses
 import difflib
 import json
 import math
+import os
+import stat
 import tomllib
 import typing
 from collections.abc import Mapping
@@ -207,16 +209,41 @@ def _apply_doc(cfg: Config, doc: Mapping[str, Any], origin: str) -> None:
             setattr(target, name, _check_value(key, tp, f, value))
 
 
+#: The largest configuration file read (bytes): a configuration is a few kilobytes.
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
+    """The TOML document of ``path``: a regular file of at most ``MAX_CONFIG_BYTES``, opened without blocking (a
+    FIFO or a device is refused, not waited on or read forever), any failure a ConfigError naming the file."""
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"config file {path} cannot be read: {exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"config file {path} is not a regular file (a directory, device or FIFO): give the "
+                              f"path of a TOML file")
+        if st.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config file {path} has {st.st_size} bytes, more than a configuration "
+                              f"({MAX_CONFIG_BYTES} at most): is it the right file?")
+        data = os.read(fd, MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc}") from None
+    finally:
+        os.close(fd)
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not text (UTF-8): {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {path} is not a configuration: its tables or arrays are nested too "
+                          f"deeply") from None
 
 
 def env_overrides(environ: Mapping[str, str]) -> list[tuple[str, str]]:

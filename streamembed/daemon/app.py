@@ -29,8 +29,8 @@ from streamembed.ops.health import HealthState
 from streamembed.ops.logs import setup_logging
 from streamembed.daemon.refits import RefitManager
 from streamembed.daemon.signals import DaemonSignals
-from streamembed.daemon.state import (PidLock, archive_run, check_lineage, clean_refit_dirs, describe_model,
-                                      model_record, writer_tag)
+from streamembed.daemon.state import (PidLock, archive_run, check_lineage, clean_leftovers, clean_refit_dirs,
+                                      describe_model, model_record, writer_tag)
 from streamembed.config.schema import Config, k0_rows_value
 from streamembed.stream.sinks.base import StoppedUndelivered
 from streamembed.stream.checkpoint import CheckpointError, Checkpointer, CheckpointStore, CrashGuard
@@ -147,6 +147,7 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
     tag = writer_tag(cfg.root)
     save_generator_model(cfg, model)
     clean_refit_dirs(cfg.model_dir)
+    clean_leftovers(cfg)
     registry = build_registry(cfg, model)
     current = registry.current
     log.info("model: %s", describe_model(current, source_name),
