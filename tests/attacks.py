@@ -456,8 +456,9 @@ def bomb_bytes(inflated: int = 512 << 20) -> bytes:
     head = io.BytesIO()
     np.lib.format.write_array_header_1_0(head, header)
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf, \
-            zf.open(zipfile.ZipInfo("eigenvectors.npy"), "w", force_zip64=True) as entry:
+    info = zipfile.ZipInfo("eigenvectors.npy")
+    info.compress_type = zipfile.ZIP_DEFLATED
+    with zipfile.ZipFile(buf, "w") as zf, zf.open(info, "w", force_zip64=True) as entry:
         entry.write(head.getvalue())
         chunk = bytes(16 << 20)
         for _ in range(inflated // len(chunk)):
@@ -480,7 +481,6 @@ def attack_1(workdir: Path, bootstrap: str, topic: str) -> AttackResult:
     """#1: a 0.5 MB record on the model topic that inflates to 512 MiB, no lineage header, a correct sha256 (and
     again with the fleet's lineage): skipped with a WARNING before anything is inflated, at every start."""
     import hashlib
-    import resource
 
     res = AttackResult(1, "a model record that inflates 0.5 MB to 512 MiB (a decompression bomb)")
     model = model_file(workdir)
@@ -494,14 +494,21 @@ def attack_1(workdir: Path, bootstrap: str, topic: str) -> AttackResult:
         ids = write_inputs(workdir / "in", 2, 50, tag=f"s{start}-")
         env = batch_env(workdir / "in", workdir / "root", model, STREAMEMBED_KAFKA__BOOTSTRAP_SERVERS=bootstrap,
                         STREAMEMBED_KAFKA__MODEL_TOPIC=topic)
-        p = Proc(workdir, env)
+        p = Proc(workdir, env, prefix=[sys.executable, "-c", _PEAK_RSS])
         if _exit(res, p, 90, 0, f"start {start + 1} with the bomb on the model topic") == 0:
             skipped = [r for r in p.records() if "skipped" in str(r.get("msg", ""))]
             res.check(len(skipped) >= 1, "the bomb records were not reported skipped")
+        peaks = [int(line.split()[1]) for line in p.log().splitlines() if line.startswith("peak-rss ")]
+        res.check(bool(peaks) and peaks[0] < 400 << 20,
+                  f"start {start + 1} reached {peaks[0] >> 20 if peaks else '?'} MiB: the bomb was inflated")
         account(res, ids, output_ids(workdir / "root" / "embeddings"))
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    res.check(peak < 400 << 20, f"a daemon reached {peak >> 20} MiB: the bomb was inflated")
     return res
+
+
+#: Runs its arguments as a child and prints the child's peak resident memory ("peak-rss <bytes>").
+_PEAK_RSS = ("import resource, subprocess, sys; rc = subprocess.call(sys.argv[1:]); "
+             "print('peak-rss', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, flush=True); "
+             "sys.exit(rc)")
 
 
 def attack_2_topic(workdir: Path, bootstrap: str, topic: str) -> AttackResult:

@@ -1,0 +1,22 @@
+"""Issue 35's attacks on the model topic (#1, #2, #3), against the real test broker: each is a bounded scenario of
+``tests/attacks.py`` that failed on the code before this round and must find nothing now."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.attacks import BROKER_ATTACKS
+
+pytestmark = [pytest.mark.broker, pytest.mark.e2e, pytest.mark.slow]
+
+
+@pytest.mark.parametrize("number", sorted(BROKER_ATTACKS))
+def test_the_attack_on_the_model_topic_does_no_harm(number: int, tmp_path: Path, broker, topic_factory) -> None:  # type: ignore[no-untyped-def]
+    def fresh_topic() -> str:
+        return str(topic_factory(config={"cleanup.policy": "compact"}))
+
+    res = BROKER_ATTACKS[number](tmp_path, broker.bootstrap, fresh_topic)
+    assert not res.problems, "\n".join(res.problems)
+    assert res.lost == 0 and res.crashes == 0
