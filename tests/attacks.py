@@ -570,3 +570,69 @@ BROKER_ATTACKS: dict[int, Callable[[Path, str, Callable[[], str]], AttackResult]
     2: lambda w, b, t: attack_2_topic(w, b, t()),
     3: attack_3,
 }
+
+
+# ----------------------------------------------------------------------------- the output topic (broker)
+
+
+def read_topic_ids(bootstrap: str, topic: str, timeout: float = 10.0) -> Counter[str]:
+    """Every row id on ``topic`` (Arrow output messages), read from the start."""
+    import pyarrow as pa
+    from kafka import KafkaConsumer, TopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, max_partition_fetch_bytes=64 << 20)
+    ids: Counter[str] = Counter()
+    try:
+        parts = c.partitions_for_topic(topic) or set()
+        tps = [TopicPartition(topic, p) for p in parts]
+        c.assign(tps)
+        c.seek_to_beginning(*tps)
+        end = time.monotonic() + timeout
+        idle = 0
+        while time.monotonic() < end and idle < 3:
+            got = c.poll(timeout_ms=500)
+            idle = 0 if got else idle + 1
+            for recs in got.values():
+                for r in recs:
+                    t = pa.ipc.open_stream(pa.py_buffer(r.value)).read_all()
+                    ids.update(t.column("id").to_pylist())
+    finally:
+        c.close()
+    return ids
+
+
+def attack_5(workdir: Path, port: int, start_broker: Callable[[], Any], stop_broker: Callable[[], None],
+             make_topic: Callable[[str], None], outage: float = 10.0) -> AttackResult:
+    """#5: the broker killed and back ``outage`` s later under a daemon producing to an output topic: the producer
+    is made anew (its id unknown to the new broker), no exit, every row produced after the restart arrives."""
+    res = AttackResult(5, f"the broker killed and back {outage:g} s later, output to a Kafka topic")
+    model = model_file(workdir)
+    bootstrap = f"127.0.0.1:{port}"
+    make_topic("out")
+    env = directory_env(workdir / "in", workdir / "root", model, STREAMEMBED_KAFKA__BOOTSTRAP_SERVERS=bootstrap,
+                        STREAMEMBED_OUTPUT__KAFKA_TOPIC="out", STREAMEMBED_KAFKA__RETRY_BACKOFF_MAX_SECONDS="2")
+    ids_a = write_inputs(workdir / "in", 2, 100, tag="a")
+    p = Proc(workdir, env)
+    try:
+        res.check(p.wait_for(lambda: sum(output_ids(workdir / "root" / "embeddings").values()) >= len(ids_a), 60),
+                  "the first rows were not embedded")
+        stop_broker()
+        ids_b = write_inputs(workdir / "in", 2, 100, tag="b")
+        time.sleep(outage)
+        start_broker()
+        make_topic("out")
+        ids_c = write_inputs(workdir / "in", 2, 100, tag="c")
+        end = time.monotonic() + 90
+        on_topic: Counter[str] = Counter()
+        while time.monotonic() < end and p.alive():
+            on_topic = read_topic_ids(bootstrap, "out", timeout=5)
+            if all(on_topic[i] for i in ids_c):
+                break
+            time.sleep(1.0)
+        res.check(p.alive(), f"the daemon exited ({p.proc.poll()}) after the broker came back")
+        res.check(all(on_topic[i] for i in ids_c), "rows produced after the broker came back are not on the topic")
+    finally:
+        p.signal(signal.SIGTERM)
+        _exit(res, p, 60, 0, "SIGTERM after the broker restart")
+    account(res, ids_a + ids_b + ids_c, output_ids(workdir / "root" / "embeddings"))
+    return res

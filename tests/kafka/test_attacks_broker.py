@@ -20,3 +20,26 @@ def test_the_attack_on_the_model_topic_does_no_harm(number: int, tmp_path: Path,
     res = BROKER_ATTACKS[number](tmp_path, broker.bootstrap, fresh_topic)
     assert not res.problems, "\n".join(res.problems)
     assert res.lost == 0 and res.crashes == 0
+
+
+def test_a_broker_restart_under_the_output_producer_costs_no_exit(tmp_path: Path) -> None:
+    """Attack #5: a broker of its own (restarted on the same port: Tansu's memory storage comes back empty)."""
+    import socket
+
+    from tests.attacks import attack_5
+    from tools.broker import TansuBroker, TansuNotFoundError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    try:
+        b = TansuBroker(port=port)
+    except TansuNotFoundError as exc:
+        pytest.skip(str(exc))
+    b.start()
+    try:
+        res = attack_5(tmp_path, port, b.start, b.stop, lambda t: b.create_topic(t))
+    finally:
+        b.stop()
+    assert not res.problems, "\n".join(res.problems)
+    assert res.lost == 0 and res.crashes == 0
