@@ -636,3 +636,118 @@ def attack_5(workdir: Path, port: int, start_broker: Callable[[], Any], stop_bro
         _exit(res, p, 60, 0, "SIGTERM after the broker restart")
     account(res, ids_a + ids_b + ids_c, output_ids(workdir / "root" / "embeddings"))
     return res
+
+
+class ThrottledProxy:
+    """A TCP proxy on 127.0.0.1 to ``upstream``: what clients send goes through at ``rate`` bytes/s (None: at once)."""
+
+    def __init__(self, upstream: int, rate: float | None) -> None:
+        import threading
+
+        self.upstream, self.rate = upstream, rate
+        self.listen = socket.socket()
+        self.listen.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listen.bind(("127.0.0.1", 0))
+        self.listen.listen(64)
+        self.port = int(self.listen.getsockname()[1])
+        self._stop = threading.Event()
+        self._threads: list[Any] = []
+        t = threading.Thread(target=self._accept, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _accept(self) -> None:
+        import threading
+
+        self.listen.settimeout(0.2)
+        while not self._stop.is_set():
+            try:
+                client, _ = self.listen.accept()
+            except OSError:
+                continue
+            server = socket.create_connection(("127.0.0.1", self.upstream))
+            for src, dst, throttled in ((client, server, True), (server, client, False)):
+                t = threading.Thread(target=self._pump, args=(src, dst, throttled), daemon=True)
+                t.start()
+                self._threads.append(t)
+
+    def _pump(self, src: socket.socket, dst: socket.socket, throttled: bool) -> None:
+        src.settimeout(0.2)
+        try:
+            while not self._stop.is_set():
+                try:
+                    data = src.recv(16384 if throttled and self.rate else 1 << 20)
+                except TimeoutError:
+                    continue
+                if not data:
+                    break
+                if throttled and self.rate:
+                    time.sleep(len(data) / self.rate)
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self._stop.set()
+        self.listen.close()
+
+
+def tansu_behind_proxy(rate: float | None) -> tuple[subprocess.Popen[bytes], ThrottledProxy, str]:
+    """A Tansu broker that tells its clients to connect through a :class:`ThrottledProxy` (its advertised
+    listener): (the broker process, the proxy, the bootstrap address through the proxy)."""
+    from tools.broker import find_tansu
+
+    broker_port = _free_port()
+    proxy = ThrottledProxy(broker_port, rate)
+    proc = subprocess.Popen([str(find_tansu()), "broker", "--listener-url", f"tcp://127.0.0.1:{broker_port}",
+                             "--advertised-listener-url", f"tcp://127.0.0.1:{proxy.port}",
+                             "--storage-engine", "memory://tansu/"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, "RUST_LOG": "warn"},
+                            start_new_session=True)
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", broker_port), timeout=0.5):
+            break
+        time.sleep(0.1)
+    return proc, proxy, f"127.0.0.1:{proxy.port}"
+
+
+def attack_8(workdir: Path, rate: float = 256 * 1024, stop_seconds: float = 4.0) -> AttackResult:
+    """#8: SIGTERM with a backlog of input and an output topic that takes 256 KB/s: exit 0 within
+    ``run.stop_seconds`` (and the batch), nothing lost: a restart produces what was not acknowledged."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+
+    res = AttackResult(8, f"SIGTERM with a backlog and a {rate / 1024:.0f} KB/s output topic")
+    model = model_file(workdir)
+    proc, proxy, bootstrap = tansu_behind_proxy(rate)
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        admin.create_topics([NewTopic("out", 1, 1)])
+        admin.close()
+        ids = write_inputs(workdir / "in", 40, 2000)
+        env = directory_env(workdir / "in", workdir / "root", model, STREAMEMBED_KAFKA__BOOTSTRAP_SERVERS=bootstrap,
+                            STREAMEMBED_OUTPUT__KAFKA_TOPIC="out", STREAMEMBED_RUN__STOP_SECONDS=str(stop_seconds),
+                            STREAMEMBED_SOURCE__BATCH_ROWS="4096")
+        p = Proc(workdir, env)
+        p.wait_for(p.running, 60)
+        time.sleep(3.0)
+        t0 = time.monotonic()
+        p.signal(signal.SIGTERM)
+        rc = _exit(res, p, stop_seconds + 30, 0, "SIGTERM with a slow output")
+        took = time.monotonic() - t0
+        res.check(rc is not None and took < stop_seconds + 8, f"the stop took {took:.1f} s")
+        proxy.rate = None  # the output recovers: a restart produces the rest
+        p = Proc(workdir, {**env, "STREAMEMBED_DIRECTORY__EXIT_WHEN_IDLE": "true"})
+        _exit(res, p, 120, 0, "the restart")
+        on_topic = read_topic_ids(bootstrap, "out", timeout=30)
+        account(res, ids, on_topic)
+    finally:
+        proxy.close()
+        proc.kill()
+        proc.wait(10)
+    return res

@@ -30,6 +30,8 @@ log = logging.getLogger("streamembed.kafka")
 
 #: ReliableProducer.flush waits for acknowledgements in rounds of this many seconds (each a sign of life).
 FLUSH_WAIT_SECONDS = 10.0
+#: ... in slices of this many seconds (a stop is noticed within one).
+FLUSH_SLICE_SECONDS = 0.5
 
 
 class StoppedWhileDelivering(KafkaDeliveryError, StoppedUndelivered):
@@ -172,22 +174,31 @@ class ReliableProducer:
             return self._flush(attempt_failed)
 
     def _wait_acknowledged(self, attempt_failed: Callable[[str], None]) -> None:
-        """``KafkaProducer.flush()`` in rounds of FLUSH_WAIT_SECONDS until every send has an outcome."""
+        """``KafkaProducer.flush()`` in rounds of FLUSH_WAIT_SECONDS until every send has an outcome.
+
+        Each round waits in slices of ``FLUSH_SLICE_SECONDS``, so that a stop asked for meanwhile bounds the wait
+        by ``drain_seconds`` from then on, not by what is left of the round.
+        """
         from kafka.errors import KafkaTimeoutError
 
         while True:
-            wait = FLUSH_WAIT_SECONDS
-            if self.stop.is_set():
-                self._stopping_over()
-                assert self._stop_seen is not None
-                wait = max(0.0, min(wait, self._stop_seen + self.drain_seconds - time.monotonic()))
-            try:
-                self._producer.flush(timeout=wait)
-                return
-            except KafkaTimeoutError as exc:
-                attempt_failed(f"not acknowledged within {wait:g} s: {exc}")
-                if self._stopping_over():
-                    return  # the undone sends count as failed below: stopping raises StoppedWhileDelivering
+            round_end = time.monotonic() + FLUSH_WAIT_SECONDS
+            while True:
+                left = round_end - time.monotonic()
+                if self.stop.is_set():
+                    self._stopping_over()
+                    assert self._stop_seen is not None
+                    left = min(left, self._stop_seen + self.drain_seconds - time.monotonic())
+                try:
+                    self._producer.flush(timeout=max(0.0, min(FLUSH_SLICE_SECONDS, left)))
+                    return
+                except KafkaTimeoutError as exc:
+                    if self._stopping_over():
+                        attempt_failed(f"not acknowledged when the stop time ran out: {exc}")
+                        return  # the undone sends count as failed below: stopping raises StoppedWhileDelivering
+                    if time.monotonic() >= round_end:
+                        attempt_failed(f"not acknowledged within {FLUSH_WAIT_SECONDS:g} s: {exc}")
+                        break
 
     def _flush(self, attempt_failed: Callable[[str], None]) -> int:
         total = 0
@@ -259,8 +270,13 @@ class ReliableProducer:
         return lost
 
     def close(self, timeout: float = 10.0) -> None:
-        """Close the client; unacknowledged messages are dropped (their input was not committed)."""
+        """Close the client; unacknowledged messages are dropped (their input was not committed). Once a stop's
+        drain time is over, the client gets no more time to send them."""
+        abandon = self._stopping_over()
         try:
-            self._producer.close(timeout=timeout)
+            self._producer.close(timeout=0.0 if abandon else timeout)
         except Exception:  # noqa: BLE001 - closing is best effort
-            log.warning("closing the Kafka producer failed", exc_info=True)
+            if abandon:
+                log.info("closed the Kafka producer with unacknowledged messages (produced again after the restart)")
+            else:
+                log.warning("closing the Kafka producer failed", exc_info=True)

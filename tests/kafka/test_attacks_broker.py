@@ -43,3 +43,17 @@ def test_a_broker_restart_under_the_output_producer_costs_no_exit(tmp_path: Path
         b.stop()
     assert not res.problems, "\n".join(res.problems)
     assert res.lost == 0 and res.crashes == 0
+
+
+def test_a_stop_with_a_slow_output_exits_0_within_the_stop_time_and_loses_nothing(tmp_path: Path) -> None:
+    """Attack #8: a broker of its own behind a proxy that passes 256 KB/s."""
+    from tests.attacks import attack_8
+    from tools.broker import TansuNotFoundError, find_tansu
+
+    try:
+        find_tansu()
+    except TansuNotFoundError as exc:
+        pytest.skip(str(exc))
+    res = attack_8(tmp_path)
+    assert not res.problems, "\n".join(res.problems)
+    assert res.lost == 0 and res.crashes == 0
