@@ -149,7 +149,7 @@ def _cross_check_kafka(cfg: Config) -> None:
         raise ConfigError(f"kafka.sasl_mechanism = {k.sasl_mechanism!r} needs kafka.sasl_plain_username "
                           "(and kafka.sasl_plain_password)")
     _check_failover(cfg)
-    if cfg.source.kind == "kafka" and k.assignor != "auto":
+    if cfg.source.kind == "kafka" and k.assignor != "range":
         from streamembed.kafka.client import assignors
 
         try:

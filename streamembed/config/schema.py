@@ -332,9 +332,10 @@ class KafkaConfig:
                                   "replica's partitions move this long after its last heartbeat, plus the rejoin; "
                                   "shorter also drops replicas whose heartbeats stall (docs/kafka.md).", min=1000)
     heartbeat_interval_ms: int = _ms(2000, "Heartbeat period (ms; at most a third of session_timeout_ms).", min=100)
-    assignor: str = _f("auto", "Partition assignor: auto (cooperative-sticky where the client has it, else range), "
-                       "cooperative-sticky, sticky, range or roundrobin; one protocol per group (docs/kafka.md).",
-                       choices=("auto", "cooperative-sticky", "sticky", "range", "roundrobin"))
+    assignor: str = _f("range", "Partition assignor: range (a failover in one rebalance), cooperative-sticky "
+                       "(survivors keep their partitions during a rebalance, but two rounds), sticky or roundrobin; "
+                       "one protocol per group (docs/kafka.md, failover).",
+                       choices=("range", "roundrobin", "sticky", "cooperative-sticky"))
     fetch_max_wait_ms: str | int = _f("auto", "Longest the broker holds a fetch waiting for data (ms; Tansu holds "
                                       "every fetch this long): auto (10 ms while caught up, 100 ms and fetches of "
                                       "1 MiB while behind by a batch; docs/kafka.md) or a number.", min=1,

@@ -283,22 +283,19 @@ BEHIND_FETCH = (100, 1 << 20)
 
 
 def assignors(name: str) -> tuple[type, ...]:
-    """The kafka-python assignor classes of ``kafka.assignor`` (auto: cooperative-sticky where the client has it)."""
+    """The kafka-python assignor class of ``kafka.assignor`` (ValueError when the installed client has none)."""
     import importlib
 
     paths = {"cooperative-sticky": ("kafka.coordinator.assignors.cooperative_sticky", "CooperativeStickyAssignor"),
              "sticky": ("kafka.coordinator.assignors.sticky.sticky_assignor", "StickyPartitionAssignor"),
              "range": ("kafka.coordinator.assignors.range", "RangePartitionAssignor"),
              "roundrobin": ("kafka.coordinator.assignors.roundrobin", "RoundRobinPartitionAssignor")}
-    wanted = ["cooperative-sticky", "range"] if name == "auto" else [name]
-    for choice in wanted:
-        module, cls = paths[choice]
-        try:
-            return (getattr(importlib.import_module(module), cls),)
-        except (ImportError, AttributeError):
-            if name != "auto":
-                raise ValueError(f"kafka.assignor = {name!r}: the installed kafka-python has no {cls}") from None
-    raise ValueError("kafka-python has no range assignor")
+    module, cls = paths[name]
+    try:
+        return (getattr(importlib.import_module(module), cls),)
+    except (ImportError, AttributeError):
+        raise ValueError(f"kafka.assignor = {name!r}: the installed kafka-python has no {cls} (kafka-python >= 3 "
+                         f"has every assignor)") from None
 
 
 def producer_settings(k: Any) -> dict[str, Any]:

@@ -10,8 +10,7 @@ import time
 from typing import Any
 from collections.abc import Mapping
 
-__all__ = ["JOIN_SPIN_PAUSE", "brokers_away", "measure_lag", "throttle_join_spin", "group_lag", "export_group_lag",
-           "set_fetch_wait", "AdaptiveFetch"]
+__all__ = ["JOIN_SPIN_PAUSE", "brokers_away", "measure_lag", "throttle_join_spin", "set_fetch_wait", "AdaptiveFetch"]
 
 log = logging.getLogger("streamembed.kafka.source")
 
@@ -86,53 +85,6 @@ def measure_lag(consumer: Any, topic: str, partitions: set[int], next_offsets: M
     return lag
 
 
-def group_lag(consumer: Any, topic: str, timeout_ms: int = 2000) -> dict[int, int] | None:
-    """The consumer group's lag on every partition of ``topic``: end of the log - the group's committed offset
-    (a partition without a commit counts from the start of its log), whichever member owns it, or none does.
-
-    The end of the log is the fetch high watermark where this member has fetched the partition, else the
-    broker's ListOffsets answer (on Tansu the base offset of the last record batch + 1: a lag too small by at
-    most that batch's size). None when it cannot be measured now (the brokers away, metadata unknown).
-    """
-    from kafka import TopicPartition
-
-    try:
-        parts = consumer.partitions_for_topic(topic)
-        if not parts:
-            return None
-        tps = [TopicPartition(topic, p) for p in sorted(parts)]
-        ends: dict[Any, int | None] = {tp: consumer.highwater(tp) for tp in tps}
-        unknown = [tp for tp, hw in ends.items() if hw is None]
-        if unknown:
-            ends.update(consumer.end_offsets(unknown, timeout_ms=timeout_ms))
-        committed = _committed(consumer, tps, timeout_ms)
-        starts = consumer.beginning_offsets([tp for tp in tps if committed.get(tp) is None], timeout_ms=timeout_ms) \
-            if any(committed.get(tp) is None for tp in tps) else {}
-    except Exception:  # noqa: BLE001 - best effort: the next measure may succeed
-        return None
-    out: dict[int, int] = {}
-    for tp in tps:
-        end, done = ends.get(tp), committed.get(tp)
-        if done is None:
-            done = starts.get(tp)
-        if end is not None and done is not None:
-            out[tp.partition] = max(0, int(end) - int(done))
-    return out
-
-
-def _committed(consumer: Any, tps: list[Any], timeout_ms: int) -> dict[Any, int | None]:
-    """The group's committed offset of each partition (None: no commit), in one request where the client can."""
-    coordinator = getattr(consumer, "_coordinator", None)
-    fetch = getattr(coordinator, "fetch_committed_offsets", None)
-    if fetch is not None:
-        try:
-            got = fetch(tps, timeout_ms=timeout_ms)
-        except TypeError:  # kafka-python 2.x: no timeout
-            got = fetch(tps)
-        return {tp: (None if got.get(tp) is None or got[tp].offset < 0 else int(got[tp].offset)) for tp in tps}
-    return {tp: consumer.committed(tp) for tp in tps}
-
-
 def set_fetch_wait(consumer: Any, max_wait_ms: int, min_bytes: int) -> bool:
     """Change the consumer's fetch wait and minimum size for its next fetches; False if the client cannot.
 
@@ -144,17 +96,6 @@ def set_fetch_wait(consumer: Any, max_wait_ms: int, min_bytes: int) -> bool:
     config["fetch_max_wait_ms"] = int(max_wait_ms)
     config["fetch_min_bytes"] = int(min_bytes)
     return True
-
-
-def export_group_lag(consumer: Any, topic: str, owned: set[int], metrics: Any) -> None:
-    """Set ``streamembed_kafka_group_lag`` and ``streamembed_kafka_partition_owned`` for every partition of
-    ``topic`` (:func:`group_lag`; ``owned``: this member's partitions). Nothing when it cannot be measured now."""
-    lags = group_lag(consumer, topic)
-    if lags is None:
-        return
-    for p, lag in lags.items():
-        metrics.kafka_group_lag.labels(topic=topic, partition=str(p)).set(lag)
-        metrics.kafka_partition_owned.labels(topic=topic, partition=str(p)).set(int(p in owned))
 
 
 class AdaptiveFetch:

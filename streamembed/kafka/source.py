@@ -40,12 +40,12 @@ is particular to Kafka:
   (nothing is fetched) to stay within ``max_poll_interval_ms``.
 * **Lag** per partition = fetch high watermark - next offset to hand out
   (``end_offsets`` is not used: it is wrong on some brokers, e.g. Tansu).
-  Every ``GROUP_LAG_SECONDS`` the *group's* lag of every partition of the
-  topic (end of log - committed offset,
-  :func:`~streamembed.kafka.consumer_health.group_lag`) and which partitions
-  this member owns are exported too, by every member: a partition that no
-  member owns (its owner killed, the group not yet rebalanced) shows as owned
-  by nobody, its lag growing.
+  The *group's* lag of every partition of the topic (end of log - committed
+  offset) and which partitions this member owns are exported too, by every
+  member (:mod:`~streamembed.kafka.group_lag`: the owned ones from what the
+  source knows, the others by a thread with a consumer of its own, off the
+  poll path): a partition that no member owns (its owner killed, the group not
+  yet rebalanced) shows as owned by nobody, its lag growing.
 * **Fetch wait** (``kafka.fetch_max_wait_ms = "auto"``,
   :class:`~streamembed.kafka.consumer_health.AdaptiveFetch`): short fetches
   while caught up, full ones while behind by more than a poll.
@@ -88,8 +88,8 @@ import pyarrow as pa
 from streamembed.core.options import BATCH_ROWS
 from streamembed.kafka.client import is_transient, retry
 from streamembed.kafka.batches import Coordinates, KafkaDeadRecord, QueuedBatch, cut_batches
-from streamembed.kafka.consumer_health import (AdaptiveFetch, brokers_away, export_group_lag, measure_lag,
-                                               throttle_join_spin)
+from streamembed.kafka.consumer_health import AdaptiveFetch, brokers_away, measure_lag, throttle_join_spin
+from streamembed.kafka.group_lag import GroupLagWatcher, owned_lag
 from streamembed.kafka.partitions import PartitionTable, Position
 from streamembed.kafka.unreadable import is_unreadable_data, skip_unreadable
 from streamembed.stream.codecs import DeadRecord
@@ -204,7 +204,6 @@ class KafkaSource:
         self.max_backoff = max_backoff
         self.max_message_bytes = int(settings.get("max_partition_fetch_bytes", 1 << 20))
         self.event_time = event_time
-        self._group_lag_at = 0.0
         self._settings = dict(settings)
         make = consumer_factory or KafkaConsumer
         deadline = time.monotonic() + startup_timeout
@@ -230,6 +229,10 @@ class KafkaSource:
         self._problem: str | None = None
         self._away_since: float | None = None
         self._checked_at = 0.0
+        self._lag_watcher: GroupLagWatcher | None = None
+        if getattr(metrics, "registry", None) is not None:  # exported metrics (not ops.no_metrics): watch the group
+            self._lag_watcher = GroupLagWatcher(settings, topic, lambda: self._parts.assigned, metrics,
+                                                GROUP_LAG_SECONDS).start()
 
     # ------------------------------------------------------------------ the Source interface
     def restore(self, state: Any) -> None:
@@ -331,6 +334,8 @@ class KafkaSource:
         return Coordinates(self.topic, prov.partition, int(prov.row_offset[row]), int(prov.row_in_msg[row]))
 
     def close(self) -> None:
+        if self._lag_watcher is not None:
+            self._lag_watcher.close()
         try:
             self._consumer.close(autocommit=False)
         except Exception:  # noqa: BLE001 - closing is best effort
@@ -462,9 +467,9 @@ class KafkaSource:
         if self.metrics is not None:
             for p, lag in self._parts.lag.items():
                 self.metrics.kafka_consumer_lag.labels(topic=self.topic, partition=str(p)).set(lag)
-            if self._last_lag - self._group_lag_at >= GROUP_LAG_SECONDS:
-                self._group_lag_at = self._last_lag
-                export_group_lag(self._consumer, self.topic, self._parts.assigned, self.metrics)
+                s = self._parts[p]
+                self.metrics.kafka_group_lag.labels(topic=self.topic, partition=str(p)).set(
+                    owned_lag(lag, s.handed, s.committed))
 
     # ------------------------------------------------------------------ rebalance callbacks
     def _revoked(self, tps: set[Any]) -> None:

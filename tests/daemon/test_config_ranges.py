@@ -69,7 +69,7 @@ def test_a_poll_interval_shorter_than_a_batch_may_take_is_refused() -> None:
 def test_the_failover_defaults_go_together() -> None:
     k = load_config().kafka
     assert k.heartbeat_interval_ms * 3 <= k.session_timeout_ms <= 10_000
-    assert k.assignor == "auto"
+    assert k.assignor == "range"  # measured: cooperative-sticky's second round made a takeover 4 s longer
 
 
 def test_a_client_setting_of_the_wrong_type_is_refused_at_start() -> None:
