@@ -1135,6 +1135,7 @@ def _attacks(workdir: Path) -> SoakResult:
     problems: list[str] = []
     results = []
     for n, attack in sorted(attacks.ATTACKS.items()):
+        (workdir / f"attack-{n}").mkdir(parents=True, exist_ok=True)
         results.append(attack(workdir / f"attack-{n}"))
     broker = TansuBroker()
     broker.start()
@@ -1147,6 +1148,7 @@ def _attacks(workdir: Path) -> SoakResult:
             return name
 
         for n, broker_attack in sorted(attacks.BROKER_ATTACKS.items()):
+            (workdir / f"attack-{n}-topic").mkdir(parents=True, exist_ok=True)
             results.append(broker_attack(workdir / f"attack-{n}-topic", broker.bootstrap, fresh))
     finally:
         broker.stop()
@@ -1156,9 +1158,11 @@ def _attacks(workdir: Path) -> SoakResult:
     own = TansuBroker(port=port)
     own.start()
     try:
+        (workdir / "attack-5").mkdir(parents=True, exist_ok=True)
         results.append(attacks.attack_5(workdir / "attack-5", port, own.start, own.stop, lambda t: own.create_topic(t)))
     finally:
         own.stop()
+    (workdir / "attack-8").mkdir(parents=True, exist_ok=True)
     results.append(attacks.attack_8(workdir / "attack-8"))
     for res in sorted(results, key=lambda r: r.number):
         rows.append(res.row())
