@@ -228,6 +228,7 @@ def _ceiling_row(quick: bool) -> dict:
 def _daemon_directory(quick: bool) -> dict:
     from streamembed.daemon import app
     from streamembed.daemon.assembly import KafkaIO
+    from streamembed.daemon.signals import DaemonSignals
     from streamembed.config import load_config
     from streamembed.ops.health import HealthState
     from streamembed.ops.metrics import Metrics
@@ -246,7 +247,7 @@ def _daemon_directory(quick: bool) -> dict:
             "metrics.enabled": False, "logging.level": "WARNING"})
         stop = threading.Event()
         closers: list[Any] = []
-        with app._Signals(stop) as signals:
+        with DaemonSignals(stop) as signals:
             loop, _, _ = app._assemble(cfg, Metrics(), HealthState(60.0), stop, KafkaIO(), signals, closers)
             t0 = time.perf_counter()
             stats = loop.run()

@@ -203,10 +203,9 @@ class ModelTopic:
 
     def _skip(self, record: Any, reason: str, why: str) -> None:
         """Log (once per record) and count a record skipped for what it holds."""
-        key = (record.partition, record.offset)
-        if key in self._skipped:
+        if (record.partition, record.offset) in self._skipped:
             return
-        self._skipped.add(key)
+        self._skipped.add((record.partition, record.offset))
         log.warning("model record at offset %d %s; skipped", record.offset, why,
                     extra={"topic": self.topic, "offset": record.offset, "reason": reason})
         if self.metrics is not None:
@@ -235,7 +234,7 @@ class ModelTopic:
         if want is not None and stated != want:
             return None  # another map: ignored (not loaded), see _ignore
         if len(record.value) > MAX_RECORD_BYTES:
-            self._skip(record, "too_large", f"holds {len(record.value)} bytes, more than {MAX_RECORD_BYTES}")
+            self._skip(record, "size", f"holds {len(record.value)} bytes, more than {MAX_RECORD_BYTES}")
             return None
         if hashlib.sha256(record.value).hexdigest() != digest:
             self._skip(record, "checksum", "fails its sha256")

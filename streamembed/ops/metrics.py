@@ -39,7 +39,7 @@ BATCH_BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0
 #: ``method`` values of streamembed_records_embedded_total: the single-object methods, and block RR.
 EMBED_METHODS: tuple[str, ...] = (*METHODS, "block")
 #: ``reason`` values of streamembed_model_records_skipped_total (``kafka.model_topic``).
-MODEL_SKIP_REASONS: tuple[str, ...] = ("headers", "too_large", "checksum", "invalid")
+MODEL_SKIP_REASONS: tuple[str, ...] = ("headers", "size", "checksum", "invalid")
 #: ``kind`` values of streamembed_output_files_total.
 OUTPUT_FILE_KINDS: tuple[str, ...] = ("output", "dead_letter")
 #: ``reason`` values of streamembed_read_retries_total present from the start (any other errno name may follow).
@@ -240,7 +240,7 @@ class Metrics:
                                              "Input partitions paused because the sinks fell behind.", registry=r)
         self.model_records_skipped = Counter("streamembed_model_records_skipped_total",
                                              "Records of the model topic skipped for what they hold, by reason: "
-                                             "headers (no lineage or version), too_large, checksum, invalid (not a "
+                                             "headers (no lineage or version), size, checksum, invalid (not a "
                                              "loadable model: a decompression bomb, NaN arrays, ...).", ["reason"],
                                              registry=r)
         for skip in MODEL_SKIP_REASONS:
