@@ -336,9 +336,9 @@ class KafkaConfig:
                        "(survivors keep their partitions during a rebalance, but two rounds), sticky or roundrobin; "
                        "one protocol per group (docs/kafka.md, failover).",
                        choices=("range", "roundrobin", "sticky", "cooperative-sticky"))
-    fetch_max_wait_ms: str | int = _f("auto", "Longest the broker holds a fetch waiting for data (ms; Tansu holds "
-                                      "every fetch this long): auto (10 ms while caught up, 100 ms and fetches of "
-                                      "1 MiB while behind by a batch; docs/kafka.md) or a number.", min=1,
+    fetch_max_wait_ms: str | int = _f(10, "Longest the broker holds a fetch waiting for data (ms; Tansu holds "
+                                      "every fetch this long), chosen from docs/failover-and-latency.md; auto: "
+                                      "10 ms caught up, 100 ms and 1 MiB fetches while behind.", min=1,
                                       max=60_000, words=("auto",))
     fetch_max_bytes: int = _f(52_428_800, "Most bytes one fetch returns.", min=1024)
     max_partition_fetch_bytes: int = _f(16_777_216, "Most bytes per partition per fetch; must hold one batch message "
