@@ -227,6 +227,7 @@ def _ceiling_row(quick: bool) -> dict:
 
 def _daemon_directory(quick: bool) -> dict:
     from streamembed.daemon import app
+    from streamembed.daemon.signals import DaemonSignals
     from streamembed.config import load_config
     from streamembed.ops.health import HealthState
     from streamembed.ops.metrics import Metrics
@@ -245,7 +246,7 @@ def _daemon_directory(quick: bool) -> dict:
             "metrics.enabled": False, "logging.level": "WARNING"})
         stop = threading.Event()
         closers: list[Any] = []
-        with app._Signals(stop) as signals:
+        with DaemonSignals(stop) as signals:
             loop, _, _ = app._assemble(cfg, Metrics(), HealthState(60.0), stop, signals, closers)
             t0 = time.perf_counter()
             stats = loop.run()
@@ -362,7 +363,8 @@ def daemon_consume(bootstrap: str, topic: str, out_topic: str, group: str, est: 
     from streamembed.daemon.model_setup import build_drift
     from streamembed.config import load_config
     from streamembed.ops.metrics import Metrics
-    from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
+    from streamembed.kafka.client import consumer_settings, producer_settings
+    from streamembed.kafka.producer import ReliableProducer
     from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
     from streamembed.kafka.source import KafkaSource
     from streamembed.config.schema import RunConfig

@@ -399,6 +399,16 @@ def breast_cancer_cityblock() -> Dataset:
                                "features, city-block (L1) distance")
 
 
+def eeg_dtw() -> Dataset:
+    """Windows of matplotlib's sample EEG and membrane-potential recordings, dynamic time warping between them."""
+    from benchmarks.dtw import dtw_matrix, eeg_series
+
+    S = eeg_series()
+    return Dataset("eeg_dtw", D=dtw_matrix(S), kind="real",
+                   description=f"matplotlib's sample EEG (4 channels) and membrane recordings: {S.shape[0]} "
+                               f"z-normalised windows of {S.shape[1]} samples, DTW (non-metric)")
+
+
 # --------------------------------------------------------------------------- registry
 
 DATASETS: dict[str, Callable[[], Dataset]] = {
@@ -416,10 +426,13 @@ DATASETS: dict[str, Callable[[], Dataset]] = {
     "plane_offspan": lambda: plane(off_span=1.0),
     "novel_cluster": novel_cluster,
     "random_strings": random_strings,
+    "eeg_dtw": eeg_dtw,
 }
 REAL = ("digits", "iris", "wine", "breast_cancer", "stdlib_docstrings", "english_words", "python_identifiers",
         "breast_cancer_cityblock")
 SYNTHETIC = ("swiss_roll", "gaussian_clusters", "plane", "plane_offspan", "novel_cluster", "random_strings")
+#: Real dissimilarities that are not metrics (they violate the triangle inequality, as DTW does).
+NON_METRIC = ("eeg_dtw",)
 
 
 def load_dataset(name: str) -> Dataset:
@@ -436,5 +449,10 @@ def available_datasets() -> list[str]:
         has_sklearn = True
     except ImportError:
         has_sklearn = False
+    try:
+        importlib.import_module("matplotlib")
+        has_matplotlib = True
+    except ImportError:
+        has_matplotlib = False
     sk = {"digits", "iris", "wine", "breast_cancer", "breast_cancer_cityblock"}
-    return [name for name in DATASETS if has_sklearn or name not in sk]
+    return [name for name in DATASETS if (has_sklearn or name not in sk) and (has_matplotlib or name != "eeg_dtw")]

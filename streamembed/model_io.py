@@ -48,7 +48,8 @@ from .core.inputs.transforms import InputPipeline
 from .core.trust.calibration import RadiusCalibration
 
 __all__ = ["SCHEMA_VERSION", "FORMAT_NAME", "save_model", "load_model", "read_model_file", "model_arrays",
-           "model_to_bytes", "model_from_bytes", "read_model_bytes"]
+           "model_to_bytes", "model_from_bytes", "read_model_bytes", "check_archive", "validate_arrays",
+           "MAX_INFLATION", "max_model_bytes"]
 
 SCHEMA_VERSION = 2
 READABLE_SCHEMAS = (1, 2)
@@ -193,6 +194,9 @@ def read_model_file(path: str | os.PathLike[str]) -> tuple[LandmarkModel, dict[s
         raise ModelFileError(f"{label} does not exist")
     if path.is_dir():
         raise ModelFileError(f"{label} is a directory, not a model (.npz from `streamembed fit`)")
+    if not path.is_file():  # a FIFO would block the open, a device (/dev/zero) never end
+        raise ModelFileError(f"{label} is not a regular file (a device, FIFO or socket), not a model (.npz from "
+                             f"`streamembed fit`)")
     try:
         with open(path, "rb") as fh:
             _check_head(fh.read(8), label, path.name)
@@ -236,8 +240,76 @@ def _check_head(head: bytes, label: str, name: str | None) -> None:
                              f"it starts with {head!r}")
 
 
+#: A compressed archive entry may hold at most this many times its compressed size (float arrays compress 1-5x;
+#: a 2 MB entry that inflates to 2 GiB is a decompression bomb), unless it is small (``_SMALL_ENTRY`` bytes).
+MAX_INFLATION = 64
+_SMALL_ENTRY = 1 << 20
+
+
+def max_model_bytes() -> int:
+    """The hard cap on a model's uncompressed size: half the process's memory limit where one is known, else 64 GiB."""
+    from .memlimit import memory_limit
+
+    limit = memory_limit()
+    cap = 64 << 30
+    return cap if limit is None else min(cap, int(limit.bytes) // 2)
+
+
+def check_archive(fh: BinaryIO, label: str, cap: int | None = None) -> None:
+    """Refuse (``ModelFileError``) an archive whose entries would inflate beyond what a model can be, before any
+    entry is decompressed: from the sizes its own headers state (which bound every read: ``zipfile`` stops there and
+    checks the CRC), their sum against ``cap`` (:func:`max_model_bytes`), each compressed entry against
+    ``MAX_INFLATION`` times its compressed size, and each ``.npy`` entry's array header against its stated size (so
+    no array is allocated beyond it)."""
+    cap = max_model_bytes() if cap is None else int(cap)
+    try:
+        with zipfile.ZipFile(fh) as zf:
+            infos = zf.infolist()
+            total = sum(i.file_size for i in infos)
+            if total > cap:
+                raise ModelFileError(f"{label} would inflate to {total} bytes, more than a model may hold here "
+                                     f"({cap} bytes)")
+            for info in infos:
+                if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                    raise ModelFileError(f"{label}: entry {info.filename!r} uses compression method "
+                                         f"{info.compress_type}, which a model file never does")
+                if info.file_size > max(_SMALL_ENTRY, MAX_INFLATION * max(1, info.compress_size)):
+                    raise ModelFileError(f"{label}: entry {info.filename!r} would inflate {info.compress_size} "
+                                         f"bytes to {info.file_size} (more than {MAX_INFLATION}x): not a model file")
+                _check_npy_header(zf, info, label)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        if isinstance(exc, ModelFileError):
+            raise
+        raise ModelFileError(f"{label} is not a readable .npz archive ({type(exc).__name__}: {exc})") from exc
+    finally:
+        fh.seek(0)
+
+
+def _check_npy_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, label: str) -> None:
+    """The array an ``.npy`` entry declares must fit the entry's stated size (read: its header only)."""
+    if not info.filename.endswith(".npy"):
+        return
+    with zf.open(info) as entry:
+        version = np.lib.format.read_magic(entry)
+        read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                       (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+        if read_header is None:
+            raise ModelFileError(f"{label}: entry {info.filename!r} is a .npy of version {version}, which a model "
+                                 f"file never is")
+        shape, _, dtype = read_header(entry)
+        header = entry.tell() if entry.seekable() else 0
+    if dtype.hasobject:
+        return  # a pickle: np.load refuses it (allow_pickle=False), naming why
+    need = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if header and need > info.file_size - header:
+        raise ModelFileError(f"{label}: entry {info.filename!r} declares a {shape} {dtype} array ({need} bytes) "
+                             f"in {info.file_size - header} bytes")
+
+
 def _read_npz(fh: BinaryIO, label: str) -> dict[str, np.ndarray]:
-    """Every entry of the ``.npz`` archive in ``fh``, read with ``allow_pickle=False``."""
+    """Every entry of the ``.npz`` archive in ``fh``, read with ``allow_pickle=False`` once :func:`check_archive`
+    found nothing that inflates beyond a model."""
+    check_archive(fh, label)
     try:
         with np.load(fh, allow_pickle=False) as npz:
             files = {name: npz[name] for name in npz.files}
@@ -314,6 +386,30 @@ def _map_transform(files: dict[str, np.ndarray], kind: str) -> MonotoneTransform
     return None if x is None or y is None else MonotoneTransform(knots_x=x, knots_y=y)
 
 
+def validate_arrays(files: dict[str, np.ndarray], d: int) -> None:
+    """Refuse (ValueError) a model whose arrays could only give wrong numbers: any non-finite value in any numeric
+    array (a ``shift`` of NaN made every output NaN with no flag), or an alignment of the wrong shape.
+
+    Every load goes through here (a model file, the model topic, a refit's result), whatever its checksum says: a
+    checksum proves who wrote the bytes, not that the numbers are usable.
+    """
+    for name, a in files.items():
+        if a.dtype.kind in "fc" and not np.isfinite(a).all():
+            bad = int(a.size - np.isfinite(a).sum())
+            raise ValueError(f"array {name!r} holds {bad} non-finite value(s) (NaN or infinity)")
+        if a.dtype.kind in "OV":
+            raise ValueError(f"array {name!r} has dtype {a.dtype}, not a number or a string")
+    rotation, shift = files.get("alignment_rotation"), files.get("alignment_shift")
+    if rotation is not None and rotation.shape != (d, d):
+        raise ValueError(f"alignment_rotation must have shape ({d}, {d}), got {rotation.shape}")
+    if shift is not None and shift.shape != (d,):
+        raise ValueError(f"alignment_shift must have shape ({d},), got {shift.shape}")
+    if (rotation is None) != (shift is None):
+        raise ValueError("alignment_rotation and alignment_shift come together")
+    if files["grand_mean"].shape != ():
+        raise ValueError(f"grand_mean must be a scalar, got shape {files['grand_mean'].shape}")
+
+
 def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[LandmarkModel, dict[str, Any]]:
     required = {"eigenvalues", "eigenvectors", "row_means", "grand_mean", "landmark_ids"}
     missing = required - set(files)
@@ -359,6 +455,7 @@ def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[Landmark
     if D is not None and D.shape != (n, n):
         raise ValueError(f"dissimilarities must have shape ({n}, {n}), got {D.shape}")
     lineage = _expect(meta, "lineage", (str,))
+    validate_arrays(files, d)
     model = LandmarkModel(spectrum=spectrum, n_components=d, landmark_ids=np.asarray(ids), pipeline=pipeline,
                           fit_params=dict(fp), landmark_map=X_map, map_transform=transform,
                           map_info=_expect(meta, "map_info", (dict,), allow_none=True), version=version,

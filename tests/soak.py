@@ -22,7 +22,11 @@ directories, a link planted at the old ``.checkpoint.json.tmp``, pid files
 deleted under running daemons (a second daemon must refuse), umask 000; the
 same kills (``shared_output_soak``).
 
-    python -m tests.soak [--mode directory|shared|kafka|kafka-faults|both|all] [--seconds 40] [--seed 0]
+    python -m tests.soak [--mode directory|shared|kafka|kafka-faults|failover|attacks|both|all] [--seconds 40]
+                         [--seed 0] [--runs 5]
+
+Failover mode (``tests/soak_failover.py``): kill -9 of one of two Kafka replicas, ``--runs`` times, with the
+takeover time of each. Attacks mode (``tests/attacks.py``): issue 35's attacks, one row each.
 
 prints the table: fault | runs | records in | lost | duplicated | crashes | quarantined (records the crash
 guard set aside as dead letters because the daemon died three times while their batch was in flight).
@@ -1103,12 +1107,78 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _failover(workdir: Path, runs: int) -> SoakResult:
+    from tests.soak_failover import failover_soak
+    from tools.broker import TansuBroker
+
+    broker = TansuBroker()
+    broker.start()
+    try:
+        topic = f"failover-{os.getpid()}"
+        broker.create_topic(topic, partitions=2)
+        broker.create_topic(f"{topic}.dlq")
+        res = failover_soak(workdir, broker.bootstrap, topic, runs=runs, log=lambda s: print(s, file=sys.stderr))
+    finally:
+        broker.stop()
+    return SoakResult(res.rows, res.problems, res.details)
+
+
+def _attacks(workdir: Path) -> SoakResult:
+    """Issue 35's attacks (tests/attacks.py), one table row each; a broker of their own for those that need one."""
+    import itertools
+    import socket
+
+    from tests import attacks
+    from tools.broker import TansuBroker
+
+    rows: list[dict[str, Any]] = []
+    problems: list[str] = []
+    results = []
+    for n, attack in sorted(attacks.ATTACKS.items()):
+        (workdir / f"attack-{n}").mkdir(parents=True, exist_ok=True)
+        results.append(attack(workdir / f"attack-{n}"))
+    broker = TansuBroker()
+    broker.start()
+    try:
+        counter = itertools.count()
+
+        def fresh() -> str:
+            name = f"models-{os.getpid()}-{next(counter)}"
+            broker.create_topic(name, config={"cleanup.policy": "compact"})
+            return name
+
+        for n, broker_attack in sorted(attacks.BROKER_ATTACKS.items()):
+            (workdir / f"attack-{n}-topic").mkdir(parents=True, exist_ok=True)
+            results.append(broker_attack(workdir / f"attack-{n}-topic", broker.bootstrap, fresh))
+    finally:
+        broker.stop()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    own = TansuBroker(port=port)
+    own.start()
+    try:
+        (workdir / "attack-5").mkdir(parents=True, exist_ok=True)
+        results.append(attacks.attack_5(workdir / "attack-5", port, own.start, own.stop, lambda t: own.create_topic(t)))
+    finally:
+        own.stop()
+    (workdir / "attack-8").mkdir(parents=True, exist_ok=True)
+    results.append(attacks.attack_8(workdir / "attack-8"))
+    for res in sorted(results, key=lambda r: r.number):
+        rows.append(res.row())
+        problems += [f"attack #{res.number}: {p}" for p in res.problems if not p.startswith("skip:")]
+    return SoakResult(rows, problems, {})
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mode", choices=("directory", "shared", "kafka", "kafka-faults", "both", "all"),
+    ap.add_argument("--mode", choices=("directory", "shared", "kafka", "kafka-faults", "failover", "attacks", "both",
+                                       "all"),
                     default="directory",
                     help="directory; shared (two daemons, one output directory, hostile names and links); kafka; "
-                         "kafka-faults (codecs, unreadable batches, oversize); both (directory and kafka); all")
+                         "kafka-faults (codecs, unreadable batches, oversize); failover (kill -9 of one of two "
+                         "replicas, timed); attacks (issue 35's); both (directory and kafka); all")
+    ap.add_argument("--runs", type=int, default=5, help="failover mode: kill -9 rounds")
     ap.add_argument("--seconds", type=float, default=40.0, help="how long input arrives and kills happen (per mode)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs, outputs)")
@@ -1144,6 +1214,14 @@ def main(argv: list[str] | None = None) -> int:
                 broker.stop()
             rows += res.rows
             problems += res.problems
+        if args.mode in ("failover", "all"):
+            res_f = _failover(work / "failover", args.runs)
+            rows += res_f.rows
+            problems += res_f.problems
+        if args.mode in ("attacks", "all"):
+            res_a = _attacks(work / "attacks")
+            rows += res_a.rows
+            problems += res_a.problems
     finally:
         if args.keep:
             print(f"work directory: {work}", file=sys.stderr)

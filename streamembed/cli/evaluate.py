@@ -16,10 +16,11 @@ import json
 import sys
 from pathlib import Path
 from collections.abc import Sequence
+from typing import Any
 
 from streamembed.cli.common import EXIT_OK, EXIT_REFUSED, Refused, Subparsers
 
-__all__ = ["add_parser", "main", "build_parser", "run"]
+__all__ = ["add_parser", "main", "build_parser", "run", "default_margin", "fit_command"]
 
 _USER_FLAGS = ("--dissimilarities", "--features")
 
@@ -43,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
             "for every selection x landmark count x method and seeds 0..K-1, the Procrustes distance to the\n"
             "full map (share of its RMS radius), trustworthiness (k nearest neighbours) beside the full map's,\n"
             "Spearman of map distances vs your dissimilarities, and the spread over seeds; then the\n"
-            "recommended setting for `streamembed fit --landmarks N --selection S`.\n"
+            "recommended setting, its margin over the default (max-variance at the same count), and the\n"
+            "`streamembed fit` command of the recommendation (of the default when the margin is within\n"
+            "the spread over the seeds).\n"
             f"Above --reference objects (default {REFERENCE_MAX}) the full map is the classical MDS of a\n"
             "random sample of that many (seed 0); landmarks are still chosen among all objects.\n\n"
             "The benchmark datasets (--datasets, --list, --drift) are not installed with the package:\n"
@@ -120,9 +123,10 @@ def run(args: argparse.Namespace) -> int:
     print(rep.to_markdown())
     print()
     print(f"recommendation: {rep.recommendation()}")
-    print(f"  streamembed fit --{'features' if features else 'dissimilarities'} {path}"
-          f"{' --metric ' + args.metric if features else ''} --landmarks {best.n_landmarks} "
-          f"--selection {best.selection} --seed 0 -d {args.n_components} -o model.npz")
+    verdict, chosen = default_margin(rep.rows, best)
+    print(f"  {verdict}")
+    kind = "features" if features else "dissimilarities"
+    print(f"  {fit_command(kind, path, args.metric if features else None, chosen, args.n_components)}")
     if args.json:
         L = select_landmarks(best.selection, best.n_landmarks, D=None if features else M, X=M if features else None,
                              metric=args.metric, seed=0, n_components=args.n_components)
@@ -130,6 +134,46 @@ def run(args: argparse.Namespace) -> int:
         out["recommended_landmark_ids"] = [ids[i] if ids is not None else str(int(i)) for i in np.asarray(L)]
         Path(args.json).write_text(json.dumps(out, indent=1), encoding="utf-8")
     return EXIT_OK
+
+
+def default_margin(rows: Sequence[Any], best: Any) -> tuple[str, Any]:
+    """(one line on how much ``best`` beats the default setting, the row whose command to print).
+
+    The default setting is ``streamembed fit``'s: the default landmark selection (and the default method) at the
+    same landmark count. Its margin is the difference of the median Procrustes shares; when the two ranges over the
+    seeds overlap, the margin is inside the spread and the default is as good: its command is printed instead.
+    """
+    from streamembed.core.options import DEFAULTS
+    from streamembed.core.refit.landmarks import DEFAULT_LANDMARK_SELECTION
+
+    same = [r for r in rows if r.n_landmarks == best.n_landmarks and r.selection == DEFAULT_LANDMARK_SELECTION]
+    default = next((r for r in same if r.method == DEFAULTS["method"]), same[0] if same else None)
+    if default is None:
+        return (f"the default ({DEFAULT_LANDMARK_SELECTION}) was not evaluated at {best.n_landmarks} landmarks: "
+                f"add it to --selections to see the margin over it"), best
+    what = f"{DEFAULT_LANDMARK_SELECTION}, {default.method}, {best.n_landmarks} landmarks"
+    if default is best:
+        return f"that is the default setting ({what})", best
+    margin = default.procrustes.median - best.procrustes.median
+    b, d = best.procrustes, default.procrustes
+    spread = f"seeds {b.low:.3f}-{b.high:.3f} against the default's {d.low:.3f}-{d.high:.3f}"
+    if b.high >= d.low:  # the ranges over the seeds overlap: no better than the default within the spread
+        return (f"margin over the default ({what}: Procrustes {d.median:.3f}): {margin:.3f}, inside the spread over "
+                f"the seeds ({spread}): the default is as good, and this is its command"), default
+    return (f"margin over the default ({what}: Procrustes {d.median:.3f}): {margin:.3f} Procrustes, beyond the "
+            f"spread over the seeds ({spread})"), best
+
+
+def fit_command(kind: str, path: str | Path, metric: str | None, row: Any, n_components: int) -> str:
+    """The ``streamembed fit`` command line of ``row``'s setting (every flag one ``fit`` takes)."""
+    import shlex
+
+    parts = ["streamembed", "fit", f"--{kind}", str(path)]
+    if metric is not None:
+        parts += ["--metric", metric]
+    parts += ["--landmarks", str(row.n_landmarks), "--selection", row.selection, "--seed", "0", "--n-components",
+              str(n_components), "--method", row.method, "-o", "model.npz"]
+    return shlex.join(parts)
 
 
 def add_parser(subparsers: Subparsers) -> None:

@@ -15,7 +15,7 @@ from streamembed.core.errors import InputError
 from streamembed.core.options import check_options, config_names
 from streamembed.memlimit import MemoryLimit, format_bytes, memory_limit
 
-__all__ = ["ConfigError", "cross_check", "check_memory", "memory_needs"]
+__all__ = ["ConfigError", "cross_check", "check_memory", "memory_needs", "weakening_settings"]
 
 #: [model] keys that are ``core.options`` options with the same meaning (their rules apply to a fitted model).
 _TABLE_RULE_KEYS = ("method", "landmark_map", "input", "correction", "landmark_selection", "kernel")
@@ -144,9 +144,14 @@ def _cross_check_kafka(cfg: Config) -> None:
     if k.sasl_mechanism and not k.sasl_plain_username:
         raise ConfigError(f"kafka.sasl_mechanism = {k.sasl_mechanism!r} needs kafka.sasl_plain_username "
                           "(and kafka.sasl_plain_password)")
-    if k.heartbeat_interval_ms * 3 > k.session_timeout_ms:
-        raise ConfigError(f"kafka.heartbeat_interval_ms = {k.heartbeat_interval_ms} must be at most a third of "
-                          f"kafka.session_timeout_ms = {k.session_timeout_ms}")
+    _check_failover(cfg)
+    if consumes_kafka(cfg) and k.assignor != "range":
+        from streamembed.kafka.client import assignors
+
+        try:
+            assignors(k.assignor)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     if k.client:
         # kafka-python's own settings are known to the Kafka layer only: imported when a table is given
         from streamembed.kafka.client import validate_client_table
@@ -155,3 +160,41 @@ def _cross_check_kafka(cfg: Config) -> None:
             validate_client_table(k.client)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+
+
+def _check_failover(cfg: Config) -> None:
+    """Refuse group timings under which a member is dropped while it works, or never while it is dead."""
+    k, batch = cfg.kafka, cfg.model.max_batch_seconds
+    if k.heartbeat_interval_ms * 3 > k.session_timeout_ms:
+        raise ConfigError(f"kafka.heartbeat_interval_ms = {k.heartbeat_interval_ms} must be at most a third of "
+                          f"kafka.session_timeout_ms = {k.session_timeout_ms} (range: 100 to "
+                          f"{k.session_timeout_ms // 3}), or the group drops members that are alive: raise the "
+                          f"session timeout or lower the heartbeat interval")
+    if consumes_kafka(cfg) and batch > 0 and k.max_poll_interval_ms <= batch * 1000:
+        raise ConfigError(f"kafka.max_poll_interval_ms = {k.max_poll_interval_ms} must be more than "
+                          f"model.max_batch_seconds = {batch:g} s (a batch may take that long between two polls, "
+                          f"and the group would drop the member meanwhile): set it above {batch * 1000:.0f} or "
+                          f"lower model.max_batch_seconds")
+
+
+def weakening_settings(cfg: Config) -> list[str]:
+    """Settings that are valid but weaken the defaults' protection, one WARNING line each (logged at start)."""
+    from streamembed.fsafe import parse_mode
+
+    out: list[str] = []
+    m = cfg.metrics
+    if m.enabled and m.host not in ("127.0.0.1", "localhost", "::1"):
+        out.append(f"metrics.host = {m.host!r}: the ops server (/metrics, /map with object ids and residuals) is "
+                   f"reachable beyond this machine; protect it with a firewall or a network policy")
+    if m.enabled and "*" in [h.strip() for h in m.allowed_hosts.split(",")]:
+        out.append("metrics.allowed_hosts = '*': the ops server answers any Host name, so a web page whose name "
+                   "resolves to this machine (DNS rebinding) can read /metrics and /map.json")
+    for key, text, loose in (("output.file_mode", cfg.output.file_mode, 0o006),
+                             ("output.dir_mode", cfg.output.dir_mode, 0o007)):
+        mode = parse_mode(text)
+        if mode & loose or mode & 0o020:
+            who = "every user" if mode & loose else "the group"
+            default = "0640" if key.endswith("file_mode") else "0750"
+            out.append(f"{key} = {text!r} lets {who} {'write' if mode & 0o022 else 'read'} what the daemon creates "
+                       f"(outputs, checkpoint, models): the default is {default}")
+    return out

@@ -21,7 +21,8 @@ and so is one without ``__`` that looks like a key (``STREAMEMBED_MODEL_PATH``:
 "did you mean STREAMEMBED_MODEL__PATH?").
 
 Any unknown section or key, wrong type or out-of-range value raises
-:class:`ConfigError` naming the key and the value. Numbers must be finite
+:class:`ConfigError` naming the key, the value and the range (every numeric
+key's range is one table, ``config.ranges``). Numbers must be finite
 (``nan`` and ``inf`` are refused, from TOML, the environment and flags alike),
 every duration (``*_seconds``, ``*_ms``) is at most ``MAX_DURATION_SECONDS``
 (23 days), and settings whose memory grows with their value (the refit
@@ -37,6 +38,8 @@ import dataclasses
 import difflib
 import json
 import math
+import os
+import stat
 import tomllib
 import typing
 from collections.abc import Mapping
@@ -44,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from streamembed.config.checks import ConfigError, cross_check
+from streamembed.config.ranges import describe_range, range_of
 from streamembed.config.schema import Config, section_keys, sections
 
 __all__ = ["ConfigError", "ENV_PREFIX", "load_config", "parse_value", "env_overrides"]
@@ -110,13 +114,12 @@ def _chosen(key: str, f: dataclasses.Field[Any], value: Any) -> Any:
 
 
 def _in_range(key: str, f: dataclasses.Field[Any], value: Any) -> None:
-    meta = f.metadata
-    lo, hi, exclusive = meta.get("min"), meta.get("max"), meta.get("exclusive_min")
-    if lo is not None and (value < lo or (exclusive and value <= lo)):
-        raise ConfigError(f"{key} = {value!r} is out of range (must be {'>' if exclusive else '>='} {lo})")
-    open_hi = meta.get("exclusive_max")
-    if hi is not None and (value > hi or (open_hi and value >= hi)):
-        raise ConfigError(f"{key} = {value!r} is out of range (must be {'<' if open_hi else '<='} {hi})")
+    """Refuse a number outside the key's range (``config.ranges.RANGES``, the one table of them)."""
+    r = range_of(key)
+    if r is None:
+        raise ConfigError(f"{key} = {value!r}: {key} takes no number")
+    if not r.contains(value):
+        raise ConfigError(f"{key} = {value!r} is out of range (must be {describe_range(r)})")
 
 
 def _check_value(key: str, tp: Any, f: dataclasses.Field[Any], value: Any) -> Any:
@@ -206,16 +209,41 @@ def _apply_doc(cfg: Config, doc: Mapping[str, Any], origin: str) -> None:
             setattr(target, name, _check_value(key, tp, f, value))
 
 
+#: The largest configuration file read (bytes): a configuration is a few kilobytes.
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
+    """The TOML document of ``path``: a regular file of at most ``MAX_CONFIG_BYTES``, opened without blocking (a
+    FIFO or a device is refused, not waited on or read forever), any failure a ConfigError naming the file."""
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"config file {path} cannot be read: {exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"config file {path} is not a regular file (a directory, device or FIFO): give the "
+                              f"path of a TOML file")
+        if st.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config file {path} has {st.st_size} bytes, more than a configuration "
+                              f"({MAX_CONFIG_BYTES} at most): is it the right file?")
+        data = os.read(fd, MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc}") from None
+    finally:
+        os.close(fd)
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not text (UTF-8): {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {path} is not a configuration: its tables or arrays are nested too "
+                          f"deeply") from None
 
 
 def env_overrides(environ: Mapping[str, str]) -> list[tuple[str, str]]:

@@ -12,6 +12,7 @@ import json
 import textwrap
 from typing import Any
 
+from streamembed.config.ranges import describe_range, range_of
 from streamembed.config.schema import Config, section_keys, sections
 
 __all__ = ["default_toml_text", "to_dict", "to_json", "to_toml", "reference_markdown", "reference_rows"]
@@ -117,5 +118,8 @@ def reference_rows() -> list[tuple[str, str, str]]:
             ch = f.metadata.get("choices")
             if ch:
                 doc += f" (one of: {', '.join(map(str, ch))})"
+            r = range_of(f"{section}.{name}")
+            if r is not None:
+                doc += f" (range: {describe_range(r)})"
             rows.append((f"{section}.{name}", _toml_value(getattr(getattr(cfg, section), name)), doc))
     return rows

@@ -199,6 +199,9 @@ class RunConfig:
     max_batch_attempts: int = _f(3, "A batch whose processing crashed the daemon this many times in a row is "
                                  "quarantined: its records become dead letters (reason quarantined).", min=1,
                                  max=100)
+    stop_seconds: float = _s(20.0, "After SIGTERM, SIGINT or SIGHUP: finish the batch and flush its output for at "
+                             "most this long, then exit 0 anyway (unacknowledged output is produced again after the "
+                             "restart). Keep it below the supervisor's stop timeout (Kubernetes: 30 s).")
 
 
 @dataclass
@@ -237,11 +240,20 @@ class KafkaConfig:
     max_poll_records: int = _f(500, "Messages decoded per consumer poll; a poll's messages are processed before the "
                                "next poll: keep their processing time far below max_poll_interval_ms.", min=1,
                                max=1_000_000)
-    max_poll_interval_ms: int = _ms(300_000, "The group drops a member that has not polled for this long (ms).",
-                                    min=1000)
-    session_timeout_ms: int = _ms(45_000, "The group drops a member without heartbeats for this long (ms); a killed "
-                                  "replica's partitions move after this.", min=1000)
-    heartbeat_interval_ms: int = _ms(3000, "Heartbeat period (ms; at most a third of session_timeout_ms).", min=100)
+    max_poll_interval_ms: int = _ms(300_000, "The group drops a member that has not polled for this long (ms); "
+                                    "more than a batch may take (model.max_batch_seconds).", min=1000)
+    session_timeout_ms: int = _ms(8000, "The group drops a member without heartbeats for this long (ms): a killed "
+                                  "replica's partitions move this long after its last heartbeat, plus the rejoin; "
+                                  "shorter also drops replicas whose heartbeats stall (docs/kafka.md).", min=1000)
+    heartbeat_interval_ms: int = _ms(2000, "Heartbeat period (ms; at most a third of session_timeout_ms).", min=100)
+    assignor: str = _f("range", "Partition assignor: range (a failover in one rebalance), cooperative-sticky "
+                       "(survivors keep their partitions during a rebalance, but two rounds), sticky or roundrobin; "
+                       "one protocol per group (docs/kafka.md, failover).",
+                       choices=("range", "roundrobin", "sticky", "cooperative-sticky"))
+    fetch_max_wait_ms: str | int = _f(10, "Longest the broker holds a fetch waiting for data (ms; Tansu holds "
+                                      "every fetch this long), chosen from docs/failover-and-latency.md; auto: "
+                                      "10 ms caught up, 100 ms and 1 MiB fetches while behind.", min=1,
+                                      max=60_000, words=("auto",))
     fetch_max_bytes: int = _f(52_428_800, "Most bytes one fetch returns.", min=1024)
     max_partition_fetch_bytes: int = _f(16_777_216, "Most bytes per partition per fetch; must hold one batch message "
                                         "(1,000 objects x 256 float32 dissimilarities in Arrow IPC = 1.03 MB).",
@@ -280,7 +292,9 @@ class MetricsConfig:
     """[metrics]: the ops server (/metrics, /healthz, /readyz, /map)."""
 
     enabled: bool = _f(True, "Serve /metrics (Prometheus), /healthz, /readyz and /map over HTTP.")
-    host: str = _f("127.0.0.1", "Address to bind (127.0.0.1: this machine only).")
+    host: str = _f("127.0.0.1", "Address to bind (127.0.0.1: this machine only; another address logs a WARNING).")
+    allowed_hosts: str = _f("", "Host header names (comma-separated) answered besides localhost and IP addresses "
+                            "(others get 421: DNS rebinding cannot read /metrics); *: any.")
     port: int = _f(9108, "TCP port; 0 picks a free port, which is logged and written to port_file.", min=0,
                    max=65535)
     port_file: str = _f("", "Write the bound port to this file; empty: do not.")

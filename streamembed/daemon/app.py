@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
-from types import FrameType
 from typing import TYPE_CHECKING, Any, cast
 
 from streamembed.atomic import atomic_write_bytes
@@ -23,16 +21,18 @@ from streamembed.fsafe import modes, parse_mode, set_modes
 from streamembed.daemon.assembly import build_file_sinks, build_io, build_source, open_kafka, preflight, source_kind
 from streamembed.daemon.model_setup import (ModelSync, build_drift, build_registry, load_or_fit_model, model_source,
                                             save_generator_model, startup_model)
-from streamembed.config import ConfigError, check_memory
+from streamembed.config import ConfigError, check_memory, weakening_settings
 from streamembed.daemon.errors import (EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, EnvironmentUnavailable,
                                        StartupError, is_environment_error)
 from streamembed.ops.health import HealthState
 from streamembed.ops.logs import setup_logging
 from streamembed.daemon.refits import RefitManager
-from streamembed.daemon.state import (PidLock, archive_run, check_lineage, clean_refit_dirs, describe_model,
-                                      model_record, writer_tag)
+from streamembed.daemon.signals import DaemonSignals
+from streamembed.daemon.state import (PidLock, archive_run, check_lineage, clean_leftovers, clean_refit_dirs,
+                                      describe_model, model_record, writer_tag)
 from streamembed.config.core_args import core_value
 from streamembed.config.schema import Config
+from streamembed.stream.sinks.base import StoppedUndelivered
 from streamembed.stream.checkpoint import CheckpointError, Checkpointer, CheckpointStore, CrashGuard
 from streamembed.monitors.consistency import ConsistencyMonitor
 from streamembed.stream.embedder import BatchEmbedder
@@ -47,34 +47,6 @@ if TYPE_CHECKING:  # the ops server and the Prometheus metrics are imported only
 __all__ = ["run_daemon", "StartupError", "EnvironmentUnavailable"]
 
 log = logging.getLogger("streamembed.daemon")
-
-
-class _Signals:
-    """SIGTERM/SIGINT set ``stop``; the loop ends after the current batch. SIGUSR1 asks for a refit."""
-
-    def __init__(self, stop: threading.Event) -> None:
-        self.stop = stop
-        self.on_refit: Any = None
-        self._old: dict[int, Any] = {}
-
-    def _refit(self, signum: int, frame: FrameType | None) -> None:
-        if self.on_refit is not None:
-            self.on_refit()
-
-    def _handler(self, signum: int, frame: FrameType | None) -> None:
-        log.info("signal received; stopping after the current batch", extra={"signal": signal.Signals(signum).name})
-        self.stop.set()
-
-    def __enter__(self) -> _Signals:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                self._old[sig] = signal.signal(sig, self._handler)
-            self._old[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, self._refit)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
 
 
 def run_daemon(cfg: Config, *, stop: threading.Event | None = None, metrics: Metrics | None = None) -> int:
@@ -97,20 +69,19 @@ def _run(cfg: Config, stop: threading.Event | None, metrics: Metrics | None) -> 
     health = HealthState(cfg.metrics.wedged_after_seconds)
     server: OpsServer | None = None
     closers: list[Any] = []
-    with _Signals(stop) as signals:
+    with DaemonSignals(stop) as signals:
+        for warning in weakening_settings(cfg):
+            log.warning("%s", warning)
         try:
             if cfg.metrics.enabled:
                 server = _start_server(cfg, metrics, health)
             loop, model, refits = _assemble(cfg, metrics, health, stop, signals, closers)
-        except (StartupError, CheckpointError) as exc:
-            log.error("refusing to start: %s", exc)
-            return _close(closers, server, EXIT_REFUSED)
-        except EnvironmentUnavailable as exc:
-            log.error("cannot start now (exit %d, to be retried): %s", EXIT_UNAVAILABLE, exc)
-            return _close(closers, server, EXIT_UNAVAILABLE)
-        except OSError as exc:
-            log.error("cannot start now (exit %d, to be retried): %s", EXIT_UNAVAILABLE, exc)
-            return _close(closers, server, EXIT_UNAVAILABLE)
+        except Exception as exc:  # asked to stop while starting: whatever was waited for is moot
+            if not stop.is_set():
+                code = _startup_code(exc)
+                return _close(closers, server, code)
+            log.info("stopped during start-up (%s: %s)", type(exc).__name__, exc)
+            return _close(closers, server, EXIT_OK)
         _describe_model(metrics, model, cfg)
         if server is not None and cfg.metrics.map_points:
             from streamembed.ops.map_view import MapView
@@ -130,7 +101,12 @@ def _run(cfg: Config, stop: threading.Event | None, metrics: Metrics | None) -> 
                                        "embedded": stats.embedded, "dead_letters": stats.dead,
                                        "commits": stats.commits})
         except Exception as exc:  # report and exit non-zero; the checkpoint is intact
-            if is_environment_error(exc) or _brokers_away(exc):
+            if stop.is_set() and isinstance(exc, StoppedUndelivered):
+                log.warning("stopped after run.stop_seconds = %g s with output not yet acknowledged: %s (nothing is "
+                            "lost: the uncommitted input is read and produced again after the restart)",
+                            cfg.run.stop_seconds, exc)
+                code = EXIT_OK
+            elif is_environment_error(exc) or _brokers_away(exc):
                 log.error("the environment failed under the loop (exit %d, to be retried; the next start resumes "
                           "from the last checkpoint): %s: %s", EXIT_UNAVAILABLE, type(exc).__name__, exc)
                 code = EXIT_UNAVAILABLE
@@ -140,7 +116,7 @@ def _run(cfg: Config, stop: threading.Event | None, metrics: Metrics | None) -> 
         return _close(closers, server, code)
 
 
-def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threading.Event, signals: _Signals,
+def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threading.Event, signals: DaemonSignals,
               closers: list[Any]) -> tuple[EmbeddingLoop, LandmarkModel, RefitManager | None]:
     """Everything the loop needs, in the order that makes refusals cheap (nothing written before the checks).
 
@@ -172,6 +148,7 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
     tag = writer_tag(cfg.root)
     save_generator_model(cfg, model)
     clean_refit_dirs(cfg.model_dir)
+    clean_leftovers(cfg)
     registry = build_registry(cfg, model)
     current = registry.current
     log.info("model: %s", describe_model(current, source_name),
@@ -214,6 +191,17 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
                          metrics=metrics, health=health, stop=stop, between_batches=_chain(between),
                          crash_guard=guard, overlap_commits=source_kind(cfg).commits == "behind")
     return loop, current, refits
+
+
+def _startup_code(exc: Exception) -> int:
+    """Log why the daemon cannot start, and the exit code that says it: 2 refused, 3 to be retried."""
+    if isinstance(exc, (StartupError, CheckpointError)):
+        log.error("refusing to start: %s", exc)
+        return EXIT_REFUSED
+    if isinstance(exc, (EnvironmentUnavailable, OSError)):
+        log.error("cannot start now (exit %d, to be retried): %s", EXIT_UNAVAILABLE, exc)
+        return EXIT_UNAVAILABLE
+    raise exc
 
 
 def _brokers_away(exc: BaseException) -> bool:
@@ -273,7 +261,8 @@ def _start_server(cfg: Config, metrics: Metrics, health: HealthState) -> OpsServ
         server = OpsServer(metrics.registry, health, cfg.metrics.host, cfg.metrics.port, map_page=page,
                            max_connections=cfg.metrics.max_connections,
                            max_per_client=cfg.metrics.max_connections_per_client,
-                           request_timeout=cfg.metrics.request_timeout_seconds).start()
+                           request_timeout=cfg.metrics.request_timeout_seconds,
+                           allowed_hosts=cfg.metrics.allowed_hosts).start()
     except OSError as exc:
         raise EnvironmentUnavailable(f"cannot listen on metrics.host = {cfg.metrics.host!r}, metrics.port = "
                                      f"{cfg.metrics.port}: {exc} (another process has the port? choose another, or "

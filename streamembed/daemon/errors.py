@@ -2,7 +2,7 @@
 
 | code | meaning | a supervisor should |
 | --- | --- | --- |
-| 0 | stopped cleanly: SIGTERM/SIGINT, a limit, or batch mode finished | not restart (systemd: success) |
+| 0 | stopped cleanly: SIGTERM/SIGINT/SIGHUP (``daemon.signals``), a limit, or batch mode finished | not restart |
 | 1 | died of an unexpected error (a bug); nothing durable is lost | restart (a crashing batch is quarantined) |
 | 2 | refused: configuration, model file or run state a restart cannot fix | not restart; fix what the message names |
 | 3 | the environment is not ready: disk full, port taken, permissions, brokers unreachable | restart with backoff |

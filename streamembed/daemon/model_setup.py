@@ -219,8 +219,11 @@ def startup_model(cfg: Config, topic: ModelTopic | None,
             return _adopted_model(cfg, topic)
         topic.follow(local.lineage)
         remote = topic.latest()
+        others = topic.lineages() if remote is None else {}
+        if local.lineage in others:  # another replica of this map published it since latest() read the topic
+            remote = topic.latest()
         if remote is None:
-            others = topic.lineages()
+            others.pop(local.lineage, None)
             if others:
                 raise StartupError(f"kafka.model_topic = {cfg.kafka.model_topic!r} (key {cfg.kafka.model_name!r}) "
                                    f"holds only other maps ({_named(others)}) than model.path = {cfg.model.path!r} "

@@ -154,7 +154,11 @@ class RefitManager:
                 return
             trigger = "auto"
         if trigger is not None:
-            self._start(trigger, reason, stats)
+            try:
+                self._start(trigger, reason, stats)
+            except OSError as exc:  # a full or failing model_dir: this refit is skipped, the stream goes on
+                self._fail(f"the refit could not be prepared in {self.model_dir} ({exc}); the map stays at version "
+                           f"{self.registry.current.version}")
 
     def wait(self, timeout: float) -> None:
         """Block until a running refit finishes and is installed (tests, shutdown)."""
@@ -202,18 +206,29 @@ class RefitManager:
             self._fail(str(exc))
             return
         ids, features, D = cs.ids, cs.features, cs.D
-        count = core_value(self.settings, "n_landmarks")  # None: as many as now
         self.model_dir.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="refit-", dir=self.model_dir))
+        try:
+            self._launch(trigger, reason, stats, workdir, est, ids, features, D, cs.n_old)
+        except BaseException:
+            import shutil
+
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
+
+    def _launch(self, trigger: str, reason: str, stats: Any, workdir: Path, est: Any, ids: Any, features: Any,
+                D: Any, n_old: int) -> None:
+        """Write the refit's job into ``workdir`` and start the worker on it."""
         job = workdir / "job.npz"
+        count = core_value(self.settings, "n_landmarks")  # None: as many as now
         arrays = {"dissimilarities": D, "ids": np.asarray(ids, dtype=str),
-                  "n_landmarks": np.asarray(cs.n_old if count is None else count),
+                  "n_landmarks": np.asarray(n_old if count is None else count),
                   "selection": np.asarray(self.settings.selection),
                   # an operator who asks for a refit gets the best candidate, whatever it gains (the record says what)
                   "min_gain": np.asarray(-np.inf if trigger == "manual" else float(self.settings.min_gain))}
         if features is not None:
             arrays["features"] = features
-        np.savez(job, **arrays)  # type: ignore[arg-type]  # the stub's allow_pickle (numpy >= 2.1) is not one of the names
+        np.savez(job, **arrays)
         old_path = workdir / "old.npz"
         save_model(est, old_path)
         new_path = workdir / "new.npz"
@@ -374,4 +389,8 @@ class RefitManager:
         self._job = {}
 
     def _record(self, doc: dict[str, Any]) -> None:
-        append_record(self.history_path, doc)
+        try:
+            append_record(self.history_path, doc)
+        except OSError as exc:  # the history is a record, not a reason to stop the stream
+            log.warning("could not append to the refit history %s (%s): %s", self.history_path, exc,
+                        doc.get("status"))

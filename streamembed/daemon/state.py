@@ -11,6 +11,7 @@ version), so a leftover model of another run can never replace it.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import logging
 import os
@@ -19,15 +20,16 @@ import shutil
 import time
 from pathlib import Path
 
-from streamembed.atomic import atomic_write_bytes, naming_path
+from streamembed.atomic import atomic_file, glob_escape, naming_path
 
 from streamembed.core.model import LandmarkModel
 from streamembed.daemon.errors import EnvironmentUnavailable, StartupError
-from streamembed.fsafe import make_dirs, open_state
+from streamembed.fsafe import clean_temps, make_dirs, open_state
 from streamembed.config.schema import Config
 from streamembed.stream.checkpoint import Checkpoint
 
-__all__ = ["describe_model", "check_lineage", "archive_run", "descendants", "clean_refit_dirs", "PidLock",
+__all__ = ["describe_model", "check_lineage", "archive_run", "descendants", "clean_refit_dirs", "clean_leftovers",
+           "PidLock",
            "process_start_time", "model_record", "writer_tag", "WRITER_ID_FILE"]
 
 log = logging.getLogger("streamembed.daemon")
@@ -151,6 +153,20 @@ def clean_refit_dirs(model_dir: Path) -> int:
     return n
 
 
+def clean_leftovers(cfg: Config) -> int:
+    """Remove the temporary files a killed daemon left (``.part-*.tmp``, ``.dead-*.tmp``, state files' ones) in the
+    output, dead-letter, model and root directories; returns how many. Called at start, holding the root's lock;
+    a temporary file another live writer of a shared directory holds is left alone (``fsafe.clean_temps``)."""
+    n = 0
+    for directory, glob in ((cfg.embeddings_dir, "part-*"), (cfg.dead_letter_dir, "dead-*"), (cfg.model_dir, "*"),
+                            (cfg.root, "*"), (cfg.checkpoint_path.parent, glob_escape(cfg.checkpoint_path.name))):
+        if directory.is_dir():
+            n += clean_temps(directory, glob, once=False)
+    if n:
+        log.info("removed %d temporary files a stopped daemon left", n)
+    return n
+
+
 def process_start_time(pid: int) -> int | None:
     """The process's start time (clock ticks since boot, /proc/<pid>/stat field 22), None if there is none."""
     try:
@@ -192,6 +208,10 @@ class PidLock:
             who = f"pid {other}" if other is not None else "its pid file is gone"
             raise EnvironmentUnavailable(f"another streamembed daemon ({who}) is running with this output.root "
                                          f"({root}); stop it first, or use another output.root") from None
+        if self.path.is_symlink():  # planted: the lock on the root is ours, so the name is ours to take back
+            log.warning("%s was a symbolic link (to %s): removed; the pid file is never written through a link",
+                        self.path, os.readlink(self.path))
+            self.path.unlink()
         try:
             fd = open_state(self.path)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # what older versions lock, and look for
@@ -266,8 +286,10 @@ def _lock_fd(root: Path) -> int:
     return os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
 
 
-#: ``<root>/writer-id``: this root's random id, in every output file name (``-w<id>``).
+#: ``<root>/writer-id``: this root's random id, in every output file name (``-w<id>``), and the file's own inode.
 WRITER_ID_FILE = "writer-id"
+#: The longest writer-id file read (an id, an inode number and a newline take 30 bytes).
+_WRITER_ID_BYTES = 256
 
 
 def writer_tag(root: Path) -> str:
@@ -275,17 +297,48 @@ def writer_tag(root: Path) -> str:
 
     Output and dead-letter names carry it, so daemons with their own roots can share an embeddings or
     dead-letter directory without overwriting each other's files (their inputs may have the same names),
-    while a restart of one keeps its names (a replayed roll replaces its own file).
+    while a restart of one keeps its names (a replayed roll replaces its own file). The file also records its
+    own inode: a root copied with its writer-id (``cp -a root1 root2``) would overwrite the other root's files
+    in a shared directory, so a writer-id whose inode is not the one it records is refused (StartupError: delete
+    it to make the copy a writer of its own). It is read without following a link, and only its first bytes.
     """
     path = Path(root) / WRITER_ID_FILE
     try:
-        text = path.read_text().strip()
-        if len(text) == 8 and all(c in "0123456789abcdef" for c in text):
-            return f"-w{text}"
-        log.warning("%s is not an 8-digit hex id; making a new one", path)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        pass
+        return _new_writer_id(root, path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StartupError(f"{path} is a symbolic link: state files are never read through links; replace it "
+                               f"by a regular file, or delete it to make a new writer id") from None
+        raise
+    try:
+        ino = os.fstat(fd).st_ino
+        raw = os.read(fd, _WRITER_ID_BYTES)
+    finally:
+        os.close(fd)
+    try:
+        parts = raw.decode("ascii").split()
+    except UnicodeDecodeError:
+        raise StartupError(f"{path} is not a writer id written by streamembed (its bytes are not text): delete it to "
+                           f"make a new one") from None
+    if not parts or len(parts[0]) != 8 or any(c not in "0123456789abcdef" for c in parts[0]):
+        log.warning("%s is not an 8-digit hex id; making a new one", path)
+        return _new_writer_id(root, path)
+    if len(parts) == 1:  # written by an older streamembed: stamp it now
+        return _new_writer_id(root, path, parts[0])
+    if parts[1] != str(ino):
+        raise StartupError(
+            f"{path} was copied from another root (it was written as inode {parts[1]}, this file is inode {ino}): "
+            f"two roots with one writer id overwrite each other's files in a shared output directory. If this root "
+            f"is a copy (cp -a, a restored backup), delete {path}: this root then writes under a new id of its own")
+    return f"-w{parts[0]}"
+
+
+def _new_writer_id(root: Path, path: Path, text: str | None = None) -> str:
+    """Write ``path`` with ``text`` (default: a new random id) and the inode of the file it is written to."""
     make_dirs(root)
-    text = secrets.token_hex(4)
-    atomic_write_bytes(path, f"{text}\n".encode())
+    text = text or secrets.token_hex(4)
+    with atomic_file(path) as fh:
+        fh.write(f"{text} {os.fstat(fh.fileno()).st_ino}\n".encode())
     return f"-w{text}"

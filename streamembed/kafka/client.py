@@ -10,12 +10,7 @@
   fix: exit 2, not 3).
 * :func:`is_transient` says which errors are retried with exponential
   backoff (never dead-lettered): timeouts, lost connections, leader moves.
-* :class:`ReliableProducer` keeps every message until the broker acknowledged
-  it; :meth:`ReliableProducer.flush` returns only when all are durable
-  (re-sending those that failed transiently) - the loop commits input offsets
-  after that. A message the client or the broker refuses as too large is
-  handed back to its sender (``on_too_large``), which splits or shrinks it: a
-  size error must not stop the daemon, or it fails again after every restart.
+* The producer that tracks durability is ``kafka.producer.ReliableProducer``.
 """
 
 from __future__ import annotations
@@ -24,7 +19,6 @@ import logging
 import random
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from collections.abc import Callable, Iterable, Mapping
@@ -35,6 +29,7 @@ __all__ = [
     "MANAGED_KEYS",
     "is_too_large",
     "KafkaDeliveryError",
+
     "Backoff",
     "is_transient",
     "retry",
@@ -43,13 +38,12 @@ __all__ = [
     "producer_settings",
     "validate_client_table",
     "known_client_keys",
-    "ReliableProducer",
+    "assignors",
+    "CAUGHT_UP_FETCH",
+    "BEHIND_FETCH",
 ]
 
 log = logging.getLogger("streamembed.kafka")
-
-#: ReliableProducer.flush waits for acknowledgements in rounds of this many seconds (each a sign of life).
-FLUSH_WAIT_SECONDS = 10.0
 
 T = TypeVar("T")
 
@@ -86,8 +80,32 @@ def validate_client_table(table: Mapping[str, Any]) -> None:
         if isinstance(value, (dict, list)) and key not in ("api_version",) \
                 and not (isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value)):
             raise ValueError(f"kafka.client.{key} = {value!r}: only numbers, strings, booleans and lists of them")
+        _check_type(key, value)
         if key == "compression_type":
             _check_codec(value)
+
+
+def _check_type(key: str, value: Any) -> None:
+    """Refuse a value of another type than kafka-python's default for ``key`` (``"soon"`` for ``linger_ms``),
+    and a negative count, size or duration: the client would fail only later, at every start."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    default = {**KafkaConsumer.DEFAULT_CONFIG, **KafkaProducer.DEFAULT_CONFIG}.get(key)
+    if key == "acks" and value == "all":  # kafka-python takes "all" as well as its default's integers
+        return
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, bool):
+        ok, want = isinstance(value, bool), "a boolean"
+    elif isinstance(default, (int, float)):
+        ok, want = numeric, "a number"
+    elif isinstance(default, str):
+        ok, want = isinstance(value, str), "a string"
+    else:
+        return
+    if not ok:
+        raise ValueError(f"kafka.client.{key} = {value!r} is not {want} (kafka-python's default is {default!r})")
+    if numeric and (value < 0 or value != value or value in (float("inf"), float("-inf"))):
+        raise ValueError(f"kafka.client.{key} = {value!r} is out of range (must be a finite number >= 0)")
 
 
 #: compression_type -> (kafka-python's check, the package that provides the codec)
@@ -214,12 +232,19 @@ def _common(k: Any, role: str) -> dict[str, Any]:
     return {"bootstrap_servers": servers, "client_id": f"{k.client_id}-{role}", **security_settings(k)}
 
 
+#: Seconds one attempt to reach the first broker may block (kafka-python 3's constructor): attempts are retried
+#: until ``kafka.startup_timeout_seconds``, and a stop signal is seen between two of them.
+BOOTSTRAP_ATTEMPT_SECONDS = 5.0
+
+
 def _bootstrap_timeout(k: Any, defaults: Iterable[str]) -> dict[str, Any]:
     """kafka-python 3's client blocks its constructor up to ``bootstrap_timeout_ms`` (30 s) for the first
-    broker: never longer than ``kafka.startup_timeout_seconds``, so that an unreachable cluster exits 3 in time."""
+    broker: ``BOOTSTRAP_ATTEMPT_SECONDS`` at most (and never longer than ``kafka.startup_timeout_seconds``), so
+    that an unreachable cluster exits 3 in time and a stop signal during the wait is answered within seconds."""
     if "bootstrap_timeout_ms" not in set(defaults):
         return {}
-    return {"bootstrap_timeout_ms": int(max(1.0, min(30.0, float(k.startup_timeout_seconds))) * 1000)}
+    return {"bootstrap_timeout_ms": int(max(1.0, min(BOOTSTRAP_ATTEMPT_SECONDS, float(k.startup_timeout_seconds)))
+                                        * 1000)}
 
 
 def _extra(k: Any, allowed: Iterable[str]) -> dict[str, Any]:
@@ -241,12 +266,36 @@ def consumer_settings(k: Any, *, group: bool = True) -> dict[str, Any]:
         max_poll_interval_ms=k.max_poll_interval_ms,
         session_timeout_ms=k.session_timeout_ms,
         heartbeat_interval_ms=k.heartbeat_interval_ms,
+        fetch_max_wait_ms=CAUGHT_UP_FETCH[0] if k.fetch_max_wait_ms == "auto" else int(k.fetch_max_wait_ms),
     )
     if group:
         out["group_id"] = k.group_id
+        out["partition_assignment_strategy"] = assignors(k.assignor)
     out.update(_bootstrap_timeout(k, KafkaConsumer.DEFAULT_CONFIG))
     out.update(_extra(k, KafkaConsumer.DEFAULT_CONFIG))
     return out
+
+
+#: ``kafka.fetch_max_wait_ms = "auto"``: (fetch_max_wait_ms, fetch_min_bytes) while the consumer is caught up, and
+#: while it is behind by more than a batch (``kafka.source``): short waits for latency, full fetches for a backlog.
+CAUGHT_UP_FETCH = (10, 1)
+BEHIND_FETCH = (100, 1 << 20)
+
+
+def assignors(name: str) -> tuple[type, ...]:
+    """The kafka-python assignor class of ``kafka.assignor`` (ValueError when the installed client has none)."""
+    import importlib
+
+    paths = {"cooperative-sticky": ("kafka.coordinator.assignors.cooperative_sticky", "CooperativeStickyAssignor"),
+             "sticky": ("kafka.coordinator.assignors.sticky.sticky_assignor", "StickyPartitionAssignor"),
+             "range": ("kafka.coordinator.assignors.range", "RangePartitionAssignor"),
+             "roundrobin": ("kafka.coordinator.assignors.roundrobin", "RoundRobinPartitionAssignor")}
+    module, cls = paths[name]
+    try:
+        return (getattr(importlib.import_module(module), cls),)
+    except (ImportError, AttributeError):
+        raise ValueError(f"kafka.assignor = {name!r}: the installed kafka-python has no {cls} (kafka-python >= 3 "
+                         f"has every assignor)") from None
 
 
 def producer_settings(k: Any) -> dict[str, Any]:
@@ -263,167 +312,3 @@ def producer_settings(k: Any) -> dict[str, Any]:
     out.update(_bootstrap_timeout(k, KafkaProducer.DEFAULT_CONFIG))
     out.update(_extra(k, KafkaProducer.DEFAULT_CONFIG))
     return out
-
-
-# ----------------------------------------------------------------------------- producer
-
-
-@dataclass
-class _Pending:
-    future: Any
-    topic: str
-    value: bytes | None
-    key: bytes | None
-    headers: list[tuple[str, bytes]]
-    size: int
-    on_too_large: Callable[[int], None] | None = None
-
-
-class ReliableProducer:
-    """A ``KafkaProducer`` whose :meth:`flush` returns only when every message sent is acknowledged.
-
-    Messages stay in memory until acknowledged; those that failed with a
-    transient error are sent again (exponential backoff) during
-    :meth:`flush`; a permanent error raises :class:`KafkaDeliveryError`, and
-    so does a ``stop`` request while retrying: the caller then does not
-    commit its input offsets, so nothing is lost. :attr:`unacked_bytes` is the
-    backpressure signal (bytes sent but not yet acknowledged).
-    """
-
-    def __init__(self, settings: Mapping[str, Any], *, metrics: Any = None, stop: threading.Event | None = None,
-                 max_backoff: float = 10.0, factory: Callable[..., Any] | None = None) -> None:
-        from kafka import KafkaProducer
-
-        self.metrics = metrics
-        self.stop = stop or threading.Event()
-        self.max_backoff = max_backoff
-        make = factory or KafkaProducer
-        self._producer = retry(lambda: make(**settings), "connecting the producer", stop=self.stop, metrics=metrics,
-                               max_backoff=max_backoff)
-        self._pending: deque[_Pending] = deque()
-        self._unacked = 0
-        self.delivered = 0
-
-    def send(self, topic: str, value: bytes | None, *, key: bytes | None = None,
-             headers: list[tuple[str, bytes]] | None = None,
-             on_too_large: Callable[[int], None] | None = None) -> None:
-        """Hand one message to the client (non-blocking unless its buffer is full).
-
-        ``on_too_large(size)`` is called (instead of raising) when the client
-        or, during :meth:`flush`, the broker refuses the message for its size;
-        it sends what replaces it. Without it such a refusal raises
-        :class:`KafkaDeliveryError`.
-        """
-        headers = headers or []
-        size = (len(value) if value is not None else 0) + (len(key) if key else 0)
-        try:
-            fut = retry(lambda: self._producer.send(topic, value=value, key=key, headers=headers),
-                        f"producing to {topic}", stop=self.stop, metrics=self.metrics, max_backoff=self.max_backoff)
-        except Exception as exc:  # a size refusal goes back to the sender
-            if not is_too_large(exc):
-                raise
-            if on_too_large is None:
-                raise KafkaDeliveryError(f"producing to {topic}: {type(exc).__name__}: {exc}") from exc
-            on_too_large(size)
-            return
-        self._pending.append(_Pending(fut, topic, value, key, headers, size, on_too_large))
-        self._unacked += size
-
-    @property
-    def pending_messages(self) -> int:
-        return len(self._pending)
-
-    @property
-    def unacked_bytes(self) -> int:
-        """Bytes sent and not yet acknowledged (acknowledged ones at the front are counted out)."""
-        # futures complete roughly in order; a failed one stays until flush re-sends it
-        while self._pending and self._pending[0].future.is_done and self._pending[0].future.succeeded():
-            p = self._pending.popleft()
-            self._unacked -= p.size
-            self._delivered(p.topic, 1)
-        return self._unacked
-
-    def _delivered(self, topic: str, n: int) -> None:
-        self.delivered += n
-        if self.metrics is not None:
-            self.metrics.kafka_messages_out.labels(topic=topic).inc(n)
-
-    def flush(self) -> int:
-        """Block until every message sent so far is acknowledged; returns how many were pending.
-
-        Waits in rounds of ``FLUSH_WAIT_SECONDS`` (each a sign of life for the probes, ``liveness.py``), so
-        a broker outage keeps the daemon alive but unready instead of wedged.
-        """
-        with WAITS.waiting("waiting for the brokers to acknowledge produced messages") as attempt_failed:
-            return self._flush(attempt_failed)
-
-    def _wait_acknowledged(self, attempt_failed: Callable[[str], None]) -> None:
-        """``KafkaProducer.flush()`` in rounds of FLUSH_WAIT_SECONDS until every send has an outcome."""
-        from kafka.errors import KafkaTimeoutError
-
-        while True:
-            try:
-                self._producer.flush(timeout=FLUSH_WAIT_SECONDS)
-                return
-            except KafkaTimeoutError as exc:
-                attempt_failed(f"not acknowledged within {FLUSH_WAIT_SECONDS:g} s: {exc}")
-                if self.stop.is_set():
-                    return  # the undone sends count as failed below: stopping raises KafkaDeliveryError
-
-    def _flush(self, attempt_failed: Callable[[str], None]) -> int:
-        total = 0
-        backoff = Backoff(maximum=self.max_backoff)
-        while self._pending:
-            self._wait_acknowledged(attempt_failed)
-            failed: list[_Pending] = []
-            too_large: list[_Pending] = []
-            counts: dict[str, int] = {}
-            while self._pending:
-                p = self._pending.popleft()
-                self._unacked -= p.size
-                fut = p.future
-                if not fut.is_done:  # flush returned early (client closing): treat as transient
-                    failed.append(p)
-                    continue
-                if fut.succeeded():
-                    counts[p.topic] = counts.get(p.topic, 0) + 1
-                    continue
-                exc = fut.exception
-                if self.metrics is not None:
-                    self.metrics.kafka_produce_errors.inc()
-                if is_too_large(exc) and p.on_too_large is not None:
-                    too_large.append(p)
-                    continue
-                if not is_transient(exc):
-                    raise KafkaDeliveryError(f"producing to {p.topic} failed permanently: "
-                                             f"{type(exc).__name__}: {exc}") from exc
-                failed.append(p)
-            for topic, n in counts.items():
-                self._delivered(topic, n)
-                total += n
-            for p in too_large:  # after the pass: what they send is flushed by the next one
-                log.warning("the broker refused a %d-byte message to %s as too large; splitting or shrinking it",
-                            p.size, p.topic)
-                assert p.on_too_large is not None
-                p.on_too_large(p.size)
-            if not failed:
-                continue
-            if self.stop.is_set():
-                raise KafkaDeliveryError(f"stopping with {len(failed)} messages not acknowledged (they will be "
-                                         "produced again from the uncommitted input)")
-            delay = backoff.next_delay()
-            attempt_failed(f"{len(failed)} messages failed transiently")
-            log.warning("%d messages failed transiently; producing them again in %.2f s", len(failed), delay)
-            self.stop.wait(delay)
-            for p in failed:
-                if self.metrics is not None:
-                    self.metrics.kafka_retries.inc()
-                self.send(p.topic, p.value, key=p.key, headers=p.headers, on_too_large=p.on_too_large)
-        return total
-
-    def close(self, timeout: float = 10.0) -> None:
-        """Close the client; unacknowledged messages are dropped (their input was not committed)."""
-        try:
-            self._producer.close(timeout=timeout)
-        except Exception:  # closing is best effort
-            log.warning("closing the Kafka producer failed", exc_info=True)

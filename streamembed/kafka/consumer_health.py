@@ -5,11 +5,14 @@ Best effort throughout: a client without these internals says nothing rather tha
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 from collections.abc import Mapping
 
-__all__ = ["JOIN_SPIN_PAUSE", "brokers_away", "measure_lag", "throttle_join_spin"]
+__all__ = ["JOIN_SPIN_PAUSE", "brokers_away", "measure_lag", "throttle_join_spin", "set_fetch_wait", "AdaptiveFetch"]
+
+log = logging.getLogger("streamembed.kafka.source")
 
 
 #: Seconds a consumer poll rests after a coordinator step that returned at once (a pending group join).
@@ -80,3 +83,39 @@ def measure_lag(consumer: Any, topic: str, partitions: set[int], next_offsets: M
         if hw is not None and nxt is not None:
             lag[p] = max(0, hw - nxt)
     return lag
+
+
+def set_fetch_wait(consumer: Any, max_wait_ms: int, min_bytes: int) -> bool:
+    """Change the consumer's fetch wait and minimum size for its next fetches; False if the client cannot.
+
+    kafka-python's fetcher reads both from its own config each time it builds a fetch request.
+    """
+    config = getattr(getattr(consumer, "_fetcher", None), "config", None)
+    if not isinstance(config, dict) or "fetch_max_wait_ms" not in config:
+        return False
+    config["fetch_max_wait_ms"] = int(max_wait_ms)
+    config["fetch_min_bytes"] = int(min_bytes)
+    return True
+
+
+class AdaptiveFetch:
+    """``kafka.fetch_max_wait_ms = "auto"``: the consumer's fetch wait and minimum size follow its backlog.
+
+    Caught up (backlog at most ``threshold`` messages): ``CAUGHT_UP_FETCH``, a short wait, since a broker that
+    holds every fetch for its wait (Tansu) adds it to every record's latency. Behind (above ``threshold``, until
+    it falls below a quarter of it): ``BEHIND_FETCH``, fetches of at least 1 MiB, so that a backlog is read in
+    full fetches rather than in many small ones (benchmarks/bench_kafka_latency.py, docs/kafka.md).
+    """
+
+    def __init__(self, consumer: Any, threshold: int) -> None:
+        self.consumer, self.threshold = consumer, max(1, int(threshold))
+        self.behind = False
+
+    def follow(self, backlog: int) -> None:
+        from streamembed.kafka.client import BEHIND_FETCH, CAUGHT_UP_FETCH
+
+        behind = backlog > (self.threshold // 4 if self.behind else self.threshold)
+        if behind != self.behind and set_fetch_wait(self.consumer, *(BEHIND_FETCH if behind else CAUGHT_UP_FETCH)):
+            self.behind = behind
+            log.debug("fetch wait %d ms (%s)", (BEHIND_FETCH if behind else CAUGHT_UP_FETCH)[0],
+                      "behind" if behind else "caught up", extra={"backlog": backlog})

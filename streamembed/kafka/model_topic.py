@@ -13,7 +13,15 @@ the whole topic.
 its own map's): records of other lineages are ignored, whatever their
 version, and so are records whose checksum or file does not verify (skipped
 with a warning) - none of them can hold back the next version of the
-followed lineage. Of that lineage the highest version wins, and of several
+followed lineage. A record is checked in the order that costs least first:
+its headers (a record without ``model_lineage`` is skipped: every publisher
+sets it), its lineage against the followed one, its size against
+``MAX_RECORD_BYTES``, its sha256, and only then its archive, read by
+``model_io`` within the sizes its headers state (a record that would inflate
+beyond a model, a decompression bomb, is refused before anything is
+decompressed) and validated array by array (a NaN anywhere refuses it). Each
+record skipped for what it holds is counted in
+``streamembed_model_records_skipped_total{reason}``. Of that lineage the highest version wins, and of several
 records with that version the *first* in the log: a version number is claimed
 once (:meth:`ModelTopic.claim`: a refit publishes, reads the log back, and is
 installed only if its record came first; the loser re-publishes the winner,
@@ -52,6 +60,8 @@ MODEL_CONTENT_TYPE = "application/vnd.streamembed.model+npz"
 _VERSION_HEADER = "model_version"
 _LINEAGE_HEADER = "model_lineage"
 _SHA_HEADER = "sha256"
+#: The largest model record read at all (bytes): beyond the fetch size the reader asks for anyway.
+MAX_RECORD_BYTES = 1 << 30
 
 
 @dataclass
@@ -121,6 +131,7 @@ class ModelTopic:
         #: the lineage this replica follows (None: any - the lineage of the newest record)
         self.lineage: str | None = None
         self._ignored: set[tuple[str | None, int | None]] = set()
+        self._skipped: set[tuple[int, int]] = set()
         self._watcher: threading.Thread | None = None
         self._closing = threading.Event()
         self.published: list[PublishedModel] = []
@@ -190,8 +201,22 @@ class ModelTopic:
         return retry(lambda: KafkaConsumer(**self._consumer_settings), "connecting the model reader",
                      stop=self.stop, metrics=self.metrics, deadline=time.monotonic() + self.read_timeout)
 
-    def _verify(self, record: Any) -> tuple[int, Any] | None:
-        """(version, model) of a record of our key, or None (tombstone, or a bad record: logged)."""
+    def _skip(self, record: Any, reason: str, why: str) -> None:
+        """Log (once per record) and count a record skipped for what it holds."""
+        if (record.partition, record.offset) in self._skipped:
+            return
+        self._skipped.add((record.partition, record.offset))
+        log.warning("model record at offset %d %s; skipped", record.offset, why,
+                    extra={"topic": self.topic, "offset": record.offset, "reason": reason})
+        if self.metrics is not None:
+            self.metrics.model_records_skipped.labels(reason=reason).inc()
+
+    def _verify(self, record: Any, lineage: str | None = None, *, any_lineage: bool = False) -> tuple[int, Any] | None:
+        """(version, model) of a record of our key, or None (tombstone, or a bad record: logged and counted).
+
+        Checked cheapest first (see the module doc): headers, lineage (``lineage``, default the followed one;
+        ``any_lineage``: whichever), size, sha256, then the archive within its stated sizes and every array's values.
+        """
         if record.value is None:
             return None
         h = _headers(record)
@@ -199,24 +224,32 @@ class ModelTopic:
             version = int(h[_VERSION_HEADER].decode())
             digest = h[_SHA_HEADER].decode()
         except (KeyError, ValueError, UnicodeDecodeError):
-            log.warning("model record at offset %d lacks valid model_version/sha256 headers; skipped", record.offset)
+            self._skip(record, "headers", "lacks valid model_version/sha256 headers")
+            return None
+        stated = _stated(record)[1]
+        if stated is None:
+            self._skip(record, "headers", "has no model_lineage header")
+            return None
+        want = None if any_lineage else (lineage if lineage is not None else self.lineage)
+        if want is not None and stated != want:
+            return None  # another map: ignored (not loaded), see _ignore
+        if len(record.value) > MAX_RECORD_BYTES:
+            self._skip(record, "size", f"holds {len(record.value)} bytes, more than {MAX_RECORD_BYTES}")
             return None
         if hashlib.sha256(record.value).hexdigest() != digest:
-            log.warning("model record at offset %d fails its sha256; skipped", record.offset)
+            self._skip(record, "checksum", "fails its sha256")
             return None
         try:
             est = model_from_bytes(record.value)
         except Exception as exc:  # ModelFileError and friends: not a usable model
-            log.warning("model record at offset %d is not a loadable model (%s); skipped", record.offset, exc)
+            self._skip(record, "invalid", f"is not a loadable model ({exc})")
             return None
         if int(est.version) != version:
             log.warning("model record at offset %d: header says version %d, the file %d; using the file's",
                         record.offset, version, int(est.version))
             version = int(est.version)
-        stated = _stated(record)[1]
-        if stated is not None and stated != est.lineage:
-            log.warning("model record at offset %d: header says lineage %s, the file %s; skipped", record.offset,
-                        stated, est.lineage)
+        if stated != est.lineage:
+            self._skip(record, "headers", f"says lineage {stated} in its header, its file {est.lineage}")
             return None
         return version, est
 
@@ -261,7 +294,7 @@ class ModelTopic:
         records = records[start:]
         if lineage is None:
             for r in reversed(records):
-                got = self._verify(r)
+                got = self._verify(r, any_lineage=True)
                 if got is not None:
                     lineage = got[1].lineage
                     break
@@ -272,13 +305,13 @@ class ModelTopic:
             best: tuple[int, Any] | None = None  # (version, record) by the headers
             for r in records:
                 version, stated = _stated(r)
-                if version is None or id(r) in failed or stated not in (None, lineage):
+                if version is None or id(r) in failed or stated != lineage:
                     continue
                 if best is None or version > best[0]:
                     best = (version, r)
             if best is None:
                 return None
-            got = self._verify(best[1])
+            got = self._verify(best[1], lineage=lineage)
             if got is not None and got[1].lineage == lineage:
                 return got[0], got[1], best[1]
             failed.add(id(best[1]))
@@ -296,7 +329,7 @@ class ModelTopic:
         """Every lineage on the topic and its highest valid version (to name them in a refusal)."""
         out: dict[str, int] = {}
         for r in self._read_all(timeout):
-            got = self._verify(r) if r.value is not None else None
+            got = self._verify(r, any_lineage=True) if r.value is not None else None
             if got is not None:
                 out[got[1].lineage] = max(out.get(got[1].lineage, -1), got[0])
         return out
@@ -369,6 +402,9 @@ class ModelTopic:
         if self.lineage is not None and stated is not None and stated != self.lineage:
             self._ignore(stated, version)
             return  # another map: whatever its version, it neither installs nor raises the bar
+        if stated is None:
+            self._skip(record, "headers", "has no model_lineage header")
+            return
         if version is not None and version <= max(self._returned, self._newest[0] if self._newest else -1):
             return  # not newer than what we have (or a later record of a claimed version): do not even load it
         got = self._verify(record)

@@ -42,7 +42,8 @@ from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
-from streamembed.kafka.client import KafkaDeliveryError, ReliableProducer
+from streamembed.kafka.client import KafkaDeliveryError
+from streamembed.kafka.producer import ReliableProducer
 from streamembed.kafka.codec import (
     CONTENT_TYPE_HEADER,
     JSON_CONTENT_TYPE,

@@ -40,6 +40,15 @@ is particular to Kafka:
   (nothing is fetched) to stay within ``max_poll_interval_ms``.
 * **Lag** per partition = fetch high watermark - next offset to hand out
   (``end_offsets`` is not used: it is wrong on some brokers, e.g. Tansu).
+  The *group's* lag of every partition of the topic (end of log - committed
+  offset) and which partitions this member owns are exported too, by every
+  member (:mod:`~streamembed.kafka.group_lag`: the owned ones from what the
+  source knows, the others by a thread with a consumer of its own, off the
+  poll path): a partition that no member owns (its owner killed, the group not
+  yet rebalanced) shows as owned by nobody, its lag growing.
+* **Fetch wait** (``kafka.fetch_max_wait_ms = "auto"``,
+  :class:`~streamembed.kafka.consumer_health.AdaptiveFetch`): short fetches
+  while caught up, full ones while behind by more than a poll.
 * **Dead letters.** A message that cannot be decoded becomes one
   :class:`KafkaDeadRecord` holding its bytes and coordinates; rows refused
   later (by the embedder) are located by :meth:`locate` from the batch's
@@ -79,7 +88,8 @@ import pyarrow as pa
 from streamembed.core.options import BATCH_ROWS
 from streamembed.kafka.client import is_transient, retry
 from streamembed.kafka.batches import Coordinates, KafkaDeadRecord, QueuedBatch, cut_batches
-from streamembed.kafka.consumer_health import brokers_away, measure_lag, throttle_join_spin
+from streamembed.kafka.consumer_health import AdaptiveFetch, brokers_away, measure_lag, throttle_join_spin
+from streamembed.kafka.group_lag import GroupLagWatcher, owned_lag
 from streamembed.kafka.partitions import PartitionTable, Position
 from streamembed.kafka.unreadable import is_unreadable_data, skip_unreadable
 from streamembed.stream.codecs import DeadRecord
@@ -99,6 +109,8 @@ POLL_SLICE_MS = 10
 BROKER_GRACE_SECONDS = 5.0
 #: Longest wait of one offset-commit attempt (ms); a failed attempt is retried with backoff.
 COMMIT_TIMEOUT_MS = 10_000
+#: Seconds between measures of the group's lag on every partition of the topic (owned or not).
+GROUP_LAG_SECONDS = 5.0
 
 
 @dataclass
@@ -176,6 +188,7 @@ class KafkaSource:
         max_backoff: float = 10.0,
         consumer_factory: Callable[..., Any] | None = None,
         event_time: str = "auto",
+        adaptive_fetch: bool = False,
     ) -> None:
         from kafka import KafkaConsumer
 
@@ -197,6 +210,8 @@ class KafkaSource:
         self._consumer = retry(lambda: make(**settings), "connecting the consumer", stop=self.stop, metrics=metrics,
                                max_backoff=max_backoff, deadline=deadline)
         throttle_join_spin(self._consumer)
+        #: ``kafka.fetch_max_wait_ms = "auto"``: the fetch wait follows the backlog (see the module doc)
+        self._fetch_wait = AdaptiveFetch(self._consumer, self.max_poll_records) if adaptive_fetch else None
         self._consumer.subscribe([topic], listener=_listener(self))
         self._parts = PartitionTable()  # offsets, epochs, lag, queued batches, rewinds (kafka.partitions)
         self._paused = False
@@ -214,6 +229,10 @@ class KafkaSource:
         self._problem: str | None = None
         self._away_since: float | None = None
         self._checked_at = 0.0
+        self._lag_watcher: GroupLagWatcher | None = None
+        if getattr(metrics, "registry", None) is not None:  # exported metrics (not ops.no_metrics): watch the group
+            self._lag_watcher = GroupLagWatcher(settings, topic, lambda: self._parts.assigned, metrics,
+                                                GROUP_LAG_SECONDS).start()
 
     # ------------------------------------------------------------------ the Source interface
     def restore(self, state: Any) -> None:
@@ -315,6 +334,8 @@ class KafkaSource:
         return Coordinates(self.topic, prov.partition, int(prov.row_offset[row]), int(prov.row_in_msg[row]))
 
     def close(self) -> None:
+        if self._lag_watcher is not None:
+            self._lag_watcher.close()
         try:
             self._consumer.close(autocommit=False)
         except Exception:  # closing is best effort
@@ -441,9 +462,14 @@ class KafkaSource:
             return  # once a second; a newly assigned partition's first lag within 0.1 s
         self._last_lag = time.monotonic()
         self._parts.measured(measure_lag(self._consumer, self.topic, self._parts.assigned, self._parts.next_offsets()))
+        if self._fetch_wait is not None:
+            self._fetch_wait.follow(self._parts.backlog or 0)
         if self.metrics is not None:
             for p, lag in self._parts.lag.items():
                 self.metrics.kafka_consumer_lag.labels(topic=self.topic, partition=str(p)).set(lag)
+                s = self._parts[p]
+                self.metrics.kafka_group_lag.labels(topic=self.topic, partition=str(p)).set(
+                    owned_lag(lag, s.handed, s.committed))
 
     # ------------------------------------------------------------------ rebalance callbacks
     def _revoked(self, tps: set[Any]) -> None:
@@ -453,6 +479,7 @@ class KafkaSource:
             for p in parts:
                 with contextlib.suppress(KeyError):
                     self.metrics.kafka_consumer_lag.remove(self.topic, str(p))
+                self.metrics.kafka_partition_owned.labels(topic=self.topic, partition=str(p)).set(0)
         if parts:
             log.info("partitions revoked", extra={"topic": self.topic, "partitions": sorted(parts)})
 
@@ -468,4 +495,6 @@ class KafkaSource:
         if self.metrics is not None:
             self.metrics.kafka_rebalances.inc()
             self.metrics.kafka_assigned_partitions.set(len(self._parts.assigned))
+            for p in parts:
+                self.metrics.kafka_partition_owned.labels(topic=self.topic, partition=str(p)).set(1)
         log.info("partitions assigned", extra={"topic": self.topic, "partitions": sorted(self._parts.assigned)})

@@ -21,7 +21,8 @@ from typing import Any
 
 from streamembed.config.schema import Config
 from streamembed.exits import EnvironmentUnavailable
-from streamembed.kafka.client import ReliableProducer, consumer_settings, producer_settings
+from streamembed.kafka.client import consumer_settings, producer_settings
+from streamembed.kafka.producer import ReliableProducer
 from streamembed.kafka.limits import topic_limit
 from streamembed.kafka.model_topic import ModelTopic
 from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
@@ -80,7 +81,8 @@ class KafkaIO:
             k = self.cfg.kafka
             try:
                 self.producer = ReliableProducer(producer_settings(k), metrics=self.metrics, stop=self.stop,
-                                                 max_backoff=k.retry_backoff_max_seconds)
+                                                 max_backoff=k.retry_backoff_max_seconds,
+                                                 drain_seconds=self.cfg.run.stop_seconds)
             except Exception as exc:  # the brokers are unreachable: retry later
                 raise EnvironmentUnavailable(f"cannot produce to kafka.bootstrap_servers = {k.bootstrap_servers!r}: "
                                              f"{type(exc).__name__}: {exc}") from None
@@ -138,7 +140,7 @@ def build_source(cfg: Config, context: SourceContext) -> SourceSetup:
                              poll_timeout_ms=k.poll_timeout_ms, metrics=context.metrics, stop=context.stop,
                              backpressure=io.backpressure, resume_when=io.resume,
                              startup_timeout=k.startup_timeout_seconds, max_backoff=k.retry_backoff_max_seconds,
-                             event_time=k.event_time)
+                             event_time=k.event_time, adaptive_fetch=k.fetch_max_wait_ms == "auto")
     except Exception as exc:  # the brokers are unreachable: retry later
         raise EnvironmentUnavailable(f"cannot consume {k.input_topic!r} from kafka.bootstrap_servers = "
                                      f"{k.bootstrap_servers!r}: {type(exc).__name__}: {exc}") from None

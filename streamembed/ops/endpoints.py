@@ -18,7 +18,9 @@ as many, or it is closed; open connections are bounded per client address and
 in all, a new one beyond a limit closing the one that has waited longest for
 its request; ``/healthz`` and ``/readyz`` are answered the moment their
 request has arrived, never queued behind ``/metrics``; refusals are logged
-rate-limited. Only GET is served; the responses are small, computed in
+rate-limited. Only GET is served, and only to requests whose ``Host`` is a
+loopback name, an IP address or one of ``metrics.allowed_hosts`` (421
+otherwise: ``ops.hosts``); the responses are small, computed in
 memory, and never read a file named by the request.
 """
 
@@ -31,6 +33,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from streamembed.ops.health import HealthState
+from streamembed.ops.hosts import HostAllowList
 from streamembed.ops.server import HttpServer, Response
 
 __all__ = ["OpsServer"]
@@ -60,19 +63,22 @@ class OpsServer:
     ``map_view`` once set (503 until then). ``max_connections`` bounds the
     open connections, ``max_per_client`` those of one client address;
     ``request_timeout`` is the seconds a client has to send its whole
-    request, and to take its response.
+    request, and to take its response; ``allowed_hosts`` the names a request's
+    ``Host`` may give besides loopback names and IP addresses (``ops.hosts``:
+    others are answered 421, against DNS rebinding).
     """
 
     def __init__(self, registry: CollectorRegistry, health: HealthState, host: str = "127.0.0.1",
                  port: int = 9108, *, map_page: Any = None, max_connections: int = 512, max_per_client: int = 64,
-                 request_timeout: float = 5.0) -> None:
+                 request_timeout: float = 5.0, allowed_hosts: str = "") -> None:
         self.registry = registry
         self.health = health
         self.map_page = map_page
         self.map_view: Any = None  # ops.map_view.MapView, attached once the daemon has assembled its model
         self._server = HttpServer(host, port, inline=self._inline, routes=self._routes,
                                   common_headers=_COMMON_HEADERS, max_connections=max_connections,
-                                  max_per_client=max_per_client, request_timeout=request_timeout)
+                                  max_per_client=max_per_client, request_timeout=request_timeout,
+                                  hosts=HostAllowList(allowed_hosts))
 
     def _inline(self, path: str) -> Response | None:
         """The probes (and the constant map page): answered at once, on the server's own thread."""

@@ -116,7 +116,8 @@ class MapView:
                 self._failed = True
 
     def _check_model(self) -> None:
-        """Note a switch to a new model (a refit installed, or one taken from the model topic)."""
+        """Note a switch to a new model (a refit installed, or one taken from the model topic), at the time the
+        registry installed it (not when a batch or the page first saw it: an idle stream may see it much later)."""
         current = self.registry.current
         if current is self._model:
             return
@@ -124,8 +125,9 @@ class MapView:
             old = self._model
             if current is old:
                 return
-            self._switches.append({"time": round(self.clock(), 3), "from": int(old.version),
-                                   "to": int(current.version)})
+            installed = getattr(self.registry, "installed_at", lambda v: None)(int(current.version))
+            self._switches.append({"time": round(self.clock() if installed is None else installed, 3),
+                                   "from": int(old.version), "to": int(current.version)})
             self._previous, self._model = old, current
         log.info("map: model switch", extra={"from_version": int(old.version), "model_version": int(current.version)})
 

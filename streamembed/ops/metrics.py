@@ -20,19 +20,26 @@ from streamembed.core.flags import FLAG_NAMES
 from streamembed.core.place.methods import output_methods
 from streamembed.stream.records import REASONS
 
-__all__ = ["BulkHistogram", "Metrics", "LATENCY_BUCKETS", "RATIO_BUCKETS", "BATCH_BUCKETS", "EMBED_METHODS",
-           "OUTPUT_FILE_KINDS", "READ_RETRY_REASONS"]
+__all__ = ["BulkHistogram", "Metrics", "LATENCY_BUCKETS", "MAX_BUCKET_RATIO", "RATIO_BUCKETS", "BATCH_BUCKETS",
+           "EMBED_METHODS", "OUTPUT_FILE_KINDS", "READ_RETRY_REASONS", "MODEL_SKIP_REASONS"]
 
 #: Prometheus' own rendering of a bucket bound ("0.5", "1.0", "+Inf"); prometheus_client is untyped.
 _go_string: Callable[[float], str] = floatToGoString
-#: seconds, event_time -> processed_at
-LATENCY_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+#: seconds, event_time -> processed_at: 1 ms to 10 min, each bound at most 2.5 times the one before (1-2.5-5 per
+#: decade), so ``histogram_quantile`` is off by less than that factor anywhere in the range (a failover's minute
+#: included; tests/deploy/test_prometheus_rules.py checks it with promtool)
+LATENCY_BUCKETS: tuple[float, ...] = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25,
+                                      60, 120, 300, 600)
+#: The widest ratio between consecutive latency bounds.
+MAX_BUCKET_RATIO = 2.5
 #: unexplained / beta, a ratio in [0, 1]
 RATIO_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 #: seconds per batch
-BATCH_BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10)
+BATCH_BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 #: ``method`` values of streamembed_records_embedded_total: every placement method (core.place.methods), block RR too.
 EMBED_METHODS: tuple[str, ...] = output_methods()
+#: ``reason`` values of streamembed_model_records_skipped_total (``kafka.model_topic``).
+MODEL_SKIP_REASONS: tuple[str, ...] = ("headers", "size", "checksum", "invalid")
 #: ``kind`` values of streamembed_output_files_total.
 OUTPUT_FILE_KINDS: tuple[str, ...] = ("output", "dead_letter")
 #: ``reason`` values of streamembed_read_retries_total present from the start (any other errno name may follow).
@@ -204,6 +211,15 @@ class Metrics:
         self.kafka_consumer_lag = Gauge("streamembed_kafka_consumer_lag",
                                         "Messages not yet handed to the loop: fetch high watermark - next offset, "
                                         "per assigned partition.", ["topic", "partition"], registry=r)
+        self.kafka_group_lag = Gauge("streamembed_kafka_group_lag",
+                                     "The consumer group's lag: end of the log - the group's committed offset, for "
+                                     "every partition of the input topic, owned by this member or not (every member "
+                                     "reports every partition: take the max by partition).", ["topic", "partition"],
+                                     registry=r)
+        self.kafka_partition_owned = Gauge("streamembed_kafka_partition_owned",
+                                           "1 for each input partition this member owns, 0 for the topic's others "
+                                           "(summed over the members: 0 = a partition nobody consumes).",
+                                           ["topic", "partition"], registry=r)
         self.kafka_messages_in = Counter("streamembed_kafka_messages_in_total", "Kafka messages consumed.",
                                          registry=r)
         self.kafka_bytes_in = Counter("streamembed_kafka_bytes_in_total", "Bytes of Kafka message values consumed.",
@@ -222,6 +238,13 @@ class Metrics:
                                                "Input partitions assigned to this member.", registry=r)
         self.kafka_paused_partitions = Gauge("streamembed_kafka_paused_partitions",
                                              "Input partitions paused because the sinks fell behind.", registry=r)
+        self.model_records_skipped = Counter("streamembed_model_records_skipped_total",
+                                             "Records of the model topic skipped for what they hold, by reason: "
+                                             "headers (no lineage or version), size, checksum, invalid (not a "
+                                             "loadable model: a decompression bomb, NaN arrays, ...).", ["reason"],
+                                             registry=r)
+        for skip in MODEL_SKIP_REASONS:
+            self.model_records_skipped.labels(reason=skip)
         self.kafka_commits = Counter("streamembed_kafka_commits_total",
                                      "Offset commits (after the outputs of the batches were acknowledged).",
                                      registry=r)
@@ -259,6 +282,7 @@ LABEL_VALUES: dict[tuple[str, str], str] = {
     ("streamembed_refits_total", "trigger"): "auto, manual, remote",
     ("streamembed_refits_kept_total", "trigger"): "auto, manual",
     ("streamembed_output_files_total", "kind"): ", ".join(OUTPUT_FILE_KINDS),
+    ("streamembed_model_records_skipped_total", "reason"): ", ".join(MODEL_SKIP_REASONS),
     ("streamembed_drift_detector_info", "kind"): "cusum, rule",
     ("streamembed_drift_relative_unexplained_quantile", "q"): "0.5, 0.9, 0.99",
     ("streamembed_model_info", "*"): "`lineage`, `landmarks`, `dims`, `method`, `metric`, `source`",

@@ -27,7 +27,8 @@ that buys:
   ``REFUSAL_LOG_SECONDS`` (the first at once), never one line each.
 
 One request per connection (HTTP/1.0, ``Connection: close``); only GET is
-served (other known methods 405, unknown ones 501).
+served (other known methods 405, unknown ones 501); with ``hosts``, a request
+naming a ``Host`` the allow-list refuses is answered 421 (``ops.hosts``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from email.utils import formatdate
 from http import HTTPStatus
 from collections.abc import Callable
 
+from streamembed.ops.hosts import HostAllowList, host_header
 from streamembed.ops.logs import RateLimitedLog
 import contextlib
 
@@ -174,8 +176,9 @@ class HttpServer:
     def __init__(self, host: str, port: int, *, inline: Callable[[str], Response | None],
                  routes: Callable[[str], Response], common_headers: tuple[tuple[str, str], ...] = (),
                  max_connections: int = 512, max_per_client: int = 64, request_timeout: float = 5.0,
-                 workers: int = 4, name: str = "streamembed-ops") -> None:
+                 workers: int = 4, name: str = "streamembed-ops", hosts: HostAllowList | None = None) -> None:
         self.inline, self.routes, self.common = inline, routes, tuple(common_headers)
+        self.hosts = hosts
         self.request_timeout = float(request_timeout)
         self.name = name
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -367,6 +370,10 @@ class HttpServer:
                 self._respond(c, _plain(405, "Method Not Allowed", [("Allow", "GET")]))
             else:
                 self._respond(c, _plain(501, "Not Implemented"))
+            return
+        if self.hosts is not None and not self.hosts.allowed(host_header(head)):
+            self.refusals.event("host", "answered 421: a Host name not in metrics.allowed_hosts")
+            self._respond(c, _plain(421, "Misdirected Request"))
             return
         path = parts[1].decode("latin-1").split("?", 1)[0]  # query strings are ignored
         try:

@@ -25,6 +25,7 @@ dead letters — instead of crashing every restart.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from dataclasses import dataclass, field
@@ -81,12 +82,21 @@ class CheckpointStore:
         Raises :class:`CheckpointError` for an unreadable file, an unknown
         schema or fields of the wrong type (the message names the file and how to recover).
         """
-        if not self.path.exists():
+        if not os.path.lexists(self.path):
             return None
         try:
-            doc = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # never through a link
+            with os.fdopen(fd, "rb") as fh:
+                doc = json.loads(fh.read().decode("utf-8"))
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise CheckpointError(f"checkpoint {self.path} is a symbolic link: state files are never read "
+                                      f"through links; replace it by the file it points to, or "
+                                      f"{self.recovery_hint()}") from exc
             raise CheckpointError(f"checkpoint {self.path} is unreadable ({exc}); {self.recovery_hint()}") from exc
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise CheckpointError(f"checkpoint {self.path} is unreadable ({why}); {self.recovery_hint()}") from exc
         problem = _problem(doc)
         if problem is not None:
             raise CheckpointError(f"checkpoint {self.path} is not a valid checkpoint: {problem}; "
@@ -257,7 +267,7 @@ class CrashGuard:
             if not isinstance(crashed, dict) or not all(isinstance(k, str) and _is_int(v) for k, v in crashed.items()) \
                     or not (current is None or isinstance(current, str)):
                 raise ValueError("fields of the wrong type")
-        except (OSError, ValueError, AttributeError) as exc:
+        except (OSError, ValueError, AttributeError, RecursionError) as exc:
             raise CheckpointError(f"crash record {self.path} is unreadable ({exc}); delete it "
                                   f"(it only counts crashes)") from exc
         self.crashed = dict(crashed)

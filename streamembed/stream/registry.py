@@ -12,6 +12,7 @@ older than or equal to the current one is refused.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -30,6 +31,7 @@ class ModelRegistry:
         self._lock = threading.Lock()
         self._models: OrderedDict[int, Any] = OrderedDict()
         self._models[int(model.version)] = model
+        self._installed: dict[int, float] = {int(model.version): time.time()}
 
     @property
     def current(self) -> Any:
@@ -49,6 +51,11 @@ class ModelRegistry:
         with self._lock:
             return self._models.get(int(version))
 
+    def installed_at(self, version: int) -> float | None:
+        """Unix time at which ``version`` was installed (or the registry made with it); None: not retained."""
+        with self._lock:
+            return self._installed.get(int(version))
+
     def install(self, model: Any) -> None:
         """Make ``model`` current; keep the previous ones up to ``retain``."""
         v = int(model.version)
@@ -57,5 +64,7 @@ class ModelRegistry:
             if v <= newest:
                 raise StaleModelError(f"model version {v} is not newer than the current version {newest}")
             self._models[v] = model
+            self._installed[v] = time.time()
             while len(self._models) > self.retain + 1:
-                self._models.popitem(last=False)
+                old, _ = self._models.popitem(last=False)
+                self._installed.pop(old, None)

@@ -69,10 +69,15 @@ def test_building_the_parser_imports_no_heavy_module() -> None:
     assert loaded == [], loaded
 
 
-def test_the_entry_points_are_cli_main() -> None:
+def test_the_entry_points_are_cli_main_after_the_daemon_signals() -> None:
+    """Both ways in run ``cli.main``, after installing the daemon's signal handlers (``daemon.signals``: a
+    ``streamembed run`` signalled while it imports must not die of SIGUSR1 or SIGHUP)."""
     scripts = tomllib.loads((TREE / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["streamembed"] == "streamembed.cli:main"
-    assert "from streamembed.cli import main" in (TREE / "streamembed" / "__main__.py").read_text()
+    assert scripts["streamembed"] == "streamembed.entry:main"
+    main_py = (TREE / "streamembed" / "__main__.py").read_text()
+    assert main_py.index("install_early_if_daemon(") < main_py.index("from streamembed.cli import main")
+    entry = (TREE / "streamembed" / "entry.py").read_text()
+    assert entry.index("install_early_if_daemon(") < entry.index("from streamembed.cli import main")
     r = subprocess.run([sys.executable, "-m", "streamembed", "--version"], cwd=TREE, capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("streamembed "), r

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import streamembed.kafka.sink  # noqa: F401 - the Kafka sinks are sinks of the package too
-from streamembed.kafka.client import ReliableProducer
+from streamembed.kafka.producer import ReliableProducer
 from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
 from streamembed.stream.sinks import DeadLetterSink, DeadSink, FanoutSink, OutputSink, ParquetSink, PerLabelSink
 

@@ -14,7 +14,7 @@ import pytest
 
 from streamembed.jobs.backfill import backfill, run_task
 from streamembed.cli import build_parser, main
-from streamembed.kafka.client import ReliableProducer
+from streamembed.kafka.producer import ReliableProducer
 from streamembed.kafka.codec import SCHEMA_VERSION_HEADER
 from streamembed.kafka.sink import KafkaOutputSink
 from streamembed.config.schema import OutputConfig

@@ -29,6 +29,8 @@ DASHBOARD = DEPLOY / "grafana" / "streamembed-overview.json"
 #: against the scrape by test_metrics_naming. Keep in step with the Kafka code.
 KAFKA_METRICS: dict[str, str] = {
     "streamembed_kafka_consumer_lag": "gauge",  # {topic, partition}, messages
+    "streamembed_kafka_group_lag": "gauge",  # {topic, partition}, messages, every partition of the topic
+    "streamembed_kafka_partition_owned": "gauge",  # {topic, partition}, 1 owned by this member, 0 not
     "streamembed_kafka_messages_in_total": "counter",
     "streamembed_kafka_bytes_in_total": "counter",
     "streamembed_kafka_messages_out_total": "counter",  # {topic}

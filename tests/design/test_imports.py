@@ -178,7 +178,7 @@ import numpy as np
 import pyarrow as pa
 from kafka import TopicPartition
 from streamembed.config.schema import RunConfig
-from streamembed.kafka.client import ReliableProducer
+from streamembed.kafka.producer import ReliableProducer
 from streamembed.kafka.codec import arrow_message, json_message
 from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
 from streamembed.kafka.source import KafkaSource

@@ -277,6 +277,31 @@ def test_every_duration_has_an_upper_bound() -> None:
                 assert f.metadata.get("max") is not None, f"{section}.{name} has no upper bound"
 
 
+def test_every_numeric_setting_has_its_range_in_the_one_table() -> None:
+    """``config.ranges.RANGES`` holds a finite range for every numeric key of the schema and nothing else, and a
+    field's own bounds (where it states them) never allow what the table refuses to be stated differently."""
+    import math
+
+    from streamembed.config.ranges import RANGES
+
+    numeric = set()
+    for section, cls in sections().items():
+        for name, (tp, f) in section_keys(cls).items():
+            if tp in (int, float) or f.metadata.get("words"):
+                key = f"{section}.{name}"
+                numeric.add(key)
+                r = RANGES.get(key)
+                assert r is not None, f"{key} has no range in config/ranges.py"
+                assert math.isfinite(r.lowest) and math.isfinite(r.highest) and r.lowest <= r.highest, key
+                lo, hi = f.metadata.get("min"), f.metadata.get("max")
+                assert lo is None or r.lowest >= lo, f"{key}: the table's lowest {r.lowest} is below {lo}"
+                assert hi is None or r.highest <= hi, f"{key}: the table's highest {r.highest} is above {hi}"
+                default = f.default
+                if isinstance(default, (int, float)) and not isinstance(default, bool):
+                    assert r.contains(default), f"{key}: its default {default} is outside its range {r}"
+    assert set(RANGES) == numeric, sorted(set(RANGES) ^ numeric)
+
+
 def test_the_configuration_imports_nothing_above_it() -> None:
     """``config/`` sits under the stream, Kafka and daemon layers that read it (the loader used to live in
     ``daemon/`` and import ``kafka``); the one exception is a lazy import of kafka-python's settings list."""

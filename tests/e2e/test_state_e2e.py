@@ -173,6 +173,7 @@ def test_a_leftover_refit_of_another_map_never_replaces_the_configured_model(tmp
     bare = tmp_path / "bare"
     shutil.copytree(out, bare)
     (bare / "checkpoint.json").unlink()
+    (bare / "writer-id").unlink()  # a copied root is refused until it has a writer id of its own
     code, log = _run_to_end(tmp_path, _batch_env(inb, bare, b.path))
     assert code == 0, log
     assert any(r["level"] == "WARNING" and "model-v2.npz" in r["msg"] and "another map" in r["msg"]

@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 from kafka.errors import MessageSizeTooLargeError
 
-from streamembed.kafka.client import KafkaDeliveryError, ReliableProducer
+from streamembed.kafka.client import KafkaDeliveryError
+from streamembed.kafka.producer import ReliableProducer
 from streamembed.kafka.limits import FULL_RECORD_HEADER, TRUNCATED_HEADER, fit_header, fits, message_size
 from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
 from streamembed.kafka.batches import KafkaDeadRecord

@@ -12,7 +12,8 @@ from kafka import TopicPartition
 from kafka.errors import KafkaTimeoutError, MessageSizeTooLargeError
 
 from streamembed.ops.metrics import Metrics
-from streamembed.kafka.client import KafkaDeliveryError, ReliableProducer, is_transient
+from streamembed.kafka.client import KafkaDeliveryError, is_transient
+from streamembed.kafka.producer import ReliableProducer
 from streamembed.kafka.codec import arrow_message, json_message
 from streamembed.kafka.source import KafkaSource
 from streamembed.kafka.batches import KafkaDeadRecord
@@ -260,7 +261,7 @@ def test_permanent_produce_errors_refuse_to_flush() -> None:
 def test_stop_while_retrying_refuses_to_flush() -> None:
     stop = threading.Event()
     stop.set()
-    p = ReliableProducer({}, factory=lambda **s: FakeProducer([KafkaTimeoutError()]), stop=stop)
+    p = ReliableProducer({}, factory=lambda **s: FakeProducer([KafkaTimeoutError()]), stop=stop, drain_seconds=0)
     p.send("out", b"x")
     with pytest.raises(KafkaDeliveryError, match="not acknowledged"):
         p.flush()

@@ -17,6 +17,7 @@ from streamembed.daemon.app import run_daemon
 from streamembed.config import load_config
 from streamembed.ops.metrics import (
     EMBED_METHODS,
+    MODEL_SKIP_REASONS,
     OUTPUT_FILE_KINDS,
     READ_RETRY_REASONS,
     Metrics,
@@ -39,6 +40,7 @@ EXPECTED = {
     "streamembed_records_embedded_total": ("method", list(EMBED_METHODS)),
     "streamembed_refits_total": ("trigger", ["auto", "manual", "remote"]),
     "streamembed_refits_kept_total": ("trigger", ["auto", "manual"]),
+    "streamembed_model_records_skipped_total": ("reason", list(MODEL_SKIP_REASONS)),
 }
 
 

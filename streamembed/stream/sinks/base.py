@@ -29,9 +29,15 @@ import pyarrow as pa
 from streamembed.atomic import fsync_dir
 from streamembed.stream.codecs import DeadRecord
 
-__all__ = ["Pending", "Sink", "OutputSink", "DeadSink", "safe_label", "remove_stale"]
+__all__ = ["Pending", "Sink", "OutputSink", "DeadSink", "safe_label", "remove_stale", "StoppedUndelivered"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class StoppedUndelivered(RuntimeError):
+    """A sink's ``flush`` gave up because the daemon was asked to stop and its stop time (``run.stop_seconds``)
+    ran out before the output was durable. Nothing is lost: the input position is not committed, so the rows are
+    read and written again after the restart (duplicates)."""
 
 
 def safe_label(text: str, limit: int = 96) -> str:

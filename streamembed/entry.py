@@ -1,0 +1,21 @@
+"""The ``streamembed`` console command: the daemon's signal handlers first, then the command line.
+
+``streamembed run`` must catch SIGTERM, SIGINT, SIGHUP and SIGUSR1 from its first moments (a supervisor or
+``streamembed refit`` can signal it while it imports), so the command line, whose imports take a few tenths of a
+second, is imported only after ``daemon.signals.install_early_if_daemon``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["main"]
+
+
+def main() -> int:
+    from streamembed.daemon.signals import install_early_if_daemon
+
+    install_early_if_daemon(sys.argv[1:])
+    from streamembed.cli import main as cli_main
+
+    return cli_main()
