@@ -206,7 +206,8 @@ class ProjectionKernel:
         blkmin = np.zeros(-(-m // bs), dtype=self.dtype)
         workers = self.n_threads if m >= 4 * bs * self.n_threads and not in_worker() else 1
         if workers == 1:
-            self._run(A, Z, blkmin, 0, m)
+            with single_blas_thread():  # a product per cache block: two BLAS threads only contend on them
+                self._run(A, Z, blkmin, 0, m)
         else:
             pool = worker_pool(self.n_threads)
             # Split on block boundaries so each block's minimum has one writer.

@@ -48,7 +48,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..fit.cmds import fit_spectrum
+from ..fit.cmds import top_spectrum
+from ..fit.eigen import top_eigenpairs
 from ..inputs.dissimilarities import Dissimilarities
 from ..place.projection import ProjectionKernel
 from ..runtime import single_blas_thread
@@ -100,12 +101,12 @@ class _Scorer:
         self.old_radius = float(np.sqrt(np.square(centred).sum(axis=1).mean()))
 
     def place(self, L: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
-        """Projections (len(rows), d) of ``rows`` on the classical MDS map of landmarks L; None if it has < d axes."""
-        try:
-            sp = fit_spectrum(self.dis.block(L, L), None, "auto", np.dtype(np.float64), self.d)
-        except (ValueError, np.linalg.LinAlgError):
-            return None
-        if sp.rank < self.d:
+        """Projections (len(rows), d) of ``rows`` on the classical MDS map of landmarks L; None if it has < d axes.
+
+        Only the map's top d eigenpairs are computed (``cmds.top_spectrum``).
+        """
+        sp = top_spectrum(self.dis.block(L, L), self.d)
+        if sp is None:
             return None
         Z, _ = ProjectionKernel(sp, self.d, np.dtype(np.float64), n_threads=1)(
             np.ascontiguousarray(self.dis.block(rows, L)))
@@ -136,10 +137,7 @@ def best_plane(D_E: np.ndarray, d: int) -> tuple[float, float]:
     m = D2.shape[0]
     r = D2.mean(axis=1)
     K = -0.5 * (D2 - r[:, None] - r[None, :] + r.mean())
-    k = min(d, m)
-    import scipy.linalg  # lazily: keeps the start-up of `embed` and `run` short
-
-    w = scipy.linalg.eigh(K, eigvals_only=True, subset_by_index=[m - k, m - 1], check_finite=False)
+    w, _ = top_eigenpairs(K, min(d, m))
     top = float(np.maximum(w, 0.0).sum()) / m
     return top, float(np.trace(K)) / m - top
 

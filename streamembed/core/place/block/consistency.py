@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...runtime import single_blas_thread
 from .prepare import BlockBatch
 
 #: Round-off allowance on λ_min(K0), relative to the block's scale s, by input precision.
@@ -50,12 +51,13 @@ def block_min_eigenvalues(batch: BlockBatch, coords: np.ndarray) -> tuple[np.nda
     lam_min = np.empty(sizes.size)
     norm2 = np.einsum("ij,ij->i", coords, coords)
     scale = np.add.reduceat(np.abs(batch.beta_self) + norm2, row_off[:-1]) if sizes.size else np.empty(0)
-    for k in np.unique(sizes).tolist():
-        idx = np.flatnonzero(sizes == k)
-        Y = coords[row_off[idx][:, None] + np.arange(k)]  # (s, k, r)
-        Beta = batch.beta[beta_off[idx][:, None] + np.arange(k * k)].reshape(-1, k, k)
-        K0 = Beta - Y @ Y.transpose(0, 2, 1)
-        lam_min[idx] = np.linalg.eigvalsh(0.5 * (K0 + K0.transpose(0, 2, 1)))[:, 0]
+    with single_blas_thread():  # one stacked product and eigvalsh per block size
+        for k in np.unique(sizes).tolist():
+            idx = np.flatnonzero(sizes == k)
+            Y = coords[row_off[idx][:, None] + np.arange(k)]  # (s, k, r)
+            Beta = batch.beta[beta_off[idx][:, None] + np.arange(k * k)].reshape(-1, k, k)
+            K0 = Beta - Y @ Y.transpose(0, 2, 1)
+            lam_min[idx] = np.linalg.eigvalsh(0.5 * (K0 + K0.transpose(0, 2, 1)))[:, 0]
     return lam_min, scale
 
 
