@@ -73,7 +73,7 @@ def test_low_rank_eigh_refuses_kernels_it_cannot_certify(rng: np.random.Generato
 
 
 def _pseudo_euclidean(rng: np.random.Generator, n: int) -> np.ndarray:
-    """Distances with squares ‖x_i − x_j‖² − ‖y_i − y_j‖² (x in R^8, y in R^2, small): a non-Euclidean kernel of rank 10."""
+    """Distances with squares ‖x_i − x_j‖² − ‖y_i − y_j‖² (x in R^8, y in R^2, small): non-Euclidean, rank 10."""
     X = rng.normal(size=(n, 8)) * 3.0
     Y = rng.normal(size=(n, 2)) * 0.3
     D2 = ((X[:, None] - X[None]) ** 2).sum(-1) - ((Y[:, None] - Y[None]) ** 2).sum(-1)
