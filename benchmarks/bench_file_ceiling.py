@@ -67,6 +67,8 @@ import pyarrow.parquet as pq
 HERE = Path(__file__).resolve().parents[1]
 
 #: The I/O-only ceiling: read IN (memory-mapped), write OUT with the schema of SCHEMA_FROM, no computation.
+#: Every array is built from buffers: ``pa.array`` of a NumPy array or of Python values, and ``to_numpy``,
+#: import pandas (0.25-0.5 CPU-s), which is no part of reading and writing; the last line checks it did not.
 CEILING = r"""
 import sys, numpy as np, pyarrow as pa, pyarrow.ipc as ipc, pyarrow.parquet as pq
 src, out, schema_from = sys.argv[1:4]
@@ -80,7 +82,14 @@ else:
 def values(col, m):
     if pa.types.is_fixed_size_binary(col.type):
         return np.frombuffer(col.buffers()[1], np.float32, m * col.type.byte_width // 4).reshape(m, -1)
-    return col.flatten().to_numpy().reshape(m, -1)
+    n = col.type.list_size
+    return np.frombuffer(col.buffers()[2], np.float32, m * n, 4 * n * col.offset).reshape(m, n)
+def array(t, a):
+    return pa.Array.from_buffers(t, len(a), [None, pa.py_buffer(np.ascontiguousarray(a))])
+def text(words):
+    data = "".join(words).encode()
+    offsets = np.cumsum([0] + [len(w.encode()) for w in words]).astype(np.int32)
+    return pa.Array.from_buffers(pa.string(), len(words), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 writer, k = None, 0
 for b in batches:
     m = b.num_rows
@@ -92,16 +101,17 @@ for b in batches:
             cols.append(b.column(b.schema.get_field_index("id")))
         elif pa.types.is_fixed_size_list(t):
             v = A[:, :t.list_size].astype(t.value_type.to_pandas_dtype()).ravel()
-            cols.append(pa.FixedSizeListArray.from_arrays(pa.array(v), t.list_size))
+            cols.append(pa.FixedSizeListArray.from_arrays(array(t.value_type, v), t.list_size))
         elif pa.types.is_floating(t):
-            cols.append(pa.array(A[:, k % A.shape[1]].astype(t.to_pandas_dtype()))); k += 1
+            cols.append(array(t, A[:, k % A.shape[1]].astype(t.to_pandas_dtype()))); k += 1
         elif pa.types.is_dictionary(t):
-            codes = pa.array(np.zeros(m, t.index_type.to_pandas_dtype()))
-            cols.append(pa.DictionaryArray.from_arrays(codes, pa.array(["projection"])).cast(t))
+            codes = array(t.index_type, np.zeros(m, t.index_type.to_pandas_dtype()))
+            cols.append(pa.DictionaryArray.from_arrays(codes, text(["projection"])))
         elif pa.types.is_list(t):
-            cols.append(pa.array([[]] * m, t))
+            empty = pa.Array.from_buffers(t.value_type, 0, [None, pa.py_buffer(np.zeros(1, np.int32)), None])
+            cols.append(pa.Array.from_buffers(t, m, [None, pa.py_buffer(np.zeros(m + 1, np.int32))], children=[empty]))
         else:
-            cols.append(pa.array(np.zeros(m, np.int64)).cast(t))
+            cols.append(array(t, np.zeros(m, np.int64 if pa.types.is_timestamp(t) else t.to_pandas_dtype())))
     k = 0
     if writer is None:
         dictionary = [f.name for f in schema
@@ -109,6 +119,7 @@ for b in batches:
         writer = pq.ParquetWriter(out, schema, compression="zstd", use_dictionary=dictionary)
     writer.write_batch(pa.RecordBatch.from_arrays(cols, schema=schema))
 writer.close()
+assert "pandas" not in sys.modules, "the ceiling imported pandas"
 """
 
 #: The program a user would write: memory-mapped read, LandmarkMDS.transform, write id + float32 y (zstd Parquet).

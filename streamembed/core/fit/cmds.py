@@ -139,6 +139,9 @@ def fit_spectrum_eigh(
     development machine a second thread made a full ``eigh`` of 1,500 landmarks 2–4× slower, not faster,
     whenever anything else ran (docs/performance.md).
     """
+    import scipy.linalg  # noqa: F401 - loaded (with its OpenBLAS) before the guard, which then limits it too
+    import scipy.sparse.linalg  # noqa: F401
+
     with single_blas_thread():
         return _fit_spectrum_eigh(D, n_residual, solver, input_dtype, n_components)
 
@@ -212,6 +215,8 @@ def top_spectrum(D: np.ndarray, n_components: int) -> LandmarkSpectrum | None:
     if d > n - 1:
         return None
     B, row_means, grand_mean = double_center(np.square(D), overwrite=True)
+    import scipy.sparse.linalg  # noqa: F401 - loaded (with scipy's OpenBLAS) before the guard, which then limits it
+
     with single_blas_thread():
         w, V = top_eigenpairs(B, d)
     if not float(w[-1]) > positive_tolerance(float(w[0]), n, _FLOAT64):
