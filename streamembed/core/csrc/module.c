@@ -19,6 +19,13 @@ static PyMethodDef methods[] = {
      "secular(aT, beta, proj_norm2, gap, in_group, lam_d, max_iter, final_step_rtol, step_rtol, u, converged, "
      "start, stop) -> iterations: safeguarded Newton on the RR secular equation for columns start:stop, GIL "
      "released (restricted.py)."},
+    {"block_newton", native_block_newton, METH_VARARGS,
+     "block_newton(Y, C, Beta, lam, f0, max_iter, constants, f, g_norm, iterations, cg_iterations, converged, gap, "
+     "start, stop): trust-region Newton and the optimality gap of blocks start:stop, GIL released "
+     "(block/solve.py)."},
+    {"block_rows", native_block_rows, METH_VARARGS,
+     "block_rows(A, shift, Bout, b2, abar, bad, start, stop): the rows start:stop of a batch of blocks centred "
+     "into Bout and checked, GIL released (block/prepare.py)."},
     {"isa", native_isa, METH_NOARGS, "isa() -> the instruction set of the projection kernels in use."},
     {"supported_isas", native_supported_isas, METH_NOARGS,
      "supported_isas() -> the projection kernel instruction sets this CPU runs."},
