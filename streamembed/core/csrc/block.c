@@ -45,10 +45,16 @@ typedef struct {
 
 #define INLINE static inline __attribute__((always_inline))
 
+/* ⟨a, b⟩ in eight interleaved partial sums (a sum taken in order is a chain of dependent additions the compiler
+ * may not reorder; numpy's sums are blocked too, in another order: the difference is round-off). */
 INLINE double dot(const double *a, const double *b, Py_ssize_t n) {
-    double s = 0.0;
-    for (Py_ssize_t i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
+    double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int q = 0; q < 8; q++) s[q] += a[i + q] * b[i + q];
+    double t = 0.0;
+    for (; i < n; i++) t += a[i] * b[i];
+    return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7])) + t;
 }
 
 /* Layout: every (k, d) matrix of a block is held transposed, (d, k) row-major, so that the innermost loops

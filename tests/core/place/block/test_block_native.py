@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from streamembed.core.flags import FLAG_AMBIGUOUS
 from streamembed.core.place.block import newton, prepare
 from streamembed.core.place.block.solve import solve_blocks
 
@@ -29,7 +30,10 @@ def test_the_compiled_block_solver_is_the_numpy_solver(kind: str, k: int, d: int
     got = {be: solve_blocks(c, beta, sizes, lam, b_norm2, n_threads=1, backend=be) for be in ("numpy", "compiled")}
     a, b = got["numpy"], got["compiled"]
     scale = max(float(np.abs(a.y).max()), 1e-300)
-    np.testing.assert_allclose(b.y, a.y, rtol=0, atol=1e-9 * scale)
+    # an ambiguous block's column whose C_:j is round-off (not exactly 0) takes the sign round-off gives it
+    free = (a.flags & FLAG_AMBIGUOUS) != 0
+    np.testing.assert_allclose(b.y[~free], a.y[~free], rtol=0, atol=1e-9 * scale)
+    np.testing.assert_allclose(np.abs(b.y[free]), np.abs(a.y[free]), rtol=0, atol=1e-9 * scale)
     np.testing.assert_allclose(b.objective, a.objective, rtol=1e-9, atol=1e-12 * float(a.objective.max()))
     np.testing.assert_array_equal(b.certified, a.certified)
     np.testing.assert_array_equal(b.flags, a.flags)
