@@ -20,6 +20,9 @@ def block_rows(A: np.ndarray, shift: np.ndarray, Bout: np.ndarray, b2: np.ndarra
                start: int, stop: int, /) -> None:
     """Rows start:stop centred into Bout (B = −½ (a² − ā − shift)), ‖B‖², mean a² and a bad-entry flag per row."""
 
+def exit_on_sigbus(message: bytes, code: int, /) -> None:
+    """From now on a SIGBUS (a mapped file truncated) writes ``message`` to stderr and exits with ``code``."""
+
 def isa() -> str:
     """The instruction set of the projection kernels in use."""
 
