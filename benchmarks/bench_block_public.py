@@ -76,9 +76,9 @@ def main(argv: list[str] | None = None) -> None:
             for c in cross:
                 np.fill_diagonal(c, 0.0)
             cases[k] = (A[:m], cross)
-        contenders = {"single": lambda: est.embed(A, method="restricted")}
+        contenders = {"single": lambda est=est, A=A: est.embed(A, method="restricted")}
         for k, (Ak, cross) in cases.items():
-            contenders[f"block {k}"] = lambda Ak=Ak, cross=cross: est.embed_blocks(Ak, cross)
+            contenders[f"block {k}"] = lambda est=est, Ak=Ak, cross=cross: est.embed_blocks(Ak, cross)
         for fn in contenders.values():
             fn()
         times: dict[str, list[float]] = {name: [] for name in contenders}
