@@ -2,7 +2,7 @@
 
 Everything else is declared in pyproject.toml. The extension is optional: without
 a C compiler (or off x86) the install still succeeds and streamembed uses the
-numpy paths of ``streamembed.core.place.projection`` and ``restricted``, which compute
+numpy paths of ``streamembed.core.place.projection``, ``restricted`` and ``block.solve``, which compute
 the same numbers.
 """
 
@@ -12,7 +12,7 @@ setup(
     ext_modules=[
         Extension(
             "streamembed.core._native",
-            sources=[f"streamembed/core/csrc/{name}.c" for name in ("module", "projection", "secular")],
+            sources=[f"streamembed/core/csrc/{name}.c" for name in ("module", "projection", "secular", "block")],
             depends=["streamembed/core/csrc/native.h"],
             # -ffp-contract=fast: a*b + c becomes one FMA even if CFLAGS select an ISO C mode;
             # -fno-math-errno: sqrt compiles to the instruction (nothing reads errno)

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streamembed.cli.common import EXIT_FAILED, EXIT_OK, Refused, Subparsers, subcommand
+from streamembed.cli.common import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, Refused, Subparsers, subcommand
 
 if TYPE_CHECKING:
     from streamembed.stream.loop import LoopStats
@@ -147,6 +147,23 @@ def _dead_summary(stats: LoopStats) -> str:
     return (", ".join(f"{k} {v:,}" for k, v in top) + f"; e.g. {where}: {ex.reason}: {ex.detail}")
 
 
+def _mapping(mode: str) -> str:
+    """The reader's mapping mode for ``--mmap``: ``auto`` maps every Arrow IPC and Parquet input, whether it was
+    published by rename or written in place, once a truncation under the mapping is sure to end embed with a
+    message and exit 2 rather than a bare SIGBUS (``stream.mapped.exit_on_truncation``; the output is written
+    atomically, so nothing half-written remains). A change that keeps the file's pages (appends, rewrites of
+    the same size) is caught by the size and modification-time checks before, during and after the read."""
+    if mode != "auto":
+        return mode
+    from streamembed.stream.mapped import exit_on_truncation
+
+    installed = exit_on_truncation(
+        "streamembed embed: an input file was truncated while it was read memory-mapped (--mmap auto): nothing was "
+        "written. Run it again once the file is complete, or with --mmap never for inputs that change while they "
+        "are read.\n", EXIT_REFUSED)
+    return "always" if installed else "auto"
+
+
 def run(args: argparse.Namespace) -> int:
     from streamembed.core.errors import ModelFileError
     from streamembed.config import ConfigError, parse_value
@@ -188,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     dead_dir = Path(args.dead_letter) if args.dead_letter else out.with_name(out.stem + ".dead-letter")
     names = [str(p) for p in paths] if len(paths) > 1 else [paths[0].name]
     source = FileSource(list(paths), batch_rows=args.batch_rows, max_block_rows=args.max_block_rows,
-                        names=names, name="embed", mapping=args.mmap)
+                        names=names, name="embed", mapping=_mapping(args.mmap))
     output = ParquetSink(out.parent, final_name=out.name, row_group_rows=args.row_group_rows,
                          compression=args.compression)
     dead = DeadLetterSink(dead_dir, fmt=args.dead_letter_format, source="embed")
@@ -274,10 +291,11 @@ def add_parser(subparsers: Subparsers) -> None:
                         "precision, flag_bits) or 1 (y list of float64, flags list of names; for one more release); "
                         "docs/formats.md")
     e.add_argument("--mmap", choices=choices("directory.mmap"), default=default("directory.mmap"),
-                   help="memory-map Arrow IPC and Parquet inputs instead of copying them: always (inputs are never "
-                        "truncated or rewritten while embed runs: a file truncated under a mapping kills the "
-                        "process), never, or auto: files renamed, linked or with restored times since their last "
-                        "write; files written in place are copied (default %(default)s)")
+                   help="memory-map Arrow IPC and Parquet inputs instead of copying them: auto (default) maps "
+                        "every such input, published by rename or written in place; a file truncated while embed "
+                        "reads it ends embed with exit 2 and nothing written (without the compiled extension: only "
+                        "files renamed, linked or with restored times since their last write); always maps them "
+                        "whatever happens (a truncation kills the process); never copies them")
     e.add_argument("--no-order-check", action="store_true",
                    help="do not score the rows' consistency with the model's landmark order (docs/math.md 4.5)")
     e.add_argument("--dead-letter", metavar="DIR", help="dead-letter directory")

@@ -11,6 +11,18 @@ def secular(aT: np.ndarray, beta: np.ndarray, proj_norm2: np.ndarray, gap: np.nd
             converged: np.ndarray, start: int, stop: int, /) -> int:
     """Safeguarded Newton on the RR secular equation for columns start:stop; the iterations taken."""
 
+def block_newton(Y: np.ndarray, C: np.ndarray, Beta: np.ndarray, lam: np.ndarray, f0: np.ndarray, max_iter: int,
+                 constants: np.ndarray, f: np.ndarray, g_norm: np.ndarray, iterations: np.ndarray,
+                 cg_iterations: np.ndarray, converged: np.ndarray, gap: np.ndarray, start: int, stop: int, /) -> None:
+    """Trust-region Newton from Y (in place) and the optimality gap (NaN: margin needs λ_min) of blocks start:stop."""
+
+def block_rows(A: np.ndarray, shift: np.ndarray, Bout: np.ndarray, b2: np.ndarray, abar: np.ndarray, bad: np.ndarray,
+               start: int, stop: int, /) -> None:
+    """Rows start:stop centred into Bout (B = −½ (a² − ā − shift)), ‖B‖², mean a² and a bad-entry flag per row."""
+
+def exit_on_sigbus(message: bytes, code: int, /) -> None:
+    """From now on a SIGBUS (a mapped file truncated) writes ``message`` to stderr and exits with ``code``."""
+
 def isa() -> str:
     """The instruction set of the projection kernels in use."""
 

@@ -30,7 +30,7 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 
 from .errors import InputError
-from .fit.cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, default_partial_rank, fit_spectrum
+from .fit.cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, default_partial_rank, fit_spectrum_eigh
 from .fit.metric_map import refine_map
 from .fit.ordinal_map import MonotoneTransform, rank_start
 from .fit.skeleton import Skeleton, fit_skeleton
@@ -373,7 +373,7 @@ def fit_model(
     pipeline = InputPipeline.build(input, geodesic_neighbors, correction)
     D_core, raw = pipeline.fit_landmarks(M_arr)
     d = int(n_components)
-    spectrum = fit_spectrum(D_core, n_residual_components, eigensolver, np.dtype(input_dtype), d)
+    spectrum, whole = fit_spectrum_eigh(D_core, n_residual_components, eigensolver, np.dtype(input_dtype), d)
     n = spectrum.n_landmarks
     if d > spectrum.rank:
         raise InputError(_too_few_eigenpairs(d, spectrum, n_residual_components))
@@ -381,7 +381,7 @@ def fit_model(
     params = {"input": input, "geodesic_neighbors": None if geodesic_neighbors is None else int(geodesic_neighbors),
               "correction": correction, "landmark_map": landmark_map,
               "n_residual_components": n_residual_components, "eigensolver": eigensolver}
-    negative_ratio = arrival_negative_ratio(D_core, spectrum, d, n_residual_components, eigensolver)
+    negative_ratio = arrival_negative_ratio(D_core, spectrum, d, n_residual_components, eigensolver, whole)
     model = LandmarkModel(spectrum=spectrum, n_components=d, landmark_ids=ids, pipeline=pipeline, fit_params=params,
                           dissimilarities=raw, features=features, metric=metric, random_state=random_state,
                           n_threads=n_threads, negative_ratio=negative_ratio, eigengap=relative_eigengap(spectrum, d))

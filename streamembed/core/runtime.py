@@ -15,8 +15,11 @@ threads, and in block RR, whose trust-region steps make thousands of tiny
 products, those extra threads only busy-wait and steal cores
 (docs/performance.md: 0.3–1.2× of one thread on narrow products; block RR
 1.6–10× slower under load). ``single_blas_thread()`` limits BLAS to one
-thread for a ``with`` block through one reused threadpoolctl controller
-(about 10 µs per use). The limit is process-wide (BLAS has one thread
+thread for a ``with`` block (a few µs per use: threadpoolctl's controllers of
+the BLAS libraries loaded, found once and again when scipy's linear algebra,
+which brings its own OpenBLAS, has been imported: import it before the block,
+a library loaded inside one is limited only from the next block that starts,
+nested ones included). The limit is process-wide (BLAS has one thread
 count), so the blocks of several threads are counted: the first to enter
 sets it, the last to leave restores the original. (Each block restoring
 what it saw on entry would, with two threads interleaving, leave BLAS at
@@ -45,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -103,32 +107,55 @@ def worker_pool(n_workers: int | None = None) -> ThreadPoolExecutor:
 
 
 # ---------------------------------------------------------------------- BLAS threads
-_CONTROLLER: Any = None
 _BLAS_LOCK = threading.Lock()
 _DEPTH = 0
-_LIMITER: Any = None
+_LIBRARIES: list[Any] | None = None  # threadpoolctl's controllers of the BLAS libraries found at the last scan
+_SCANNED: tuple[bool, ...] = ()
+_SAVED: dict[int, tuple[Any, int]] = {}  # id(library) -> (library, its thread count before the outermost block)
+#: Modules whose import loads a BLAS library of its own (scipy's OpenBLAS): a new scan once they are imported.
+_BLAS_MODULES = ("numpy", "scipy.linalg", "scipy.sparse.linalg")
+
+
+def _blas_libraries() -> list[Any]:
+    """The BLAS libraries loaded in the process (threadpoolctl), scanned again when one of ``_BLAS_MODULES``
+    has been imported since the last scan (a scan costs milliseconds, the check a few dictionary lookups)."""
+    global _LIBRARIES, _SCANNED
+    key = tuple(name in sys.modules for name in _BLAS_MODULES)
+    if _LIBRARIES is None or key != _SCANNED:
+        from threadpoolctl import ThreadpoolController
+
+        _LIBRARIES = [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
+        _SCANNED = key
+    return _LIBRARIES
 
 
 @contextlib.contextmanager
 def single_blas_thread() -> Iterator[None]:
     """Context manager: BLAS runs on one thread inside the block (and while any thread is in one)."""
-    global _CONTROLLER, _DEPTH, _LIMITER
+    global _DEPTH
     with _BLAS_LOCK:
-        if _DEPTH == 0:
-            if _CONTROLLER is None:
-                from threadpoolctl import ThreadpoolController
-
-                _CONTROLLER = ThreadpoolController()
-            _LIMITER = _CONTROLLER.limit(limits=1, user_api="blas")
         _DEPTH += 1
+        _limit(_blas_libraries())
     try:
         yield
     finally:
         with _BLAS_LOCK:
             _DEPTH -= 1
             if _DEPTH == 0:
-                _LIMITER.restore_original_limits()
-                _LIMITER = None
+                for lib, threads in _SAVED.values():
+                    if threads != 1:
+                        lib.set_num_threads(threads)
+                _SAVED.clear()
+
+
+def _limit(libraries: list[Any]) -> None:
+    """One thread for each library not limited yet in the current blocks (also one loaded inside a block)."""
+    for lib in libraries:
+        if id(lib) not in _SAVED:
+            threads = int(lib.get_num_threads())
+            _SAVED[id(lib)] = (lib, threads)
+            if threads != 1:
+                lib.set_num_threads(1)
 
 
 # ---------------------------------------------------------------------- time budgets

@@ -24,6 +24,11 @@ new inode, and the mapped one stays intact until it is unmapped.
   last write looks unchanged and is copied: the safe side. (A producer that
   fsyncs before its rename, as the protocol says, is detected.)
 
+``streamembed embed`` (one shot, its output written atomically) maps every
+Arrow IPC and Parquet file under ``auto`` instead (``exit_on_truncation``):
+a file truncated under its mapping then ends the command with a message and
+exit 2, nothing written; one that changed is caught by the checks below.
+
 A mapped file is still checked against the version that was opened (its size,
 modification time and inode, by ``fstat`` between chunks and at the end), as
 copied files are: a change raises ``readers.FileChanged`` and the reader deals
@@ -43,7 +48,7 @@ import numpy as np
 
 from streamembed.config.schema import choices
 
-__all__ = ["MAP_MODES", "published_by_rename", "should_map", "map_file", "MappedFile"]
+__all__ = ["MAP_MODES", "published_by_rename", "should_map", "map_file", "MappedFile", "exit_on_truncation"]
 
 #: Values of ``embed --mmap`` and ``directory.mmap`` (the schema's choices).
 MAP_MODES: Final[tuple[str, ...]] = choices("directory.mmap")
@@ -62,6 +67,23 @@ def should_map(path: str | os.PathLike[str], st: os.stat_result, mode: str) -> b
     if mode == "never" or st.st_size == 0 or Path(path).suffix.lower() not in _MAPPABLE:
         return False
     return mode == "always" or published_by_rename(st)
+
+
+def exit_on_truncation(message: str, code: int) -> bool:
+    """From now on, a file truncated under a mapping ends the process with ``message`` and exit ``code`` instead of
+    a bare SIGBUS (the compiled extension's handler: write and _exit); False when the extension is not built.
+
+    For a one-shot command that writes its output atomically (``streamembed embed``): its inputs can then be
+    mapped whatever their history, because the worst a change under the mapping can do is end the command
+    with that message and nothing written. A long-running process must not (it would lose its other work):
+    the daemon keeps ``auto``'s rule.
+    """
+    try:
+        from streamembed.core import _native
+    except ImportError:
+        return False
+    _native.exit_on_sigbus(message.encode(), int(code))
+    return True
 
 
 class MappedFile:

@@ -1,4 +1,4 @@
-/* streamembed.core._native: compiled kernels behind projection.py and restricted.py.
+/* streamembed.core._native: compiled kernels behind projection.py, restricted.py and block/solve.py.
  * Each kernel mirrors a numpy implementation that stays in the package as the
  * fallback and as the reference the tests compare against. */
 #ifndef STREAMEMBED_NATIVE_H
@@ -21,5 +21,9 @@ PyObject *native_set_isa(PyObject *self, PyObject *args);
 
 /* secular.c */
 PyObject *native_secular(PyObject *self, PyObject *args);
+
+/* block.c */
+PyObject *native_block_newton(PyObject *self, PyObject *args);
+PyObject *native_block_rows(PyObject *self, PyObject *args);
 
 #endif

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
+from ..runtime import single_blas_thread
+from .eigen import LOW_RANK_MIN_N, low_rank_eigh, top_eigenpairs
 
 #: Below this share of negative eigen-energy the landmarks count as Euclidean (round-off).
 NEGATIVE_SHARE_TOL = 1e-9
@@ -113,21 +115,57 @@ def fit_spectrum(
             for non-Euclidean landmarks only those at or above ``SPECTRUM_FLOOR``·λ_1
             (``monitored_rank``).
         solver: "full" (LAPACK eigh), "partial" (randomized subspace iteration, top r) or "auto"
-            (full up to ``FULL_EIGH_MAX_N`` landmarks).
+            (the full spectrum up to ``FULL_EIGH_MAX_N`` landmarks: LAPACK's, or for a kernel of low
+            rank the certified ``eigen.low_rank_eigh``, which finds the same eigenpairs to round-off).
         input_dtype: precision the dissimilarities were given in (sets the
             tolerance below which an eigenvalue counts as zero).
         n_components: d; the partial solver computes these top eigenpairs to
             full accuracy (Lanczos) and the rest of the r only approximately.
     """
+    return fit_spectrum_eigh(D, n_residual, solver, input_dtype, n_components)[0]
+
+
+def fit_spectrum_eigh(
+    D: np.ndarray,
+    n_residual: int | None = None,
+    solver: str = "auto",
+    input_dtype: np.dtype = _FLOAT64,
+    n_components: int = 10,
+) -> tuple[LandmarkSpectrum, tuple[np.ndarray, np.ndarray] | None]:
+    """``fit_spectrum``, and B's whole eigendecomposition (w (n,) descending, V (n, n)) when LAPACK's full
+    solver computed it (None otherwise): the leave-one-out calibration (``monitor.calibration``) reuses it.
+
+    The solvers run on one BLAS thread (``runtime.single_blas_thread``): on the two shared cores of the
+    development machine a second thread made a full ``eigh`` of 1,500 landmarks 2–4× slower, not faster,
+    whenever anything else ran (docs/performance.md).
+    """
+    import scipy.linalg
+    import scipy.sparse.linalg  # noqa: F401
+
+    with single_blas_thread():
+        return _fit_spectrum_eigh(D, n_residual, solver, input_dtype, n_components)
+
+
+def _fit_spectrum_eigh(D: np.ndarray, n_residual: int | None, solver: str, input_dtype: np.dtype,
+                       n_components: int) -> tuple[LandmarkSpectrum, tuple[np.ndarray, np.ndarray] | None]:
     n = D.shape[0]
     B, row_means, grand_mean = double_center(np.square(D), overwrite=True)
+    requested = solver
     if solver == "auto":
         solver = "full" if (n <= FULL_EIGH_MAX_N or (n_residual is not None and n_residual > n // 4)) else "partial"
+    whole: tuple[np.ndarray, np.ndarray] | None = None
     if solver == "full":
-        import scipy.linalg  # lazily: `embed` and `run` load fitted models and never solve
+        found = None
+        if requested == "auto" and n >= LOW_RANK_MIN_N:
+            found = low_rank_eigh(B, positive_tolerance(1.0, n, input_dtype))
+        if found is None:
+            import scipy.linalg  # lazily: `embed` and `run` load fitted models and never solve
 
-        w, V = scipy.linalg.eigh(B, overwrite_a=False, check_finite=False)
-        w, V = w[::-1], V[:, ::-1]
+            w, V = scipy.linalg.eigh(B, overwrite_a=False, check_finite=False)
+            w, V = w[::-1], V[:, ::-1]
+            whole = (w, V)
+        else:
+            w, V = found
         tol = positive_tolerance(float(w[0]), n, input_dtype)
         neg_abs = float(np.abs(w[w < -tol]).sum())
         total = float(np.abs(w[np.abs(w) > tol]).sum())
@@ -135,6 +173,10 @@ def fit_spectrum(
         r = monitored_rank(w, tol, negative_share, n_components)
         r = r if n_residual is None else min(int(n_residual), r)
         values, vectors, exact = w[:r], V[:, :r], True
+        # the eigenvalues low_rank_eigh did not capture are certified within ±tol/2 of 0
+        nxt = float(w[r]) if w.shape[0] > r else float("nan")
+        if found is not None and w.shape[0] < n and not nxt >= -tol:
+            nxt = 0.0
     elif solver == "partial":
         k = default_partial_rank(n) if n_residual is None else int(n_residual)
         if not 1 <= k < n - 1:
@@ -144,19 +186,43 @@ def fit_spectrum(
         negative_share = _negative_share_lower_bound(B, w[w > tol], tol)
         r = monitored_rank(w, tol, negative_share, n_components)
         values, vectors, exact = w[:r], V[:, :r], False
+        nxt = float(w[r]) if w.shape[0] > r else float("nan")
     else:
         raise InputError(f"solver must be 'auto', 'full' or 'partial', got {solver!r}")
     if values.size == 0:
         raise InputError("the landmark kernel has no positive eigenvalue: all landmarks coincide")
-    return LandmarkSpectrum(
+    spectrum = LandmarkSpectrum(
         eigenvalues=np.ascontiguousarray(values),
         eigenvectors=np.ascontiguousarray(_fix_signs(vectors)),
         row_means=row_means,
         grand_mean=grand_mean,
         negative_share=float(negative_share),
         exact=exact,
-        next_eigenvalue=float(w[r]) if w.shape[0] > r else float("nan"),
+        next_eigenvalue=nxt,
     )
+    return spectrum, whole
+
+
+def top_spectrum(D: np.ndarray, n_components: int) -> LandmarkSpectrum | None:
+    """The top d = ``n_components`` eigenpairs of D's classical MDS (n, n), or None when fewer than d are positive.
+
+    What placing by projection on a d-dimensional map needs and no more (``eigen.top_eigenpairs``): the scores
+    of candidate landmark sets (``refit.strategies.captured_variance``, ``refit.policy``). ``negative_share`` is
+    not computed (0), ``exact`` is False.
+    """
+    n = D.shape[0]
+    d = int(n_components)
+    if d > n - 1:
+        return None
+    B, row_means, grand_mean = double_center(np.square(D), overwrite=True)
+    import scipy.sparse.linalg  # noqa: F401 - loaded (with scipy's OpenBLAS) before the guard, which then limits it
+
+    with single_blas_thread():
+        w, V = top_eigenpairs(B, d)
+    if not float(w[-1]) > positive_tolerance(float(w[0]), n, _FLOAT64):
+        return None
+    return LandmarkSpectrum(eigenvalues=np.ascontiguousarray(w), eigenvectors=np.ascontiguousarray(_fix_signs(V)),
+                            row_means=row_means, grand_mean=grand_mean, negative_share=0.0, exact=False)
 
 
 def monitored_rank(w: np.ndarray, tol: float, negative_share: float, n_components: int) -> int:

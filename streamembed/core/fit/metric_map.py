@@ -58,6 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
+from ..runtime import single_blas_thread
 from .ordinal_map import MonotoneTransform, OrdinalProblem, kruskal_stress1
 
 #: "nonmetric": ordinal MDS, Kruskal's stress-1 with monotone regression (``core.fit.ordinal_map``, docs/math.md §3.6).
@@ -190,8 +191,13 @@ def refine_map(X0: np.ndarray, D: np.ndarray, kind: str, max_iter: int | None = 
     """
     if kind not in LANDMARK_MAPS[1:]:
         raise InputError(f"landmark_map must be one of {LANDMARK_MAPS}, got {kind!r}")
-    budget = MAP_MAX_ITER if max_iter is None else int(max_iter)
-    tol = MAP_RTOL if rtol is None else float(rtol)
+    with single_blas_thread():  # sweeps of (n, n) products: extra BLAS threads only contend
+        return _refine(X0, D, kind, MAP_MAX_ITER if max_iter is None else int(max_iter),
+                       MAP_RTOL if rtol is None else float(rtol), accelerate)
+
+
+def _refine(X0: np.ndarray, D: np.ndarray, kind: str, budget: int, tol: float, accelerate: bool) -> MapRefinement:
+    """The body of ``refine_map``."""
     D = np.asarray(D, dtype=np.float64)
     maj: _Majorizer | OrdinalProblem = OrdinalProblem(D) if kind == "nonmetric" else _Majorizer(D, kind)
     X = np.asarray(X0, dtype=np.float64) - np.asarray(X0, dtype=np.float64).mean(axis=0)

@@ -37,6 +37,7 @@ from ..fit.cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, fit_spectrum
 from ..flags import FLAG_NON_EUCLIDEAN
 from ..place.projection import ProjectionKernel
 from ..runtime import single_blas_thread
+from .leave_one_out import LeaveOneOut
 from .residuals import K0_RTOL, k0_diagonal, round_off
 
 __all__ = ["LOO_ALL_MAX", "LOO_MARGIN", "NEGATIVE_SHARE_TOL", "arrival_negative_ratio", "landmark_negative_ratio",
@@ -54,26 +55,38 @@ def loo_sample(n: int) -> int:
 
 
 def arrival_negative_ratio(D: np.ndarray, spectrum: LandmarkSpectrum, n_components: int,
-                           n_residual: int | None, solver: str) -> float:
+                           n_residual: int | None, solver: str,
+                           whole: tuple[np.ndarray, np.ndarray] | None = None) -> float:
     """The flag's threshold ρ* on −k0/β from a leave-one-out sample of landmarks (0 for Euclidean landmarks).
 
     Args:
         D: (n, n) the dissimilarities the spectrum was built on (after the input pipeline).
         spectrum: the model's spectrum (its ``negative_share`` decides whether to calibrate).
         n_components, n_residual, solver: as the model was fitted, so each refit keeps eigenpairs the same way.
+        whole: the kernel's every eigenpair (w (n,) descending, V (n, n)) when the fit computed them
+            (``cmds.fit_spectrum_eigh``): the left-out spectra then come from it (``leave_one_out``),
+            without a refit per landmark.
     """
     if spectrum.negative_share <= NEGATIVE_SHARE_TOL or D.shape[0] < 4:
         return 0.0
-    return threshold(loo_ratios(D, n_components, n_residual, solver))
+    return threshold(loo_ratios(D, n_components, n_residual, solver, whole))
 
 
-def loo_ratios(D: np.ndarray, n_components: int, n_residual: int | None, solver: str) -> np.ndarray:
-    """ρ_i = −k0(l_i)/β(l_i) of ``loo_sample(n)`` landmarks, each placed against the others: (s,) (β > 0 only)."""
+def loo_ratios(D: np.ndarray, n_components: int, n_residual: int | None, solver: str,
+               whole: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """ρ_i = −k0(l_i)/β(l_i) of ``loo_sample(n)`` landmarks, each placed against the others: (s,) (β > 0 only).
+
+    With ``whole`` (every eigenpair of the landmarks' kernel) each left-out spectrum is a compression of it
+    (``leave_one_out``, O(n²) per landmark); a landmark it cannot decide, and every landmark without
+    ``whole``, is placed against a refit of the others (O(n³) each).
+    """
     n = D.shape[0]
     ratios: list[float] = []
+    fast = None if whole is None else LeaveOneOut(D, *whole)
     with single_blas_thread():  # s small eigendecompositions: extra BLAS threads only contend (20x under load)
         for i in np.unique(np.linspace(0, n - 1, loo_sample(n)).round().astype(np.int64)):
-            ratios.extend(_loo_ratio(D, int(i), n_components, n_residual, solver))
+            got = None if fast is None else fast.ratio(int(i), n_components, n_residual)
+            ratios.extend(_loo_ratio(D, int(i), n_components, n_residual, solver) if got is None else got)
     return np.asarray(ratios)
 
 

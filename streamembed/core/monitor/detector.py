@@ -56,6 +56,7 @@ from .cusum import (
     siegmund_arl,
     siegmund_threshold,
 )
+from ..runtime import single_blas_thread
 from .quantiles import t_quantile
 
 __all__ = [
@@ -394,9 +395,10 @@ class CusumDetector:
             s *= math.sqrt(nu / chi2_lower(nu, self.confidence))
         k = max(0.5 * self.min_shift * math.sqrt(b_eff), 2.0 * e)
         ert_groups = ert_values / b
-        theta = adjustment_coefficient(y, b_eff, s, k - e)
+        with single_blas_thread():  # root searches of small products: one BLAS thread (core.runtime)
+            theta = adjustment_coefficient(y, b_eff, s, k - e)
+            theta0 = adjustment_coefficient(y, b_eff, 1.0, k)
         h = siegmund_threshold(ert_groups, theta, k - e, OVERSHOOT * s)
-        theta0 = adjustment_coefficient(y, b_eff, 1.0, k)
         nominal = siegmund_arl(h, theta0, k) * b / self.values_per_object
         delay = (h + OVERSHOOT) / k * b / self.values_per_object  # shift 2k: increments of mean +k
         self.calibration = Calibration(

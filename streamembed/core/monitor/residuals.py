@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..runtime import single_blas_thread
+
 __all__ = ["K0_RTOL", "LANDMARK_TRACE_RTOL", "unexplained", "k0_diagonal", "dropped_energy", "block_k0",
            "spectral_norm", "largest_block_norm", "landmark_trace", "round_off", "negative_beyond_round_off"]
 
@@ -97,9 +99,10 @@ def largest_block_norm(sizes: np.ndarray, beta: np.ndarray, y_r: np.ndarray) -> 
     row_off = np.concatenate([[0], np.cumsum(sizes)])
     beta_off = np.concatenate([[0], np.cumsum(sizes * sizes)])
     best = 0.0
-    for k in np.unique(sizes).tolist():
-        idx = np.flatnonzero(sizes == k)
-        Y = y_r[row_off[idx][:, None] + np.arange(k)]  # (s, k, r)
-        Beta = beta[beta_off[idx][:, None] + np.arange(k * k)].reshape(-1, k, k)
-        best = max(best, float(np.max(spectral_norm(block_k0(Beta, Y)))))
+    with single_blas_thread():  # one stacked product and eigvalsh per block size
+        for k in np.unique(sizes).tolist():
+            idx = np.flatnonzero(sizes == k)
+            Y = y_r[row_off[idx][:, None] + np.arange(k)]  # (s, k, r)
+            Beta = beta[beta_off[idx][:, None] + np.arange(k * k)].reshape(-1, k, k)
+            best = max(best, float(np.max(spectral_norm(block_k0(Beta, Y)))))
     return best

@@ -65,6 +65,10 @@ BLOCK_ELEMENTS = 64_000
 #: and of at most 1/COMPILED_TASKS_PER_THREAD of each thread's share.
 COMPILED_ROWS_PER_TASK = 1024
 COMPILED_TASKS_PER_THREAD = 8
+#: ... and only batches of at least this many entries (≈ 1 ms of work) are split at all: a streaming batch
+#: of 8,192 rows × 200 landmarks costs less than handing its halves to another thread and waiting on a
+#: loaded machine (measured 0.3 ms per hand-off beside other work).
+COMPILED_PARALLEL_ELEMENTS = 1 << 21
 
 
 def _padded_transpose(W: np.ndarray) -> np.ndarray:
@@ -154,15 +158,23 @@ class ProjectionKernel:
         m = A.shape[0]
         Z = np.empty((m, self.n_coords + 1), dtype=self.dtype)
         flags = np.zeros(m, dtype=np.uint8)
-        if self.n_threads == 1 or m < 2 * COMPILED_ROWS_PER_TASK or in_worker():
+        if (self.n_threads == 1 or m < 2 * COMPILED_ROWS_PER_TASK or m * self.n_landmarks < COMPILED_PARALLEL_ELEMENTS
+                or in_worker()):
             _native.project(A, self.WT, self.const, Z, flags, 0, m)
         else:
-            pool = worker_pool(self.n_threads)
-            # Several tasks per thread, taken as threads come free: on a shared
-            # machine one stalled core would otherwise hold back the whole batch.
+            # Several tasks per thread, taken as threads come free (one stalled core on a shared machine
+            # does not hold back the batch); the calling thread takes them too, so a batch costs
+            # n_threads − 1 hand-offs to the pool, not one per task.
             step = max(COMPILED_ROWS_PER_TASK, -(-m // (COMPILED_TASKS_PER_THREAD * self.n_threads)))
-            futures = [pool.submit(_native.project, A, self.WT, self.const, Z, flags, s, min(s + step, m))
-                       for s in range(0, m, step)]
+            starts = iter(range(0, m, step))  # shared: each next() is atomic under the GIL
+
+            def work() -> None:
+                for s in starts:
+                    _native.project(A, self.WT, self.const, Z, flags, s, min(s + step, m))
+
+            pool = worker_pool(self.n_threads)
+            futures = [pool.submit(work) for _ in range(self.n_threads - 1)]
+            work()
             for f in futures:
                 f.result()
         return Z, flags.view(bool)
@@ -206,7 +218,8 @@ class ProjectionKernel:
         blkmin = np.zeros(-(-m // bs), dtype=self.dtype)
         workers = self.n_threads if m >= 4 * bs * self.n_threads and not in_worker() else 1
         if workers == 1:
-            self._run(A, Z, blkmin, 0, m)
+            with single_blas_thread():  # a product per cache block: two BLAS threads only contend on them
+                self._run(A, Z, blkmin, 0, m)
         else:
             pool = worker_pool(self.n_threads)
             # Split on block boundaries so each block's minimum has one writer.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["PLACEMENT_RTOL", "energy_limit", "precision_limit", "range_limit", "range_detail", "blocks_out_of_range"]
+__all__ = ["PLACEMENT_RTOL", "energy_limit", "precision_limit", "range_limit", "range_detail"]
 
 #: Relative precision a placement keeps at the edge of the placeable range (docs/math.md §4.4).
 PLACEMENT_RTOL = 1e-3
@@ -58,33 +58,3 @@ def range_detail(energy: float, limit: float, why: str, dtype: np.dtype, grand_m
             else f"beyond it a {name} placement would overflow")
     return (f"the mean squared dissimilarity {energy:.3g} exceeds {limit:.3g}, the largest this model can place "
             f"({what}; its landmarks' is {grand_mean:.3g})")
-
-
-def blocks_out_of_range(A: np.ndarray, cross: list[np.ndarray], off: np.ndarray, limit: float, why: str,
-                        grand_mean: float) -> dict[int, str]:
-    """Blocks with a member row, or a mutual dissimilarity, beyond the placeable range: {block: detail}.
-
-    Args:
-        A: (m, n) core dissimilarities of every block's rows, blocks consecutive.
-        cross: one (k_b, k_b) mutual dissimilarity matrix per block (anything: invalid ones are skipped).
-        off: (nb + 1,) row offsets of the blocks in A.
-        limit, why: ``range_limit`` for A's dtype.
-    """
-    out: dict[int, str] = {}
-    if A.shape[0] == 0:
-        return out
-    with np.errstate(over="ignore", invalid="ignore"):
-        energy = np.einsum("ij,ij->i", A, A, dtype=np.float64) / max(A.shape[1], 1)
-        row_max = np.maximum.reduceat(energy, off[:-1]) if off.size > 1 else np.empty(0)
-        for b, C in enumerate(cross):
-            try:
-                Cf = np.asarray(C, dtype=np.float64)
-            except (TypeError, ValueError):
-                continue  # not a matrix of numbers: block_input says what is wrong with it
-            # squares of finite entries (an overflow to inf counts); NaN and inf entries are block_input's
-            big = float(np.max(np.where(np.isfinite(Cf), np.square(Cf), 0.0))) if Cf.size else 0.0
-            worst = max(float(row_max[b]) if off[b + 1] > off[b] else 0.0, big)
-            if worst > limit:
-                out[b] = "out of range: " + range_detail(worst, limit, why, A.dtype, grand_mean).replace(
-                    "the mean squared dissimilarity", "a squared dissimilarity of the block (or a member's mean)")
-    return out

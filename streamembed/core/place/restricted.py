@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..flags import FLAG_AMBIGUOUS, FLAG_NOT_CONVERGED
-from ..runtime import in_worker, resolve_threads, worker_pool
+from ..runtime import in_worker, resolve_threads, single_blas_thread, worker_pool
 
 try:
     from .. import _native
@@ -123,11 +123,12 @@ def solve_restricted(
     flags = np.zeros(m, dtype=np.uint32)
     starts = range(0, m, CHUNK_ROWS)
     threads = resolve_threads(n_threads)
-    if threads > 1 and m > CHUNK_ROWS and not in_worker():
-        its = list(worker_pool(threads).map(
-            lambda s: _solve_chunk(c, beta, consts, s, min(s + CHUNK_ROWS, m), y, t, flags), starts))
-    else:
-        its = [_solve_chunk(c, beta, consts, s, min(s + CHUNK_ROWS, m), y, t, flags) for s in starts]
+    with single_blas_thread():  # a small product per chunk, on every worker: one BLAS thread each
+        if threads > 1 and m > CHUNK_ROWS and not in_worker():
+            its = list(worker_pool(threads).map(
+                lambda s: _solve_chunk(c, beta, consts, s, min(s + CHUNK_ROWS, m), y, t, flags), starts))
+        else:
+            its = [_solve_chunk(c, beta, consts, s, min(s + CHUNK_ROWS, m), y, t, flags) for s in starts]
     return RestrictedSolution(y=y, t=t, flags=flags, iterations=max(its, default=0))
 
 

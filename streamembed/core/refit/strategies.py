@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import InputError
 from ..inputs.metrics import DEFAULT_METRIC
 from ..inputs.dissimilarities import CHUNK, Dissimilarities, as_dissimilarities
+from ..runtime import single_blas_thread
 
 __all__ = ["maxmin_select", "random_select", "kmeanspp_select", "kmedoids_select", "rpcholesky_select",
            "captured_variance", "residual_pivoted_select", "least_supported"]
@@ -136,6 +137,13 @@ def rpcholesky_select(n_select: int, dis: Dissimilarities, rng: np.random.Genera
     exhausted (a kernel of rank below ``n_select``, as features of low
     dimension give), the remaining picks follow k-means++ sampling.
     """
+    with single_blas_thread():  # a product with the Cholesky columns per pick: two BLAS threads only contend
+        return _rpcholesky(n_select, dis, rng, required)
+
+
+def _rpcholesky(n_select: int, dis: Dissimilarities, rng: np.random.Generator,
+                required: np.ndarray | None) -> np.ndarray:
+    """The body of ``rpcholesky_select``."""
     N = dis.N
     check_count(n_select, N)
     m = dis.squared_row_means()
@@ -184,21 +192,19 @@ def captured_variance(landmarks: np.ndarray, dis: Dissimilarities, sample: np.nd
     space, so this is the population variance the map's d-plane holds: at
     most the sum of the full classical MDS's top d eigenvalues / N, reached
     when the planes coincide. −inf when the landmarks support no d-plane.
+    Only the top d eigenpairs of the landmarks' kernel are computed
+    (``cmds.top_spectrum``): the projection on d axes needs no others.
     """
-    from ..fit.cmds import fit_spectrum
+    from ..fit.cmds import top_spectrum
     from ..place.projection import ProjectionKernel
 
     L = np.asarray(landmarks, dtype=np.int64)
-    try:
-        sp = fit_spectrum(dis.block(L, L), None, "auto", np.dtype(np.float64), n_components)
-    except (ValueError, np.linalg.LinAlgError):
-        return -np.inf
-    d = min(n_components, sp.rank)
-    if d < n_components:
+    sp = top_spectrum(dis.block(L, L), n_components)
+    if sp is None:
         return -np.inf
     A = np.ascontiguousarray(dis.block(np.asarray(sample, dtype=np.int64), L))
-    Z, _ = ProjectionKernel(sp, d, np.dtype(np.float64), n_threads=1)(A)
-    Y = Z[:, :d]
+    Z, _ = ProjectionKernel(sp, n_components, np.dtype(np.float64), n_threads=1)(A)
+    Y = Z[:, :n_components]
     return float(np.square(Y - Y.mean(axis=0)).sum(axis=1).mean())
 
 
@@ -254,8 +260,15 @@ def residual_pivoted_select(
         "budget", "off_share", "residual_before", "residual_after": reservoir mean u
         before and after the picks, "landmark_cut": the off-the-map level}).
     """
-    R = np.asarray(R, dtype=np.float64)
-    D = np.asarray(D, dtype=np.float64)
+    with single_blas_thread():  # a product with the Cholesky columns per pick: two BLAS threads only contend
+        return _residual_pivoted(n_select, np.asarray(R, dtype=np.float64), np.asarray(D, dtype=np.float64), n_old,
+                                 rng, greedy, max_new, tolerance, quantile, support_k)
+
+
+def _residual_pivoted(n_select: int, R: np.ndarray, D: np.ndarray, n_old: int, rng: np.random.Generator,
+                      greedy: bool, max_new: int | None, tolerance: float, quantile: float,
+                      support_k: int) -> tuple[np.ndarray, dict[str, Any]]:
+    """The body of ``residual_pivoted_select``."""
     N = R.shape[0]
     check_count(n_select, N)
     if R.shape != (N, N) or D.shape != (N, N) or not 0 <= n_old <= N:

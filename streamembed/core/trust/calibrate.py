@@ -36,6 +36,7 @@ from ..errors import InputError
 from .calibration import MethodCalibration, RadiusCalibration
 from ..options import DEFAULTS
 from ..place.methods import kernel_methods
+from ..runtime import single_blas_thread
 from .conformal import DEFAULT_COVERAGE, check_coverage, min_calibration_objects
 from .full_mds import FullMap, dissimilarities_from_similarities
 from .sensitivity import sensitivity_maps
@@ -102,6 +103,13 @@ def calibrate(model: LandmarkModel, rows: np.ndarray, D: np.ndarray, *, coverage
         truth_sets: one of ``TRUTH_SETS`` (docs/math.md §9.1).
         max_objects: at most this many objects calibrate (a seeded sample of the others).
     """
+    with single_blas_thread():  # loops of small products and eigensolvers: one BLAS thread (core.runtime)
+        return _calibrate(model, rows, D, coverage=coverage, random_state=random_state, methods=methods,
+                          truth_sets=truth_sets, max_objects=max_objects)
+
+
+def _calibrate(model: LandmarkModel, rows: np.ndarray, D: np.ndarray, *, coverage: float, random_state: int,
+               methods: tuple[str, ...], truth_sets: str, max_objects: int) -> Calibrated:
     c = check_coverage(coverage)
     if truth_sets not in TRUTH_SETS:
         raise InputError(f"truth_sets must be one of {TRUTH_SETS}, got {truth_sets!r}")

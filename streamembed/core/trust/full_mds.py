@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..fit.cmds import double_center, partial_eigh
+from ..runtime import single_blas_thread
 from ..refit.procrustes import orthogonal_procrustes_align
 
 __all__ = ["FullMap", "dissimilarities_from_similarities"]
@@ -60,7 +61,8 @@ class FullMap:
         if D.shape != (N, N) or d + 2 > N:
             raise InputError(f"a full MDS needs a square matrix of more than d + 1 = {d + 1} objects, got {D.shape}")
         B, row_means, _ = double_center(np.square(np.asarray(D, dtype=np.float64)), overwrite=True)
-        w, V = partial_eigh(0.5 * (B + B.T), d, d)
+        with single_blas_thread():
+            w, V = partial_eigh(0.5 * (B + B.T), d, d)
         return V[:, :d], np.maximum(w[:d], 0.0), row_means
 
     @classmethod
@@ -72,7 +74,8 @@ class FullMap:
         if D.shape != (N, N) or d + 2 > N:
             raise InputError(f"a full MDS needs a square matrix of more than d + 1 = {d + 1} objects, got {D.shape}")
         B, row_means, _ = double_center(np.square(np.asarray(D, dtype=np.float64)), overwrite=True)
-        w, V = partial_eigh(0.5 * (B + B.T), d, d)
+        with single_blas_thread():
+            w, V = partial_eigh(0.5 * (B + B.T), d, d)
         w = np.maximum(w[:d], 0.0)
         V = V[:, :d]
         fit = orthogonal_procrustes_align((V * np.sqrt(w))[np.asarray(landmark_rows)], X)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..fit.cmds import double_center, partial_eigh
+from ..runtime import single_blas_thread
 from ..refit.procrustes import orthogonal_procrustes_align
 
 __all__ = ["N_MAPS", "LEAVE_OUT", "SensitivityMaps", "sensitivity_maps"]
@@ -71,7 +72,8 @@ def _top_pairs(D: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
         w, V = np.linalg.eigh(B)
         w, V = w[::-1][:d], V[:, ::-1][:, :d]
     else:
-        w, V = partial_eigh(B, d, d)
+        with single_blas_thread():
+            w, V = partial_eigh(B, d, d)
     return w, V, row_means
 
 

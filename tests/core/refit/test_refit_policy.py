@@ -118,3 +118,32 @@ def test_degenerate_candidates_keep_the_map_with_a_reason(recent):
     if recent == "too_few":
         assert "recent objects" in res.reason
     assert assess(D, old.n_landmarks, np.arange(old.n_landmarks), old.embedding, 2) or recent == "too_few"
+
+
+@pytest.mark.parametrize("duplicates", [False, True])
+def test_an_options_candidate_sets_are_the_sets_max_variance_draws(duplicates):
+    """The leading option's landmarks are what ``select_landmarks("max-variance")`` picks among its pool, scored on
+    the same objects: the policy draws its sets itself (no copy of the pool's dissimilarities), the same ones —
+    also when a draw holds duplicates (objects at dissimilarity 0), which select_landmarks replaces."""
+    from streamembed.core.refit import policy
+    from streamembed.core.refit.landmarks import DEFAULT_CANDIDATES, select_landmarks
+
+    rng = np.random.default_rng(8)
+    recent = _population(rng, 150)
+    if duplicates:
+        recent[1::2] = recent[::2]  # every other recent object repeats the one before
+    old, D, _ = _problem(rng, recent, n=30)
+    n_old, F = old.n_landmarks, np.arange(old.n_landmarks, D.shape[0])
+    scorer = policy._Scorer(D, F, n_old, old.embedding, 2)
+    for name, pool in policy._option_pools(D, np.arange(n_old), F, n_old).items():
+        kids = np.random.default_rng(3).spawn(DEFAULT_CANDIDATES)
+        option = policy._Option(name, pool, n_old, n_old, 2, kids)
+        sets = [option.draw(i, scorer) for i in range(DEFAULT_CANDIDATES)]
+        ours = sets[int(np.argmax([scorer.captured(L, F) for L in sets]))]
+        n_kept = option.n_kept
+        ref = select_landmarks("max-variance", option.n, D=D[np.ix_(pool, pool)], seed=np.random.default_rng(3),
+                               n_components=2, required=np.arange(n_kept) if n_kept else None,
+                               population=np.arange(option.first_scored, pool.size))
+        np.testing.assert_array_equal(ours, np.sort(pool[ref]), err_msg=name)
+        if duplicates:
+            assert all(np.triu(D[np.ix_(L, L)] <= 0, k=1).sum() == 0 for L in sets)

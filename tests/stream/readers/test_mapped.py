@@ -113,3 +113,41 @@ def test_a_published_file_truncated_later_is_copied_not_mapped(tmp_path: Path) -
     os.truncate(published, published.stat().st_size // 2)
     assert not published_by_rename(published.stat())
     assert not should_map(published, published.stat(), "auto") and should_map(published, published.stat(), "always")
+
+
+def test_a_file_truncated_under_a_mapping_ends_a_one_shot_command_with_a_message(tmp_path: Path) -> None:
+    """``embed --mmap auto`` maps files written in place too; the SIGBUS of one truncated under the mapping is
+    turned into a message and exit 2 (``mapped.exit_on_truncation``), never a bare signal."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("streamembed.core._native")
+    path = tmp_path / "in.arrows"
+    path.write_bytes(b"\1" * (1 << 16))
+    child = (
+        "import os, sys\n"
+        "from streamembed.stream.mapped import exit_on_truncation, map_file\n"
+        "assert exit_on_truncation('the input was truncated\\n', 2)\n"
+        "mf, _ = map_file(sys.argv[1])\n"
+        "os.truncate(sys.argv[1], 0)\n"
+        "print(int(mf.data[-1]))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", child, str(path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr == "the input was truncated\n" and r.stdout == ""
+
+
+def test_embed_maps_a_file_written_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``embed --mmap auto`` maps every input once the truncation handler is installed, else keeps auto's rule."""
+    from streamembed.cli.embed import _mapping
+    from streamembed.stream import mapped
+
+    path = tmp_path / "x.arrows"
+    path.write_bytes(_write(tmp_path, "arrow").read_bytes())  # written in place, in one write
+    st = os.stat(path)
+    installed: list[int] = []
+    monkeypatch.setattr(mapped, "exit_on_truncation", lambda message, code: installed.append(code) or True)
+    assert _mapping("never") == "never" and _mapping("always") == "always" and not installed
+    assert _mapping("auto") == "always" and installed == [2]
+    assert should_map(path, st, _mapping("auto"))
+    monkeypatch.setattr(mapped, "exit_on_truncation", lambda message, code: False)  # no compiled extension
+    assert _mapping("auto") == "auto"

@@ -18,15 +18,13 @@ import numpy as np
 from ...errors import InputError
 from ...fit.cmds import LandmarkSpectrum
 from ...flags import FLAG_BLOCK, FLAG_INCONSISTENT_BLOCK, FLAG_NON_EUCLIDEAN
-from ...inputs import validation
 from ...inputs.validation import Problem, ProblemCode
 from ...monitor.calibration import non_euclidean_flags
 from ...monitor.residuals import k0_diagonal, largest_block_norm, unexplained
 from ...result import EmbeddingResult
-from ..range_guard import blocks_out_of_range
 from ..restricted import AMBIGUITY_RTOL, AMBIGUITY_RTOL_F32
 from .consistency import inconsistent_blocks
-from .prepare import BlockProblem, prepare_blocks
+from .prepare import prepare_blocks
 from .solve import solve_blocks
 
 __all__ = ["place_core_blocks"]
@@ -58,20 +56,17 @@ def place_core_blocks(A: np.ndarray, cross: list[np.ndarray], sizes: np.ndarray,
     lam = sp.eigenvalues[:d]
     off = np.concatenate([[0], np.cumsum(sizes)])
     cross = list(cross)
-    far = blocks_out_of_range(A, cross, off, *limit, sp.grand_mean)
-    for b in far:  # never reaches the solver: refused below with the range's words
-        cross[b] = np.full(np.shape(cross[b]) if np.ndim(cross[b]) == 2 else (0, 0), np.nan)
-    prep = prepare_blocks(A, cross, sizes, sp.row_means, sp.grand_mean, sp.eigenvectors[:, :d], max_block_rows,
-                          name=name)
-    for b, detail in far.items():
-        prep.problems[b] = BlockProblem(ProblemCode.BAD_BLOCK, detail)
+    # one pass over the rows: centred, projected on every monitored axis (the first d are the solver's C), checked
+    prep = prepare_blocks(A, cross, sizes, sp.row_means, sp.grand_mean, sp.eigenvectors, max_block_rows, name=name,
+                          n_threads=n_threads, limit=limit, n_components=d)
     if errors == "raise" and not prep.valid.all():
         b = int(np.argmin(prep.valid))
         where = "the block" if len(cross) == 1 else f"block {b} (rows {off[b]}..{off[b + 1] - 1} of A)"
         raise InputError(f"{where} is invalid: {prep.problems[b]}")
     valid = np.repeat(prep.valid, sizes)
     reasons: list[Problem | None] = [None] * m
-    own = validation.row_problems(A, "A")
+    own = prep.row_reasons
+    assert own is not None
     for b in np.flatnonzero(~prep.valid).tolist():
         problem = prep.problems[b]
         assert problem is not None  # an invalid block has its problem
@@ -99,7 +94,8 @@ def place_core_blocks(A: np.ndarray, cross: list[np.ndarray], sizes: np.ndarray,
         unexpl[rows] = unexplained(batch.beta_self, y_proj)
         objective[prep.valid] = sol.objective
         certified[prep.valid] = sol.certified
-        coords_r, _ = project_r(A[rows])  # every block: the consistency check needs its K0
+        # every block: the consistency check needs its K0; ŷ_r = Λ_r^{-1/2} U_rᵀ b of the rows packed above
+        coords_r = prep.coords / np.sqrt(sp.eigenvalues) if prep.coords is not None else project_r(A[rows])[0]
         bad = inconsistent_blocks(batch, coords_r, negative_ratio, A.dtype)
         flags[rows[np.repeat(bad, batch.sizes)]] |= FLAG_INCONSISTENT_BLOCK
         if k0_rows is not None:

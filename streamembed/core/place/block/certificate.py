@@ -38,8 +38,9 @@ _EPS = np.finfo(np.float64).eps
 #: A margin of at least this share of λ_d is accepted from a Cholesky test alone
 #: (4× cheaper than eigenvalues at k = 64); below it the smallest eigenvalue is computed.
 CHOLESKY_SHARE = 0.5
-#: ε is searched at m_ref · 2^j for j in this range, m_ref = max(λ_d, |m|).
-_GRID = 2.0 ** np.arange(-80, 12, 2)
+#: ε is searched at m_ref · 2^j for j in GRID_LO, GRID_LO + 2, … < GRID_HI, m_ref = max(λ_d, |m|).
+GRID_LO, GRID_HI = -80, 12
+_GRID = 2.0 ** np.arange(GRID_LO, GRID_HI, 2)
 
 
 def optimality_gap(

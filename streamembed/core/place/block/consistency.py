@@ -33,7 +33,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...runtime import single_blas_thread
 from .prepare import BlockBatch
+
+_cholesky_lo: np.ufunc | None
+try:  # numpy's stacked Cholesky, which marks a failed matrix with NaN instead of raising for the stack
+    from numpy.linalg import _umath_linalg
+
+    _cholesky_lo = _umath_linalg.cholesky_lo
+except (ImportError, AttributeError):  # pragma: no cover
+    _cholesky_lo = None
 
 #: Round-off allowance on λ_min(K0), relative to the block's scale s, by input precision.
 INCONSISTENT_RTOL = {np.dtype(np.float64): 1e-7, np.dtype(np.float32): 1e-3}
@@ -50,17 +59,42 @@ def block_min_eigenvalues(batch: BlockBatch, coords: np.ndarray) -> tuple[np.nda
     lam_min = np.empty(sizes.size)
     norm2 = np.einsum("ij,ij->i", coords, coords)
     scale = np.add.reduceat(np.abs(batch.beta_self) + norm2, row_off[:-1]) if sizes.size else np.empty(0)
-    for k in np.unique(sizes).tolist():
-        idx = np.flatnonzero(sizes == k)
-        Y = coords[row_off[idx][:, None] + np.arange(k)]  # (s, k, r)
-        Beta = batch.beta[beta_off[idx][:, None] + np.arange(k * k)].reshape(-1, k, k)
-        K0 = Beta - Y @ Y.transpose(0, 2, 1)
-        lam_min[idx] = np.linalg.eigvalsh(0.5 * (K0 + K0.transpose(0, 2, 1)))[:, 0]
+    with single_blas_thread():  # one stacked product and eigvalsh per block size
+        for k in np.unique(sizes).tolist():
+            idx = np.flatnonzero(sizes == k)
+            Y = coords[row_off[idx][:, None] + np.arange(k)]  # (s, k, r)
+            Beta = batch.beta[beta_off[idx][:, None] + np.arange(k * k)].reshape(-1, k, k)
+            K0 = Beta - Y @ Y.transpose(0, 2, 1)
+            lam_min[idx] = np.linalg.eigvalsh(0.5 * (K0 + K0.transpose(0, 2, 1)))[:, 0]
     return lam_min, scale
 
 
 def inconsistent_blocks(batch: BlockBatch, coords: np.ndarray, negative_ratio: float, dtype: np.dtype) -> np.ndarray:
-    """(nb,) bool: blocks whose K0 has an eigenvalue below −(ρ + round-off)·s (module doc)."""
-    lam_min, scale = block_min_eigenvalues(batch, coords)
+    """(nb,) bool: blocks whose K0 has an eigenvalue below −(ρ + round-off)·s (module doc).
+
+    Decided by a batched Cholesky factorisation of K0 + (ρ + round-off)·s·I, which exists exactly when
+    no eigenvalue is below the threshold (9× fewer operations than the eigenvalues at k = 32); a numpy
+    without the stacked factorisation takes the eigenvalues (``block_min_eigenvalues``).
+    """
     tol = INCONSISTENT_RTOL.get(np.dtype(dtype), 1e-7)
-    return lam_min < -(float(negative_ratio) + tol) * scale
+    if _cholesky_lo is None:  # pragma: no cover - a numpy without it
+        lam_min, scale = block_min_eigenvalues(batch, coords)
+        return lam_min < -(float(negative_ratio) + tol) * scale
+    sizes = batch.sizes
+    out = np.zeros(sizes.size, dtype=bool)
+    row_off = np.concatenate([[0], np.cumsum(sizes)])
+    beta_off = np.concatenate([[0], np.cumsum(sizes * sizes)])
+    norm2 = np.einsum("ij,ij->i", coords, coords)
+    scale = np.add.reduceat(np.abs(batch.beta_self) + norm2, row_off[:-1]) if sizes.size else np.empty(0)
+    with single_blas_thread():  # one stacked product and factorisation per block size
+        for k in np.unique(sizes).tolist():
+            idx = np.flatnonzero(sizes == k)
+            Y = coords[row_off[idx][:, None] + np.arange(k)]  # (s, k, r)
+            Beta = batch.beta[beta_off[idx][:, None] + np.arange(k * k)].reshape(-1, k, k)
+            K0 = Beta - Y @ Y.transpose(0, 2, 1)
+            shifted = 0.5 * (K0 + K0.transpose(0, 2, 1)) + ((float(negative_ratio) + tol) * scale[idx])[:, None, None] \
+                * np.eye(k)
+            with np.errstate(invalid="ignore"):
+                factor = _cholesky_lo(shifted, signature="d->d")
+            out[idx] = ~np.isfinite(factor[:, -1, -1]) | ~np.isfinite(shifted).all(axis=(1, 2))
+    return out

@@ -36,6 +36,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import runtime
+from .certificate import CHOLESKY_SHARE, GRID_HI, GRID_LO
+
+try:
+    from ... import _native
+except ImportError:  # built without a C compiler (or off x86): the numpy path
+    _native = None  # type: ignore[assignment]
+
+#: The implementations of the first start's solve (``first_start``), best first.
+BACKENDS = ("compiled", "numpy")
 
 #: Stop when ‖∇F‖_F ≤ GRAD_RTOL · (the size of the terms summed in ∇F):
 #: a few hundred ulps of float64, where the computed gradient is round-off.
@@ -293,3 +302,33 @@ def trust_region_newton(
             P, st = P.take(keep), st.take(keep)
     return NewtonResult(y=y_out, objective=f_out, grad_norm=g_out, iterations=it_out, cg_iterations=cg_out,
                         converged=conv_out)
+
+
+def available_backends() -> tuple[str, ...]:
+    """The block solver backends this installation can run."""
+    return BACKENDS if _native is not None else ("numpy",)
+
+
+def first_start(Y0: np.ndarray, C: np.ndarray, Beta: np.ndarray, lam: np.ndarray, f0: np.ndarray, max_iter: int,
+                backend: str) -> tuple[NewtonResult, np.ndarray | None]:
+    """``trust_region_newton`` from Y0 and, compiled, the certificate's gap of each result (else None).
+
+    ``compiled`` (``csrc/block.c``): the same iteration one block at a time in L1, the duality bound of
+    ``certificate.optimality_gap`` with it (NaN where the margin needs λ_min(R): the caller's numpy computes
+    those); the batch's time budget (``runtime.spent``) is not looked at inside a call, only between the
+    calls of a batch's chunks. ``numpy``: ``trust_region_newton``.
+    """
+    if backend == "numpy" or lam.size > 256:
+        return trust_region_newton(Y0, C, Beta, lam, f0, max_iter=max_iter), None
+    Y = np.array(Y0, dtype=np.float64, order="C")
+    s = Y.shape[0]
+    f, g_norm, gap = np.empty(s), np.empty(s), np.empty(s)
+    its, cg = np.zeros(s, dtype=np.int64), np.zeros(s, dtype=np.int64)
+    conv = np.zeros(s, dtype=np.uint8)
+    constants = np.array([GRAD_RTOL, STEP_RTOL, CG_FORCING, ACCEPT_RATIO, CHOLESKY_SHARE, GRID_LO, GRID_HI],
+                         dtype=np.float64)
+    _native.block_newton(Y, np.ascontiguousarray(C, dtype=np.float64), np.ascontiguousarray(Beta, dtype=np.float64),
+                         np.ascontiguousarray(lam, dtype=np.float64), np.ascontiguousarray(f0, dtype=np.float64),
+                         int(max_iter), constants, f, g_norm, its, cg, conv, gap, 0, s)
+    return NewtonResult(y=Y, objective=f, grad_norm=g_norm, iterations=its, cg_iterations=cg,
+                        converged=conv.view(bool)), gap

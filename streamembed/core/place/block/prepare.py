@@ -15,7 +15,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...inputs.validation import ProblemCode, row_problems
+from ...inputs.validation import Problem, ProblemCode, describe_bad_row
+from ...runtime import in_worker, resolve_threads, single_blas_thread, worker_pool
+from ..range_guard import range_detail
+
+try:
+    from ... import _native
+except ImportError:  # built without a C compiler (or off x86): the numpy path
+    _native = None  # type: ignore[assignment]
+
+#: How ``centre_rows`` runs: compiled (``csrc/block.c``) or numpy, which compute the same numbers.
+BACKENDS = ("compiled", "numpy")
+#: Rows of at least this many entries in all are split over the worker threads.
+PARALLEL_ELEMENTS = 1 << 21
 
 #: Symmetry and the zero diagonal are checked to this share of the block's largest entry
 #: (as ``validation.check_dissimilarity_matrix``: float32 text round trips).
@@ -66,16 +78,25 @@ class PreparedBlocks:
         valid: (nb,) bool per input block.
         problems: one entry per input block, None when valid.
         rows: (m_valid,) indices into A of the rows in ``batch``.
+        coords: (m_valid, r) B U_r of those rows when asked for (``prepare_blocks``' n_components), else None.
+        row_reasons: each row's own problem (None: valid).
     """
 
     batch: BlockBatch
     valid: np.ndarray
     problems: list[BlockProblem | None]
     rows: np.ndarray
+    coords: np.ndarray | None = None
+    row_reasons: list[Problem | None] | None = None
 
 
 def _fmt(x: float) -> str:
     return repr(float(x))
+
+
+def available_backends() -> tuple[str, ...]:
+    """The ``centre_rows`` backends this installation can run."""
+    return BACKENDS if _native is not None else ("numpy",)
 
 
 def check_blocks(
@@ -96,24 +117,40 @@ def check_blocks(
         cross: nb matrices, block i's expected to be sizes[i]×sizes[i].
         sizes: rows of each block.
     """
+    return stack_blocks(cross, sizes, max_block_rows, rtol, name)[0]
+
+
+def stack_blocks(
+    cross: Sequence[object], sizes: Sequence[int] | np.ndarray, max_block_rows: int | None = None,
+    rtol: float = CROSS_RTOL, name: str = "cross",
+) -> tuple[list[BlockProblem | None], list[tuple[int, np.ndarray, np.ndarray]]]:
+    """(``check_blocks``' problems, and per block size k the blocks of a usable shape: (k, their indices,
+    their matrices stacked (s, k, k) float64, entries unchecked)); never raises."""
     nb = len(cross)
     if len(sizes) != nb:
         raise ValueError(f"{nb} cross matrices but {len(sizes)} block sizes")
     problems: list[BlockProblem | None] = [None] * nb
     arrays: dict[int, np.ndarray] = {}  # the blocks of a usable shape
     for i, (x, k) in enumerate(zip(cross, sizes, strict=True)):
-        why = _shape_problem(x, int(k), max_block_rows, name)
+        k = int(k)
+        if (type(x) is np.ndarray and x.shape == (k, k) and x.dtype.kind in "biuf" and k >= 1  # the usual case
+                and (max_block_rows is None or k <= max_block_rows)):
+            arrays[i] = x
+            continue
+        why = _shape_problem(x, k, max_block_rows, name)
         if why is None:
             arrays[i] = np.asarray(x)
         else:
             problems[i] = BlockProblem(BAD_BLOCK, why)
     ks = np.array([int(k) if i in arrays else 0 for i, k in enumerate(sizes)], dtype=np.int64)
+    groups = []
     for k in np.unique(ks[ks > 0]).tolist():
         idx = np.flatnonzero(ks == k)
         M = np.stack([arrays[i] for i in idx.tolist()]).astype(np.float64, copy=False)  # (s, k, k)
         for j, why in _entry_problems(M, rtol, name):
             problems[int(idx[j])] = BlockProblem(BAD_BLOCK, why)
-    return problems
+        groups.append((k, idx, M))
+    return problems, groups
 
 
 def _shape_problem(x: object, k: int, max_block_rows: int | None, name: str) -> str | None:
@@ -170,9 +207,102 @@ def _describe(M: np.ndarray, tol: float, name: str) -> str:
     return f"{name} is not symmetric: {name}[{i}, {j}] = {_fmt(M[i, j])} but {name}[{j}, {i}] = {_fmt(M[j, i])}"
 
 
+def centre_rows(A: np.ndarray, row_means: np.ndarray, grand_mean: float, U: np.ndarray, n_threads: int | None = None,
+                backend: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each row of A centred (docs/math.md §2) and projected: (c = B U (m, r), ‖B_p‖² (m,), ā (m,), bad (m,) bool).
+
+    B_p = −½ (a_p² − ā_p − m_Δ + g) in float64, ā_p = mean a_p² (also the row's energy for the range guard),
+    ``bad``: the row has a negative, NaN or infinite entry (its c is 0 and ‖B_p‖² NaN). One pass over A
+    (``compiled``, ``csrc/block.c``: each row squared and centred in L1, a cache-sized chunk of rows at a
+    time, then multiplied by U by BLAS) or cache-sized chunks of numpy; both compute the same numbers to
+    round-off. Rows are split over the worker threads when there are enough.
+    """
+    backend = available_backends()[0] if backend is None else backend
+    if backend not in available_backends():
+        raise ValueError(f"backend {backend!r} is not available here; choose from {available_backends()}")
+    A = np.ascontiguousarray(A)
+    m, n = A.shape
+    U = np.ascontiguousarray(U, dtype=np.float64)
+    r = U.shape[1]
+    c = np.empty((m, r))
+    b2 = np.empty(m)
+    abar = np.empty(m)
+    bad = np.zeros(m, dtype=np.uint8)
+    shift = np.ascontiguousarray(row_means - grand_mean, dtype=np.float64)
+    if backend == "compiled" and A.dtype in (np.float32, np.float64) and A.dtype.isnative:
+        def centre_range(lo: int, hi: int) -> None:
+            step = max(16, PACK_CHUNK_ELEMENTS // max(n, 1))
+            buf = np.empty((min(step, max(hi - lo, 1)), n))
+            for s in range(lo, hi, step):
+                e = min(s + step, hi)
+                _native.block_rows(A, shift, buf, b2, abar, bad, s, e)
+                np.matmul(buf[: e - s], U, out=c[s:e])
+    else:
+        def centre_range(lo: int, hi: int) -> None:
+            _centre_chunks(A, U, shift, c, b2, abar, bad, lo, hi)
+    threads = resolve_threads(n_threads)
+    if threads == 1 or m * n < PARALLEL_ELEMENTS or m < 2 * threads or in_worker():
+        with single_blas_thread():
+            centre_range(0, m)
+    else:
+        bounds = [m * w // threads for w in range(threads + 1)]
+        with single_blas_thread():  # a product per chunk on every worker: one BLAS thread each
+            futures = [worker_pool(threads).submit(centre_range, bounds[w], bounds[w + 1]) for w in range(1, threads)]
+            centre_range(bounds[0], bounds[1])
+            for f in futures:
+                f.result()
+    return c, b2, abar, bad.view(bool)
+
+
+def _centre_chunks(A: np.ndarray, U: np.ndarray, shift: np.ndarray, c: np.ndarray, b2: np.ndarray, abar: np.ndarray,
+                   bad: np.ndarray, lo: int, hi: int) -> None:
+    """``centre_rows``' numpy path for rows lo:hi: a cache-sized chunk of rows at a time."""
+    n = A.shape[1]
+    step = max(16, PACK_CHUNK_ELEMENTS // max(n, 1))
+    buf = np.empty((min(step, max(hi - lo, 1)), n))
+    for s in range(lo, hi, step):
+        e = min(s + step, hi)
+        B = buf[: e - s]
+        with np.errstate(invalid="ignore", over="ignore"):
+            np.square(A[s:e], out=B, dtype=np.float64)
+            rows_bad = ~(A[s:e].min(axis=1) >= 0) | (A[s:e].max(axis=1) == np.inf)
+            ab = B.mean(axis=1)
+            B -= ab[:, None]
+            B -= shift
+            B *= -0.5  # B (docs/math.md §2)
+            np.matmul(B, U, out=c[s:e])
+            b2[s:e] = np.einsum("ij,ij->i", B, B)
+        abar[s:e] = ab
+        bad[s:e] = rows_bad
+        c[s:e][rows_bad] = 0.0
+        b2[s:e][rows_bad] = np.nan
+
+
+def _betas(groups: list[tuple[int, np.ndarray, np.ndarray]], keep: np.ndarray, sizes: np.ndarray, abar: np.ndarray,
+           grand_mean: float) -> np.ndarray:
+    """The β matrices (Σ k², flat) of the blocks ``keep`` (sorted block indices), in that order, from the stacks of
+    ``stack_blocks``; ``abar`` (m,) the mean squared dissimilarity of every row of every block."""
+    pos_of = np.full(sizes.size, -1, dtype=np.int64)
+    pos_of[keep] = np.arange(keep.size)
+    row_off = np.concatenate([[0], np.cumsum(sizes)])
+    ks = sizes[keep]
+    beta_off = np.concatenate([[0], np.cumsum(ks * ks)])
+    beta = np.empty(int(beta_off[-1]))
+    for k, idx, X in groups:
+        pos = pos_of[idx]
+        sel = pos >= 0
+        if not sel.any():
+            continue
+        ab = abar[row_off[idx[sel]][:, None] + np.arange(k)]  # (s, k)
+        Xk = X[sel]
+        Bk = -0.5 * (Xk * Xk - ab[:, :, None] - ab[:, None, :] + grand_mean)
+        beta[beta_off[pos[sel]][:, None] + np.arange(k * k)] = Bk.reshape(-1, k * k)
+    return beta
+
+
 def pack_blocks(
     A: np.ndarray, cross: Sequence[object], sizes: np.ndarray, row_means: np.ndarray, grand_mean: float,
-    eigenvectors: np.ndarray,
+    eigenvectors: np.ndarray, backend: str | None = None,
 ) -> BlockBatch:
     """Centre (docs/math.md §2) and pack valid blocks.
 
@@ -182,69 +312,86 @@ def pack_blocks(
         sizes: (nb,) rows per block.
         row_means, grand_mean: the landmark spectrum's m_Δ (n,) and g.
         eigenvectors: (n, d) U_d.
+        backend: ``centre_rows``' (None: the best available).
 
-    Everything is computed in float64: B a cache-sized chunk of rows at a
-    time (C = B U_d and ‖B_p‖² from it while it is in cache), β of all blocks
-    of one size at once.
+    Everything is computed in float64: B one row (or cache-sized chunk of rows) at a time, C = B U_d and
+    ‖B_p‖² from it while it is in cache (``centre_rows``), β of all blocks of one size at once.
     """
     sizes = np.asarray(sizes, dtype=np.int64)
-    m, n = A.shape
-    d = eigenvectors.shape[1]
-    c = np.empty((m, d))
-    row_b2 = np.empty(m)
-    abar = np.empty(m)
-    shift = row_means - grand_mean
-    step = max(16, PACK_CHUNK_ELEMENTS // max(n, 1))
-    buf = np.empty((min(step, m), n))
-    for s in range(0, m, step):
-        e = min(s + step, m)
-        B = buf[: e - s]
-        np.square(A[s:e], out=B, dtype=np.float64)
-        ab = B.mean(axis=1)
-        B -= ab[:, None]
-        B -= shift
-        B *= -0.5  # B (docs/math.md §2)
-        np.matmul(B, eigenvectors, out=c[s:e])
-        row_b2[s:e] = np.einsum("ij,ij->i", B, B)
-        abar[s:e] = ab
+    c, row_b2, abar, _ = centre_rows(A, row_means, grand_mean, eigenvectors, n_threads=1, backend=backend)
+    _, groups = stack_blocks(cross, sizes)
     row_off = np.concatenate([[0], np.cumsum(sizes)])
     b_norm2 = np.add.reduceat(row_b2, row_off[:-1]) if sizes.size else np.empty(0)
-    beta_off = np.concatenate([[0], np.cumsum(sizes * sizes)])
-    beta = np.empty(int(beta_off[-1]))
-    for k in np.unique(sizes).tolist():
-        idx = np.flatnonzero(sizes == k)
-        X = np.stack([np.asarray(cross[i], dtype=np.float64) for i in idx.tolist()])  # (s, k, k)
-        ab = abar[row_off[idx][:, None] + np.arange(k)]  # (s, k)
-        Bk = -0.5 * (X * X - ab[:, :, None] - ab[:, None, :] + grand_mean)
-        beta[beta_off[idx][:, None] + np.arange(k * k)] = Bk.reshape(idx.size, k * k)
+    beta = _betas(groups, np.arange(sizes.size), sizes, abar, grand_mean)
     return BlockBatch(c=c, beta=beta, sizes=sizes, b_norm2=b_norm2, beta_self=abar - 0.5 * grand_mean)
 
 
 def prepare_blocks(
     A: np.ndarray, cross: Sequence[object], sizes: Sequence[int] | np.ndarray, row_means: np.ndarray, grand_mean: float,
     eigenvectors: np.ndarray, max_block_rows: int | None = None, rtol: float = CROSS_RTOL, name: str = "cross",
+    n_threads: int | None = 1, backend: str | None = None, limit: tuple[float, str] | None = None,
+    n_components: int | None = None,
 ) -> PreparedBlocks:
     """Check every block and pack the valid ones: one call from raw rows to ``solve_blocks`` input.
 
     A block is invalid if ``check_blocks`` finds a problem with its matrix or
     any of its rows of A has a NaN/inf or negative entry (the detail then
-    names the member: ``member 2 (row 9 of A) is invalid: negative: row[17] = -1.0``).
-    The other blocks are packed in input order; ``rows`` says which rows of
-    A they occupy.
+    names the member: ``member 2 (row 9 of A) is invalid: negative: row[17] = -1.0``),
+    or, with ``limit`` (``range_guard.range_limit`` of A's dtype), when a member's mean squared
+    dissimilarity or a squared mutual one exceeds it (``out of range: …``). The other blocks are packed in
+    input order; ``rows`` says which rows of A they occupy. With ``n_components`` d < the columns of
+    ``eigenvectors`` (U_r: every monitored eigenpair), ``batch.c`` keeps the first d and ``coords`` holds
+    B U_r of the packed rows (their projections times Λ_r^{1/2}); ``row_reasons`` is each row's own
+    problem (None: valid), as ``validation.row_problems(A, "A")`` says it.
     """
     sizes_arr = np.asarray(sizes, dtype=np.int64)
     if int(sizes_arr.sum()) != A.shape[0]:
         raise ValueError(f"block sizes sum to {int(sizes_arr.sum())} but A has {A.shape[0]} rows")
-    problems = check_blocks(cross, sizes_arr, max_block_rows, rtol, name)
+    problems, groups = stack_blocks(cross, sizes_arr, max_block_rows, rtol, name)
+    c, row_b2, abar, bad = centre_rows(A, row_means, grand_mean, eigenvectors, n_threads=n_threads, backend=backend)
     row_off = np.concatenate([[0], np.cumsum(sizes_arr)])
-    reasons = row_problems(A, "row")
-    for r in [i for i, why in enumerate(reasons) if why is not None]:
-        b = int(np.searchsorted(row_off, r, side="right") - 1)
-        if problems[b] is None:
-            problems[b] = BlockProblem(BAD_BLOCK, f"member {r - row_off[b]} (row {r} of A) is invalid: {reasons[r]}")
+    owner = np.repeat(np.arange(sizes_arr.size), sizes_arr)
+    row_reasons: list[Problem | None] = [None] * A.shape[0]
+    for r in np.flatnonzero(bad).tolist():
+        why = describe_bad_row(A[r], "row")
+        row_reasons[r] = describe_bad_row(A[r], "A")
+        b = int(owner[r])
+        if problems[b] is None and why is not None:
+            problems[b] = BlockProblem(BAD_BLOCK, f"member {r - row_off[b]} (row {r} of A) is invalid: {why}")
+    if limit is not None:
+        _out_of_range(problems, groups, abar, row_off, sizes_arr, limit, A.dtype, grand_mean)
     valid = np.array([why is None for why in problems], dtype=bool)
     good = np.flatnonzero(valid)
     rows = np.flatnonzero(np.repeat(valid, sizes_arr))
-    A_good = A if good.size == len(problems) else A[rows]
-    batch = pack_blocks(A_good, [cross[int(b)] for b in good], sizes_arr[good], row_means, grand_mean, eigenvectors)
-    return PreparedBlocks(batch=batch, valid=valid, problems=problems, rows=rows)
+    whole = good.size == len(problems)
+    ks = sizes_arr[good]
+    c_good, b2_good, abar_good = (c, row_b2, abar) if whole else (c[rows], row_b2[rows], abar[rows])
+    b_norm2 = np.add.reduceat(b2_good, np.concatenate([[0], np.cumsum(ks)])[:-1]) if ks.size else np.empty(0)
+    beta = _betas(groups, good, sizes_arr, abar, grand_mean) if good.size else np.empty(0)
+    d = c.shape[1] if n_components is None else int(n_components)
+    coords = c_good if d < c.shape[1] else None
+    batch = BlockBatch(c=np.ascontiguousarray(c_good[:, :d]), beta=beta, sizes=ks, b_norm2=b_norm2,
+                       beta_self=abar_good - 0.5 * grand_mean)
+    return PreparedBlocks(batch=batch, valid=valid, problems=problems, rows=rows, coords=coords,
+                          row_reasons=row_reasons)
+
+
+def _out_of_range(problems: list[BlockProblem | None], groups: list[tuple[int, np.ndarray, np.ndarray]],
+                  abar: np.ndarray, row_off: np.ndarray, sizes: np.ndarray, limit: tuple[float, str], dtype: np.dtype,
+                  grand_mean: float) -> None:
+    """Refuse (in ``problems``) the blocks with a member row, or a mutual dissimilarity, beyond the placeable range:
+    ``range_guard``'s words, in place of any other problem the block has."""
+    worst = np.zeros(sizes.size)
+    nonempty = sizes > 0
+    if nonempty.any():
+        with np.errstate(invalid="ignore"):
+            worst[nonempty] = np.fmax.reduceat(abar, row_off[:-1][nonempty])
+    for _, idx, X in groups:
+        with np.errstate(over="ignore", invalid="ignore"):
+            big = np.where(np.isfinite(X), np.square(X), 0.0).reshape(idx.size, -1).max(axis=1)
+        worst[idx] = np.fmax(worst[idx], big)
+    bound, why = limit
+    for b in np.flatnonzero(worst > bound).tolist():
+        problems[b] = BlockProblem(BAD_BLOCK, "out of range: " + range_detail(float(worst[b]), bound, why, dtype,
+                                                                               grand_mean).replace(
+            "the mean squared dissimilarity", "a squared dissimilarity of the block (or a member's mean)"))

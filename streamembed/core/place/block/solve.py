@@ -55,7 +55,7 @@ from ...flags import FLAG_AMBIGUOUS, FLAG_NOT_CONVERGED, FLAG_UNCERTIFIED
 from ...runtime import in_worker, resolve_threads, single_blas_thread, worker_pool
 from ..restricted import AMBIGUITY_RTOL, RestrictedSolution, solve_restricted
 from .certificate import optimality_gap
-from .newton import NewtonResult, gradient, trust_region_newton
+from .newton import NewtonResult, available_backends, first_start, gradient, trust_region_newton
 from .starts import eigen_starts, projection_starts, random_starts, spectral_starts
 
 #: A block is certified when its optimality gap bound is at most
@@ -154,6 +154,7 @@ def solve_blocks(
     b_norm2: np.ndarray,
     ambiguity_rtol: float = AMBIGUITY_RTOL,
     n_threads: int | None = None,
+    backend: str | None = None,
 ) -> BlocksSolution:
     """Block RR for many blocks at once (packing in the module docstring).
 
@@ -166,7 +167,12 @@ def solve_blocks(
         ambiguity_rtol: relative size below which a coordinate of C counts as
             zero (the single-object hard case and the block's sign symmetry).
         n_threads: chunks are solved on up to this many threads (None: ``runtime.default_threads()``).
+        backend: the first start's solver (``newton.first_start``): "compiled", "numpy", or None for the best
+            available; both compute the same numbers to round-off.
     """
+    backend = available_backends()[0] if backend is None else backend
+    if backend not in available_backends():
+        raise ValueError(f"block solver backend {backend!r} is not available here; choose from {available_backends()}")
     c = np.ascontiguousarray(c, dtype=np.float64)
     beta = np.ascontiguousarray(beta, dtype=np.float64).ravel()
     sizes = np.asarray(sizes, dtype=np.int64).ravel()
@@ -198,7 +204,7 @@ def solve_blocks(
         blocks = np.flatnonzero(sizes == k)
         per_chunk = max(1, CHUNK_ELEMENTS // (k * (k + d)))
         tasks += [(k, blocks[i : i + per_chunk]) for i in range(0, blocks.size, per_chunk)]
-    shared = (c, beta, lam, b_norm2, row_off, beta_off, single, ambiguity_rtol, out)
+    shared = (c, beta, lam, b_norm2, row_off, beta_off, single, ambiguity_rtol, out, backend)
     threads = resolve_threads(n_threads)
     if threads > 1 and len(tasks) > 1 and not in_worker():
         # each task runs in a copy of this context: the batch's time budget (core.runtime) applies there too
@@ -214,14 +220,14 @@ def solve_blocks(
 
 def _solve_task(k: int, blocks: np.ndarray, c: np.ndarray, beta: np.ndarray, lam: np.ndarray, b_norm2: np.ndarray,
                 row_off: np.ndarray, beta_off: np.ndarray, single: RestrictedSolution, ambiguity_rtol: float,
-                out: BlocksSolution) -> None:
+                out: BlocksSolution, backend: str) -> None:
     """Solve the blocks ``blocks`` (all of size k) and write their results into ``out``."""
     rows = row_off[blocks][:, None] + np.arange(k)  # (s, k)
     C = c[rows]
     Beta = beta[beta_off[blocks][:, None] + np.arange(k * k)].reshape(-1, k, k)
     Beta = 0.5 * (Beta + Beta.transpose(0, 2, 1))  # F sees only the symmetric part of β
     with single_blas_thread():
-        g = _solve_group(C, Beta, single.y[rows], lam, b_norm2[blocks], ambiguity_rtol)
+        g = _solve_group(C, Beta, single.y[rows], lam, b_norm2[blocks], ambiguity_rtol, backend)
     y, flags = g.pop("y"), g.pop("flags")
     out.y[rows] = y
     flags = flags[:, None] | np.zeros((1, k), dtype=np.uint32)
@@ -233,18 +239,24 @@ def _solve_task(k: int, blocks: np.ndarray, c: np.ndarray, beta: np.ndarray, lam
 
 
 def _solve_group(C: np.ndarray, Beta: np.ndarray, Y1: np.ndarray, lam: np.ndarray, b_norm2: np.ndarray,
-                 ambiguity_rtol: float) -> dict[str, np.ndarray]:
+                 ambiguity_rtol: float, backend: str = "numpy") -> dict[str, np.ndarray]:
     """The staged multi-start solve of s blocks of equal size (module docstring)."""
     s, k, d = C.shape
     sl = np.sqrt(lam)
     f0 = _out_of_span(b_norm2, C)
     scale = 2.0 * b_norm2 + (Beta * Beta).reshape(s, -1).sum(axis=1)  # F(0)
-    first = trust_region_newton(Y1, C, Beta, lam, f0, max_iter=MAX_ITER)
+    first, first_gap = first_start(Y1, C, Beta, lam, f0, MAX_ITER, backend)
     best_y, best_f = first.y, first.objective
     iterations, converged = first.iterations, first.converged
     n_starts = np.ones(s, dtype=np.int64)
     n_best = np.ones(s, dtype=np.int64)
-    gap = _gap(best_y, C, Beta, lam)
+    if first_gap is None:
+        gap = _gap(best_y, C, Beta, lam)
+    else:  # the compiled bound, and numpy's where its margin needs the smallest eigenvalue
+        gap = first_gap
+        exact = np.flatnonzero(np.isnan(gap))
+        if exact.size:
+            gap[exact] = _gap(best_y[exact], C[exact], Beta[exact], lam)
     certified = gap <= CERT_RTOL * best_f + SCALE_RTOL * scale
     todo = np.flatnonzero(~certified)
     if todo.size:
@@ -365,7 +377,7 @@ def _fix_signs(Y: np.ndarray, C: np.ndarray, ambiguity_rtol: float, lam: np.ndar
 
 
 def solve_block(C: np.ndarray, Beta: np.ndarray, lam: np.ndarray, B_norm2: float, random_state: int | None = None,
-                ambiguity_rtol: float = AMBIGUITY_RTOL) -> BlockSolution:
+                ambiguity_rtol: float = AMBIGUITY_RTOL, backend: str | None = None) -> BlockSolution:
     """Block RR of one block: ``solve_blocks`` for a single block.
 
     Args:
@@ -376,7 +388,8 @@ def solve_block(C: np.ndarray, Beta: np.ndarray, lam: np.ndarray, B_norm2: float
     C = np.asarray(C, dtype=np.float64)
     k, d = C.shape
     Beta = np.asarray(Beta, dtype=np.float64)
-    sol = solve_blocks(C, Beta.ravel(), np.array([k]), lam, np.array([B_norm2]), ambiguity_rtol, n_threads=1)
+    sol = solve_blocks(C, Beta.ravel(), np.array([k]), lam, np.array([B_norm2]), ambiguity_rtol, n_threads=1,
+                       backend=backend)
     single = solve_restricted(C, np.diagonal(Beta).copy(), np.asarray(lam, dtype=np.float64), ambiguity_rtol)
     return BlockSolution(
         y=sol.y, objective=float(sol.objective[0]), gap=float(sol.gap[0]), certified=bool(sol.certified[0]),

@@ -291,8 +291,9 @@ def solve_stress(Y0: np.ndarray, X: np.ndarray, delta: np.ndarray, weights: np.n
         return _on_a_line(stress_line, stress_objective, Y0, X, data)
     X = np.asarray(X, dtype=np.float64)
     further = (lambda rows, dense: ring_starts(X, delta[rows], dense, rows)) if starts else None
-    return _solve(lambda Y, X_, dl, local: stress_chunk(Y, X_, dl)[0], stress_objective, stress_check, Y0, X, data,
-                  further)
+    with runtime.single_blas_thread():  # descents of many small products: extra BLAS threads only contend
+        return _solve(lambda Y, X_, dl, local: stress_chunk(Y, X_, dl)[0], stress_objective, stress_check, Y0, X,
+                      data, further)
 
 
 def solve_sammon(Y0: np.ndarray, X: np.ndarray, delta: np.ndarray) -> CriterionSolution:
@@ -336,7 +337,8 @@ def solve_l1(Y0: np.ndarray, X: np.ndarray, delta2: np.ndarray) -> CriterionSolu
     def descend(Y: np.ndarray, X_: np.ndarray, d2: np.ndarray, local: bool) -> np.ndarray:
         return l1_snap(l1_chunk(Y, X_, d2, local)[0], X_, d2)
 
-    return _solve(descend, l1_objective, l1_check, Y0, X, delta2)
+    with runtime.single_blas_thread():  # descents of many small products: extra BLAS threads only contend
+        return _solve(descend, l1_objective, l1_check, Y0, X, delta2)
 
 
 def _on_a_line(line: Callable[..., Any], objective: Callable[..., Any], Y0: np.ndarray, X: np.ndarray,

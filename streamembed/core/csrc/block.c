@@ -1,0 +1,503 @@
+/*
+ * Block RR's first start, one block at a time (docs/math.md §3.3; block/newton.py's trust_region_newton and
+ * block/certificate.py's optimality_gap are the same algorithms over numpy stacks, and their docstrings the
+ * derivation). Per block of k objects and d axes:
+ *
+ *   F(Y) = 2‖Y Λ^{1/2} − C‖² + ‖Y Yᵀ − β‖² + f0,
+ *
+ * trust-region Newton with Steihaug's truncated CG (diagonal preconditioner 4(Λ + diag Yᵀ Y)), the exact
+ * change of F along a step, then the duality bound on F(Y*) − min F. The constants are newton.py's and
+ * certificate.py's, passed in by the caller.
+ *
+ * Why compiled: numpy spends ~100 passes over (s, k, d) stacks per Newton iteration, many of them for
+ * products of k×k and d×d matrices far too small for BLAS; here a block's matrices stay in L1.
+ *
+ * Python API: block_newton(Y (s, k, d) in/out, C (s, k, d), Beta (s, k, k), lam (d,), f0 (s,), max_iter,
+ * constants (7,): [grad_rtol, step_rtol, cg_forcing, accept_ratio, cholesky_share, grid_lo, grid_hi],
+ * f (s,) out, g_norm (s,) out, iterations (s,) int64 out, cg_iterations (s,) int64 out, converged (s,) uint8
+ * out, gap (s,) out (NaN: the margin needs the smallest eigenvalue, which the caller computes), start, stop).
+ * All floats are float64, C-contiguous.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "native.h"
+
+/* No fused multiply-adds here (setup.py asks for them everywhere else): a product rounded alone keeps the
+ * solver's arithmetic symmetric between mirror-image members of a block, as numpy's is, so such members
+ * come out exactly mirrored (the two-object reference case of docs/math.md §6). */
+#pragma GCC optimize("fp-contract=off")
+
+typedef struct {
+    Py_ssize_t k, d;
+    const double *lam, *C, *Beta;
+    double *CT; /* the block's C, transposed */
+    double *Yr; /* Y in (k, d) row layout, for the d×d products */
+    double grid[64]; /* 2^j, j = grid_lo, grid_lo + 2, … < grid_hi */
+    int n_grid;
+    double sl[256];
+    double f0, c_scale, beta_norm, grad_rtol, step_rtol, cg_forcing, accept_ratio, share, grid_lo, grid_hi;
+    /* workspace: k·d each unless noted */
+    double *Y, *E, *g, *R /* k·k */, *G /* d·d */, *T /* d·d */, *S, *z, *r, *y, *p, *Hp, *M, *Q /* k·k */;
+    double f, g_norm, y_norm, g_scale;
+} Block;
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* ⟨a, b⟩ in eight interleaved partial sums (a sum taken in order is a chain of dependent additions the compiler
+ * may not reorder; numpy's sums are blocked too, in another order: the difference is round-off). */
+INLINE double dot(const double *a, const double *b, Py_ssize_t n) {
+    double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int q = 0; q < 8; q++) s[q] += a[i + q] * b[i + q];
+    double t = 0.0;
+    for (; i < n; i++) t += a[i] * b[i];
+    return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7])) + t;
+}
+
+/* Layout: every (k, d) matrix of a block is held transposed, (d, k) row-major, so that the innermost loops
+ * run along the block's k objects (contiguous, the longer dimension for small d); k×k and d×d are symmetric. */
+
+/* E, R, G, f, g, ‖g‖, ‖Y‖ and the gradient's scale at B->Y (newton.py's _State). */
+INLINE void evaluate(Block *B) {
+    const Py_ssize_t k = B->k, d = B->d;
+    const double *restrict Y = B->Y, *restrict C = B->C;
+    double *restrict E = B->E, *restrict R = B->R, *restrict G = B->G, *restrict g = B->g, *restrict Yr = B->Yr;
+    for (Py_ssize_t j = 0; j < d; j++)
+        for (Py_ssize_t i = 0; i < k; i++) {
+            E[j * k + i] = Y[j * k + i] * B->sl[j] - C[j * k + i];
+            Yr[i * d + j] = Y[j * k + i];
+        }
+    for (Py_ssize_t i = 0; i < k * k; i++) R[i] = -B->Beta[i];
+    for (Py_ssize_t j = 0; j < d; j++) {
+        const double *yj = Y + j * k;
+        for (Py_ssize_t i = 0; i < k; i++) {
+            const double y = yj[i];
+            double *ri = R + i * k;
+            for (Py_ssize_t l = 0; l < k; l++) ri[l] += y * yj[l];
+        }
+    }
+    for (Py_ssize_t a = 0; a < d * d; a++) G[a] = 0.0;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        const double *yi = Yr + i * d;
+        for (Py_ssize_t a = 0; a < d; a++) {
+            const double y = yi[a];
+            double *ga = G + a * d;
+            for (Py_ssize_t b = 0; b < d; b++) ga[b] += y * yi[b];
+        }
+    }
+    B->f = 2.0 * dot(E, E, k * d) + dot(R, R, k * k) + B->f0;
+    for (Py_ssize_t j = 0; j < d; j++) {
+        double *gj = g + j * k;
+        const double *yj = Y + j * k;
+        for (Py_ssize_t i = 0; i < k; i++) gj[i] = E[j * k + i] * B->sl[j];
+        for (Py_ssize_t l = 0; l < k; l++) {
+            const double y = yj[l];
+            const double *rl = R + l * k;
+            for (Py_ssize_t i = 0; i < k; i++) gj[i] += y * rl[i];
+        }
+        for (Py_ssize_t i = 0; i < k; i++) gj[i] *= 4.0;
+    }
+    B->g_norm = sqrt(dot(g, g, k * d));
+    B->y_norm = sqrt(dot(Y, Y, k * d));
+    B->g_scale = 4.0 * (B->lam[0] * B->y_norm + B->c_scale + (B->y_norm * B->y_norm + B->beta_norm) * B->y_norm);
+}
+
+/* out = H[V] = 4 (V Λ + R V + V G + Y (Vᵀ Y)) at the current state (all transposed: Vᵀ R + G Vᵀ + Tᵀ Yᵀ). */
+INLINE void hess(Block *B, const double *restrict V, double *restrict out) {
+    const Py_ssize_t k = B->k, d = B->d;
+    const double *restrict Y = B->Y, *restrict R = B->R, *restrict G = B->G, *restrict Yr = B->Yr;
+    double *restrict T = B->T;
+    for (Py_ssize_t a = 0; a < d * d; a++) T[a] = 0.0;
+    for (Py_ssize_t a = 0; a < d; a++) {
+        const double *va = V + a * k;
+        double *ta = T + a * d;
+        for (Py_ssize_t i = 0; i < k; i++) {
+            const double v = va[i];
+            const double *yi = Yr + i * d;
+            for (Py_ssize_t b = 0; b < d; b++) ta[b] += v * yi[b];
+        }
+    }
+    for (Py_ssize_t j = 0; j < d; j++) {
+        double *oj = out + j * k;
+        const double *vj = V + j * k;
+        for (Py_ssize_t i = 0; i < k; i++) oj[i] = vj[i] * B->lam[j];
+        for (Py_ssize_t l = 0; l < k; l++) {
+            const double v = vj[l];
+            const double *rl = R + l * k;
+            for (Py_ssize_t i = 0; i < k; i++) oj[i] += v * rl[i];
+        }
+        for (Py_ssize_t b = 0; b < d; b++) {
+            const double gjb = G[j * d + b], tbj = T[b * d + j];
+            const double *vb = V + b * k, *yb = Y + b * k;
+            for (Py_ssize_t i = 0; i < k; i++) oj[i] += gjb * vb[i] + tbj * yb[i];
+        }
+        for (Py_ssize_t i = 0; i < k; i++) oj[i] *= 4.0;
+    }
+}
+
+/* F(Y + S) − F(Y), exactly (newton.py's _State.change): Q = Y Sᵀ + S (Y + S)ᵀ. */
+INLINE double change(Block *B, const double *restrict S) {
+    const Py_ssize_t k = B->k, d = B->d;
+    const double *restrict Y = B->Y;
+    double *restrict Q = B->Q, *restrict W = B->z; /* z is free between CG runs: Y + S */
+    double es = 0.0, ss = 0.0;
+    for (Py_ssize_t j = 0; j < d; j++)
+        for (Py_ssize_t i = 0; i < k; i++) {
+            const double s = S[j * k + i] * B->sl[j];
+            es += B->E[j * k + i] * s;
+            ss += s * s;
+            W[j * k + i] = Y[j * k + i] + S[j * k + i];
+        }
+    for (Py_ssize_t i = 0; i < k * k; i++) Q[i] = 0.0;
+    for (Py_ssize_t j = 0; j < d; j++) {
+        const double *yj = Y + j * k, *sj = S + j * k, *wj = W + j * k;
+        for (Py_ssize_t i = 0; i < k; i++) {
+            const double a = yj[i], b = sj[i];
+            double *qi = Q + i * k;
+            for (Py_ssize_t l = 0; l < k; l++) qi[l] += a * sj[l] + b * wj[l];
+        }
+    }
+    return 4.0 * es + 2.0 * ss + 2.0 * dot(B->R, Q, k * k) + dot(Q, Q, k * k);
+}
+
+/* Steihaug's truncated preconditioned CG within ‖s‖_M ≤ radius: the step into B->S; the CG iterations. */
+INLINE int64_t steihaug(Block *B, double radius, Py_ssize_t max_cg) {
+    const Py_ssize_t n = B->k * B->d;
+    double *z = B->z, *r = B->r, *y = B->y, *p = B->p, *Hp = B->Hp, *M = B->M;
+    const double scale = B->g_scale > DBL_MIN ? B->g_scale : DBL_MIN;
+    double eta = sqrt(B->g_norm / scale);
+    if (B->cg_forcing < eta) eta = B->cg_forcing;
+    const double r_stop = eta * B->g_norm, rad2 = radius * radius;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        z[i] = 0.0;
+        r[i] = B->g[i];
+        y[i] = r[i] / M[i];
+        p[i] = -y[i];
+    }
+    double ry = dot(r, y, n), zMz = 0.0, zMp = 0.0, pMp = ry;
+    int64_t its = 0;
+    for (Py_ssize_t it = 0; it < max_cg; it++) {
+        hess(B, p, Hp);
+        const double kappa = dot(p, Hp, n), alpha = ry / kappa;
+        const double zMz_new = zMz + 2.0 * alpha * zMp + alpha * alpha * pMp;
+        its++;
+        if (!(kappa > 0) || zMz_new >= rad2) {
+            const double q = zMp * zMp + pMp * (rad2 - zMz);
+            const double tau = (sqrt(q > 0 ? q : 0.0) - zMp) / pMp;
+            for (Py_ssize_t i = 0; i < n; i++) B->S[i] = z[i] + tau * p[i];
+            return its;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            z[i] += alpha * p[i];
+            r[i] += alpha * Hp[i];
+        }
+        if (sqrt(dot(r, r, n)) <= r_stop) {
+            memcpy(B->S, z, (size_t)n * sizeof(double));
+            return its;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) y[i] = r[i] / M[i];
+        const double ry_new = dot(r, y, n), beta = ry_new / ry;
+        zMp = beta * (zMp + alpha * pMp);
+        pMp = ry_new + beta * beta * pMp;
+        zMz = zMz_new;
+        ry = ry_new;
+        for (Py_ssize_t i = 0; i < n; i++) p[i] = -y[i] + beta * p[i];
+    }
+    memcpy(B->S, z, (size_t)n * sizeof(double)); /* iteration limit: the last iterate */
+    return its;
+}
+
+/* Trust-region Newton from B->Y (newton.py's trust_region_newton for one problem, no time budget). */
+INLINE void newton(Block *B, int max_iter, int64_t *iterations, int64_t *cg_iterations, uint8_t *converged) {
+    const Py_ssize_t k = B->k, d = B->d, n = k * d;
+    evaluate(B);
+    double size2 = 0.0;
+    for (Py_ssize_t i = 0; i < k; i++) size2 += fabs(B->Beta[i * k + i]);
+    if (B->y_norm * B->y_norm > size2) size2 = B->y_norm * B->y_norm;
+    double radius = 2.0 * sqrt(4.0 * (B->lam[0] + size2) * (size2 > DBL_MIN ? size2 : DBL_MIN));
+    int64_t its = 0, cg = 0;
+    uint8_t conv = 0;
+    for (int it = 0; it <= max_iter; it++) {
+        const int done = B->g_norm <= B->grad_rtol * B->g_scale;
+        if (done || it == max_iter) {
+            conv = (uint8_t)done;
+            break;
+        }
+        its++;
+        for (Py_ssize_t j = 0; j < d; j++)
+            for (Py_ssize_t i = 0; i < k; i++) B->M[j * k + i] = 4.0 * (B->lam[j] + B->G[j * d + j]);
+        cg += steihaug(B, radius, n);
+        hess(B, B->S, B->Hp);
+        const double pred = -(dot(B->g, B->S, n) + 0.5 * dot(B->S, B->Hp, n));
+        const double actual = -change(B, B->S);
+        const double rho = pred > 0 ? actual / pred : -1.0;
+        double smM = 0.0;
+        for (Py_ssize_t i = 0; i < n; i++) smM += B->S[i] * B->M[i] * B->S[i];
+        const double s_norm_M = sqrt(smM);
+        const int accept = rho > B->accept_ratio && actual > 0;
+        const int grow = rho > 0.75 && s_norm_M >= 0.99 * radius;
+        radius = rho < 0.25 ? 0.25 * s_norm_M : (grow ? 2.0 * radius : radius);
+        const double s_norm = sqrt(dot(B->S, B->S, n));
+        const int tiny_step = accept && s_norm <= B->step_rtol * B->y_norm;
+        const int stuck = !accept && pred <= 0;
+        if (accept)
+            for (Py_ssize_t i = 0; i < n; i++) B->Y[i] += B->S[i];
+        evaluate(B);
+        if (tiny_step || stuck) {
+            conv = 1;
+            break;
+        }
+    }
+    *iterations = its;
+    *cg_iterations = cg;
+    *converged = conv;
+}
+
+/* The duality bound on F(Y) − min F at the current state (certificate.py's optimality_gap); NaN when
+ * R + (1 − share) λ_d I is not positive definite (the margin then needs λ_min(R), computed by the caller). */
+INLINE double gap(Block *B) {
+    const Py_ssize_t k = B->k, d = B->d;
+    const double lam_min = B->lam[d - 1];
+    /* Cholesky of the shifted R, in place in Q */
+    for (Py_ssize_t i = 0; i < k * k; i++) B->Q[i] = B->R[i];
+    for (Py_ssize_t i = 0; i < k; i++) B->Q[i * k + i] += (1.0 - B->share) * lam_min;
+    for (Py_ssize_t j = 0; j < k; j++) {
+        double s = B->Q[j * k + j];
+        for (Py_ssize_t l = 0; l < j; l++) s -= B->Q[j * k + l] * B->Q[j * k + l];
+        if (!(s > 0)) return NAN;
+        const double ljj = sqrt(s);
+        B->Q[j * k + j] = ljj;
+        for (Py_ssize_t i = j + 1; i < k; i++) {
+            double t = B->Q[i * k + j];
+            for (Py_ssize_t l = 0; l < j; l++) t -= B->Q[i * k + l] * B->Q[j * k + l];
+            B->Q[i * k + j] = t / ljj;
+        }
+    }
+    const double y2 = B->y_norm * B->y_norm;
+    const double margin = B->share * lam_min - 64 * DBL_EPSILON * ((double)k * y2 + B->beta_norm + lam_min);
+    const double g_norm = B->g_norm + 64 * DBL_EPSILON * B->g_scale;
+    const double m_ref = lam_min > fabs(margin) ? lam_min : fabs(margin);
+    double best = INFINITY;
+    for (int e = 0; e < B->n_grid; e++) {
+        const double delta = m_ref * B->grid[e], eps = delta - margin;
+        const double num = g_norm + 4.0 * fabs(eps) * B->y_norm;
+        const double bound = (double)k * eps * eps + num * num / (8.0 * delta);
+        if (bound < best) best = bound;
+    }
+    if (margin > 0) {
+        const double bound = g_norm * g_norm / (8.0 * margin);
+        if (bound < best) best = bound;
+    }
+    return best;
+}
+
+/* The same code for three instruction sets (every helper above is inlined into each), the best one the CPU
+ * runs picked at load time. */
+__attribute__((target_clones("avx2", "default")))
+static void solve_range(Block *B, double *Y, const double *C, const double *Beta, const double *f0, int max_iter,
+                        double *f, double *g_norm, int64_t *its, int64_t *cg, uint8_t *conv, double *gaps,
+                        Py_ssize_t start, Py_ssize_t stop) {
+    const Py_ssize_t k = B->k, d = B->d, kd = k * d, kk = k * k;
+    for (Py_ssize_t b = start; b < stop; b++) {
+        const double *Cb = C + b * kd, *Yb = Y + b * kd;
+        for (Py_ssize_t i = 0; i < k; i++)
+            for (Py_ssize_t j = 0; j < d; j++) {
+                B->CT[j * k + i] = Cb[i * d + j];
+                B->Y[j * k + i] = Yb[i * d + j];
+            }
+        B->C = B->CT;
+        B->Beta = Beta + b * kk;
+        B->f0 = f0[b];
+        B->c_scale = sqrt(dot(B->C, B->C, kd)) * B->sl[0];
+        B->beta_norm = sqrt(dot(B->Beta, B->Beta, kk));
+        newton(B, max_iter, its + b, cg + b, conv + b);
+        double *Yo = Y + b * kd;
+        for (Py_ssize_t i = 0; i < k; i++)
+            for (Py_ssize_t j = 0; j < d; j++) Yo[i * d + j] = B->Y[j * k + i];
+        f[b] = B->f;
+        g_norm[b] = B->g_norm;
+        gaps[b] = gap(B);
+    }
+}
+
+static int get(PyObject *o, Py_buffer *b, int ndim, int itemsize, int writable, const char *name) {
+    if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0) return -1;
+    const int ok = b->ndim == ndim && (itemsize == 8 && strcmp(name, "iterations") && strcmp(name, "cg_iterations")
+                                           ? native_float_size(b) == 8 : b->itemsize == itemsize);
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "block_newton: %s must be a %d-D C-contiguous array of %d-byte items", name,
+                     ndim, itemsize);
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *native_block_newton(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *oY, *oC, *oB, *ol, *of0, *oc, *of, *og, *oi, *ocg, *ocv, *ogap;
+    int max_iter;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "OOOOOiOOOOOOOnn", &oY, &oC, &oB, &ol, &of0, &max_iter, &oc, &of, &og, &oi, &ocg,
+                          &ocv, &ogap, &start, &stop))
+        return NULL;
+    Py_buffer Y = {0}, C = {0}, Bt = {0}, lam = {0}, f0 = {0}, cst = {0}, f = {0}, g = {0}, it = {0}, cg = {0},
+              cv = {0}, gp = {0};
+    PyObject *result = NULL;
+    double *work = NULL;
+    if (get(oY, &Y, 3, 8, 1, "Y") < 0 || get(oC, &C, 3, 8, 0, "C") < 0 || get(oB, &Bt, 3, 8, 0, "Beta") < 0 ||
+        get(ol, &lam, 1, 8, 0, "lam") < 0 || get(of0, &f0, 1, 8, 0, "f0") < 0 || get(oc, &cst, 1, 8, 0, "constants") < 0 ||
+        get(of, &f, 1, 8, 1, "f") < 0 || get(og, &g, 1, 8, 1, "g_norm") < 0 || get(oi, &it, 1, 8, 1, "iterations") < 0 ||
+        get(ocg, &cg, 1, 8, 1, "cg_iterations") < 0 || get(ocv, &cv, 1, 1, 1, "converged") < 0 ||
+        get(ogap, &gp, 1, 8, 1, "gap") < 0)
+        goto done;
+    const Py_ssize_t s = Y.shape[0], k = Y.shape[1], d = Y.shape[2];
+    if (C.shape[0] != s || C.shape[1] != k || C.shape[2] != d || Bt.shape[0] != s || Bt.shape[1] != k ||
+        Bt.shape[2] != k || lam.shape[0] != d || f0.shape[0] != s || cst.shape[0] != 7 || f.shape[0] != s ||
+        g.shape[0] != s || it.shape[0] != s || cg.shape[0] != s || cv.shape[0] != s || gp.shape[0] != s) {
+        PyErr_SetString(PyExc_ValueError, "block_newton: inconsistent shapes");
+        goto done;
+    }
+    if (d < 1 || d > 256 || k < 1 || start < 0 || stop > s || start > stop) {
+        PyErr_Format(PyExc_ValueError, "block_newton: needs 1 ≤ d ≤ 256, k ≥ 1 and 0 ≤ start ≤ stop ≤ %zd", s);
+        goto done;
+    }
+    const Py_ssize_t kd = k * d, kk = k * k, dd = d * d;
+    work = malloc((size_t)(12 * kd + 2 * kk + 2 * dd) * sizeof(double));
+    if (work == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Block B;
+    memset(&B, 0, sizeof(B));
+    B.k = k;
+    B.d = d;
+    B.lam = (const double *)lam.buf;
+    for (Py_ssize_t j = 0; j < d; j++) B.sl[j] = sqrt(B.lam[j]);
+    const double *c = (const double *)cst.buf;
+    B.grad_rtol = c[0];
+    B.step_rtol = c[1];
+    B.cg_forcing = c[2];
+    B.accept_ratio = c[3];
+    B.share = c[4];
+    B.grid_lo = c[5];
+    B.grid_hi = c[6];
+    for (double e = B.grid_lo; e < B.grid_hi && B.n_grid < 64; e += 2.0) B.grid[B.n_grid++] = exp2(e);
+    double *w = work;
+    B.Y = w, w += kd;
+    B.E = w, w += kd;
+    B.g = w, w += kd;
+    B.S = w, w += kd;
+    B.z = w, w += kd;
+    B.r = w, w += kd;
+    B.y = w, w += kd;
+    B.p = w, w += kd;
+    B.Hp = w, w += kd;
+    B.M = w, w += kd;
+    B.CT = w, w += kd;
+    B.Yr = w, w += kd;
+    B.R = w, w += kk;
+    B.Q = w, w += kk;
+    B.G = w, w += dd;
+    B.T = w;
+    Py_BEGIN_ALLOW_THREADS
+    solve_range(&B, (double *)Y.buf, (const double *)C.buf, (const double *)Bt.buf, (const double *)f0.buf, max_iter,
+                (double *)f.buf, (double *)g.buf, (int64_t *)it.buf, (int64_t *)cg.buf, (uint8_t *)cv.buf,
+                (double *)gp.buf, start, stop);
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free(work);
+    for (Py_buffer **b = (Py_buffer *[]){&Y, &C, &Bt, &lam, &f0, &cst, &f, &g, &it, &cg, &cv, &gp, NULL}; *b; b++)
+        if ((*b)->obj) PyBuffer_Release(*b);
+    return result;
+}
+
+/*
+ * The rows of a batch of blocks, centred (block/prepare.py's centre_rows: docs/math.md §2): per row a of A
+ * (rows start:stop), with ā = mean a², B = −½ (a² − ā − shift) written to row i − start of Bout, ‖B‖², ā, and
+ * whether the row has a negative, NaN or infinite entry (then its B is 0 and ‖B‖² NaN). The caller multiplies
+ * Bout by the eigenvectors (BLAS). A float32 or float64 (m, n); shift (n,), Bout (≥ stop − start, n), b2, abar
+ * (m,) float64; bad (m,) uint8. Python API: block_rows(A, shift, Bout, b2, abar, bad, start, stop), GIL released.
+ */
+#define ROWS_BODY(T)                                                                                           \
+    for (Py_ssize_t i = start; i < stop; i++) {                                                                \
+        const T *a = (const T *)A + i * n;                                                                     \
+        double *bi = Bout + (i - start) * n;                                                                   \
+        double s = 0.0;                                                                                        \
+        int badrow = 0;                                                                                        \
+        for (Py_ssize_t j = 0; j < n; j++) {                                                                   \
+            const double x = (double)a[j];                                                                     \
+            badrow |= !(x >= 0) | (x == INFINITY);                                                             \
+            bi[j] = x * x;                                                                                     \
+            s += bi[j];                                                                                        \
+        }                                                                                                      \
+        bad[i] = (uint8_t)badrow;                                                                              \
+        const double ab = s / (double)n;                                                                       \
+        abar[i] = ab;                                                                                          \
+        if (badrow) {                                                                                          \
+            for (Py_ssize_t j = 0; j < n; j++) bi[j] = 0.0;                                                    \
+            b2[i] = NAN;                                                                                       \
+            continue;                                                                                          \
+        }                                                                                                      \
+        double bb = 0.0;                                                                                       \
+        for (Py_ssize_t j = 0; j < n; j++) {                                                                   \
+            const double b = -0.5 * (bi[j] - ab - shift[j]);                                                   \
+            bi[j] = b;                                                                                         \
+            bb += b * b;                                                                                       \
+        }                                                                                                      \
+        b2[i] = bb;                                                                                            \
+    }
+
+__attribute__((target_clones("avx2", "default")))
+static void rows_f32(const float *A, Py_ssize_t n, const double *shift, double *Bout, double *b2, double *abar,
+                     uint8_t *bad, Py_ssize_t start, Py_ssize_t stop) {
+    ROWS_BODY(float)
+}
+
+__attribute__((target_clones("avx2", "default")))
+static void rows_f64(const double *A, Py_ssize_t n, const double *shift, double *Bout, double *b2, double *abar,
+                     uint8_t *bad, Py_ssize_t start, Py_ssize_t stop) {
+    ROWS_BODY(double)
+}
+
+PyObject *native_block_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *oA, *os, *oB, *ob, *oa, *obad;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "OOOOOOnn", &oA, &os, &oB, &ob, &oa, &obad, &start, &stop)) return NULL;
+    Py_buffer A = {0}, sh = {0}, Bo = {0}, b2 = {0}, ab = {0}, bad = {0};
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(oA, &A, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+    const int size = native_float_size(&A);
+    if (A.ndim != 2 || size == 0) {
+        PyErr_SetString(PyExc_TypeError, "block_rows: A must be a 2-D C-contiguous float32 or float64 array");
+        goto done;
+    }
+    if (get(os, &sh, 1, 8, 0, "shift") < 0 || get(oB, &Bo, 2, 8, 1, "Bout") < 0 || get(ob, &b2, 1, 8, 1, "b2") < 0 ||
+        get(oa, &ab, 1, 8, 1, "abar") < 0 || get(obad, &bad, 1, 1, 1, "bad") < 0)
+        goto done;
+    const Py_ssize_t m = A.shape[0], n = A.shape[1];
+    if (sh.shape[0] != n || Bo.shape[1] != n || Bo.shape[0] < stop - start || b2.shape[0] != m || ab.shape[0] != m ||
+        bad.shape[0] != m || n < 1 || start < 0 || stop > m || start > stop) {
+        PyErr_SetString(PyExc_ValueError, "block_rows: inconsistent shapes or row range");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    if (size == 4)
+        rows_f32((const float *)A.buf, n, (const double *)sh.buf, (double *)Bo.buf, (double *)b2.buf,
+                 (double *)ab.buf, (uint8_t *)bad.buf, start, stop);
+    else
+        rows_f64((const double *)A.buf, n, (const double *)sh.buf, (double *)Bo.buf, (double *)b2.buf,
+                 (double *)ab.buf, (uint8_t *)bad.buf, start, stop);
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (Py_buffer **b = (Py_buffer *[]){&A, &sh, &Bo, &b2, &ab, &bad, NULL}; *b; b++)
+        if ((*b)->obj) PyBuffer_Release(*b);
+    return result;
+}

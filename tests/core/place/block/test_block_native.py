@@ -1,0 +1,80 @@
+"""The compiled block kernels (csrc/block.c) compute what the numpy path computes, to round-off: the same
+certified placements, starts, flags and gaps on every kind of block, and the same centred rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamembed.core.flags import FLAG_AMBIGUOUS
+from streamembed.core.place.block import newton, prepare
+from streamembed.core.place.block.solve import solve_blocks
+
+from .block_cases import KINDS, block_problem
+
+pytestmark = pytest.mark.skipif("compiled" not in newton.available_backends(),
+                                reason="built without the compiled kernels")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("k, d", [(1, 2), (2, 1), (5, 3), (8, 10), (32, 2)])
+def test_the_compiled_block_solver_is_the_numpy_solver(kind: str, k: int, d: int) -> None:
+    rng = np.random.default_rng(1000 * k + d)
+    problems = [block_problem(rng, k, d, kind) for _ in range(12)]
+    lam = problems[0][2]
+    # every block against the first one's spectrum: one call, one size
+    c = np.concatenate([p[0] for p in problems])
+    beta = np.concatenate([p[1].ravel() for p in problems])
+    b_norm2 = np.array([max(p[3], float((p[0] ** 2).sum())) for p in problems])
+    sizes = np.full(len(problems), k)
+    got = {be: solve_blocks(c, beta, sizes, lam, b_norm2, n_threads=1, backend=be) for be in ("numpy", "compiled")}
+    a, b = got["numpy"], got["compiled"]
+    scale = max(float(np.abs(a.y).max()), 1e-300)
+    # an ambiguous block's column whose C_:j is round-off (not exactly 0) takes the sign round-off gives it
+    free = (a.flags & FLAG_AMBIGUOUS) != 0
+    np.testing.assert_allclose(b.y[~free], a.y[~free], rtol=0, atol=1e-9 * scale)
+    np.testing.assert_allclose(np.abs(b.y[free]), np.abs(a.y[free]), rtol=0, atol=1e-9 * scale)
+    np.testing.assert_allclose(b.objective, a.objective, rtol=1e-9, atol=1e-12 * float(a.objective.max()))
+    np.testing.assert_array_equal(b.certified, a.certified)
+    np.testing.assert_array_equal(b.flags, a.flags)
+    np.testing.assert_array_equal(b.n_starts, a.n_starts)
+
+
+def test_the_compiled_newton_takes_the_numpy_iterations_and_bounds_the_same_gap() -> None:
+    rng = np.random.default_rng(7)
+    C, Beta, lam, b2, *_ = block_problem(rng, 6, 3, "near_hard")
+    stack = [block_problem(np.random.default_rng(s), 6, 3, "normal") for s in range(20)]
+    Cs = np.stack([C] + [p[0] for p in stack])
+    Bs = np.stack([Beta] + [p[1] for p in stack])
+    f0 = np.zeros(Cs.shape[0])
+    Y0 = Cs / np.sqrt(lam)
+    ref = newton.trust_region_newton(Y0, Cs, Bs, lam, f0)
+    got, gap = newton.first_start(Y0, Cs, Bs, lam, f0, 200, "compiled")
+    np.testing.assert_array_equal(got.iterations, ref.iterations)
+    np.testing.assert_array_equal(got.cg_iterations, ref.cg_iterations)
+    np.testing.assert_allclose(got.y, ref.y, atol=1e-10 * float(np.abs(ref.y).max()))
+    from streamembed.core.place.block.certificate import optimality_gap
+
+    g, g_scale = newton.gradient(ref.y, Cs, Bs, lam)
+    want = optimality_gap(ref.y, g, Bs, float(lam[-1]), g_scale)[0]
+    known = ~np.isnan(gap)
+    assert known.any()
+    np.testing.assert_allclose(gap[known], want[known], rtol=1e-6, atol=1e-12 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_compiled_rows_are_the_numpy_rows(dtype: type) -> None:
+    rng = np.random.default_rng(3)
+    A = (rng.random((300, 40)) * 5).astype(dtype)
+    A[7, 3] = -1.0
+    A[11, 0] = np.nan
+    A[12, 5] = np.inf
+    U = rng.normal(size=(40, 6))
+    means = rng.random(40) * 3
+    ref = prepare.centre_rows(A, means, 1.5, U, n_threads=1, backend="numpy")
+    got = prepare.centre_rows(A, means, 1.5, U, n_threads=1, backend="compiled")
+    np.testing.assert_array_equal(got[3], ref[3])
+    assert got[3].tolist().count(True) == 3 and got[3][[7, 11, 12]].all()
+    ok = ~ref[3]
+    for x, y in zip(got[:3], ref[:3], strict=True):
+        np.testing.assert_allclose(x[ok], y[ok], rtol=1e-12, atol=1e-12 * float(np.abs(y[ok]).max()))
