@@ -63,7 +63,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
         method: "projection" (Gower / Bengio / landmark MDS / Nyström,
             docs/math.md §3), "restricted" (Trosset–Priebe restricted
             reconstruction), "stress" (raw stress Σ(‖y - x_i‖ - δ_i)²) or "l1"
-            (Σ|δ_i² - ‖y - x_i‖²|), both from the projection start (``core.place.criteria.solve``).
+            (Σ|δ_i² - ‖y - x_i‖²|), both from the projection start (``core.place.criteria.solve``), or "kernel"
+            (the Nadaraya–Watson average of the landmarks' coordinates, any map, docs/math.md §8.6).
         n_residual_components: r, eigenpairs used for the exact k0 (docs/math.md §4).
             None: every positive eigenvalue with the full eigensolver, else a
             documented truncation (``cmds.default_partial_rank``), which makes
@@ -97,6 +98,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
             vectors: then ``fit(X)`` is ``fit_features(X, metric)`` and
             ``transform``/``score`` take feature rows (m, p).
         coverage: c ∈ (0, 1), the stated coverage of ``radius`` (docs/math.md §9; ``calibrate_radius``).
+        kernel_bandwidth: σ of method "kernel" in the units of the dissimilarities; None (default): Roy's rule from
+            the landmarks at fit (a skeleton map's own σ), docs/math.md §8.6. σ = 0 or non-finite is refused.
 
     Fitted attributes (read from ``model_``):
         model_ (LandmarkModel), embedding_ (n, d), eigenvalues_ (d,), spectrum_,
@@ -128,6 +131,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
         coverage: float = DEFAULT_COVERAGE,
         skeleton_alpha: float = DEFAULTS["skeleton_alpha"],
         skeleton_neighbors: int = DEFAULTS["skeleton_neighbors"],
+        kernel_bandwidth: float | None = DEFAULTS["kernel_bandwidth"],
     ):
         self.n_components = n_components
         self.method = method
@@ -145,6 +149,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
         self.coverage = coverage
         self.skeleton_alpha = skeleton_alpha
         self.skeleton_neighbors = skeleton_neighbors
+        self.kernel_bandwidth = kernel_bandwidth
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X: object, y: object = None, *, landmark_ids: LandmarkIds = None) -> LandmarkMDS:
@@ -193,7 +198,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
 
     def _warn_fit(self) -> None:
         """WARNINGs about the fitted map (``core.fit.features.fit_warnings``): a non-unique map (eigengap), an
-        unconverged refinement."""
+        unconverged refinement; an InputError when the map cannot take ``method`` (kernel without a bandwidth)."""
+        self.model_.check_method(self.method)
         for warning in fit_warnings(self.model_):
             log.warning("%s", warning)
 
@@ -244,7 +250,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
                 "geodesic_neighbors": None if self.geodesic_neighbors is None else int(self.geodesic_neighbors),
                 "correction": self.correction, "landmark_map": self.landmark_map,
                 "n_residual_components": self.n_residual_components, "eigensolver": self.eigensolver,
-                "random_state": self.random_state, "n_threads": self.n_threads}
+                "random_state": self.random_state, "n_threads": self.n_threads,
+                "kernel_bandwidth": self.kernel_bandwidth}
 
     def _check_params(self) -> None:
         _check_params(self)
@@ -380,7 +387,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
         defaults = {"n_components": int(model.n_components),
                     **{k: fp.get(k, DEFAULTS[k]) for k in ("input", "geodesic_neighbors", "correction", "landmark_map",
                                                            "n_residual_components", "eigensolver")},
-                    "random_state": model.random_state, "n_threads": model.n_threads}
+                    "random_state": model.random_state, "n_threads": model.n_threads,
+                    "kernel_bandwidth": model.kernel_bandwidth}
         est = cls(**{**defaults, **stated_coverage(model), **params})
         est.model_ = restated(model, est.coverage)
         return est
@@ -409,7 +417,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
 
 _PARAMS = ("n_components", "method", "n_residual_components", "eigensolver", "n_threads", "random_state", "input",
            "geodesic_neighbors", "correction", "landmark_map", "n_landmarks", "landmark_selection", "metric",
-           "coverage", "skeleton_alpha", "skeleton_neighbors")
+           "coverage", "skeleton_alpha", "skeleton_neighbors", "kernel_bandwidth")
 #: Parameters that are not options of ``core.options`` (checked here).
 _OWN_PARAMS = ("metric", "coverage")
 

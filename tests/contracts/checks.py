@@ -72,13 +72,32 @@ def check_method_is_derived_everywhere(spec: PlacementMethod) -> None:
 
 def check_method_places_in_span_objects_exactly(spec: PlacementMethod) -> None:
     """Objects in the landmarks' plane land where they are, up to the map's rigid motion (docs/math.md §3):
-    every distance among placements and landmarks equals the true one."""
+    every distance among placements and landmarks equals the true one. A method that says its placements are
+    convex combinations of the landmarks (``spec.convex``, a smoother) is held to that instead: every placement
+    is Σ w_s y_s with w ≥ 0, Σ w = 1 (a non-negative least-squares fit reproduces it), and a landmark lands on
+    itself."""
     model = _model()
     Z = OBJECTS[:6]
     Y = _place(model, spec, _dist(Z, LANDMARKS), _dist(Z, Z))
+    if spec.convex:
+        _assert_convex(Y, model.embedding, spec.name)
+        np.testing.assert_allclose(_place(model, spec, _dist(LANDMARKS[:5], LANDMARKS)), model.embedding[:5],
+                                   atol=1e-9, err_msg=spec.name)
+        return
     got = _dist(np.vstack([Y, model.embedding]), np.vstack([Y, model.embedding]))
     true = _dist(np.vstack([Z, LANDMARKS]), np.vstack([Z, LANDMARKS]))
     np.testing.assert_allclose(got, true, atol=1e-5 * true.max(), err_msg=spec.name)
+
+
+def _assert_convex(Y: np.ndarray, X: np.ndarray, name: str) -> None:
+    """Every row of Y (m, d) is a convex combination of the rows of X (n, d): NNLS on [Xᵀ; w·1ᵀ] reproduces [y; w]."""
+    from scipy.optimize import nnls
+
+    w = 1e3 * float(np.abs(X).max())  # weighs the Σ = 1 row so that NNLS cannot trade it for a closer fit
+    M = np.vstack([X.T, np.full((1, X.shape[0]), w)])
+    for y in Y:
+        weights, residual = nnls(M, np.append(y, w))
+        assert residual <= 1e-8 * w and abs(weights.sum() - 1.0) <= 1e-9, (name, residual, weights.sum())
 
 
 def check_method_ignores_the_landmark_order(spec: PlacementMethod) -> None:
