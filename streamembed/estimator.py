@@ -60,11 +60,9 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
 
     Args:
         n_components: d, the map's dimension.
-        method: "projection" (Gower / Bengio / landmark MDS / Nyström,
-            docs/math.md §3), "restricted" (Trosset–Priebe restricted
-            reconstruction), "stress" (raw stress Σ(‖y - x_i‖ - δ_i)²) or "l1"
-            (Σ|δ_i² - ‖y - x_i‖²|), both from the projection start (``core.place.criteria.solve``), or "kernel"
-            (the Nadaraya–Watson average of the landmarks' coordinates, any map, docs/math.md §8.6).
+        method: "projection" (Gower / Bengio / landmark MDS / Nyström, docs/math.md §3), "restricted" (Trosset–Priebe
+            restricted reconstruction), "stress" (raw stress Σ(‖y - x_i‖ - δ_i)²), "l1" (Σ|δ_i² - ‖y - x_i‖²|) or
+            "kernel" (Nadaraya–Watson average of the landmarks' coordinates, §8.6); docs/methods.md.
         n_residual_components: r, eigenpairs used for the exact k0 (docs/math.md §4).
             None: every positive eigenvalue with the full eigensolver, else a
             documented truncation (``cmds.default_partial_rank``), which makes
@@ -98,8 +96,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
             vectors: then ``fit(X)`` is ``fit_features(X, metric)`` and
             ``transform``/``score`` take feature rows (m, p).
         coverage: c ∈ (0, 1), the stated coverage of ``radius`` (docs/math.md §9; ``calibrate_radius``).
-        kernel_bandwidth: σ of method "kernel" in the units of the dissimilarities; None (default): Roy's rule from
-            the landmarks at fit (a skeleton map's own σ), docs/math.md §8.6. σ = 0 or non-finite is refused.
+        kernel_bandwidth: σ > 0 of method "kernel", dissimilarity units; None: Roy's rule at fit (docs/math.md §8.6).
 
     Fitted attributes (read from ``model_``):
         model_ (LandmarkModel), embedding_ (n, d), eigenvalues_ (d,), spectrum_,
@@ -246,12 +243,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
         return self.fit(X, y, **fit_params).transform(X)
 
     def _fit_kwargs(self) -> dict[str, Any]:
-        return {"n_components": int(self.n_components), "input": self.input,
-                "geodesic_neighbors": None if self.geodesic_neighbors is None else int(self.geodesic_neighbors),
-                "correction": self.correction, "landmark_map": self.landmark_map,
-                "n_residual_components": self.n_residual_components, "eigensolver": self.eigensolver,
-                "random_state": self.random_state, "n_threads": self.n_threads,
-                "kernel_bandwidth": self.kernel_bandwidth}
+        return _fit_kwargs(self)
 
     def _check_params(self) -> None:
         _check_params(self)
@@ -420,6 +412,15 @@ _PARAMS = ("n_components", "method", "n_residual_components", "eigensolver", "n_
            "coverage", "skeleton_alpha", "skeleton_neighbors", "kernel_bandwidth")
 #: Parameters that are not options of ``core.options`` (checked here).
 _OWN_PARAMS = ("metric", "coverage")
+
+
+def _fit_kwargs(est: LandmarkMDS) -> dict[str, Any]:
+    """``core.model.fit_model``'s options from the estimator's parameters."""
+    return {"n_components": int(est.n_components), "input": est.input,
+            "geodesic_neighbors": None if est.geodesic_neighbors is None else int(est.geodesic_neighbors),
+            "correction": est.correction, "landmark_map": est.landmark_map,
+            "n_residual_components": est.n_residual_components, "eigensolver": est.eigensolver,
+            "random_state": est.random_state, "n_threads": est.n_threads, "kernel_bandwidth": est.kernel_bandwidth}
 
 
 def _check_params(est: LandmarkMDS) -> None:

@@ -55,8 +55,8 @@ def test_the_refined_map_rule_reads_the_same_from_every_caller(tmp_path) -> None
     est = LandmarkMDS(2, method="stress", landmark_map="smacof").fit(D)
     with pytest.raises(InputError, match=f"method='restricted' {REFINED_MAP_REASON}"):
         est.embed(A, method="restricted")
-    with pytest.raises(ConfigError, match=f"model.landmark_map = 'smacof' needs model.method 'stress', 'l1' or 'kernel': "
-                                          f"model.method = 'projection' {REFINED_MAP_REASON}"):
+    with pytest.raises(ConfigError, match=f"model.landmark_map = 'smacof' needs model.method 'stress', 'l1' or "
+                                          f"'kernel': model.method = 'projection' {REFINED_MAP_REASON}"):
         load_config(None, environ={}, overrides={"model.landmark_map": "smacof"})
     from streamembed.cli import fit
     from streamembed.cli.common import Refused

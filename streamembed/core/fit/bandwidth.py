@@ -61,6 +61,14 @@ def landmark_core_dissimilarities(pipeline: InputPipeline, dissimilarities: np.n
     return add_constant(D, c) if c > 0 else D
 
 
+def _stored(name: str, v: object) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
+        raise TypeError(f"metadata {name!r} must be a finite number > 0 or null, got {v!r}")
+    return float(v)
+
+
 def saved_bandwidth(sigma: object, given: object, *, stored: bool, skeleton: bool,
                     core: tuple[InputPipeline, np.ndarray | None, np.ndarray | None, str | None]
                     ) -> tuple[float | None, float | None]:
@@ -69,11 +77,7 @@ def saved_bandwidth(sigma: object, given: object, *, stored: bool, skeleton: boo
     features, metric: :func:`landmark_core_dissimilarities`) — None for a skeleton map (its σ needs the
     skeleton's boundary distances, which no file keeps) or when nothing to compute it from is kept."""
     if stored:
-        for name, v in (("bandwidth", sigma), ("kernel_bandwidth", given)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
-                                  or not (math.isfinite(v) and v > 0)):
-                raise TypeError(f"metadata {name!r} must be a finite number > 0 or null, got {v!r}")
-        return (None if sigma is None else float(sigma)), (None if given is None else float(given))
+        return _stored("bandwidth", sigma), _stored("kernel_bandwidth", given)
     if skeleton:
         return None, None
     try:
