@@ -1,6 +1,7 @@
 """Conformance checks run over every member of an extension axis (River's ``checks``, scikit-learn's
 ``check_estimator``): ``check_method``, ``check_metric``, ``check_trigger``, ``check_source``, ``check_sink``,
-``check_index`` run every check of their axis on one member; ``*_CHECKS`` list them for parametrised tests.
+``check_index``, ``check_pipeline_index`` run every check of their axis on one member; ``*_CHECKS`` list them
+for parametrised tests.
 
 A member gets these by being registered, not by being listed: ``tests/contracts/test_*.py`` parametrise them
 over the registries, and ``test_toy_members.py`` registers a toy metric and a toy trigger in one file and runs
@@ -31,7 +32,7 @@ from streamembed.core.registry import resolve_path
 from streamembed.model_io import model_from_bytes, model_to_bytes
 from streamembed.ops.metrics import EMBED_METHODS
 from streamembed.quality import classical_mds
-from streamembed.quality_indices import QualityIndex, Reference
+from streamembed.quality_indices import PipelineIndex, QualityIndex, Reference
 from streamembed.stream.output import METHOD_VALUES
 from streamembed.stream.sources.base import SourceBatch
 
@@ -452,3 +453,28 @@ def check_index(index: QualityIndex) -> None:
     assert all(isinstance(v, float) and math.isfinite(v) for v in (best, turned, noisy)), index.name
     assert math.isclose(turned, best, rel_tol=1e-9, abs_tol=1e-9), (index.name, best, turned)
     assert (noisy >= best - 1e-12) if index.better == "lower" else (noisy <= best + 1e-12), (index.name, best, noisy)
+
+
+def check_pipeline_index(index: PipelineIndex) -> None:
+    """An index computed on request: exactly its declared keys, in order, JSON-ready (numbers finite or None);
+    the same again on a second run (deterministic); the same for shifted features with their columns reordered
+    (nothing depends on the origin or the columns' order: Roy's candidates perturb each coordinate, so a rotation
+    may change them); any progress it reports counts up to its total."""
+    from streamembed.quality import cmds_pipeline
+    from streamembed.quality_indices import PipelineRun, measure_requested
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(16, 3)) * np.array([3.0, 1.0, 0.3]) + np.c_[np.sin(np.arange(16.0)), np.zeros((16, 2))]
+    calls: list[tuple[int, int]] = []
+    got = measure_requested([index], PipelineRun(X, cmds_pipeline(), 2, 4, lambda done, total: calls.append(
+        (done, total))))
+    assert tuple(got) == index.keys, (index.name, list(got))
+    json.dumps(got, allow_nan=False)
+    again = index.measure(PipelineRun(X, cmds_pipeline(), 2, 4))
+    assert again == got, index.name
+    turned = index.measure(PipelineRun(X[:, [2, 0, 1]] + 7.0, cmds_pipeline(), 2, 4))
+    for key in index.keys:
+        if isinstance(got[key], float):
+            assert math.isclose(turned[key], got[key], rel_tol=1e-6, abs_tol=1e-9), (index.name, key)
+    dones = [d for d, _ in calls]
+    assert dones == sorted(dones) and all(d <= t for d, t in calls) and (not calls or dones[-1] == calls[-1][1])
