@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .core.errors import InputError
+from .core.inputs.metrics import DEFAULT_METRIC
 from .core.runtime import single_blas_thread
 from .trustability import (check_features, check_output, gaussian_gram, median_distance, procrustes_residuals,
                            reconstruction, relative_trustability, trustability_index)
@@ -202,11 +203,23 @@ def evaluate_indices(X: object, pipeline: SizedPipeline, n_components: int, *, c
 
 def landmark_pipeline(**params: Any) -> SizedPipeline:
     """A ``LandmarkMDS(**params)`` map of feature rows as a pipeline: fitted on X (its landmark selection, seed,
-    map and method included), then every row of X placed on it. ``metric`` defaults to "euclidean"."""
+    map and method included), then every row of X placed on it. ``metric`` defaults to "euclidean".
+
+    The map is the one ``LandmarkMDS(**params).fit(X)`` makes — the same landmarks (``kept_landmarks``, the
+    estimator's rule), the same fit — without the radius calibration on the other rows, which the indices do not
+    read and which took two thirds of each refit (docs/evaluation.md)."""
     def run(X: np.ndarray, d: int) -> np.ndarray:
+        from .core.refit.selections import SKELETON_SELECTION
         from .estimator import LandmarkMDS
+        from .estimator_inputs import kept_landmarks
 
         est = LandmarkMDS(**{"metric": "euclidean", **params, "n_components": d})
-        return np.asarray(est.fit(X).transform(X), dtype=np.float64)
+        if est.landmark_selection == SKELETON_SELECTION:
+            return np.asarray(est.fit(X).transform(X), dtype=np.float64)
+        idx = kept_landmarks(est.n_landmarks, selection=est.landmark_selection, input=est.input,
+                             random_state=est.random_state, n_components=d, F=X,
+                             metric=est.metric if est.input != "similarity" else DEFAULT_METRIC)
+        lm = est.set_params(n_landmarks=None).fit(X if idx is None else X[idx])
+        return np.asarray(lm.transform(X), dtype=np.float64)
 
     return run
