@@ -8,7 +8,8 @@ coordinates y_s,
 a convex combination of the landmarks' coordinates (weights ≥ 0 summing to 1) on any map: classical,
 refined, ordinal or skeleton. The weights are computed as exp(−(δ_s² − min_s′ δ_s′²) / 2σ²), which leaves
 them unchanged and keeps the nearest landmark's at 1, so a small σ cannot underflow every weight to 0/0:
-as σ → 0 the placement tends to the nearest landmark (the mean of the nearest ones on a tie).
+as σ → 0 the placement tends to the nearest landmark (the mean of the nearest ones on a tie). As the method
+``kernel`` (:func:`kernel_routine`), a row at dissimilarity 0 from a landmark is placed on it exactly.
 
 The bandwidth rule of Roy's §3.3 asks that the σ-balls around the landmarks cover the data,
 
