@@ -204,7 +204,7 @@ class LandmarkModel:
                 "eigengap": self.eigengap, "map_unique": self.map_unique,
                 "monitored_eigenpairs": self.spectrum.rank,
                 "radius_coverage": None if self.radius_calibration is None else self.radius_calibration.coverage,
-                "kernel_bandwidth": self.bandwidth}
+                "bandwidth": self.bandwidth, "kernel_bandwidth": self.kernel_bandwidth}
 
     def check_method(self, method: str, block: bool = False) -> None:
         """Refuse a method this map cannot use (a refined map has no kernel projection; ``method="kernel"`` needs a
