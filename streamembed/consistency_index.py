@@ -27,12 +27,14 @@ from typing import Any
 import numpy as np
 
 from .core.errors import InputError
+from .core.inputs.metrics import DEFAULT_METRIC
 from .core.runtime import single_blas_thread
 from .trustability import (check_features, check_output, gaussian_gram, median_distance, procrustes_residuals,
                            reconstruction, relative_trustability, trustability_index)
 
 __all__ = ["Pipeline", "SizedPipeline", "Progress", "ConsistencyIndex", "farthest_point_centres",
-           "consistency_index", "INDEX_KEYS", "evaluate_indices", "landmark_pipeline"]
+           "consistency_index", "INDEX_KEYS", "evaluate_indices", "trustability_indices", "consistency_indices",
+           "landmark_pipeline"]
 
 #: An algorithm with its settings: features (n, p) → outputs (n, d).
 Pipeline = Callable[[np.ndarray], np.ndarray]
@@ -149,6 +151,41 @@ INDEX_KEYS = ("trustability", "trustability_d", "relative_trustability", "consis
               "consistency_candidates")
 
 
+def _checked(X: object, n_components: int) -> tuple[np.ndarray, int]:
+    Xc = check_features(X)
+    d, p = int(n_components), Xc.shape[1]
+    if not 1 <= d <= p:
+        raise InputError(f"n_components must be between 1 and the p = {p} features, got {n_components}")
+    return Xc, d
+
+
+def trustability_indices(X: object, pipeline: SizedPipeline, n_components: int) -> dict[str, Any]:
+    """The trustability keys of :func:`evaluate_indices` (``trustability``, ``trustability_d``,
+    ``relative_trustability``): no refit on perturbed inputs, two fits of the pipeline (d = p and d)."""
+    Xc, d = _checked(X, n_components)
+    n, p = Xc.shape
+    try:
+        Yp = _output(pipeline(Xc, p), n, p, f"X at d = p = {p}")
+        ti_p: float | None = trustability_index(Xc, Yp) / n
+    except ValueError:  # InputError, or a library's refusal of d = p: reported as None
+        ti_p = None
+    Yd = _output(pipeline(Xc, d), n, d, f"X at d = {d}")
+    return {"trustability": ti_p, "trustability_d": trustability_index(Xc, Yd) / n,
+            "relative_trustability": relative_trustability(Xc, Yd)}
+
+
+def consistency_indices(X: object, pipeline: SizedPipeline, n_components: int, *, centres: int | None = None,
+                        progress: Progress | None = None) -> dict[str, Any]:
+    """The consistency keys of :func:`evaluate_indices` (``consistency``, ``consistency_argmax``,
+    ``consistency_candidates``): one refit of the pipeline per candidate."""
+    Xc, d = _checked(X, n_components)
+    n = Xc.shape[0]
+    Yd = _output(pipeline(Xc, d), n, d, f"X at d = {d}")
+    tci = consistency_index(Xc, lambda Z: pipeline(Z, d), centres=centres, progress=progress, Y=Yd)
+    return {"consistency": tci.value / n, "consistency_argmax": [int(tci.argmax[0]), int(tci.argmax[1])],
+            "consistency_candidates": int(tci.candidates)}
+
+
 def evaluate_indices(X: object, pipeline: SizedPipeline, n_components: int, *, centres: int | None = None,
                      progress: Progress | None = None) -> dict[str, Any]:
     """The indices block of ``evaluate`` for one pipeline on features X (n, p), JSON-ready.
@@ -157,33 +194,32 @@ def evaluate_indices(X: object, pipeline: SizedPipeline, n_components: int, *, c
     None when it cannot produce p, e.g. too few positive eigenvalues), ``trustability_d`` n⁻¹TI at
     d = ``n_components``, ``relative_trustability`` TI / ‖Ỹ‖² at that d, ``consistency`` n⁻¹TCI at that d
     (Table 2), ``consistency_argmax`` [object, coordinate], ``consistency_candidates`` (n·p, or M·p with
-    ``centres`` = M: the lower bound of ``evaluate --consistency-centres M``).
+    ``centres`` = M: the lower bound of ``evaluate --consistency-centres M``). :func:`trustability_indices`
+    and :func:`consistency_indices` compute each half.
     """
-    Xc = check_features(X)
-    n, p = Xc.shape
-    d = int(n_components)
-    if not 1 <= d <= p:
-        raise InputError(f"n_components must be between 1 and the p = {p} features, got {n_components}")
-    try:
-        Yp = _output(pipeline(Xc, p), n, p, f"X at d = p = {p}")
-        ti_p: float | None = trustability_index(Xc, Yp) / n
-    except ValueError:  # InputError, or a library's refusal of d = p: reported as None
-        ti_p = None
-    Yd = _output(pipeline(Xc, d), n, d, f"X at d = {d}")
-    tci = consistency_index(Xc, lambda Z: pipeline(Z, d), centres=centres, progress=progress, Y=Yd)
-    return {"trustability": ti_p, "trustability_d": trustability_index(Xc, Yd) / n,
-            "relative_trustability": relative_trustability(Xc, Yd), "consistency": tci.value / n,
-            "consistency_argmax": [int(tci.argmax[0]), int(tci.argmax[1])],
-            "consistency_candidates": int(tci.candidates)}
+    return {**trustability_indices(X, pipeline, n_components),
+            **consistency_indices(X, pipeline, n_components, centres=centres, progress=progress)}
 
 
 def landmark_pipeline(**params: Any) -> SizedPipeline:
     """A ``LandmarkMDS(**params)`` map of feature rows as a pipeline: fitted on X (its landmark selection, seed,
-    map and method included), then every row of X placed on it. ``metric`` defaults to "euclidean"."""
+    map and method included), then every row of X placed on it. ``metric`` defaults to "euclidean".
+
+    The map is the one ``LandmarkMDS(**params).fit(X)`` makes — the same landmarks (``kept_landmarks``, the
+    estimator's rule), the same fit — without the radius calibration on the other rows, which the indices do not
+    read and which took two thirds of each refit (docs/evaluation.md)."""
     def run(X: np.ndarray, d: int) -> np.ndarray:
+        from .core.refit.selections import SKELETON_SELECTION
         from .estimator import LandmarkMDS
+        from .estimator_inputs import kept_landmarks
 
         est = LandmarkMDS(**{"metric": "euclidean", **params, "n_components": d})
-        return np.asarray(est.fit(X).transform(X), dtype=np.float64)
+        if est.landmark_selection == SKELETON_SELECTION:
+            return np.asarray(est.fit(X).transform(X), dtype=np.float64)
+        idx = kept_landmarks(est.n_landmarks, selection=est.landmark_selection, input=est.input,
+                             random_state=est.random_state, n_components=d, F=X,
+                             metric=est.metric if est.input != "similarity" else DEFAULT_METRIC)
+        lm = est.set_params(n_landmarks=None).fit(X if idx is None else X[idx])
+        return np.asarray(lm.transform(X), dtype=np.float64)
 
     return run

@@ -60,10 +60,9 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
 
     Args:
         n_components: d, the map's dimension.
-        method: "projection" (Gower / Bengio / landmark MDS / Nyström,
-            docs/math.md §3), "restricted" (Trosset–Priebe restricted
-            reconstruction), "stress" (raw stress Σ(‖y - x_i‖ - δ_i)²) or "l1"
-            (Σ|δ_i² - ‖y - x_i‖²|), both from the projection start (``core.place.criteria.solve``).
+        method: "projection" (Gower / Bengio / landmark MDS / Nyström, docs/math.md §3), "restricted" (Trosset–Priebe
+            restricted reconstruction), "stress" (raw stress Σ(‖y - x_i‖ - δ_i)²), "l1" (Σ|δ_i² - ‖y - x_i‖²|) or
+            "kernel" (Nadaraya–Watson average of the landmarks' coordinates, §8.6); docs/methods.md.
         n_residual_components: r, eigenpairs used for the exact k0 (docs/math.md §4).
             None: every positive eigenvalue with the full eigensolver, else a
             documented truncation (``cmds.default_partial_rank``), which makes
@@ -97,6 +96,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
             vectors: then ``fit(X)`` is ``fit_features(X, metric)`` and
             ``transform``/``score`` take feature rows (m, p).
         coverage: c ∈ (0, 1), the stated coverage of ``radius`` (docs/math.md §9; ``calibrate_radius``).
+        kernel_bandwidth: σ > 0 of method "kernel", dissimilarity units; None: Roy's rule at fit (docs/math.md §8.6).
 
     Fitted attributes (read from ``model_``):
         model_ (LandmarkModel), embedding_ (n, d), eigenvalues_ (d,), spectrum_,
@@ -128,6 +128,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
         coverage: float = DEFAULT_COVERAGE,
         skeleton_alpha: float = DEFAULTS["skeleton_alpha"],
         skeleton_neighbors: int = DEFAULTS["skeleton_neighbors"],
+        kernel_bandwidth: float | None = DEFAULTS["kernel_bandwidth"],
     ):
         self.n_components = n_components
         self.method = method
@@ -145,6 +146,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
         self.coverage = coverage
         self.skeleton_alpha = skeleton_alpha
         self.skeleton_neighbors = skeleton_neighbors
+        self.kernel_bandwidth = kernel_bandwidth
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X: object, y: object = None, *, landmark_ids: LandmarkIds = None) -> LandmarkMDS:
@@ -193,7 +195,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
 
     def _warn_fit(self) -> None:
         """WARNINGs about the fitted map (``core.fit.features.fit_warnings``): a non-unique map (eigengap), an
-        unconverged refinement."""
+        unconverged refinement; an InputError when the map cannot take ``method`` (kernel without a bandwidth)."""
+        self.model_.check_method(self.method)
         for warning in fit_warnings(self.model_):
             log.warning("%s", warning)
 
@@ -240,11 +243,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
         return self.fit(X, y, **fit_params).transform(X)
 
     def _fit_kwargs(self) -> dict[str, Any]:
-        return {"n_components": int(self.n_components), "input": self.input,
-                "geodesic_neighbors": None if self.geodesic_neighbors is None else int(self.geodesic_neighbors),
-                "correction": self.correction, "landmark_map": self.landmark_map,
-                "n_residual_components": self.n_residual_components, "eigensolver": self.eigensolver,
-                "random_state": self.random_state, "n_threads": self.n_threads}
+        return _fit_kwargs(self)
 
     def _check_params(self) -> None:
         _check_params(self)
@@ -380,7 +379,8 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
         defaults = {"n_components": int(model.n_components),
                     **{k: fp.get(k, DEFAULTS[k]) for k in ("input", "geodesic_neighbors", "correction", "landmark_map",
                                                            "n_residual_components", "eigensolver")},
-                    "random_state": model.random_state, "n_threads": model.n_threads}
+                    "random_state": model.random_state, "n_threads": model.n_threads,
+                    "kernel_bandwidth": model.kernel_bandwidth}
         est = cls(**{**defaults, **stated_coverage(model), **params})
         est.model_ = restated(model, est.coverage)
         return est
@@ -409,9 +409,18 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
 
 _PARAMS = ("n_components", "method", "n_residual_components", "eigensolver", "n_threads", "random_state", "input",
            "geodesic_neighbors", "correction", "landmark_map", "n_landmarks", "landmark_selection", "metric",
-           "coverage", "skeleton_alpha", "skeleton_neighbors")
+           "coverage", "skeleton_alpha", "skeleton_neighbors", "kernel_bandwidth")
 #: Parameters that are not options of ``core.options`` (checked here).
 _OWN_PARAMS = ("metric", "coverage")
+
+
+def _fit_kwargs(est: LandmarkMDS) -> dict[str, Any]:
+    """``core.model.fit_model``'s options from the estimator's parameters."""
+    return {"n_components": int(est.n_components), "input": est.input,
+            "geodesic_neighbors": None if est.geodesic_neighbors is None else int(est.geodesic_neighbors),
+            "correction": est.correction, "landmark_map": est.landmark_map,
+            "n_residual_components": est.n_residual_components, "eigensolver": est.eigensolver,
+            "random_state": est.random_state, "n_threads": est.n_threads, "kernel_bandwidth": est.kernel_bandwidth}
 
 
 def _check_params(est: LandmarkMDS) -> None:

@@ -30,6 +30,13 @@ uniform sample of ``reference_max`` objects, whose classical MDS stands in
 for the full one (landmarks are still chosen among all N). Figures are
 medians and ranges over the seeds. ``LandmarkReport.recommendation`` names
 the selection and count with the lowest median Procrustes share.
+
+On request (``indices``, feature input only), the indices of ``quality_indices.PIPELINE_INDICES`` — Roy's
+trustability and consistency (docs/math.md §8) — for the full classical MDS (``LandmarkReport.full_indices``)
+and for every row (``SelectionRow.requested``, the row's JSON ``"indices"``): each of the *pipeline* that made
+the map, on the reference objects' features, refitted as the index needs — the full map by
+``quality.cmds_pipeline``, a row by ``consistency_index.landmark_pipeline`` with its selection, landmark count
+and method at seed 0 (the seed of the recommended landmark ids; landmarks chosen among the reference objects).
 """
 
 from __future__ import annotations
@@ -49,8 +56,9 @@ from .core.place.methods import evaluated_methods
 from .core.refit.landmarks import DEFAULT_LANDMARK_SELECTION, LANDMARK_SELECTIONS, select_landmarks
 from .estimator import LandmarkMDS
 from .core.runtime import single_blas_thread
-from .quality import classical_mds, spearman_agreement, trustworthiness
-from .quality_indices import INDICES, Reference
+from .consistency_index import landmark_pipeline
+from .quality import classical_mds, cmds_pipeline, spearman_agreement, trustworthiness
+from .quality_indices import INDICES, PipelineIndex, PipelineRun, Reference, measure_requested, requested_indices
 
 __all__ = ["Spread", "SelectionRow", "LandmarkReport", "evaluate_landmarks", "REFERENCE_MAX", "EVALUATED_METHODS"]
 
@@ -88,6 +96,7 @@ class SelectionRow:
     indices: dict[str, Spread]
     seconds: float  # median wall time of the selection alone
     seeds: int
+    requested: dict[str, Any] | None = None  # the pipeline indices asked for (``quality_indices.PIPELINE_INDICES``)
 
     def __getitem__(self, index: str) -> Spread:
         return self.indices[index]
@@ -100,9 +109,13 @@ class SelectionRow:
         return spread
 
     def as_dict(self) -> dict[str, Any]:
-        """The row as JSON keys: selection, n_landmarks, method, one per index, seconds, seeds."""
-        return {"selection": self.selection, "n_landmarks": self.n_landmarks, "method": self.method,
-                **{name: asdict(s) for name, s in self.indices.items()}, "seconds": self.seconds, "seeds": self.seeds}
+        """The row as JSON keys: selection, n_landmarks, method, one per index, seconds, seeds (and "indices", the
+        pipeline indices, when they were asked for)."""
+        out = {"selection": self.selection, "n_landmarks": self.n_landmarks, "method": self.method,
+               **{name: asdict(s) for name, s in self.indices.items()}, "seconds": self.seconds, "seeds": self.seeds}
+        if self.requested is not None:
+            out["indices"] = self.requested
+        return out
 
 
 @dataclass
@@ -119,6 +132,8 @@ class LandmarkReport:
     full_spearman: float
     full_eigenvalues: list[float]  # top d + 2 eigenvalues of the reference's centred kernel
     rows: list[SelectionRow] = field(default_factory=list)
+    full_indices: dict[str, Any] | None = None  # the pipeline indices of the full classical MDS, when asked for
+    requested: list[PipelineIndex] = field(default_factory=list)
 
     def best(self, method: str | None = None) -> SelectionRow:
         """The row with the lowest median Procrustes share (fewer landmarks win a tie)."""
@@ -166,15 +181,43 @@ class LandmarkReport:
         for r in self.rows:
             lines.append(f"| {r.selection} | {r.n_landmarks} | {r.method} | "
                          + "".join(f"{r[i.name]} | " for i in INDICES) + f"{r.seconds:.2f} |")
+        if self.full_indices is not None:
+            lines += ["", *self._indices_markdown()]
         return "\n".join(lines)
+
+    def _indices_markdown(self) -> list[str]:
+        """The pipeline indices' table: the full classical MDS, then every row (at seed 0)."""
+        keys = [k for index in self.requested for k in index.keys]
+        columns = [c for index in self.requested for c in index.columns]
+        lines = [f"Indices of the pipelines (docs/math.md §8) on the {self.n_reference} reference objects' features, "
+                 f"d = {self.n_components}; landmark maps at seed 0:", "",
+                 "| map | landmarks | method | " + " | ".join(columns) + " |",
+                 "| --- | ---: | --- | " + " | ".join(["---:"] * len(columns)) + " |"]
+        shown = [("full classical MDS", str(self.n_reference), "—", self.full_indices or {})]
+        shown += [(r.selection, str(r.n_landmarks), r.method, r.requested or {}) for r in self.rows]
+        for name, count, method, values in shown:
+            lines.append(f"| {name} | {count} | {method} | " + " | ".join(_cell(values.get(k)) for k in keys) + " |")
+        return lines
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (NaN becomes None)."""
         out = asdict(self)
+        del out["requested"]
+        if self.full_indices is None:
+            del out["full_indices"]
         out["rows"] = [r.as_dict() for r in self.rows]
         out["recommendation"] = self.recommendation() if self.rows else ""
         finite: dict[str, Any] = _finite(out)
         return finite
+
+
+def _cell(value: Any) -> str:
+    """A pipeline index's value in the table: 4 significant digits, "i, j" for an argmax, — for none."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value) if isinstance(value, int) else f"{value:.4g}"
 
 
 def _finite(obj: Any) -> Any:
@@ -233,6 +276,9 @@ def evaluate_landmarks(
     name: str = "data",
     progress: Callable[[str], None] | None = None,
     candidates: int | None = None,
+    indices: Sequence[str] = (),
+    consistency_centres: int | None = None,
+    index_progress: Callable[[str, int, int], None] | None = None,
 ) -> LandmarkReport:
     """The landmark-selection table for the user's objects (module docstring).
 
@@ -249,6 +295,9 @@ def evaluate_landmarks(
         name: what the report calls the data.
         progress: called with one line per selection × count as it finishes (e.g. ``print`` to stderr).
         candidates: passed to ``select_landmarks`` (landmark sets "max-variance" compares; None: its default).
+        indices: names of ``quality_indices.PIPELINE_INDICES`` to compute too (features X only; module docstring).
+        consistency_centres: M, the consistency index's M-centre lower bound (None: all R·p candidates).
+        index_progress: called with (the map, refits done, refits in all) as the indices' refits proceed.
     Returns:
         ``LandmarkReport`` (``to_markdown``, ``recommendation``, ``to_dict``).
     Raises:
@@ -269,6 +318,11 @@ def evaluate_landmarks(
     if not counts:
         raise InputError(f"no landmark count among {list(landmarks)} lies between d + 1 = {d + 1} and N − 1 = {N - 1}")
     say = progress or (lambda line: None)
+    asked = requested_indices(list(indices))
+    if asked and data.X is None:
+        raise InputError(f"the indices {', '.join(i.name for i in asked)} need feature vectors (X, `evaluate "
+                         f"--features`): they compare each map with the features themselves (docs/math.md §8), "
+                         f"which dissimilarities do not give")
 
     if reference_max >= N:
         ref, how = np.arange(N), "all objects"
@@ -286,6 +340,16 @@ def evaluate_landmarks(
         full_spearman=spearman_agreement(against.pairs, full.Y), full_eigenvalues=[float(x) for x in full.eigenvalues])
     say(f"{name}: full classical MDS of {ref.size} objects in {time.perf_counter() - t0:.1f} s: trustworthiness "
         f"{report.full_trustworthiness:.3f}, eigengap (λ{d} − λ{d + 1})/λ{d} = {report.eigengap():.3f}")
+    X_ref = None if data.X is None else np.asarray(data.X[ref], dtype=np.float64)
+
+    def measured(label: str, pipeline: Any) -> dict[str, Any]:
+        tick = None if index_progress is None else (lambda done, total: index_progress(label, done, total))
+        assert X_ref is not None
+        return measure_requested(asked, PipelineRun(X_ref, pipeline, d, consistency_centres, tick))
+
+    if asked:
+        report.requested = asked
+        report.full_indices = measured("full classical MDS", cmds_pipeline(str(metric)))
 
     for n in counts:
         for sel in selections:
@@ -305,7 +369,10 @@ def evaluate_landmarks(
             for m in methods:
                 f = np.asarray(figures[m])
                 spreads = {index.name: Spread.of(f[:, c]) for c, index in enumerate(INDICES)}
-                row = SelectionRow(sel, n, m, spreads, seconds=float(np.median(seconds)), seeds=seeds)
+                row = SelectionRow(sel, n, m, spreads, seconds=float(np.median(seconds)), seeds=seeds,
+                                   requested=measured(f"{sel} {n} landmarks, {m}", landmark_pipeline(
+                                       n_landmarks=n, landmark_selection=sel, method=m, random_state=0,
+                                       metric=metric)) if asked else None)
                 report.rows.append(row)
                 say(f"{name}: {sel} {n} landmarks, {m}: Procrustes {row.procrustes}, trustworthiness "
                     f"{row.trustworthiness}, Spearman {row.spearman}")

@@ -23,7 +23,8 @@ file without it gets the value recomputed or None. The radius calibration
 (``core.trust.calibration``, docs/math.md §9) is a ``radius`` block of the
 metadata (its own ``version``) and ``radius_*`` arrays; a file without it
 (saved before it existed, or from a fit without non-landmark objects) loads
-with no radius.
+with no radius. The kernel bandwidth (``bandwidth``, ``kernel_bandwidth``, docs/math.md §8.6) is metadata too;
+a file without it gets the §3.3 rule's σ from what it keeps (``core.fit.bandwidth.saved_bandwidth``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from .atomic import atomic_file
+from .core.fit.bandwidth import saved_bandwidth
 from .core.fit.cmds import LandmarkSpectrum
 from .core.errors import InputError, ModelFileError
 from .core.model import LandmarkModel, relative_eigengap
@@ -145,6 +147,8 @@ def _metadata(model: LandmarkModel, arrays: dict[str, np.ndarray], params: dict[
         "negative_ratio": model.negative_ratio,
         "eigengap": model.eigengap,
         "radius": None if model.radius_calibration is None else model.radius_calibration.state()[1],
+        "bandwidth": model.bandwidth,
+        "kernel_bandwidth": model.kernel_bandwidth,
     }
     meta["checksum_sha256"] = _checksum(arrays, meta)
     return meta
@@ -456,12 +460,16 @@ def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[Landmark
         raise ValueError(f"dissimilarities must have shape ({n}, {n}), got {D.shape}")
     lineage = _expect(meta, "lineage", (str,))
     validate_arrays(files, d)
+    sigma, given = saved_bandwidth(meta.get("bandwidth"), meta.get("kernel_bandwidth"), stored="bandwidth" in meta,
+                                   skeleton=params.get("landmark_selection") == "skeleton",
+                                   core=(pipeline, D, features, metric))
     model = LandmarkModel(spectrum=spectrum, n_components=d, landmark_ids=np.asarray(ids), pipeline=pipeline,
                           fit_params=dict(fp), landmark_map=X_map, map_transform=transform,
                           map_info=_expect(meta, "map_info", (dict,), allow_none=True), version=version,
                           lineage=lineage, dissimilarities=D, features=features, metric=metric,
                           random_state=int(_expect(meta, "random_state", (int,))),
-                          negative_ratio=_negative_ratio(meta), eigengap=_eigengap(meta, spectrum, d))
+                          negative_ratio=_negative_ratio(meta), eigengap=_eigengap(meta, spectrum, d),
+                          bandwidth=sigma, kernel_bandwidth=given)
     if "alignment_rotation" in files:
         model = model.aligned(files["alignment_rotation"], files["alignment_shift"])
     if meta.get("radius") is not None:  # files saved before the radius, or without a calibration, have none

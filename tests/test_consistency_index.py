@@ -165,3 +165,16 @@ def test_the_cmds_pipeline_is_the_full_classical_mds_of_the_features() -> None:
     X = np.random.default_rng(8).normal(size=(20, 3))
     Y = cmds_pipeline()(X, 2)
     assert np.allclose(cdist(Y, Y), cdist(_pca(X, 2), _pca(X, 2)), atol=1e-10)
+
+
+@pytest.mark.parametrize("selection", ["max-variance", "random", "rpcholesky", "kmeans++", "kmedoids", "maxmin"])
+def test_the_landmark_pipeline_is_the_estimators_map_without_its_radius(selection: str) -> None:
+    """Every row of X placed on the map ``LandmarkMDS(**params).fit(X)`` makes, bit for bit (the pipeline skips
+    only the radius calibration, which no index reads)."""
+    from streamembed import LandmarkMDS
+
+    X = np.random.default_rng(5).normal(size=(60, 4)) * [3.0, 2.0, 1.0, 0.5]
+    for method in ("projection", "restricted"):
+        params = {"n_landmarks": 12, "landmark_selection": selection, "method": method, "random_state": 3}
+        want = LandmarkMDS(n_components=2, metric="euclidean", **params).fit(X).transform(X)
+        np.testing.assert_array_equal(landmark_pipeline(**params)(X, 2), want)

@@ -4,7 +4,12 @@ With ``--dissimilarities D`` (N × N) or ``--features X`` (N × p, ``--metric``)
 the table of ``streamembed.evaluate_data.evaluate_landmarks``: every landmark
 selection × landmark count × method over seeds, against the full classical
 MDS (docs/landmarks.md), progress on stderr, the table and a one-line
-recommendation on stdout. The benchmark datasets (``--datasets``, ``--drift``,
+recommendation on stdout. ``--indices trustability,consistency`` (features only)
+adds Roy's indices of every map's pipeline and of the full classical MDS
+(``quality_indices.PIPELINE_INDICES``, docs/math.md §8): a second table, the
+JSON's ``"full_indices"`` and each row's ``"indices"``; the consistency index's
+refits report their progress on stderr, at most one line per ``PROGRESS_SECONDS``
+per map. The benchmark datasets (``--datasets``, ``--drift``,
 ``--list``) are not installed with the package: ``python -m benchmarks evaluate``
 (or ``drift``) from a source checkout runs them.
 """
@@ -20,9 +25,38 @@ from typing import Any
 
 from streamembed.cli.common import EXIT_OK, EXIT_REFUSED, Refused, Subparsers
 
-__all__ = ["add_parser", "main", "build_parser", "run", "default_margin", "fit_command"]
+__all__ = ["add_parser", "main", "build_parser", "run", "default_margin", "fit_command", "PROGRESS_SECONDS",
+           "RefitProgress"]
 
 _USER_FLAGS = ("--dissimilarities", "--features")
+#: Longest quiet spell of the indices' progress lines on stderr (and the shortest interval between two).
+PROGRESS_SECONDS = 10.0
+
+
+class RefitProgress:
+    """Prints the indices' refits on stderr: a map's first and last call, and between them at most one line per
+    ``every`` seconds (the consistency index refits its pipeline once per candidate: minutes per map)."""
+
+    def __init__(self, every: float = PROGRESS_SECONDS, clock: Any = None, out: Any = None) -> None:
+        import time
+
+        self.every = float(every)
+        self.clock = clock or time.monotonic
+        self.out = out
+        self.label: str | None = None
+        self.start = self.last = 0.0
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        now = self.clock()
+        if label != self.label:
+            self.label, self.start, self.last = label, now, float("-inf")
+        if done < total and now - self.last < self.every:
+            return
+        self.last = now
+        spent = now - self.start
+        left = f", ~{spent * (total - done) / done:.0f} s left" if 0 < done < total else ""
+        print(f"{label}: consistency refits {done}/{total} in {spent:.0f} s{left}", file=self.out or sys.stderr,
+              flush=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,6 +113,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"largest full classical MDS computed (default: {REFERENCE_MAX}; a sample above)")
     p.add_argument("--json", metavar="PATH", help="also write the table, the recommendation and its landmark ids "
                    "(seed 0) as JSON")
+    from streamembed.quality_indices import PIPELINE_INDICES
+
+    p.add_argument("--indices", metavar="I,I", default="",
+                   help=f"also Roy's indices of every map and of the full classical MDS (--features only; "
+                        f"docs/math.md §8): any of {', '.join(PIPELINE_INDICES.names())}; consistency refits each "
+                        f"map once per candidate (minutes per map)")
+    p.add_argument("--consistency-centres", type=int, metavar="M",
+                   help="the consistency index over the p coordinates of M farthest-point centres, a lower bound "
+                        "(default: all objects, n*p candidates)")
     return p
 
 
@@ -112,11 +155,21 @@ def run(args: argparse.Namespace) -> int:
     except ValueError:
         raise Refused(f"--landmarks expects comma-separated integers, got {args.landmarks!r}") from None
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    indices = _names(args.indices)
+    if indices and not features:
+        raise Refused(f"--indices {args.indices} needs --features: Roy's indices compare each map with the feature "
+                      f"vectors themselves (docs/math.md §8), which --dissimilarities does not give")
+    if args.consistency_centres is not None and "consistency" not in indices:
+        raise Refused("--consistency-centres sets the consistency index's candidates: add --indices consistency")
+    if args.consistency_centres is not None and args.consistency_centres < 1:
+        raise Refused(f"--consistency-centres must be a positive integer, got {args.consistency_centres}")
     try:
         rep = evaluate_landmarks(D=None if features else M, X=M if features else None, metric=args.metric,
                                  landmarks=counts, selections=_names(args.selections), methods=_names(args.methods),
                                  seeds=args.seeds, n_components=args.n_components, knn=args.knn,
-                                 reference_max=args.reference, name=Path(path).name, progress=say)
+                                 reference_max=args.reference, name=Path(path).name, progress=say,
+                                 indices=indices, consistency_centres=args.consistency_centres,
+                                 index_progress=RefitProgress() if indices else None)
     except ValueError as exc:
         raise Refused(str(exc)) from None
     best = rep.best()

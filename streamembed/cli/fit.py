@@ -121,7 +121,8 @@ def _check_flags(args: argparse.Namespace) -> None:
     from streamembed.core.trust.conformal import check_coverage
 
     try:
-        check_options(flag_names, method=args.method, landmark_map=args.landmark_map)
+        check_options(flag_names, method=args.method, landmark_map=args.landmark_map,
+                      kernel_bandwidth=getattr(args, "kernel_bandwidth", None))
         check_coverage(args.coverage)
     except ValueError as exc:
         raise Refused(f"--coverage {args.coverage}: {exc}" if "coverage" in str(exc) else str(exc)) from None
@@ -174,7 +175,8 @@ def _fit_skeleton(args: argparse.Namespace, M: np.ndarray, ids: list[str] | None
     est = LandmarkMDS(n_components=args.n_components, method=args.method, geodesic_neighbors=args.geodesic_neighbors,
                       correction=args.correction, landmark_map=args.landmark_map, random_state=args.seed,
                       landmark_selection="skeleton", skeleton_alpha=args.skeleton_alpha,
-                      skeleton_neighbors=args.skeleton_neighbors, metric="euclidean")
+                      skeleton_neighbors=args.skeleton_neighbors, metric="euclidean",
+                      kernel_bandwidth=args.kernel_bandwidth)
     try:
         est.fit_features(M, landmark_ids=ids)
     except ValueError as exc:
@@ -235,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
     est = LandmarkMDS(n_components=args.n_components, method=args.method,
                       input="similarity" if sims else "dissimilarity", geodesic_neighbors=args.geodesic_neighbors,
                       correction=args.correction, landmark_map=args.landmark_map, random_state=args.seed,
-                      coverage=args.coverage)
+                      coverage=args.coverage, kernel_bandwidth=args.kernel_bandwidth)
     t0 = time.perf_counter()
     try:
         if features:
@@ -317,6 +319,9 @@ def add_parser(subparsers: Subparsers) -> None:
     f.add_argument("--method", choices=OPTIONS["method"].values, default=DEFAULTS["method"],
                    help="the embedding method stored with the model: embed's default for it "
                         "(the daemon's is model.method)")
+    f.add_argument("--kernel-bandwidth", type=float, default=DEFAULTS["kernel_bandwidth"], metavar="SIGMA",
+                   help="bandwidth of --method kernel, in the units of the dissimilarities (default: Roy's rule "
+                        "from the landmarks, docs/math.md §8.6), stored with the model")
     f.add_argument("--geodesic-neighbors", type=int, metavar="K",
                    help="landmark Isomap: geodesic distances through the K-nearest-neighbour graph (docs/math.md §3)")
     f.add_argument("--correction", choices=OPTIONS["correction"].values, default=DEFAULTS["correction"],

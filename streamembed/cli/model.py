@@ -49,6 +49,9 @@ def info(args: argparse.Namespace) -> int:
         "  eigengap at the cut-off (lambda_d - lambda_{d+1}) / lambda_d: " + _eigengap_line(doc),
         f"  eigenpairs monitored for k0: {doc['monitored_eigenpairs']}",
         "  radius: " + _radius_line(doc["radius"]),
+        "  kernel bandwidth (method kernel, docs/math.md 8.6): "
+        + ("none" if model.bandwidth is None else f"{model.bandwidth:.6g}"
+           + (" (given)" if model.kernel_bandwidth is not None else " (the landmarks' rule)")),
         f"  landmark ids in model order (input rows follow it): {', '.join(ids[:limit])}"
         + ("" if limit >= len(ids) else f", ... ({len(ids) - limit} more; --all shows them)"),
     ]

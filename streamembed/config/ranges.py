@@ -52,6 +52,7 @@ RANGES: dict[str, Range] = {
     # [model]
     "model.k0_rows": Range(1, 10_000_000),
     "model.max_batch_seconds": Range(0.0, _S),
+    "model.kernel_bandwidth": Range(0.0, 1e300),
     "model.n_landmarks": Range(2, 100_000),
     "model.n_components": Range(1, 1000),
     "model.fit_sample": Range(2, 10_000_000),

@@ -54,9 +54,14 @@ class ModelConfig:
     path: str = _f("", "Landmark model (.npz written by `streamembed fit` or LandmarkMDS.save). Empty: fit a model "
                    "at startup from objects of the built-in generator.")
     method: str = _option("method", "Method for single objects: projection (fast, linear), restricted (restricted "
-                          "reconstruction: also matches the object's norm), stress (raw stress to the landmarks) or "
-                          "l1 (absolute error in squared distances; snaps objects onto vertices); docs/math.md §3. A "
-                          "block (rows carrying `cross`) is always placed by block restricted reconstruction.")
+                          "reconstruction: also matches the object's norm), stress (raw stress to the landmarks), "
+                          "l1 (absolute error in squared distances; snaps objects onto vertices), docs/math.md §3, or "
+                          "kernel (the Nadaraya-Watson average of the landmarks' coordinates, a convex combination, "
+                          "on any map; docs/math.md §8.6). A block (rows carrying `cross`) is placed by block "
+                          "restricted reconstruction, except under kernel, which dead-letters it as bad_block.")
+    kernel_bandwidth: float = _f(0.0, "Bandwidth sigma of method = kernel, in the units of the dissimilarities; it "
+                                 "replaces the model's own (0: the model's, Roy's rule from its landmarks at fit, "
+                                 "docs/math.md §8.6).", min=0.0, max=1e300, off=0.0)
     k0_rows: str | int = _f(32, "Rows per batch with the exact out-of-span residual k0 (docs/math.md §4): none, all, "
                             "or a count (a deterministic, evenly spaced sample). They are written to the output's k0 "
                             "column and are what drift monitoring sees; each costs O(n·r).", min=1,

@@ -30,6 +30,7 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 
 from .errors import InputError
+from .fit.bandwidth import fit_bandwidth
 from .fit.cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, default_partial_rank, fit_spectrum_eigh
 from .fit.metric_map import refine_map
 from .fit.ordinal_map import MonotoneTransform, rank_start
@@ -41,6 +42,8 @@ from .inputs.transforms import InputPipeline
 from .monitor.bounds import WindowBounds
 from .monitor.calibration import arrival_negative_ratio
 from .options import CORRECTIONS, CRITERION_METHODS, DEFAULTS, INPUTS, KERNEL_METHODS, METHODS, check_options
+from .place.kernel import check_bandwidth
+from .place.methods import block_refusal, map_problem
 from .place.placer import Placer
 from .place.projection import ProjectionKernel
 from .result import EmbeddingResult
@@ -90,6 +93,10 @@ class LandmarkModel:
             None when λ_{d+1} is unknown). At or below ``EIGENGAP_RTOL`` the map is not unique.
         radius_calibration: what gives each placement its error radius (``core.trust.calibration``,
             docs/math.md §9), or None: placements then have no radius (NaN).
+        bandwidth: σ of ``method="kernel"`` (docs/math.md §8.6) in the units of the core dissimilarities:
+            ``kernel_bandwidth`` when given, else the §3.3 rule from the landmarks at fit (a skeleton map's own);
+            None when there is none (``method="kernel"`` is then refused, saying why).
+        kernel_bandwidth: the σ the user gave (None: the rule's); a refit keeps it.
     """
 
     spectrum: LandmarkSpectrum
@@ -112,6 +119,8 @@ class LandmarkModel:
     negative_ratio: float | None = None
     eigengap: float | None = None
     radius_calibration: RadiusCalibration | None = None
+    bandwidth: float | None = None
+    kernel_bandwidth: float | None = None
     _placer: Placer | None = field(default=None, init=False, repr=False, compare=False)
     _lock: Any = field(default_factory=threading.RLock, init=False, repr=False, compare=False)
 
@@ -194,17 +203,25 @@ class LandmarkModel:
                 "negative_share": self.negative_share, "aligned": self.is_aligned,
                 "eigengap": self.eigengap, "map_unique": self.map_unique,
                 "monitored_eigenpairs": self.spectrum.rank,
-                "radius_coverage": None if self.radius_calibration is None else self.radius_calibration.coverage}
+                "radius_coverage": None if self.radius_calibration is None else self.radius_calibration.coverage,
+                "bandwidth": self.bandwidth, "kernel_bandwidth": self.kernel_bandwidth}
 
     def check_method(self, method: str, block: bool = False) -> None:
-        """Refuse a method this map cannot use (a refined map has no kernel projection)."""
+        """Refuse a method this map cannot use (a refined map has no kernel projection; ``method="kernel"`` needs a
+        bandwidth and places no block)."""
         kind = self.fit_params.get("landmark_map", "cmds") if self.landmark_map is not None else "cmds"
+        refusal = block_refusal(method) if block else None
+        if refusal is not None:
+            raise InputError(refusal)
         if kind != "cmds" and block:
             raise InputError(
                 f"block restricted reconstruction needs the classical-MDS map; landmark_map={kind!r} places objects "
                 f"with method 'stress' (restricted reconstruction for a stress-built map, docs/math.md §3) or 'l1'"
             )
         check_options(method=method, landmark_map=kind)  # the option table's rule: a refined map needs a criterion
+        problem = map_problem(method, self.placer.geometry)
+        if problem is not None:
+            raise InputError(problem)
 
     # ------------------------------------------------------------------ new models from this one
     def aligned(self, rotation: np.ndarray, shift: np.ndarray) -> LandmarkModel:
@@ -226,6 +243,11 @@ class LandmarkModel:
     def with_radius_calibration(self, calibration: RadiusCalibration | None) -> LandmarkModel:
         """This model with another radius calibration (None: no radius), e.g. another stated coverage."""
         return replace(self, radius_calibration=calibration)
+
+    def with_kernel_bandwidth(self, sigma: float) -> LandmarkModel:
+        """This model with the user's bandwidth σ for ``method="kernel"`` (a finite number > 0, else InputError)."""
+        s = check_bandwidth(sigma, "kernel_bandwidth")
+        return replace(self, bandwidth=s, kernel_bandwidth=s)
 
     def with_version(self, version: int, lineage: str | None = None) -> LandmarkModel:
         return replace(self, version=int(version), lineage=self.lineage if lineage is None else lineage)
@@ -249,7 +271,7 @@ class LandmarkModel:
                       map_kind=str(self.fit_params.get("landmark_map", "cmds")), map_transform=self.map_transform,
                       rotation=self.rotation, shift=self.shift, aligned=self.is_aligned, euclidean=self.is_euclidean,
                       negative_ratio=self.negative_ratio, n_threads=self.n_threads,
-                      radius_calibration=self.radius_calibration)
+                      radius_calibration=self.radius_calibration, bandwidth=self.bandwidth)
 
     def place(self, A: object, C: object = None, *, method: str = DEFAULTS["method"],
               k0_rows: None | Literal["all"] | int = None, errors: Literal["raise", "mask"] = "raise",
@@ -358,6 +380,7 @@ def fit_model(
     metric: str | None = None,
     random_state: int = DEFAULTS["random_state"],
     n_threads: int | None = DEFAULTS["n_threads"],
+    kernel_bandwidth: float | None = DEFAULTS["kernel_bandwidth"],
 ) -> LandmarkModel:
     """Fit a landmark map from M (n, n): dissimilarities (not squared), or similarities for input="similarity".
 
@@ -365,9 +388,11 @@ def fit_model(
     distances -> + additive constant -> the landmark spectrum (β, k0 and the
     bounds are those of this corrected kernel) -> the map (classical MDS, or
     refined by SMACOF / Sammon, or the ordinal map of ``core.fit.ordinal_map`` started
-    from the classical MDS of the ranks). Raises InputError naming what is wrong.
+    from the classical MDS of the ranks). ``kernel_bandwidth``: σ of ``method="kernel"`` (None: the §3.3 rule
+    from D_core, docs/math.md §8.6; σ = 0 or non-finite is refused). Raises InputError naming what is wrong.
     """
     check_options(input=input, correction=correction, landmark_map=landmark_map, eigensolver=eigensolver)
+    sigma = None if kernel_bandwidth is None else check_bandwidth(kernel_bandwidth, "kernel_bandwidth")
     M_arr = np.asarray(M)
     input_dtype = M_arr.dtype if M_arr.dtype in (np.float32, np.float64) else np.dtype(np.float64)
     pipeline = InputPipeline.build(input, geodesic_neighbors, correction)
@@ -384,7 +409,8 @@ def fit_model(
     negative_ratio = arrival_negative_ratio(D_core, spectrum, d, n_residual_components, eigensolver, whole)
     model = LandmarkModel(spectrum=spectrum, n_components=d, landmark_ids=ids, pipeline=pipeline, fit_params=params,
                           dissimilarities=raw, features=features, metric=metric, random_state=random_state,
-                          n_threads=n_threads, negative_ratio=negative_ratio, eigengap=relative_eigengap(spectrum, d))
+                          n_threads=n_threads, negative_ratio=negative_ratio, eigengap=relative_eigengap(spectrum, d),
+                          bandwidth=fit_bandwidth(D_core, sigma), kernel_bandwidth=sigma)
     if landmark_map != "cmds":
         start = rank_start(D_core, d) if landmark_map == "nonmetric" else None
         ref = refine_map(model.natural_embedding if start is None else start, D_core, landmark_map)
@@ -402,6 +428,7 @@ def fit_skeleton_model(F: object, *, skeleton_alpha: float, skeleton_neighbors: 
     and ``skeleton_neighbors`` neighbours, in index order; the map is ``fit_model`` of the geodesics between them
     (``fit_kwargs``: its other options), in feature mode (Euclidean distances to the skeleton points are the
     input rows). ``landmark_ids`` (N,) names every object (default: the row numbers), the skeleton's are kept.
+    The kernel bandwidth is the skeleton's σ (``Skeleton.bandwidth``) unless ``kernel_bandwidth`` is given.
     """
     sk = fit_skeleton(F, skeleton_alpha, skeleton_neighbors)
     d = int(fit_kwargs.get("n_components", 2))
@@ -414,6 +441,8 @@ def fit_skeleton_model(F: object, *, skeleton_alpha: float, skeleton_neighbors: 
         raise InputError(f"landmark_ids has {len(ids)} entries for {N} objects")
     model = fit_model(sk.geodesics, **fit_kwargs, landmark_ids=[ids[i] for i in sk.indices],
                       features=np.asarray(F, dtype=np.float64)[sk.indices], metric="euclidean")
+    if model.kernel_bandwidth is None:
+        model = replace(model, bandwidth=sk.bandwidth)
     return model, sk
 
 

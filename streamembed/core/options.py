@@ -63,17 +63,20 @@ class StrOptions:
 
 @dataclass(frozen=True)
 class Interval:
-    """A number of ``kind`` (int: integers only, booleans excluded; float: any real) in [low, high]."""
+    """A number of ``kind`` (int: integers only, booleans excluded; float: any real) in [low, high] ((low, high]
+    with ``exclusive_low``)."""
 
     kind: type
     low: float | None = None
     high: float | None = None
+    exclusive_low: bool = False
 
     def accepts(self, value: Any) -> bool:
         if isinstance(value, bool) or not isinstance(value, Integral if self.kind is int else Real):
             return False
         x: Any = value  # an Integral or Real: ordered against the float bounds
-        return (self.low is None or x >= self.low) and (self.high is None or x <= self.high)
+        low_ok = self.low is None or (x > self.low if self.exclusive_low else x >= self.low)
+        return low_ok and (self.high is None or x <= self.high)
 
     def describe(self) -> str:
         if self.kind is int and self.low == 1 and self.high is None:
@@ -82,7 +85,7 @@ class Interval:
         if self.low is not None and self.high is not None:
             return f"{what} in [{self.low:g}, {self.high:g}]"
         if self.low is not None:
-            return f"{what} ≥ {self.low:g}"
+            return f"{what} {'>' if self.exclusive_low else '≥'} {self.low:g}"
         return what if self.high is None else f"{what} ≤ {self.high:g}"
 
 
@@ -145,6 +148,9 @@ def _option_table() -> dict[str, Option]:
                "level α of the skeleton's edge tests (landmark_selection 'skeleton', docs/math.md §8.4)"),
         Option("skeleton_neighbors", Interval(int, 1), DEFAULT_NEIGHBORS,
                "k, the geodesic neighbours of the skeleton test (landmark_selection 'skeleton', docs/math.md §8.4)"),
+        Option("kernel_bandwidth", Interval(float, 0, exclusive_low=True), None,
+               "σ of method 'kernel', in the units of the dissimilarities (None: Roy's rule from the landmarks at "
+               "fit, docs/math.md §8.6)", none_ok=True),
         Option("eigensolver", StrOptions(EIGENSOLVERS), "auto", "eigensolver of the landmark spectrum (core.fit.cmds)"),
         Option("n_residual_components", Interval(int, 1), None, "r, eigenpairs of the exact k0 (docs/math.md §4)",
                none_ok=True),
@@ -172,7 +178,8 @@ MAX_BLOCK_ROWS: int = DEFAULTS["max_block_rows"]
 
 
 def _refined_map_message(v: Mapping[str, Any], name: Namer) -> str:
-    either = " or ".join(repr(m) for m in CRITERION_METHODS)
+    names = [repr(m) for m in CRITERION_METHODS]
+    either = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
     return (f"{name('landmark_map', v['landmark_map'])} needs {name('method')} {either}: "
             f"{name('method', v['method'])} needs the classical-MDS map, which a refined map has no projection onto "
             f"(docs/math.md §3)")

@@ -74,6 +74,9 @@ def load_or_fit_model(cfg: Config) -> LandmarkModel:
             model = load_model(path)
         except ModelFileError as exc:
             raise StartupError(f"model.path = {m.path!r} cannot be used: {exc}") from None
+        sigma = core_value(m, "kernel_bandwidth")
+        if sigma is not None:  # [model] kernel_bandwidth overrides the file's σ (docs/math.md §8.6)
+            model = model.with_kernel_bandwidth(sigma)
         try:
             model.check_method(m.method)
         except ValueError as exc:
@@ -86,6 +89,7 @@ def load_or_fit_model(cfg: Config) -> LandmarkModel:
         idx = initial_landmarks(m.landmark_selection, m.n_landmarks, X=X, metric=m.metric,
                                 random_state=options["random_state"], n_components=m.n_components)
         model = fit_feature_model(X[idx], m.kernel if m.input == "similarity" else m.metric, **options)
+        model.check_method(m.method)  # e.g. method = kernel on landmarks that give no bandwidth
         # the radius, on (a seeded sample of) the sample's objects that are not landmarks: ~0.1 s at start
         model = _calibrated(model, X, idx, cfg)
     except ValueError as exc:
@@ -110,7 +114,7 @@ def _generator_options(cfg: Config) -> dict[str, Any]:
             "geodesic_neighbors": core_value(m, "geodesic_neighbors"), "correction": m.correction,
             "landmark_map": m.landmark_map, "n_residual_components": DEFAULTS["n_residual_components"],
             "eigensolver": DEFAULTS["eigensolver"], "random_state": cfg.generator.seed,
-            "n_threads": DEFAULTS["n_threads"]}
+            "n_threads": DEFAULTS["n_threads"], "kernel_bandwidth": core_value(m, "kernel_bandwidth")}
 
 
 def _estimator_params(cfg: Config) -> dict[str, Any]:

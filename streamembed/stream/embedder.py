@@ -27,6 +27,7 @@ from streamembed.core import runtime
 from streamembed.core.options import DEFAULTS, MAX_BLOCK_ROWS
 from streamembed.core.flags import FLAG_RETAINED_MODEL, flag_names
 from streamembed.core.model import LandmarkModel
+from streamembed.core.place.methods import block_refusal
 from streamembed.core.result import EmbeddingResult
 from streamembed.core.inputs.validation import Problem
 from streamembed.stream.arrow_build import numeric
@@ -76,7 +77,8 @@ class BatchEmbedder:
 
     ``method`` is used for single objects; the blocks of a batch
     (``stream.blocks``) are placed by block restricted reconstruction, all of
-    them in one solver call. ``k0_rows`` is passed to
+    them in one solver call (dead-lettered as ``bad_block`` under a method whose
+    placements are convex combinations, ``kernel``: ``methods.block_refusal``). ``k0_rows`` is passed to
     ``LandmarkModel.place`` (None, "all" or a count). Rows whose
     ``landmark_version`` names a retained older model are embedded with it and
     flagged ``retained_model``; ``monitor`` (a ``monitors.drift.DriftMonitor``),
@@ -199,7 +201,12 @@ class BatchEmbedder:
         if blocks.rows.size < pos.size:
             singles = pos[~blocks.member_mask(pos.size)]
             out.extend(self._place(model, version, table, dec, singles, None, origin))
-        if blocks.sizes.size:
+        refusal = block_refusal(self.method)
+        if blocks.sizes.size and refusal is not None:  # a convex method's promise holds for every row it writes
+            rows = pos[blocks.rows]
+            out.dead.extend(_dead_rows(table, dec.index[rows], dec.ids.take(numeric(rows)), [refusal] * rows.size,
+                                       origin, Reason.BAD_BLOCK))
+        elif blocks.sizes.size:
             out.extend(self._place(model, version, table, dec, pos[blocks.rows], blocks, origin))
         return out
 

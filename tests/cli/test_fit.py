@@ -142,3 +142,24 @@ def test_fit_selection_skeleton_needs_features_and_few_of_them(tmp_path: Path, c
     assert main(["fit", "--features", str(tmp_path / "X.npy"), "--selection", "skeleton",
                  "-o", str(tmp_path / "m.npz")]) == 2
     assert "p = 8 features, at most 6" in capsys.readouterr().err
+
+
+def test_fit_method_kernel_stores_the_rules_sigma_or_the_given_one_and_refuses_zero(tmp_path: Path, capsys) -> None:
+    from streamembed import LandmarkMDS
+    from streamembed.core.place.kernel import bandwidth
+
+    X = np.random.default_rng(7).standard_normal((40, 3))
+    np.save(tmp_path / "X.npy", X)
+    assert main(["fit", "--features", str(tmp_path / "X.npy"), "--method", "kernel", "-o",
+                 str(tmp_path / "r.npz")]) == 0
+    rule = LandmarkMDS.load(tmp_path / "r.npz")
+    assert rule.method == "kernel" and rule.model_.bandwidth == pytest.approx(bandwidth(cdist(X, X)), rel=1e-12)
+    assert main(["fit", "--features", str(tmp_path / "X.npy"), "--method", "kernel", "--kernel-bandwidth", "0.5",
+                 "-o", str(tmp_path / "g.npz")]) == 0
+    given = LandmarkMDS.load(tmp_path / "g.npz")
+    assert given.kernel_bandwidth == 0.5 == given.model_.bandwidth
+    capsys.readouterr()
+    assert main(["fit", "--features", str(tmp_path / "X.npy"), "--kernel-bandwidth", "0", "-o",
+                 str(tmp_path / "z.npz")]) == 2
+    assert "--kernel-bandwidth must be None or a number > 0, got 0.0" in capsys.readouterr().err
+    assert not (tmp_path / "z.npz").exists()

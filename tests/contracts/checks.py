@@ -1,6 +1,7 @@
 """Conformance checks run over every member of an extension axis (River's ``checks``, scikit-learn's
 ``check_estimator``): ``check_method``, ``check_metric``, ``check_trigger``, ``check_source``, ``check_sink``,
-``check_index`` run every check of their axis on one member; ``*_CHECKS`` list them for parametrised tests.
+``check_index``, ``check_pipeline_index`` run every check of their axis on one member; ``*_CHECKS`` list them
+for parametrised tests.
 
 A member gets these by being registered, not by being listed: ``tests/contracts/test_*.py`` parametrise them
 over the registries, and ``test_toy_members.py`` registers a toy metric and a toy trigger in one file and runs
@@ -31,7 +32,7 @@ from streamembed.core.registry import resolve_path
 from streamembed.model_io import model_from_bytes, model_to_bytes
 from streamembed.ops.metrics import EMBED_METHODS
 from streamembed.quality import classical_mds
-from streamembed.quality_indices import QualityIndex, Reference
+from streamembed.quality_indices import PipelineIndex, QualityIndex, Reference
 from streamembed.stream.output import METHOD_VALUES
 from streamembed.stream.sources.base import SourceBatch
 
@@ -72,13 +73,32 @@ def check_method_is_derived_everywhere(spec: PlacementMethod) -> None:
 
 def check_method_places_in_span_objects_exactly(spec: PlacementMethod) -> None:
     """Objects in the landmarks' plane land where they are, up to the map's rigid motion (docs/math.md §3):
-    every distance among placements and landmarks equals the true one."""
+    every distance among placements and landmarks equals the true one. A method that says its placements are
+    convex combinations of the landmarks (``spec.convex``, a smoother) is held to that instead: every placement
+    is Σ w_s y_s with w ≥ 0, Σ w = 1 (a non-negative least-squares fit reproduces it), and a landmark lands on
+    itself."""
     model = _model()
     Z = OBJECTS[:6]
     Y = _place(model, spec, _dist(Z, LANDMARKS), _dist(Z, Z))
+    if spec.convex:
+        _assert_convex(Y, model.embedding, spec.name)
+        np.testing.assert_allclose(_place(model, spec, _dist(LANDMARKS[:5], LANDMARKS)), model.embedding[:5],
+                                   atol=1e-9, err_msg=spec.name)
+        return
     got = _dist(np.vstack([Y, model.embedding]), np.vstack([Y, model.embedding]))
     true = _dist(np.vstack([Z, LANDMARKS]), np.vstack([Z, LANDMARKS]))
     np.testing.assert_allclose(got, true, atol=1e-5 * true.max(), err_msg=spec.name)
+
+
+def _assert_convex(Y: np.ndarray, X: np.ndarray, name: str) -> None:
+    """Every row of Y (m, d) is a convex combination of the rows of X (n, d): NNLS on [Xᵀ; w·1ᵀ] reproduces [y; w]."""
+    from scipy.optimize import nnls
+
+    w = 1e3 * float(np.abs(X).max())  # weighs the Σ = 1 row so that NNLS cannot trade it for a closer fit
+    M = np.vstack([X.T, np.full((1, X.shape[0]), w)])
+    for y in Y:
+        weights, residual = nnls(M, np.append(y, w))
+        assert residual <= 1e-8 * w and abs(weights.sum() - 1.0) <= 1e-9, (name, residual, weights.sum())
 
 
 def check_method_ignores_the_landmark_order(spec: PlacementMethod) -> None:
@@ -433,3 +453,28 @@ def check_index(index: QualityIndex) -> None:
     assert all(isinstance(v, float) and math.isfinite(v) for v in (best, turned, noisy)), index.name
     assert math.isclose(turned, best, rel_tol=1e-9, abs_tol=1e-9), (index.name, best, turned)
     assert (noisy >= best - 1e-12) if index.better == "lower" else (noisy <= best + 1e-12), (index.name, best, noisy)
+
+
+def check_pipeline_index(index: PipelineIndex) -> None:
+    """An index computed on request: exactly its declared keys, in order, JSON-ready (numbers finite or None);
+    the same again on a second run (deterministic); the same for shifted features with their columns reordered
+    (nothing depends on the origin or the columns' order: Roy's candidates perturb each coordinate, so a rotation
+    may change them); any progress it reports counts up to its total."""
+    from streamembed.quality import cmds_pipeline
+    from streamembed.quality_indices import PipelineRun, measure_requested
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(16, 3)) * np.array([3.0, 1.0, 0.3]) + np.c_[np.sin(np.arange(16.0)), np.zeros((16, 2))]
+    calls: list[tuple[int, int]] = []
+    got = measure_requested([index], PipelineRun(X, cmds_pipeline(), 2, 4, lambda done, total: calls.append(
+        (done, total))))
+    assert tuple(got) == index.keys, (index.name, list(got))
+    json.dumps(got, allow_nan=False)
+    again = index.measure(PipelineRun(X, cmds_pipeline(), 2, 4))
+    assert again == got, index.name
+    turned = index.measure(PipelineRun(X[:, [2, 0, 1]] + 7.0, cmds_pipeline(), 2, 4))
+    for key in index.keys:
+        if isinstance(got[key], float):
+            assert math.isclose(turned[key], got[key], rel_tol=1e-6, abs_tol=1e-9), (index.name, key)
+    dones = [d for d, _ in calls]
+    assert dones == sorted(dones) and all(d <= t for d, t in calls) and (not calls or dones[-1] == calls[-1][1])

@@ -9,7 +9,7 @@ from streamembed.core.place.methods import PLACEMENT_METHODS, PlacementMethod
 from .checks import METHOD_CHECKS, Check
 
 #: The output codes files were written with: a method keeps its code for good (codes are append-only).
-WRITTEN_CODES = {"projection": 0, "restricted": 1, "stress": 2, "l1": 3, "block": 4}
+WRITTEN_CODES = {"projection": 0, "restricted": 1, "stress": 2, "l1": 3, "block": 4, "kernel": 5}
 
 
 @pytest.mark.parametrize("check", METHOD_CHECKS, ids=lambda c: c.__name__.removeprefix("check_method_"))

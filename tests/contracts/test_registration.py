@@ -37,18 +37,18 @@ def test_a_name_registered_twice_is_refused_naming_it() -> None:
 
 
 def test_an_output_code_reused_or_skipped_is_refused_naming_the_method() -> None:
-    with pytest.raises(RegistrationError, match="'kernel': output code 2 is already 'stress''s"):
-        PLACEMENT_METHODS.register(PlacementMethod("kernel", 2, project, "cmds", False, ""))
-    with pytest.raises(RegistrationError, match="'kernel': output code 9 skips codes"):
-        PLACEMENT_METHODS.register(PlacementMethod("kernel", 9, project, "cmds", False, ""))
-    assert "kernel" not in PLACEMENT_METHODS
+    with pytest.raises(RegistrationError, match="'median': output code 2 is already 'stress''s"):
+        PLACEMENT_METHODS.register(PlacementMethod("median", 2, project, "cmds", False, ""))
+    with pytest.raises(RegistrationError, match="'median': output code 9 skips codes"):
+        PLACEMENT_METHODS.register(PlacementMethod("median", 9, project, "cmds", False, ""))
+    assert "median" not in PLACEMENT_METHODS
 
 
 @pytest.mark.parametrize(("registry", "member", "why"), [
-    (PLACEMENT_METHODS, PlacementMethod("kernel", 5, "not a function", "cmds", False, ""),  # type: ignore[arg-type]
-     "placement method 'kernel' cannot be registered: its routine 'not a function' is not callable"),
-    (PLACEMENT_METHODS, PlacementMethod("kernel", 5, project, "refined", False, ""),  # type: ignore[arg-type]
-     "placement method 'kernel' cannot be registered: maps must be one of"),
+    (PLACEMENT_METHODS, PlacementMethod("median", 6, "not a function", "cmds", False, ""),  # type: ignore[arg-type]
+     "placement method 'median' cannot be registered: its routine 'not a function' is not callable"),
+    (PLACEMENT_METHODS, PlacementMethod("median", 6, project, "refined", False, ""),  # type: ignore[arg-type]
+     "placement method 'median' cannot be registered: maps must be one of"),
     (METRICS, Metric("levenshtein", _cdist, takes="strings"), "metric 'levenshtein' cannot be registered: takes"),
     (METRICS, Metric("pkg.mod:f", _cdist), "metric 'pkg.mod:f' cannot be registered: a registered name has no ':'"),
     (METRICS, Metric("broken", "cdist"), "metric 'broken' cannot be registered: its between"),  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ def test_check_options_names_every_violation_once() -> None:
     with pytest.raises(InputError) as err:
         check_options(method="newton", n_components=0, n_landmarks=1, geodesic_neighbors=None)
     text = str(err.value)
-    assert "method must be one of ('projection', 'restricted', 'stress', 'l1'), got 'newton'" in text
+    assert "method must be one of ('projection', 'restricted', 'stress', 'l1', 'kernel'), got 'newton'" in text
     assert "n_components must be a positive integer, got 0" in text
     assert "n_landmarks must be None or an integer ≥ 2, got 1" in text
     assert "geodesic_neighbors" not in text  # None is allowed
@@ -49,20 +49,20 @@ def test_a_rule_is_checked_only_on_valid_values() -> None:
 def test_the_refined_map_rule_reads_the_same_from_every_caller(tmp_path) -> None:
     """Estimator, fit_model's model check, configuration and command line: one rule, each in its own names."""
     D, A, _ = landmark_problem(np.random.default_rng(0), 20, 3, 4)
-    with pytest.raises(InputError, match=f"landmark_map='smacof' needs method 'stress' or 'l1': "
+    with pytest.raises(InputError, match=f"landmark_map='smacof' needs method 'stress', 'l1' or 'kernel': "
                                          f"method='projection' {REFINED_MAP_REASON}"):
         LandmarkMDS(2, landmark_map="smacof").fit(D)
     est = LandmarkMDS(2, method="stress", landmark_map="smacof").fit(D)
     with pytest.raises(InputError, match=f"method='restricted' {REFINED_MAP_REASON}"):
         est.embed(A, method="restricted")
-    with pytest.raises(ConfigError, match=f"model.landmark_map = 'smacof' needs model.method 'stress' or 'l1': "
-                                          f"model.method = 'projection' {REFINED_MAP_REASON}"):
+    with pytest.raises(ConfigError, match=f"model.landmark_map = 'smacof' needs model.method 'stress', 'l1' or "
+                                          f"'kernel': model.method = 'projection' {REFINED_MAP_REASON}"):
         load_config(None, environ={}, overrides={"model.landmark_map": "smacof"})
     from streamembed.cli import fit
     from streamembed.cli.common import Refused
 
     args = argparse.Namespace(method="restricted", landmark_map="nonmetric", output=str(tmp_path / "m.npz"))
-    with pytest.raises(Refused, match=f"--landmark-map nonmetric needs --method 'stress' or 'l1': "
+    with pytest.raises(Refused, match=f"--landmark-map nonmetric needs --method 'stress', 'l1' or 'kernel': "
                                       f"--method restricted {REFINED_MAP_REASON}"):
         fit.run(args)  # refused before any file is read (there is none)
 

@@ -31,6 +31,7 @@ CONFIGS = {
     "smacof": ("stress", lambda m: m.landmark_map is not None and m.fit_params["landmark_map"] == "smacof"),
     "sammon": ("stress", lambda m: m.landmark_map is not None and m.fit_params["landmark_map"] == "sammon"),
     "nonmetric": ("stress", lambda m: m.map_transform is not None and m.fit_params["landmark_map"] == "nonmetric"),
+    "kernel": ("kernel", lambda m: m.bandwidth is not None and m.kernel_bandwidth is None),
 }
 
 
@@ -75,3 +76,27 @@ def test_refined_map_with_a_kernel_method_is_refused(tmp_path: Path) -> None:
                                                       "model.method": "restricted"})
     with pytest.raises(StartupError, match="classical-MDS map"):
         load_or_fit_model(loaded)
+
+
+def test_model_kernel_bandwidth_replaces_the_sigma_of_a_fitted_or_loaded_model(tmp_path: Path) -> None:
+    fitted = load_or_fit_model(_config("kernel", tmp_path, **{"model.kernel_bandwidth": 2.5,
+                                                               "model.save_path": str(tmp_path / "m.npz")}))
+    assert fitted.bandwidth == 2.5 == fitted.kernel_bandwidth
+    rule = load_or_fit_model(_config("kernel", tmp_path / "rule", **{"model.save_path": str(tmp_path / "r.npz")}))
+    loaded = load_or_fit_model(load_config(ROOT / "config" / "kernel.toml", environ={}, overrides={
+        "model.path": str(tmp_path / "r.npz"), "model.kernel_bandwidth": 0.75}))
+    assert loaded.bandwidth == 0.75 and rule.bandwidth not in (None, 0.75)
+    with pytest.raises(ConfigError, match="model.kernel_bandwidth"):
+        load_config(None, environ={}, overrides={"model.kernel_bandwidth": -1.0})
+
+
+def test_the_kernel_method_on_a_model_without_sigma_refuses_to_start(tmp_path: Path) -> None:
+    from scipy.spatial.distance import cdist
+
+    from streamembed import LandmarkMDS
+
+    P = np.repeat(np.random.default_rng(0).normal(size=(10, 3)), 2, axis=0)  # every landmark doubled: σ = 0
+    LandmarkMDS().fit(cdist(P, P)).save(tmp_path / "m.npz")
+    cfg = load_config(None, environ={}, overrides={"model.path": str(tmp_path / "m.npz"), "model.method": "kernel"})
+    with pytest.raises(StartupError, match="needs the map's bandwidth sigma"):
+        load_or_fit_model(cfg)

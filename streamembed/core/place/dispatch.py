@@ -35,6 +35,8 @@ class MapGeometry:
         sammon: the map minimises Sammon's stress, so arrivals do too (docs/math.md §3.5).
         transform: a non-metric map's monotone transformation δ ↦ d̂, else None.
         row_means: (n,) the landmarks' mean squared dissimilarities m_Δ (the start's constant).
+        bandwidth: σ of kernel placement (``core.place.kernel``, docs/math.md §8.6), in the units of the core
+            dissimilarities; None when the model has none (``LandmarkModel.bandwidth``).
     """
 
     X: np.ndarray
@@ -42,6 +44,7 @@ class MapGeometry:
     sammon: bool
     transform: MonotoneTransform | None
     row_means: np.ndarray
+    bandwidth: float | None = None
 
     def dissimilarities(self, A_rows: np.ndarray) -> np.ndarray:
         """(m, n) float64 what the criteria fit on this map: f(δ) on a non-metric map, δ itself otherwise."""

@@ -8,7 +8,8 @@ coordinates y_s,
 a convex combination of the landmarks' coordinates (weights ≥ 0 summing to 1) on any map: classical,
 refined, ordinal or skeleton. The weights are computed as exp(−(δ_s² − min_s′ δ_s′²) / 2σ²), which leaves
 them unchanged and keeps the nearest landmark's at 1, so a small σ cannot underflow every weight to 0/0:
-as σ → 0 the placement tends to the nearest landmark (the mean of the nearest ones on a tie).
+as σ → 0 the placement tends to the nearest landmark (the mean of the nearest ones on a tie). As the method
+``kernel`` (:func:`kernel_routine`), a row at dissimilarity 0 from a landmark is placed on it exactly.
 
 The bandwidth rule of Roy's §3.3 asks that the σ-balls around the landmarks cover the data,
 
@@ -32,7 +33,8 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["KernelGeometry", "bandwidth", "check_bandwidth", "kernel_weights", "place_kernel", "kernel_routine"]
+__all__ = ["KernelGeometry", "bandwidth", "check_bandwidth", "kernel_weights", "place_kernel", "kernel_routine",
+           "bandwidth_problem", "NO_BANDWIDTH"]
 
 
 class KernelGeometry(Protocol):
@@ -104,18 +106,42 @@ def place_kernel(A_rows: np.ndarray, Y_landmarks: np.ndarray, sigma: float) -> n
     return kernel_weights(A, sigma) @ Y
 
 
+#: Why a map without a bandwidth cannot be placed on by kernel placement (``LandmarkModel.check_method``).
+NO_BANDWIDTH = ("method 'kernel' needs the map's bandwidth sigma and this model has none: its landmark "
+                "dissimilarities give none (every landmark coincides with another), or it was saved before sigma was "
+                "stored and keeps no landmark dissimilarities or features to compute it from (a skeleton map needs "
+                "its boundary distances); give one: kernel_bandwidth= (estimator), --kernel-bandwidth (fit), "
+                "model.kernel_bandwidth (daemon), docs/math.md §8.6")
+
+
+def bandwidth_problem(geometry: KernelGeometry) -> str | None:
+    """Why kernel placement cannot place on ``geometry`` (no bandwidth), or None when it can."""
+    return NO_BANDWIDTH if geometry.bandwidth is None else None
+
+
 def kernel_routine(A_rows: np.ndarray, y: np.ndarray, beta: np.ndarray, lam: np.ndarray, valid: np.ndarray,
                    t: np.ndarray, flags: np.ndarray,
                    geometry: KernelGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A placement routine (``core.place.dispatch.Routine``): the valid rows' ŷ replaced by their kernel placement.
 
     ``A_rows`` (m, n) are the core dissimilarities to the landmarks, ``geometry.X`` the (n, d) natural-frame map
-    and ``geometry.bandwidth`` its σ (an InputError when it is missing, zero or not finite). β, λ and t are not
-    used (t stays NaN, flags unchanged): the placement is no solution of a criterion.
+    and ``geometry.bandwidth`` its σ (an InputError when it is missing, zero or not finite). A row at dissimilarity
+    0 from a landmark *is* that landmark: it is placed on the landmark's coordinates (on the mean of the
+    landmarks it coincides with), as LSDR keeps its skeleton points' coordinates (docs/math.md §8.5); every other
+    row at its Nadaraya–Watson average (8.7). β, λ and t are not used (t stays NaN, flags unchanged): the
+    placement is no solution of a criterion.
     """
-    if geometry.bandwidth is None:
-        raise InputError("kernel placement needs the map's bandwidth: this model has none")
+    sigma = geometry.bandwidth
+    if sigma is None:
+        raise InputError(NO_BANDWIDTH)
     rows = np.flatnonzero(valid)
     if rows.size:
-        y[rows] = place_kernel(A_rows[rows], geometry.X, geometry.bandwidth)
+        A = A_rows[rows]
+        X = np.asarray(geometry.X, dtype=np.float64)
+        y[rows] = place_kernel(A, X, sigma)
+        at = A == 0  # (k, n): the landmarks each row coincides with
+        on = np.flatnonzero(at.any(axis=1))
+        if on.size:
+            W = at[on].astype(np.float64)
+            y[rows[on]] = (W / W.sum(axis=1, keepdims=True)) @ X
     return y, t, flags

@@ -21,15 +21,17 @@ method without a callable routine (docs/extending.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import InputError
 from ..registry import RegistrationError, Registry
-from .dispatch import Routine, l1_placement, project, restricted_reconstruction, stress_placement
+from .dispatch import MapGeometry, Routine, l1_placement, project, restricted_reconstruction, stress_placement
+from .kernel import bandwidth_problem, kernel_routine
 
 __all__ = ["PlacementMethod", "PLACEMENT_METHODS", "MAP_NEEDS", "single_methods", "kernel_methods",
-           "criterion_methods", "output_methods", "evaluated_methods", "route"]
+           "criterion_methods", "output_methods", "evaluated_methods", "route", "block_refusal", "map_problem"]
 
 #: What a method needs of the landmark map: "cmds", the classical-MDS map X = U Λ^{1/2} (kernel formulas:
 #: a refined map has no projection onto it); "any", the map's points only (a refined map too).
@@ -48,6 +50,11 @@ class PlacementMethod:
         maps: "cmds" (needs the classical-MDS map) or "any" (places on refined maps too), ``MAP_NEEDS``.
         evaluated: ``streamembed evaluate`` compares it by default (cheap enough for every selection × count × seed).
         doc: one line for the documentation tables.
+        convex: every placement is a convex combination of the landmarks' map coordinates (a smoother such as
+            ``kernel``): it lands inside their hull, so an object of the map's plane is not placed where it is
+            (only a landmark is), and a block is refused (block RR would break the promise, :func:`block_refusal`).
+        needs: why a map cannot be placed on by it (``MapGeometry`` -> a message, or None when it can), checked
+            with the option table's rules (``LandmarkModel.check_method``); None: every map of its ``maps``.
     """
 
     name: str
@@ -56,6 +63,8 @@ class PlacementMethod:
     maps: Literal["cmds", "any"]
     evaluated: bool
     doc: str
+    convex: bool = False
+    needs: Callable[[MapGeometry], str | None] | None = None
 
     @property
     def single(self) -> bool:
@@ -68,6 +77,8 @@ def _check(method: PlacementMethod, registry: Registry[PlacementMethod]) -> None
         raise TypeError(f"a placement method is a PlacementMethod, got {type(method).__name__}")
     if method.routine is not None and not callable(method.routine):
         raise TypeError(f"its routine {method.routine!r} is not callable")
+    if method.needs is not None and not callable(method.needs):
+        raise TypeError(f"its needs {method.needs!r} is not callable")
     if method.maps not in MAP_NEEDS:
         raise ValueError(f"maps must be one of {MAP_NEEDS}, got {method.maps!r}")
     taken = {m.code: m.name for m in registry}
@@ -93,6 +104,10 @@ PLACEMENT_METHODS.register(PlacementMethod(
     "l1", 3, l1_placement, "any", False, "absolute error in squared distances; snaps onto vertices, §3.4"))
 PLACEMENT_METHODS.register(PlacementMethod(
     "block", 4, None, "cmds", False, "block restricted reconstruction of rows carrying `cross` (§3.3)"))
+PLACEMENT_METHODS.register(PlacementMethod(
+    "kernel", 5, kernel_routine, "any", False,
+    "Nadaraya–Watson average of the landmarks' coordinates (Roy 2021), a convex combination; §8.6",
+    convex=True, needs=bandwidth_problem))
 
 
 def single_methods() -> tuple[str, ...]:
@@ -118,6 +133,23 @@ def output_methods() -> tuple[str, ...]:
 def evaluated_methods() -> tuple[str, ...]:
     """The methods ``evaluate_landmarks`` compares by default."""
     return tuple(m.name for m in PLACEMENT_METHODS if m.single and m.evaluated)
+
+
+def block_refusal(method: str) -> str | None:
+    """Why a block (rows carrying ``cross``) is refused when ``method`` is asked for, or None: a convex method's
+    placements are convex combinations of the landmarks, which block RR's are not (``PlacementMethod.convex``)."""
+    spec = PLACEMENT_METHODS.get(method)
+    if spec is None or not spec.convex:
+        return None
+    return (f"method {method!r} places single objects only, each a convex combination of the landmarks' coordinates "
+            f"(docs/math.md §8.6): a block (rows carrying `cross`, mutual dissimilarities C) would be placed by block "
+            f"restricted reconstruction, which is not; send its rows without `cross`, or choose another method")
+
+
+def map_problem(method: str, geometry: MapGeometry) -> str | None:
+    """Why ``method`` cannot place on ``geometry`` beyond the option table's rules (``PlacementMethod.needs``)."""
+    spec = PLACEMENT_METHODS.get(method)
+    return None if spec is None or spec.needs is None else spec.needs(geometry)
 
 
 def route(method: str) -> Routine:

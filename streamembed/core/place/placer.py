@@ -72,13 +72,14 @@ class Placer:
             (None: the landmarks' own ratio, ``calibration.landmark_negative_ratio``).
         n_threads: threads of the projection kernels and solvers (None: ``runtime.default_threads()``).
         radius_calibration: gives each single-object placement its error radius (docs/math.md §9), or None.
+        bandwidth: σ of kernel placement (``MapGeometry.bandwidth``, docs/math.md §8.6), or None.
     """
 
     def __init__(self, spectrum: LandmarkSpectrum, n_components: int, pipeline: InputPipeline, *,
                  natural_embedding: np.ndarray, refined: bool, map_kind: str, map_transform: MonotoneTransform | None,
                  rotation: np.ndarray | None, shift: np.ndarray | None, aligned: bool, euclidean: bool,
                  negative_ratio: float | None, n_threads: int | None,
-                 radius_calibration: RadiusCalibration | None = None):
+                 radius_calibration: RadiusCalibration | None = None, bandwidth: float | None = None):
         d = int(n_components)
         self.spectrum, self.n_components, self.pipeline, self.n_threads = spectrum, d, pipeline, n_threads
         self.n_landmarks = spectrum.n_landmarks
@@ -86,7 +87,7 @@ class Placer:
         self.rotation, self.shift, self.aligned, self.euclidean = rotation, shift, aligned, euclidean
         self.negative_ratio = landmark_negative_ratio(spectrum) if negative_ratio is None else negative_ratio
         self.geometry = MapGeometry(X=natural_embedding, refined=refined, sammon=map_kind == "sammon",
-                                    transform=map_transform, row_means=spectrum.row_means)
+                                    transform=map_transform, row_means=spectrum.row_means, bandwidth=bandwidth)
         self.radius_calibration = radius_calibration
         self._cache: dict[Any, Any] = {}
         self._lock = threading.RLock()

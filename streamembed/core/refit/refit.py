@@ -236,7 +236,7 @@ def _fit_model(old: Any, D_new: np.ndarray, ids: list[str], features: np.ndarray
     """The one place a refit builds its model: the old model's parameters, version + 1, same lineage."""
     model = fit_model(D_new, **old.fit_params, n_components=int(old.n_components), landmark_ids=ids,
                       features=None if features is None else np.asarray(features), metric=old.metric,
-                      random_state=old.random_state, n_threads=old.n_threads)
+                      random_state=old.random_state, n_threads=old.n_threads, kernel_bandwidth=old.kernel_bandwidth)
     return model.with_version(int(old.version) + 1, lineage=old.lineage)
 
 
