@@ -315,17 +315,19 @@ class LandmarkModel:
         return self.placer.kernel(n_coords, dtype)
 
     # ------------------------------------------------------------------ feature mode
-    def dissimilarities_to_landmarks(self, F: object) -> np.ndarray:
+    def dissimilarities_to_landmarks(self, F: object, metric: Any = None) -> np.ndarray:
         """Feature mode: the model's input rows for feature rows F (m, p), or for m objects of an object model.
 
         Dissimilarities (m, n) to the landmarks; for a similarity model, kernel
         similarities with the self-similarity appended, (m, n + 1). The metric's
-        own failures raise ``core.inputs.metrics.MetricError``.
+        own failures raise ``core.inputs.metrics.MetricError``. ``metric``: a
+        ``Metric`` to use instead of resolving the model's by its name (the same
+        metric with the deployment's limits, ``[metric]``).
         """
         if self.features is None:
             raise InputError("this model was not fitted from features (use fit_features)")
         if self.has_objects:
-            return resolve_metric(str(self.metric))(F, self.features)
+            return (metric if metric is not None else resolve_metric(str(self.metric)))(F, self.features)
         F64 = validation.as_float_array(F, "features", 2).astype(np.float64)
         p = self.features.shape[1]
         if F64.shape[1] != p:

@@ -114,6 +114,9 @@ class RefitManager:
         self.may_auto_refit: Callable[[], bool] = lambda: True
         #: claim(new model) before installing it: None when its version is this replica's to install, else why not
         self.claim: Callable[[Any], str | None] | None = None
+        #: the metric of the objects rows carry ([metric] name or the model's; None: the model's), and its limit
+        self.metric_name: str | None = None
+        self.max_object_length: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._job: dict[str, Any] = {}  # the running refit's (empty: none)
         self.completed = 0
@@ -197,6 +200,10 @@ class RefitManager:
             log.warning("refit requested but there are no landmark candidates")
             self._cool_down()
             return
+        if cand.objects is not None:  # the worker computes what the metric must (daemon.refit_jobs)
+            self._start_job(trigger, reason, stats, est, cand.ids, None, est.n_landmarks,
+                            self._object_job(est, cand))
+            return
         try:
             cs = candidate_dissimilarities(est.landmark_ids, cand.ids, old_dissimilarities=est.dissimilarities,
                                            cross_to_landmarks=cand.cross_to_landmarks, mutual=cand.mutual,
@@ -205,11 +212,22 @@ class RefitManager:
         except InputError as exc:
             self._fail(str(exc))
             return
-        ids, features, D = cs.ids, cs.features, cs.D
+        self._start_job(trigger, reason, stats, est, cs.ids, cs.features, cs.n_old, {"dissimilarities": cs.D})
+
+    def _object_job(self, est: Any, cand: Any) -> dict[str, Any]:
+        from streamembed.daemon.refit_jobs import object_job
+
+        metric = self.metric_name or est.metric or DEFAULT_METRIC
+        return object_job(cand.ids, cand.cross_to_landmarks, cand.objects, metric,
+                          self.max_object_length or 10_000)
+
+    def _start_job(self, trigger: str, reason: str, stats: Any, est: Any, ids: Any, features: Any, n_old: int,
+                   candidates: dict[str, Any]) -> None:
+        """Make the refit's work directory and start the worker on the job of ``candidates``' arrays."""
         self.model_dir.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="refit-", dir=self.model_dir))
         try:
-            self._launch(trigger, reason, stats, workdir, est, ids, features, D, cs.n_old)
+            self._launch(trigger, reason, stats, workdir, est, ids, features, candidates, n_old)
         except BaseException:
             import shutil
 
@@ -217,11 +235,12 @@ class RefitManager:
             raise
 
     def _launch(self, trigger: str, reason: str, stats: Any, workdir: Path, est: Any, ids: Any, features: Any,
-                D: Any, n_old: int) -> None:
-        """Write the refit's job into ``workdir`` and start the worker on it."""
+                candidates: dict[str, Any], n_old: int) -> None:
+        """Write the refit's job into ``workdir`` (``candidates``: their dissimilarities, or an object job of
+        ``daemon.refit_jobs``) and start the worker on it."""
         job = workdir / "job.npz"
         count = core_value(self.settings, "n_landmarks")  # None: as many as now
-        arrays = {"dissimilarities": D, "ids": np.asarray(ids, dtype=str),
+        arrays = {**candidates, "ids": np.asarray(ids, dtype=str),
                   "n_landmarks": np.asarray(n_old if count is None else count),
                   "selection": np.asarray(self.settings.selection),
                   # an operator who asks for a refit gets the best candidate, whatever it gains (the record says what)
