@@ -192,12 +192,22 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
                              max_block_rows=cfg.source.max_block_rows, registry=registry, monitor=monitor,
                              max_batch_seconds=cfg.model.max_batch_seconds, cancelled=stop.is_set,
                              consistency=ConsistencyMonitor(cfg.consistency, metrics=metrics, health=health),
-                             output_version=cfg.output.schema_version, objects=objects)
+                             output_version=cfg.output.schema_version, objects=objects,
+                             unversioned_rows=_unversioned_rows(cfg, model), started_version=int(model.version))
     guard = CrashGuard(cfg.root / "crash-guard.json", cfg.run.max_batch_attempts)
     loop = EmbeddingLoop(embedder, source, output, dead, checkpointer, run=cfg.run, roll=RollPolicy.of(cfg.output),
                          metrics=metrics, health=health, stop=stop, between_batches=_chain(between),
                          crash_guard=guard, overlap_commits=source_kind(cfg).commits == "behind")
     return loop, current, refits
+
+
+def _unversioned_rows(cfg: Config, started: LandmarkModel) -> int | None:
+    """``refit.unversioned_rows`` as a version (None: reject): "start" is the version of the model the daemon
+    started with (``model.path``'s, the generator's or the topic's, before the refitted versions in models/)."""
+    v = cfg.refit.unversioned_rows
+    if v == "reject":
+        return None
+    return int(started.version) if v == "start" else int(v)
 
 
 def _startup_code(exc: Exception) -> int:

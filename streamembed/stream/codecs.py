@@ -33,6 +33,7 @@ from streamembed.stream.column_checks import (REASON_CODES, RowMarks, batch_bloc
 from streamembed.stream.columns import column, to_matrix
 from streamembed.stream.landmark_order import apply_orders
 from streamembed.stream.objects import ObjectSpec, carries_objects, object_rows
+from streamembed.stream.unversioned import UnversionedRule, apply_unversioned_rule
 from streamembed.stream.origin import NO_ORIGIN, RowOrigin
 from streamembed.stream.packed import packed_matrix
 from streamembed.stream.records import (
@@ -149,6 +150,7 @@ def decode_batch(
     landmark_ids: Mapping[int, np.ndarray] | None = None,
     objects: ObjectSpec | None = None,
     keep_objects: bool = False,
+    unversioned: UnversionedRule | None = None,
 ) -> DecodedBatch:
     """Validate and decode one input batch; every problem is a row's own (a dead letter), never an exception.
 
@@ -168,6 +170,8 @@ def decode_batch(
         (``stream.objects``; None: an ``object`` column is refused unless the
         rows carry dissimilarities too).
     keep_objects : decode the objects of rows that carry dissimilarities too (the refit reservoir's).
+    unversioned : after a refit, what a dissimilarity row that states no version and names no landmarks is
+        read as (``stream.unversioned``); None: the current version.
     """
     m = table.num_rows
     accepted = set(accepted_versions) if accepted_versions is not None else {model_version}
@@ -198,6 +202,8 @@ def decode_batch(
         kind, width, col = vector_column(table, marks, n_landmarks, n_features)
         col, lengths, packed = vector_lengths(table, marks, kind, width, col)
     versions = landmark_versions(table, marks, model_version, accepted)
+    if unversioned is not None and kind == INPUT_DISSIMILARITIES:
+        versions = apply_unversioned_rule(table, mark, versions, unversioned, accepted, kind)
 
     event_time, bad_time, time_details = event_times(table, m)
     mark(bad_time, Reason.UNDECODABLE, time_details.get(-1), time_details)

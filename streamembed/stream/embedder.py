@@ -37,6 +37,7 @@ from streamembed.stream.registry import ModelRegistry
 from streamembed.stream.origin import NO_ORIGIN, RowOrigin
 from streamembed.stream.output import DEFAULT_OUTPUT_VERSION, OUTPUT_VERSIONS
 from streamembed.stream.objects import ObjectSpec
+from streamembed.stream.unversioned import UnversionedRule
 from streamembed.stream.records import INPUT_FEATURES, INPUT_OBJECT, REASONS, Reason
 
 __all__ = ["BatchEmbedder", "Processed", "bit_names"]
@@ -94,14 +95,18 @@ class BatchEmbedder:
     ``objects`` says what the metric takes when rows carry an ``object`` (``stream.objects``; None: the
     model's own metric, if it has one): rows without dissimilarities are placed from their objects (a metric
     that fails dead-letters the rows it failed on, ``metric_failed``), and with a monitor the objects of rows
-    that carry dissimilarities too feed its refit reservoir.
+    that carry dissimilarities too feed its refit reservoir. ``unversioned_rows`` is the version a dissimilarity
+    row that states no ``landmark_version`` and names no landmarks is read as once the registry serves another
+    current version (``stream.unversioned``; None: refused as ``ambiguous_landmarks``; by default the version
+    the embedder started with, ``started_version``, default ``model``'s).
     """
 
     def __init__(self, model: LandmarkModel, *, method: str = DEFAULTS["method"], k0_rows: None | str | int = None,
                  max_block_rows: int = MAX_BLOCK_ROWS, registry: ModelRegistry | None = None, monitor: Any = None,
                  max_batch_seconds: float | None = None, cancelled: Any = None, consistency: Any = None,
                  output_version: int = DEFAULT_OUTPUT_VERSION, output_dtype: Any = None,
-                 objects: ObjectSpec | None = None) -> None:
+                 objects: ObjectSpec | None = None, unversioned_rows: int | None | str = "start",
+                 started_version: int | None = None) -> None:
         if output_version not in OUTPUT_VERSIONS:
             raise ValueError(f"output schema version must be one of {OUTPUT_VERSIONS}, got {output_version!r}")
         self.registry = registry if registry is not None else ModelRegistry(model, retain=0)
@@ -117,6 +122,8 @@ class BatchEmbedder:
         self.output_version = int(output_version)
         self.output_dtype = None if output_dtype is None else np.dtype(output_dtype)
         self.objects = objects
+        self.start_version = int(model.version if started_version is None else started_version)
+        self.unversioned_rows = self.start_version if unversioned_rows == "start" else unversioned_rows
 
     @property
     def model(self) -> LandmarkModel:
@@ -159,7 +166,8 @@ class BatchEmbedder:
         dec = decode_batch(table, n_landmarks=model.input_width, n_features=n_features, model_version=current,
                            accepted_versions=versions, origin=origin,
                            max_block_rows=self.max_block_rows, landmark_ids=ids, objects=self._object_spec(model),
-                           keep_objects=self.monitor is not None and getattr(self.monitor, "keeps_objects", False))
+                           keep_objects=self.monitor is not None and getattr(self.monitor, "keeps_objects", False),
+                           unversioned=self._unversioned(current))
         out = Processed(dead=dec.dead)
         if dec.matrix.shape[0] == 0:
             return out
@@ -170,6 +178,13 @@ class BatchEmbedder:
         for version, sel in groups:
             out.extend(self._embed_group(table, dec, version, sel, origin))
         return out
+
+    def _unversioned(self, current: int) -> UnversionedRule | None:
+        """The rule for unversioned rows once the current version is not the one they are read as."""
+        v = self.unversioned_rows
+        if current == self.start_version or (v is not None and int(v) == current):
+            return None  # one version so far (or they are read as the current one): nothing is ambiguous
+        return UnversionedRule(None if v is None else int(v), current, self.registry.retain)
 
     def _object_spec(self, model: LandmarkModel) -> ObjectSpec | None:
         """What the metric takes: the configured spec (its placeability from the served model), else the model's
