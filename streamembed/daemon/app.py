@@ -166,6 +166,7 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
         refits.metric_name = None if objects is None else objects.metric
         refits.max_object_length = cfg.metric.max_object_length
         monitor.keep_rows = cfg.refit.request_seconds > 0  # rows alone: a refit request names them
+        refits.requests = _refit_requests(cfg, refits)
     setup = build_source(cfg, SourceContext(current, registry, metrics, stop, kafka))
     inner = setup.source
     if refits is not None:
@@ -199,6 +200,24 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
                          metrics=metrics, health=health, stop=stop, between_batches=_chain(between),
                          crash_guard=guard, overlap_commits=source_kind(cfg).commits == "behind")
     return loop, current, refits
+
+
+def _refit_requests(cfg: Config, refits: RefitManager) -> Any:
+    """The refit requests of a run (``daemon.request_refits``): on the model topic with Kafka's, else as files
+    under ``output.root``; None with ``refit.request_seconds = 0``."""
+    if cfg.refit.request_seconds <= 0:
+        return None
+    from streamembed.daemon.request_refits import DirectoryChannel, RefitRequests
+
+    channel: Any = DirectoryChannel(cfg.root)
+    answer_to = str(channel.dir)
+    if cfg.kafka.model_topic:
+        from streamembed.kafka.refit_channel import TopicChannel
+
+        channel = TopicChannel.of_config(cfg)
+        answer_to = f"kafka topic {cfg.kafka.model_topic} key {channel.answer_key.decode()}"
+    return RefitRequests(channel, cfg.refit.request_seconds, cfg.refit.request_candidates, refits.record,
+                         answer_to=answer_to)
 
 
 def _unversioned_rows(cfg: Config, started: LandmarkModel) -> int | None:

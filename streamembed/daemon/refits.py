@@ -117,6 +117,8 @@ class RefitManager:
         #: the metric of the objects rows carry ([metric] name or the model's; None: the model's), and its limit
         self.metric_name: str | None = None
         self.max_object_length: int | None = None
+        #: refit requests for rows of dissimilarities alone (``daemon.request_refits``), or None: never ask
+        self.requests: Any = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._job: dict[str, Any] = {}  # the running refit's (empty: none)
         self.completed = 0
@@ -134,7 +136,9 @@ class RefitManager:
 
     # --------------------------------------------------------------- the poll
     def poll(self) -> None:
-        """Between batches: finish a done refit, or start a requested one."""
+        """Between batches: finish a done refit, take a refit request's answer, or start a requested refit."""
+        if self._proc is None and self.requests is not None and self._answered():
+            return
         if self._proc is not None:
             if self._proc.poll() is None:
                 if time.monotonic() - self._job["started"] > self.settings.timeout_seconds:
@@ -170,8 +174,34 @@ class RefitManager:
             time.sleep(0.05)
             self.poll()
 
+    def _asking(self) -> bool:
+        return self.requests is not None and self.requests.pending is not None
+
+    def _answered(self) -> bool:
+        """A pending refit request's outcome (``daemon.request_refits``): start the refit on an accepted answer,
+        cool down after one that expired; True when a refit was started."""
+        got = self.requests.poll(self.registry.current_version)
+        if got is None:
+            return False
+        status, p, mutual = got
+        self.monitor.refit_running = False
+        if mutual is None:
+            self._cool_down()
+            return False
+        est = self.registry.current
+        try:
+            cs = candidate_dissimilarities(est.landmark_ids, list(p.request.candidate_ids),
+                                           old_dissimilarities=est.dissimilarities, cross_to_landmarks=p.rows,
+                                           mutual=mutual)
+            self._start_job(p.trigger, p.reason, p.stats, est, cs.ids, None, cs.n_old, {"dissimilarities": cs.D})
+        except (InputError, OSError) as exc:
+            self._fail(f"the answered refit could not start: {exc}")
+        return True
+
     def close(self) -> None:
         """Stop a running refit (shutdown): it is simply not installed; drift will ask again."""
+        if self.requests is not None:
+            self.requests.close()
         if self._proc is not None:
             if self._proc.poll() is None:
                 self._proc.kill()
@@ -199,6 +229,13 @@ class RefitManager:
                           "detail": "no landmark candidates: the stream carried no blocks and no features"})
             log.warning("refit requested but there are no landmark candidates")
             self._cool_down()
+            return
+        if self._asking():  # a request is out: its answer starts the refit
+            return
+        if cand.objects is None and cand.mutual is None and cand.features is None and self.requests is not None \
+                and cand.cross_to_landmarks is not None:  # rows alone: ask the producer (daemon.request_refits)
+            self.requests.ask(trigger, reason, stats, est, cand.ids, cand.cross_to_landmarks)
+            self.monitor.refit_running = True
             return
         if cand.objects is not None:  # the worker computes what the metric must (daemon.refit_jobs)
             self._start_job(trigger, reason, stats, est, cand.ids, None, est.n_landmarks,
@@ -360,13 +397,18 @@ class RefitManager:
         """
         if self._proc is None and self.monitor.pending is None:
             self.monitor.arm_now()
-        if self._proc is None and self.monitor.pending is None and not self._manual.is_set():
+        asking = self.requests is not None and self.requests.pending is not None
+        if self._proc is None and self.monitor.pending is None and not self._manual.is_set() and not asking:
             return "no refit pending"
         self.poll()  # starts it
         deadline = time.monotonic() + timeout
-        while self._proc is not None and time.monotonic() < deadline:
+        while (self._proc is not None or self._asking()) and time.monotonic() < deadline:
             time.sleep(0.05)
             self.poll()
+        if self._asking():
+            self.requests.close()
+            return (f"a refit request was still unanswered after refit.drain_seconds = {timeout:g} s and was "
+                    f"withdrawn; the map stays at version {self.registry.current.version}")
         if self._proc is not None:
             self.close()
             return (f"a refit was still running after refit.drain_seconds = {timeout:g} s and was stopped; the map "
@@ -406,6 +448,10 @@ class RefitManager:
 
         shutil.rmtree(job["workdir"], ignore_errors=True)
         self._job = {}
+
+    def record(self, doc: dict[str, Any]) -> None:
+        """Append ``doc`` to the model history (what refit requests record too)."""
+        self._record(doc)
 
     def _record(self, doc: dict[str, Any]) -> None:
         try:
