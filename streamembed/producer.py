@@ -107,6 +107,7 @@ class Producer:
             raise InputError("a Producer needs a model file, or a model topic (kafka= and model_topic=)")
         self._metric_name = metric
         self._checked = 0.0
+        self._learn(self.model)
         self.refresh(force=True)
 
     # ------------------------------------------------------------------ the model and its versions
@@ -136,6 +137,7 @@ class Producer:
         if newer is None:
             return False
         log.info("producer: measuring against landmark version %d from now on (was %d)", newer.version, self.version)
+        self._learn(newer)
         self.model = newer
         return True
 
@@ -159,14 +161,26 @@ class Producer:
 
     # ------------------------------------------------------------------ rows
     def _landmarks(self, model: LandmarkModel) -> Any:
+        """The objects of ``model``'s landmarks: its own, else by id from ``landmark_objects``, the landmarks of
+        the versions seen before and the objects this producer made rows for (a refit by request takes its new
+        landmarks among those: the daemon never saw their objects)."""
         if model.features is not None:
             return model.features
-        missing = [x for x in model.landmark_ids if str(x) not in self.landmark_objects]
+        def find(x: str) -> Any:
+            return self.landmark_objects.get(x, self._known.get(x))
+
+        missing = [str(x) for x in model.landmark_ids if find(str(x)) is None]
         if missing:
             raise InputError(f"model version {model.version} keeps no landmark objects and {len(missing)} of its "
-                             f"landmarks are not in landmark_objects (e.g. {missing[:3]}): give the objects of its "
-                             f"landmarks by id")
-        return as_object_array([self.landmark_objects[str(x)] for x in model.landmark_ids])
+                             f"landmarks are neither in landmark_objects nor among the objects this producer made "
+                             f"rows for (e.g. {missing[:3]}): give the objects of its landmarks by id")
+        return as_object_array([find(str(x)) for x in model.landmark_ids])
+
+    def _learn(self, model: LandmarkModel) -> None:
+        """Keep the objects of ``model``'s landmarks by id (a later version may keep some of them)."""
+        if model.has_objects:
+            for x, o in zip(model.landmark_ids, model.features, strict=True):  # type: ignore[arg-type]
+                self.landmark_objects.setdefault(str(x), o)
 
     def rows(self, ids: Sequence[Any], objects: Sequence[Any]) -> pa.Table:
         """Input rows for ``objects`` (named ``ids``): ``id``, ``dissimilarities`` (to the landmarks, in model
