@@ -112,7 +112,8 @@ def bench_rows(n_rows: int, landmarks: int) -> None:
     t0 = time.perf_counter()
     A = cdist(objs, list(model.features), scorer=Levenshtein.normalized_distance, dtype=np.float64, workers=-1)
     t_metric = time.perf_counter() - t0
-    rows = [pa.table({"id": ids[i:i + batch], "dissimilarities": list(A[i:i + batch])}) for i in range(0, n_rows, batch)]
+    rows = [pa.table({"id": ids[i:i + batch], "dissimilarities": list(A[i:i + batch])})
+            for i in range(0, n_rows, batch)]
     t0 = time.perf_counter()
     sum(emb.process(t).n_out for t in rows)
     t_rows = time.perf_counter() - t0
