@@ -1,5 +1,5 @@
-"""Rows carrying objects through the BatchEmbedder (``stream.objects``, docs/objects.md): placed by the model's metric as
-if their dissimilarities had been sent; a bad object, and a metric that fails, cost their rows only."""
+"""Rows carrying objects through the BatchEmbedder (``stream.objects``, docs/objects.md): placed by the model's metric
+as if their dissimilarities had been sent; a bad object, and a metric that fails, cost their rows only."""
 
 from __future__ import annotations
 
