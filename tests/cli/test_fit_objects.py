@@ -50,7 +50,8 @@ def test_text_lines_fit_a_model_that_keeps_its_landmarks_objects(tmp_path: Path,
 
 def test_json_lines_and_parquet_with_ids(tmp_path: Path) -> None:
     ids = [f"p{i}" for i in range(len(LINES))]
-    (tmp_path / "o.jsonl").write_text("".join(json.dumps({"id": i, "object": o}) + "\n" for i, o in zip(ids, LINES, strict=True)))
+    lines = (json.dumps({"id": i, "object": o}) + "\n" for i, o in zip(ids, LINES, strict=True))
+    (tmp_path / "o.jsonl").write_text("".join(lines))
     code, out = _fit(tmp_path, tmp_path / "o.jsonl")
     assert code == 0 and set(load_model(out).landmark_ids) <= set(ids)
     pq.write_table(pa.table({"id": ids, "object": LINES}), tmp_path / "o.parquet")
