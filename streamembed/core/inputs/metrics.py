@@ -177,10 +177,10 @@ class Metric:
         if self.threads and len(a) * len(b) >= POOL_MIN_PAIRS and len(a) > 1 and not runtime.in_worker():
             out = self._on_pool(a, b)
         else:
-            out = self._run(a, b)
+            out = self._call_between(a, b)
         return self._checked(out, len(a), len(b), _is_objects(a))
 
-    def _run(self, a: Any, b: Any) -> np.ndarray:
+    def _call_between(self, a: Any, b: Any) -> np.ndarray:
         args = (a, b) if self.threads or not self.of_objects else (_listed(a), _listed(b))
         try:
             return np.asarray(self.between(*args), dtype=np.float64)
@@ -196,7 +196,7 @@ class Metric:
         bounds = np.linspace(0, len(a), min(len(a), 2 * workers) + 1).astype(np.int64)
         pool = runtime.worker_pool(workers)
         spans = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
-        parts = list(pool.map(lambda span: self._run(a[span[0]:span[1]], b), spans))
+        parts = list(pool.map(lambda span: self._call_between(a[span[0]:span[1]], b), spans))
         return np.vstack(parts) if parts else np.zeros((0, len(b)))
 
     def _checked(self, out: np.ndarray, m: int, k: int, objects: bool) -> np.ndarray:

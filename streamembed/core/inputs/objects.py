@@ -115,7 +115,7 @@ def object_problems(objs: np.ndarray, kind: str, max_length: int | None = None) 
         x = objs[i]
         out[i] = "the object is null" if x is None else f"the object is a {_type_name(x)}, not {want}"
     for i in np.flatnonzero(typed & (lengths > limit)).tolist():
-        out[i] = f"the object is too long: {int(lengths[i])} {_unit(objs[i])}, the metric's limit is {limit}"
+        out[i] = f"the object is too long: {int(lengths[i])} {_length_unit(objs[i])}, the metric's limit is {limit}"
     series = typed & np.fromiter((isinstance(x, np.ndarray) for x in objs), dtype=bool, count=len(objs))
     for i in np.flatnonzero(series & (lengths == 0)).tolist():
         out[i] = "the series is empty"
@@ -138,7 +138,7 @@ def _type_name(x: Any) -> str:
     return type(x).__name__
 
 
-def _unit(x: Any) -> str:
+def _length_unit(x: Any) -> str:
     return "characters" if isinstance(x, str) else ("bytes" if isinstance(x, bytes) else "values")
 
 
