@@ -17,6 +17,9 @@ from streamembed.core.monitor.triggers import TRIGGERS
 from streamembed.core.refit.refit import DEFAULT_SELECTION, REFIT_SELECTIONS
 from streamembed.core.trust.conformal import DEFAULT_COVERAGE
 
+#: refit.unversioned_rows naming the version the daemon started with (``stream.unversioned.START``, the same word)
+START = "start"
+
 __all__ = ["DriftConfig", "ConsistencyConfig", "RefitConfig", "TrustConfig", "DRIFT_STATISTICS"]
 
 #: Statistics the refit trigger may watch (``core.monitor.drift.STATISTICS``).
@@ -120,7 +123,7 @@ class RefitConfig:
                                 "answer; 0: never ask.", min=0.0)
     request_candidates: int = _f(1000, "Most recent rows a refit request names as candidates (the producer "
                                  "computes their k x k mutual dissimilarities).", min=20, max=20_000)
-    unversioned_rows: str | int = _f("start", "After a refit, the landmark version of a row that neither states "
+    unversioned_rows: str | int = _f(START, "After a refit, the landmark version of a row that neither states "
                                      "its landmark_version nor names its landmarks: start (the version the "
                                      "configured model had, model.path's or the generator's: the one producers "
                                      "measured against before any refit; placed by the retained model, flagged "

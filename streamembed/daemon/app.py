@@ -27,6 +27,7 @@ from streamembed.daemon.errors import (EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_
 from streamembed.ops.health import HealthState
 from streamembed.ops.logs import setup_logging
 from streamembed.daemon.metric_setup import object_spec
+from streamembed.stream.unversioned import START
 from streamembed.daemon.refits import RefitManager
 from streamembed.daemon.signals import DaemonSignals
 from streamembed.daemon.state import (PidLock, archive_run, check_lineage, clean_leftovers, clean_refit_dirs,
@@ -226,7 +227,7 @@ def _unversioned_rows(cfg: Config, started: LandmarkModel) -> int | None:
     v = cfg.refit.unversioned_rows
     if v == "reject":
         return None
-    return int(started.version) if v == "start" else int(v)
+    return int(started.version) if v == START else int(v)
 
 
 def _startup_code(exc: Exception) -> int:

@@ -44,6 +44,7 @@ from streamembed.model_io import load_model, save_model
 from streamembed.ops.history import append_record
 from streamembed.config.core_args import core_value
 from streamembed.config.schema import RefitConfig
+from streamembed.daemon.refit_jobs import RefitSources
 from streamembed.stream.registry import ModelRegistry, StaleModelError
 
 __all__ = ["RefitManager", "model_path", "newest_models"]
@@ -98,7 +99,7 @@ def newest_models(model_dir: Path, count: int) -> list[Path]:
     return [p for _, p in found[-count:]]
 
 
-class RefitManager:
+class RefitManager(RefitSources):
     """Starts, watches and installs refits; never blocks the stream."""
 
     def __init__(self, settings: RefitConfig, registry: ModelRegistry, monitor: Any, model_dir: Path,
@@ -174,30 +175,6 @@ class RefitManager:
             time.sleep(0.05)
             self.poll()
 
-    def _asking(self) -> bool:
-        return self.requests is not None and self.requests.pending is not None
-
-    def _answered(self) -> bool:
-        """A pending refit request's outcome (``daemon.request_refits``): start the refit on an accepted answer,
-        cool down after one that expired; True when a refit was started."""
-        got = self.requests.poll(self.registry.current_version)
-        if got is None:
-            return False
-        status, p, mutual = got
-        self.monitor.refit_running = False
-        if mutual is None:
-            self._cool_down()
-            return False
-        est = self.registry.current
-        try:
-            cs = candidate_dissimilarities(est.landmark_ids, list(p.request.candidate_ids),
-                                           old_dissimilarities=est.dissimilarities, cross_to_landmarks=p.rows,
-                                           mutual=mutual)
-            self._start_job(p.trigger, p.reason, p.stats, est, cs.ids, None, cs.n_old, {"dissimilarities": cs.D})
-        except (InputError, OSError) as exc:
-            self._fail(f"the answered refit could not start: {exc}")
-        return True
-
     def close(self) -> None:
         """Stop a running refit (shutdown): it is simply not installed; drift will ask again."""
         if self.requests is not None:
@@ -250,13 +227,6 @@ class RefitManager:
             self._fail(str(exc))
             return
         self._start_job(trigger, reason, stats, est, cs.ids, cs.features, cs.n_old, {"dissimilarities": cs.D})
-
-    def _object_job(self, est: Any, cand: Any) -> dict[str, Any]:
-        from streamembed.daemon.refit_jobs import object_job
-
-        metric = self.metric_name or est.metric or DEFAULT_METRIC
-        return object_job(cand.ids, cand.cross_to_landmarks, cand.objects, metric,
-                          self.max_object_length or 10_000)
 
     def _start_job(self, trigger: str, reason: str, stats: Any, est: Any, ids: Any, features: Any, n_old: int,
                    candidates: dict[str, Any]) -> None:

@@ -223,9 +223,12 @@ class DriftMonitor:
         if features is not None or (objects is None and not self.keep_rows):
             return
         m = A.shape[0]
-        id_arr = (np.asarray(ids.to_numpy(zero_copy_only=False), dtype=object) if ids is not None
-                  else np.array([f"obj-{i}" for i in range(m)], dtype=object))
-        self._recent.add(id_arr, A if A.shape[1] else None, objects)
+        keep = max(0, m - self._recent.capacity)  # only the last ``capacity`` rows can stay
+        if ids is not None:  # to_pylist, not to_numpy: that would import pandas on the hot path
+            id_arr = np.fromiter(ids.slice(keep).to_pylist(), dtype=object, count=m - keep)
+        else:
+            id_arr = np.array([f"obj-{i}" for i in range(keep, m)], dtype=object)
+        self._recent.add(id_arr, A[keep:] if A.shape[1] else None, None if objects is None else objects[keep:])
 
     def candidates(self) -> Candidates | None:
         """The reservoir as refit candidates (None when there are none): feature vectors, else recent objects,

@@ -37,7 +37,7 @@ from streamembed.stream.registry import ModelRegistry
 from streamembed.stream.origin import NO_ORIGIN, RowOrigin
 from streamembed.stream.output import DEFAULT_OUTPUT_VERSION, OUTPUT_VERSIONS
 from streamembed.stream.objects import ObjectSpec
-from streamembed.stream.unversioned import UnversionedRule
+from streamembed.stream.unversioned import START, UnversionedRule
 from streamembed.stream.records import INPUT_FEATURES, INPUT_OBJECT, REASONS, Reason
 
 __all__ = ["BatchEmbedder", "Processed", "bit_names"]
@@ -105,7 +105,7 @@ class BatchEmbedder:
                  max_block_rows: int = MAX_BLOCK_ROWS, registry: ModelRegistry | None = None, monitor: Any = None,
                  max_batch_seconds: float | None = None, cancelled: Any = None, consistency: Any = None,
                  output_version: int = DEFAULT_OUTPUT_VERSION, output_dtype: Any = None,
-                 objects: ObjectSpec | None = None, unversioned_rows: int | None | str = "start",
+                 objects: ObjectSpec | None = None, unversioned_rows: int | None | str = START,
                  started_version: int | None = None) -> None:
         if output_version not in OUTPUT_VERSIONS:
             raise ValueError(f"output schema version must be one of {OUTPUT_VERSIONS}, got {output_version!r}")
@@ -123,7 +123,7 @@ class BatchEmbedder:
         self.output_dtype = None if output_dtype is None else np.dtype(output_dtype)
         self.objects = objects
         self.start_version = int(model.version if started_version is None else started_version)
-        self.unversioned_rows = self.start_version if unversioned_rows == "start" else unversioned_rows
+        self.unversioned_rows = self.start_version if unversioned_rows == START else unversioned_rows
 
     @property
     def model(self) -> LandmarkModel:

@@ -92,7 +92,7 @@ def object_rows(table: pa.Table | pa.RecordBatch, spec: ObjectSpec, width: int |
 
 def _strings(col: pa.Array, text: bool, max_length: int) -> tuple[np.ndarray, dict[int, str]]:
     """Text (str) or binary (bytes) objects; nulls and objects longer than ``max_length`` refused."""
-    objs = col.to_numpy(zero_copy_only=False).astype(object, copy=False)
+    objs = as_object_array(col.to_pylist(), len(col))  # not to_numpy(zero_copy_only=False): it imports pandas
     lengths = pc.utf8_length(col) if text else pc.binary_length(col)
     n = to_numpy(lengths.fill_null(scalar(-1, lengths.type))).astype(np.int64)
     problems: dict[int, str] = {}
@@ -101,8 +101,6 @@ def _strings(col: pa.Array, text: bool, max_length: int) -> tuple[np.ndarray, di
         problems[i] = f"the object is too long: {int(n[i]):,} {unit}, the metric's limit is {max_length:,}"
     for i in np.flatnonzero(null_mask(col)).tolist():
         problems[i] = "the object is null"
-    if not isinstance(objs, np.ndarray) or objs.dtype != object:
-        objs = as_object_array(list(objs))
     return objs, dict(sorted(problems.items()))
 
 

@@ -26,7 +26,10 @@ from streamembed.stream.columns import column, null_mask
 from streamembed.stream.landmark_order import metadata_order
 from streamembed.stream.records import INPUT_LANDMARK_VERSION, INPUT_LANDMARKS, Reason
 
-__all__ = ["UnversionedRule", "apply_unversioned_rule"]
+__all__ = ["UnversionedRule", "apply_unversioned_rule", "START"]
+
+#: ``refit.unversioned_rows`` naming the version the daemon started with (the default).
+START = "start"
 
 
 @dataclass(frozen=True)
