@@ -32,7 +32,7 @@ from .core.inputs import validation
 from .core.inputs.metrics import DEFAULT_METRIC
 from .core.monitor.bounds import WindowBounds
 from .core.errors import InputError, NotFittedError
-from .core.fit.features import feature_matrix, fit_warnings
+from .core.fit.features import feature_matrix, fit_warnings, landmark_objects
 from .core.fit.likelihood import ppca_loglik
 from .core.fit.skeleton import Skeleton
 from .core.model import LandmarkModel, Method, fit_model, fit_skeleton_model
@@ -222,7 +222,7 @@ class LandmarkMDS(SetOutputMixin, FittedAttributes, RadiusMixin):
         if metric is None:
             metric = DEFAULT_METRIC if self.metric == "precomputed" else self.metric
         names = column_names(X)
-        X64 = validation.check_array(X, "X").astype(np.float64)
+        X64 = landmark_objects(X, metric, self.input)  # feature vectors (N, p), or objects (N,)
         if self.landmark_selection == SKELETON_SELECTION:
             self._skeleton = _fit_skeleton(self, X64, metric, landmark_ids, names)  # (model_, its Skeleton)
             return self

@@ -51,7 +51,7 @@ def n_features_in(model: LandmarkModel, metric: str, fit: FitInputs) -> int:
     """Columns of X seen by fit: the n landmarks, all N objects when ``n_landmarks`` chose among them, or p
     features (``metric`` other than "precomputed")."""
     if model.features is not None and metric != PRECOMPUTED:
-        return int(model.features.shape[1])
+        return 1 if model.has_objects else int(model.features.shape[1])  # objects: one per row
     return model.n_landmarks if fit.n_fit_objects is None else int(fit.n_fit_objects)
 
 
@@ -66,6 +66,8 @@ def _takes_features(model: LandmarkModel, X: object, metric: str, fit: FitInputs
         return False
     if metric != PRECOMPUTED:
         return True
+    if model.has_objects:  # objects (strings, series) unless X is a matrix of input rows
+        return not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind in "biuf")
     names, fitted = column_names(X), fit.feature_names
     if names is not None and fitted is not None:
         return set(names) == set(fitted)
@@ -84,6 +86,8 @@ def input_rows(model: LandmarkModel, X: object, metric: str, fit: FitInputs) -> 
     """(the input rows (m, n) [or (m, n + 1)] of the fitted ``model``, X's float dtype) for X, checked whole (as
     scikit-learn does); ``metric`` is the estimator's parameter, ``fit`` what its fit saw."""
     if _takes_features(model, X, metric, fit):
+        if model.has_objects:
+            return model.dissimilarities_to_landmarks(X), np.dtype(np.float64)
         fitted = fit.feature_names
         p = int(model.features.shape[1])  # type: ignore[union-attr]
         F = validation.check_array(in_model_order(X, np.asarray([] if fitted is None else fitted, dtype=object),

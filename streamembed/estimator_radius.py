@@ -64,7 +64,8 @@ class RadiusMixin:
         Replaces the model's calibration (none, with a WARNING saying why, when it cannot be made)."""
         model = self._fitted()
         X64 = validation.as_float_array(X, "X", 2).astype(np.float64)  # rows with a bad entry are left out
-        if model.features is not None and X64.shape[1] == model.features.shape[1]:  # feature rows (N, p)
+        feature_rows = model.features is not None and not model.has_objects
+        if feature_rows and X64.shape[1] == model.features.shape[1]:  # type: ignore[union-attr]  # (N, p)
             X64 = feature_matrix(X64, str(model.metric), model.input_kind)
         rows = np.asarray(landmark_rows, dtype=np.int64)
         self.model_ = self._with_radius(calibrate_on_matrix(model, X64, rows, coverage=self.coverage,

@@ -48,6 +48,7 @@ from .core.options import DEFAULTS, check_options, config_names
 from .core.fit.ordinal_map import MonotoneTransform
 from .core.inputs.transforms import InputPipeline
 from .core.trust.calibration import RadiusCalibration
+from .model_objects import OBJECTS_META, object_arrays, objects_of_file
 
 __all__ = ["SCHEMA_VERSION", "FORMAT_NAME", "save_model", "load_model", "read_model_file", "model_arrays",
            "model_to_bytes", "model_from_bytes", "read_model_bytes", "check_archive", "validate_arrays",
@@ -91,8 +92,9 @@ def model_arrays(model: LandmarkModel) -> dict[str, np.ndarray]:
     }
     if model.dissimilarities is not None:
         arrays["dissimilarities"] = model.dissimilarities
-    if model.features is not None:
+    if model.features is not None and not model.has_objects:
         arrays["landmark_features"] = model.features
+    arrays.update(object_arrays(model.features)[0])  # strings, bytes or series (model_objects)
     if model.landmark_map is not None:
         arrays["landmark_map"] = model.landmark_map
     if model.map_transform is not None:  # a non-metric map's monotone transformation (core.fit.ordinal_map)
@@ -150,6 +152,8 @@ def _metadata(model: LandmarkModel, arrays: dict[str, np.ndarray], params: dict[
         "bandwidth": model.bandwidth,
         "kernel_bandwidth": model.kernel_bandwidth,
     }
+    if model.has_objects:
+        meta[OBJECTS_META] = object_arrays(model.features)[1]
     meta["checksum_sha256"] = _checksum(arrays, meta)
     return meta
 
@@ -455,6 +459,11 @@ def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[Landmark
     features = files.get("landmark_features")
     if features is not None and (features.ndim != 2 or features.shape[0] != n):
         raise ValueError(f"landmark_features must have {n} rows, got shape {features.shape}")
+    objects = objects_of_file(files, meta, n)
+    if objects is not None:
+        if features is not None:
+            raise ValueError("a model keeps landmark features or landmark objects, not both")
+        features = objects
     D = files.get("dissimilarities")
     if D is not None and D.shape != (n, n):
         raise ValueError(f"dissimilarities must have shape ({n}, {n}), got {D.shape}")

@@ -1,7 +1,8 @@
 """The ``streamembed`` command line: the parser's assembly and dispatch, one module per subcommand.
 
 Subcommands: ``run`` (the daemon), ``fit`` (a landmark model from a file),
-``embed`` (one file in, one Parquet file out), ``model info``, ``refit``,
+``embed`` (one file in, one Parquet file out), ``model info``, ``model landmarks``,
+``refit``, ``producer rows|answer`` (the producer kit),
 ``config``, ``plot`` and ``evaluate`` (its own parser; the benchmarks are not
 installed: ``python -m benchmarks`` from a source checkout). Each module exports
 ``add_parser(subparsers)`` and ``run(args) -> int`` and imports its heavy
@@ -21,7 +22,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from streamembed.cli import config, embed, evaluate, fit, model, plot, refit, run
+from streamembed.cli import config, embed, evaluate, fit, model, plot, producer, refit, run
 from streamembed.cli.common import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, Refused
 
 __all__ = ["main", "build_parser", "SUBCOMMANDS"]
@@ -49,7 +50,7 @@ the mathematics: docs/math.md in the source repository.
 """
 
 #: The subcommands in the order ``--help`` lists them.
-SUBCOMMANDS = (run, fit, embed, model, refit, evaluate, plot, config)
+SUBCOMMANDS = (run, fit, embed, model, refit, producer, evaluate, plot, config)
 
 #: Subcommands that read their own arguments before the tree is built: ``evaluate`` (its parser describes the
 #: evaluation code, which imports scipy). Name -> ``main(argv) -> int``.

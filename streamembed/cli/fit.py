@@ -191,6 +191,10 @@ def run(args: argparse.Namespace) -> int:
     _check_flags(args)
     out = Path(args.output)
     _check_output_dirs(args, out)
+    if args.objects is not None:  # objects and a metric: cli.fit_objects
+        from streamembed.cli.fit_objects import run_objects
+
+        return run_objects(args)
     features = args.features is not None
     sims = args.similarities is not None
     path = args.features if features else (args.similarities if sims else args.dissimilarities)
@@ -289,6 +293,7 @@ def add_parser(subparsers: Subparsers) -> None:
     description = (
         "Fit a landmark model. Input: --dissimilarities (N x N, not squared), --similarities (N x N kernel)\n"
         "or --features (N x p) from .npy, .csv (numeric columns; an 'id' column names objects), or\n"
+        "--objects (strings, bytes or series: text lines, JSON lines or Parquet 'id'/'object', with --metric), or\n"
         "Parquet/Arrow/JSONL (a 'dissimilarities' / 'features' list column, or numeric columns; optional\n"
         "'id'). With --landmarks n < N, n landmarks are chosen by --selection (docs/landmarks.md);\n"
         "--selection skeleton (--features, Euclidean) keeps the LSDR skeleton (docs/math.md §8.4).\n"
@@ -299,11 +304,16 @@ def add_parser(subparsers: Subparsers) -> None:
     src = f.add_mutually_exclusive_group(required=True)
     src.add_argument("--dissimilarities", metavar="FILE", help="N x N dissimilarity matrix")
     src.add_argument("--features", metavar="FILE", help="N x p feature vectors (feature-mode model)")
+    src.add_argument("--objects", metavar="FILE",
+                     help="N objects: text lines, JSON lines or Parquet with 'id' and 'object' (strings, bytes or "
+                          "lists of numbers), compared by --metric (docs/objects.md); the model keeps the landmarks' "
+                          "objects")
     src.add_argument("--similarities", metavar="FILE",
                      help="N x N similarity (kernel) matrix: a model whose input rows are similarities "
                           "(docs/math.md §2)")
     f.add_argument("--metric", default=default("model.metric"),
-                   help="metric for --features: a scipy cdist name or package.module:function "
+                   help="metric for --features or --objects: a scipy cdist name, levenshtein, "
+                   "levenshtein-normalized, indel, indel-normalized, jaro-winkler, dtw, or package.module:function "
                    "(default: %(default)s)")
     f.add_argument("--landmarks", type=int, metavar="N", help="number of landmarks (default: all objects)")
     f.add_argument("--selection", choices=(*OPTIONS["landmark_selection"].values, "first"),

@@ -1,4 +1,5 @@
-"""``streamembed model info MODEL.npz``: what a model file holds — version, lineage, landmarks, spectrum."""
+"""``streamembed model info MODEL.npz``: what a model file holds — version, lineage, landmarks, spectrum;
+``streamembed model landmarks MODEL.npz -o FILE.parquet``: its landmarks' ids and objects, in model order."""
 
 from __future__ import annotations
 
@@ -12,8 +13,40 @@ __all__ = ["add_parser", "run", "info"]
 
 
 def run(args: argparse.Namespace) -> int:
-    """``streamembed model WHAT``: dispatch on ``WHAT`` (today only ``info``)."""
-    return {"info": info}[args.model_command](args)
+    """``streamembed model WHAT``: dispatch on ``WHAT`` (``info``, ``landmarks``)."""
+    return {"info": info, "landmarks": landmarks}[args.model_command](args)
+
+
+def landmarks(args: argparse.Namespace) -> int:
+    """``streamembed model landmarks``: the landmarks' ids and objects, in model order, as Parquet (``id``,
+    ``object``: string, binary or list<float64>); what producers measure new objects against."""
+    import sys
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from streamembed.core.errors import ModelFileError
+    from streamembed.model_io import read_model_file
+    from streamembed.stream.object_tables import landmarks_table
+
+    out = Path(args.output)
+    if not out.parent.is_dir():
+        raise Refused(f"-o {args.output}: directory {out.parent} does not exist")
+    try:
+        model, _ = read_model_file(args.model)
+    except ModelFileError as exc:
+        raise Refused(str(exc)) from None
+    if model.features is None:
+        raise Refused(f"{args.model} keeps no landmark objects: it was fitted from dissimilarities, so its landmarks "
+                      f"are known by id only (`streamembed model info --all {args.model}` lists them in model order); "
+                      f"fit with --objects or --features to keep them")
+    from streamembed.atomic import atomic_file
+
+    with atomic_file(out) as fh:
+        pq.write_table(landmarks_table(model), fh)
+    print(f"wrote {out}: {model.n_landmarks} landmarks of model version {model.version} (lineage {model.lineage}), "
+          f"metric {model.metric}, in model order", file=sys.stderr)
+    return EXIT_OK
 
 
 def info(args: argparse.Namespace) -> int:
@@ -89,5 +122,12 @@ def add_parser(subparsers: Subparsers) -> None:
     i.add_argument("model", metavar="MODEL.npz")
     i.add_argument("--json", action="store_true", help="one JSON document")
     i.add_argument("--all", action="store_true", help="list every landmark id")
+    lm = msub.add_parser("landmarks", help="export the landmarks' ids and objects, in model order (Parquet)",
+                         description="Write MODEL.npz's landmarks as Parquet: columns id and object (string, binary "
+                                     "or list<float64>), in model order, with the model's version, lineage and "
+                                     "metric in the schema metadata: what a producer measures new objects "
+                                     "against (streamembed.producer does it for you).")
+    lm.add_argument("model", metavar="MODEL.npz")
+    lm.add_argument("-o", "--output", required=True, metavar="FILE.parquet")
 
 

@@ -17,6 +17,9 @@ from streamembed.core.monitor.triggers import TRIGGERS
 from streamembed.core.refit.refit import DEFAULT_SELECTION, REFIT_SELECTIONS
 from streamembed.core.trust.conformal import DEFAULT_COVERAGE
 
+#: refit.unversioned_rows naming the version the daemon started with (``stream.unversioned.START``, the same word)
+START = "start"
+
 __all__ = ["DriftConfig", "ConsistencyConfig", "RefitConfig", "TrustConfig", "DRIFT_STATISTICS"]
 
 #: Statistics the refit trigger may watch (``core.monitor.drift.STATISTICS``).
@@ -113,6 +116,21 @@ class RefitConfig:
                          "(squared, in map radii; docs/refits.md). Manual refits install the best candidate whatever "
                          "it gains.",
                          min=0.0, max=10.0)
+    request_seconds: float = _s(300.0, "A refit of a stream whose rows carry dissimilarities alone (no objects, no "
+                                "block) asks the producer for the candidates' mutual dissimilarities (a refit "
+                                "request on the model channel: a file under output.root/refit-requests, or a "
+                                "message on kafka.model_topic; docs/objects.md) and waits this long for the "
+                                "answer; 0: never ask.", min=0.0)
+    request_candidates: int = _f(1000, "Most recent rows a refit request names as candidates (the producer "
+                                 "computes their k x k mutual dissimilarities).", min=20, max=20_000)
+    unversioned_rows: str | int = _f(START, "After a refit, the landmark version of a row that neither states "
+                                     "its landmark_version nor names its landmarks: start (the version the "
+                                     "configured model had, model.path's or the generator's: the one producers "
+                                     "measured against before any refit; placed by the retained model, flagged "
+                                     "retained_model), a version number, or reject (the ambiguous_landmarks dead "
+                                     "letter). A version no longer retained gives ambiguous_landmarks too. Rows "
+                                     "carrying objects are measured by the daemon and are never ambiguous.",
+                                     min=1, words=("start", "reject"))
     drain_seconds: float = _s(600.0, "Batch mode (directory.exit_when_idle): when the input ends with a refit pending "
                               "or running, wait this long for it before exiting (0: do not wait).", min=0.0)
     model_dir: str = _f("", "Versioned models model-v<N>.npz; empty: <root>/models.")

@@ -116,6 +116,9 @@ RANGES: dict[str, Range] = {
     "refit.retain_versions": Range(0, 100),
     "refit.timeout_seconds": Range(1.0, _S),
     "refit.min_gain": Range(0.0, 10.0),
+    "refit.request_seconds": Range(0.0, _S),
+    "refit.request_candidates": Range(20, 20_000),
+    "refit.unversioned_rows": Range(1, 2**62),
     "refit.drain_seconds": Range(0.0, _S),
     # [kafka]
     "kafka.model_poll_seconds": Range(0.0, _S),
@@ -143,6 +146,8 @@ RANGES: dict[str, Range] = {
     "metrics.map_points": Range(0, 100_000),
     # [trust]
     "trust.coverage": Range(0.0, 1.0, exclusive_low=True, exclusive_high=True),
+    # [metric]
+    "metric.max_object_length": Range(1, 100_000_000),
 }
 
 def range_of(key: str) -> Range | None:

@@ -35,12 +35,13 @@ from streamembed.config.fields import seconds as _s
 from streamembed.config.fields import setting as _f
 from streamembed.config.monitoring import (DRIFT_STATISTICS, ConsistencyConfig, DriftConfig, RefitConfig,
                                            TrustConfig)
+from streamembed.config.metric import MetricConfig
 from streamembed.config.sources import SOURCES
 from streamembed.core.inputs.metrics import DEFAULT_METRIC
 
 __all__ = ["Config", "ModelConfig", "SourceConfig", "DirectoryConfig", "GeneratorConfig", "OutputConfig",
            "RunConfig", "DriftConfig", "ConsistencyConfig", "RefitConfig", "KafkaConfig", "MetricsConfig",
-           "TrustConfig", "LoggingConfig", "DRIFT_STATISTICS", "K0_STATISTICS", "EVENT_TIME_MODES",
+           "TrustConfig", "MetricConfig", "LoggingConfig", "DRIFT_STATISTICS", "K0_STATISTICS", "EVENT_TIME_MODES",
            "MAX_DURATION_SECONDS", "sections", "section_keys", "default", "choices"]
 
 #: Where a Kafka row's event time comes from (``kafka.event_time``; streamembed.kafka.event_time).
@@ -344,6 +345,7 @@ class Config:
     kafka: KafkaConfig = field(default_factory=KafkaConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     trust: TrustConfig = field(default_factory=TrustConfig)
+    metric: MetricConfig = field(default_factory=MetricConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
 
     # derived locations

@@ -82,8 +82,10 @@ class LandmarkModel:
         version: model version (1 for a fit; refits count up).
         lineage: identity of the map this model belongs to; refits inherit it.
         dissimilarities: (n, n) raw landmark dissimilarities (refits need them), or None.
-        features, metric: (n, p) landmark features and their scipy metric (or
-            kernel name) for a feature-mode model, else None.
+        features, metric: the landmarks' objects and the metric between them (``core.inputs.metrics``; or the
+            kernel name of a similarity model) for a model fitted from objects, else None: (n, p) feature
+            vectors, or a 1-D object array of strings, bytes or series (``core.inputs.objects``,
+            ``has_objects``).
         random_state: seed of the block solver's perturbed starts.
         n_threads: threads of the projection hot path and solvers (None: ``runtime.default_threads()``).
         negative_ratio: the ``non_euclidean`` flag's threshold on −k0/β
@@ -167,6 +169,11 @@ class LandmarkModel:
     def map_unique(self) -> bool | None:
         """Whether λ_d > λ_{d+1} beyond ``EIGENGAP_RTOL`` (None when the eigengap is unknown)."""
         return None if self.eigengap is None else bool(self.eigengap > EIGENGAP_RTOL)
+
+    @property
+    def has_objects(self) -> bool:
+        """Whether its landmarks are objects (strings, bytes, series) rather than feature vectors."""
+        return self.features is not None and self.features.dtype == object
 
     @property
     def input_kind(self) -> str:
@@ -330,14 +337,19 @@ class LandmarkModel:
         return self.placer.kernel(n_coords, dtype)
 
     # ------------------------------------------------------------------ feature mode
-    def dissimilarities_to_landmarks(self, F: object) -> np.ndarray:
-        """Feature mode: the model's input rows for feature rows F (m, p).
+    def dissimilarities_to_landmarks(self, F: object, metric: Any = None) -> np.ndarray:
+        """Feature mode: the model's input rows for feature rows F (m, p), or for m objects of an object model.
 
         Dissimilarities (m, n) to the landmarks; for a similarity model, kernel
-        similarities with the self-similarity appended, (m, n + 1).
+        similarities with the self-similarity appended, (m, n + 1). The metric's
+        own failures raise ``core.inputs.metrics.MetricError``. ``metric``: a
+        ``Metric`` to use instead of resolving the model's by its name (the same
+        metric with the deployment's limits, ``[metric]``).
         """
         if self.features is None:
             raise InputError("this model was not fitted from features (use fit_features)")
+        if self.has_objects:
+            return (metric if metric is not None else resolve_metric(str(self.metric)))(F, self.features)
         F64 = validation.as_float_array(F, "features", 2).astype(np.float64)
         p = self.features.shape[1]
         if F64.shape[1] != p:

@@ -26,6 +26,8 @@ from streamembed.daemon.errors import (EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_
                                        StartupError, is_environment_error)
 from streamembed.ops.health import HealthState
 from streamembed.ops.logs import setup_logging
+from streamembed.daemon.metric_setup import object_spec
+from streamembed.stream.unversioned import START
 from streamembed.daemon.refits import RefitManager
 from streamembed.daemon.signals import DaemonSignals
 from streamembed.daemon.state import (PidLock, archive_run, check_lineage, clean_leftovers, clean_refit_dirs,
@@ -129,8 +131,10 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
     model_topic = None if kafka is None else kafka.open_model_topic()
     model = startup_model(cfg, model_topic, load_or_fit_model)
     feats = model.features
+    objects = object_spec(cfg, model)  # the metric of rows carrying objects: an unusable one refuses here
     try:  # now that the model's sizes are known, not only their lower bounds
-        check_memory(cfg, n_features=0 if feats is None else int(feats.shape[1]), n_landmarks=model.n_landmarks)
+        check_memory(cfg, n_features=0 if feats is None or model.has_objects else int(feats.shape[1]),
+                     n_landmarks=model.n_landmarks)
     except ConfigError as exc:
         raise StartupError(str(exc)) from None
     source_name = model_source(cfg)
@@ -159,6 +163,11 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
                     "(models/ was pruned?); continuing with version %d", ckpt.model_version, current.version,
                     current.version)
     monitor, refits = build_drift(cfg, registry, metrics)
+    if refits is not None and monitor is not None:
+        refits.metric_name = None if objects is None else objects.metric
+        refits.max_object_length = cfg.metric.max_object_length
+        monitor.keep_rows = cfg.refit.request_seconds > 0  # rows alone: a refit request names them
+        refits.requests = _refit_requests(cfg, refits)
     setup = build_source(cfg, SourceContext(current, registry, metrics, stop, kafka))
     inner = setup.source
     if refits is not None:
@@ -185,12 +194,40 @@ def _assemble(cfg: Config, metrics: Metrics, health: HealthState, stop: threadin
                              max_block_rows=cfg.source.max_block_rows, registry=registry, monitor=monitor,
                              max_batch_seconds=cfg.model.max_batch_seconds, cancelled=stop.is_set,
                              consistency=ConsistencyMonitor(cfg.consistency, metrics=metrics, health=health),
-                             output_version=cfg.output.schema_version)
+                             output_version=cfg.output.schema_version, objects=objects,
+                             unversioned_rows=_unversioned_rows(cfg, model), started_version=int(model.version))
     guard = CrashGuard(cfg.root / "crash-guard.json", cfg.run.max_batch_attempts)
     loop = EmbeddingLoop(embedder, source, output, dead, checkpointer, run=cfg.run, roll=RollPolicy.of(cfg.output),
                          metrics=metrics, health=health, stop=stop, between_batches=_chain(between),
                          crash_guard=guard, overlap_commits=source_kind(cfg).commits == "behind")
     return loop, current, refits
+
+
+def _refit_requests(cfg: Config, refits: RefitManager) -> Any:
+    """The refit requests of a run (``daemon.request_refits``): on the model topic with Kafka's, else as files
+    under ``output.root``; None with ``refit.request_seconds = 0``."""
+    if cfg.refit.request_seconds <= 0:
+        return None
+    from streamembed.daemon.request_refits import DirectoryChannel, RefitRequests
+
+    channel: Any = DirectoryChannel(cfg.root)
+    answer_to = str(channel.dir)
+    if cfg.kafka.model_topic:
+        from streamembed.kafka.refit_channel import TopicChannel
+
+        channel = TopicChannel.of_config(cfg)
+        answer_to = f"kafka topic {cfg.kafka.model_topic} key {channel.answer_key.decode()}"
+    return RefitRequests(channel, cfg.refit.request_seconds, cfg.refit.request_candidates, refits.record,
+                         answer_to=answer_to)
+
+
+def _unversioned_rows(cfg: Config, started: LandmarkModel) -> int | None:
+    """``refit.unversioned_rows`` as a version (None: reject): "start" is the version of the model the daemon
+    started with (``model.path``'s, the generator's or the topic's, before the refitted versions in models/)."""
+    v = cfg.refit.unversioned_rows
+    if v == "reject":
+        return None
+    return int(started.version) if v == START else int(v)
 
 
 def _startup_code(exc: Exception) -> int:

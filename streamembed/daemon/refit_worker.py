@@ -4,7 +4,9 @@
 
 JOB.npz (``allow_pickle=False``) holds the candidates: ``dissimilarities``
 (N, N) whose first rows are the old landmarks, ``ids`` (N,), optionally
-``features`` (N, p), and ``n_landmarks``. The worker loads the old model,
+``features`` (N, p), and ``n_landmarks``; or, for candidates with objects, the
+object job of ``daemon.refit_jobs`` (their objects, rows and metric), from
+which the worker computes the dissimilarities itself. The worker loads the old model,
 runs ``core.refit.refit.refit`` (selection, classical MDS, Procrustes alignment),
 writes the new model atomically and a JSON record of what it did
 (``"outcome": "installed"``, or ``"kept"`` with no model when the refit would
@@ -39,14 +41,12 @@ def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
 
     t0 = time.perf_counter()
     try:
+        old, params = read_model_file(old_model)
         with np.load(job, allow_pickle=False) as npz:
-            D = npz["dissimilarities"]
-            ids = [str(x) for x in npz["ids"]]
-            features = npz["features"] if "features" in npz.files else None
+            D, ids, features = _candidates(npz, old)
             n_landmarks = int(npz["n_landmarks"])
             selection = str(npz["selection"]) if "selection" in npz.files else DEFAULT_SELECTION
             min_gain = float(npz["min_gain"]) if "min_gain" in npz.files else None
-        old, params = read_model_file(old_model)
         options: dict[str, Any] = {"min_gain": min_gain} if selection == "adaptive" and min_gain is not None else {}
         res = refit(old, D, ids, n_landmarks=n_landmarks, features=features, selection=selection, **options)
         if res.model is not None:
@@ -74,6 +74,17 @@ def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
         code = 1
     atomic_write_bytes(record, json.dumps(doc).encode())
     return code
+
+
+def _candidates(npz: Any, old: Any) -> tuple[Any, list[str], Any]:
+    """(D (N, N), ids, features or objects) of the job: given, or computed from an object job's objects."""
+    from streamembed.daemon.refit_jobs import is_object_job, job_candidates
+
+    if is_object_job(npz.files):
+        cs = job_candidates(npz, old)
+        return cs.D, cs.ids, cs.features
+    features = npz["features"] if "features" in npz.files else None
+    return npz["dissimilarities"], [str(x) for x in npz["ids"]], features
 
 
 def die_with_parent() -> None:

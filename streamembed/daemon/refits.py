@@ -44,6 +44,7 @@ from streamembed.model_io import load_model, save_model
 from streamembed.ops.history import append_record
 from streamembed.config.core_args import core_value
 from streamembed.config.schema import RefitConfig
+from streamembed.daemon.refit_jobs import RefitSources
 from streamembed.stream.registry import ModelRegistry, StaleModelError
 
 __all__ = ["RefitManager", "model_path", "newest_models"]
@@ -98,7 +99,7 @@ def newest_models(model_dir: Path, count: int) -> list[Path]:
     return [p for _, p in found[-count:]]
 
 
-class RefitManager:
+class RefitManager(RefitSources):
     """Starts, watches and installs refits; never blocks the stream."""
 
     def __init__(self, settings: RefitConfig, registry: ModelRegistry, monitor: Any, model_dir: Path,
@@ -114,6 +115,11 @@ class RefitManager:
         self.may_auto_refit: Callable[[], bool] = lambda: True
         #: claim(new model) before installing it: None when its version is this replica's to install, else why not
         self.claim: Callable[[Any], str | None] | None = None
+        #: the metric of the objects rows carry ([metric] name or the model's; None: the model's), and its limit
+        self.metric_name: str | None = None
+        self.max_object_length: int | None = None
+        #: refit requests for rows of dissimilarities alone (``daemon.request_refits``), or None: never ask
+        self.requests: Any = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._job: dict[str, Any] = {}  # the running refit's (empty: none)
         self.completed = 0
@@ -131,7 +137,9 @@ class RefitManager:
 
     # --------------------------------------------------------------- the poll
     def poll(self) -> None:
-        """Between batches: finish a done refit, or start a requested one."""
+        """Between batches: finish a done refit, take a refit request's answer, or start a requested refit."""
+        if self._proc is None and self.requests is not None and self._answered():
+            return
         if self._proc is not None:
             if self._proc.poll() is None:
                 if time.monotonic() - self._job["started"] > self.settings.timeout_seconds:
@@ -169,6 +177,8 @@ class RefitManager:
 
     def close(self) -> None:
         """Stop a running refit (shutdown): it is simply not installed; drift will ask again."""
+        if self.requests is not None:
+            self.requests.close()
         if self._proc is not None:
             if self._proc.poll() is None:
                 self._proc.kill()
@@ -197,6 +207,17 @@ class RefitManager:
             log.warning("refit requested but there are no landmark candidates")
             self._cool_down()
             return
+        if self._asking():  # a request is out: its answer starts the refit
+            return
+        if cand.objects is None and cand.mutual is None and cand.features is None and self.requests is not None \
+                and cand.cross_to_landmarks is not None:  # rows alone: ask the producer (daemon.request_refits)
+            self.requests.ask(trigger, reason, stats, est, cand.ids, cand.cross_to_landmarks)
+            self.monitor.refit_running = True
+            return
+        if cand.objects is not None:  # the worker computes what the metric must (daemon.refit_jobs)
+            self._start_job(trigger, reason, stats, est, cand.ids, None, est.n_landmarks,
+                            self._object_job(est, cand))
+            return
         try:
             cs = candidate_dissimilarities(est.landmark_ids, cand.ids, old_dissimilarities=est.dissimilarities,
                                            cross_to_landmarks=cand.cross_to_landmarks, mutual=cand.mutual,
@@ -205,11 +226,15 @@ class RefitManager:
         except InputError as exc:
             self._fail(str(exc))
             return
-        ids, features, D = cs.ids, cs.features, cs.D
+        self._start_job(trigger, reason, stats, est, cs.ids, cs.features, cs.n_old, {"dissimilarities": cs.D})
+
+    def _start_job(self, trigger: str, reason: str, stats: Any, est: Any, ids: Any, features: Any, n_old: int,
+                   candidates: dict[str, Any]) -> None:
+        """Make the refit's work directory and start the worker on the job of ``candidates``' arrays."""
         self.model_dir.mkdir(parents=True, exist_ok=True)
         workdir = Path(tempfile.mkdtemp(prefix="refit-", dir=self.model_dir))
         try:
-            self._launch(trigger, reason, stats, workdir, est, ids, features, D, cs.n_old)
+            self._launch(trigger, reason, stats, workdir, est, ids, features, candidates, n_old)
         except BaseException:
             import shutil
 
@@ -217,11 +242,12 @@ class RefitManager:
             raise
 
     def _launch(self, trigger: str, reason: str, stats: Any, workdir: Path, est: Any, ids: Any, features: Any,
-                D: Any, n_old: int) -> None:
-        """Write the refit's job into ``workdir`` and start the worker on it."""
+                candidates: dict[str, Any], n_old: int) -> None:
+        """Write the refit's job into ``workdir`` (``candidates``: their dissimilarities, or an object job of
+        ``daemon.refit_jobs``) and start the worker on it."""
         job = workdir / "job.npz"
         count = core_value(self.settings, "n_landmarks")  # None: as many as now
-        arrays = {"dissimilarities": D, "ids": np.asarray(ids, dtype=str),
+        arrays = {**candidates, "ids": np.asarray(ids, dtype=str),
                   "n_landmarks": np.asarray(n_old if count is None else count),
                   "selection": np.asarray(self.settings.selection),
                   # an operator who asks for a refit gets the best candidate, whatever it gains (the record says what)
@@ -341,13 +367,18 @@ class RefitManager:
         """
         if self._proc is None and self.monitor.pending is None:
             self.monitor.arm_now()
-        if self._proc is None and self.monitor.pending is None and not self._manual.is_set():
+        asking = self.requests is not None and self.requests.pending is not None
+        if self._proc is None and self.monitor.pending is None and not self._manual.is_set() and not asking:
             return "no refit pending"
         self.poll()  # starts it
         deadline = time.monotonic() + timeout
-        while self._proc is not None and time.monotonic() < deadline:
+        while (self._proc is not None or self._asking()) and time.monotonic() < deadline:
             time.sleep(0.05)
             self.poll()
+        if self._asking():
+            self.requests.close()
+            return (f"a refit request was still unanswered after refit.drain_seconds = {timeout:g} s and was "
+                    f"withdrawn; the map stays at version {self.registry.current.version}")
         if self._proc is not None:
             self.close()
             return (f"a refit was still running after refit.drain_seconds = {timeout:g} s and was stopped; the map "
@@ -387,6 +418,10 @@ class RefitManager:
 
         shutil.rmtree(job["workdir"], ignore_errors=True)
         self._job = {}
+
+    def record(self, doc: dict[str, Any]) -> None:
+        """Append ``doc`` to the model history (what refit requests record too)."""
+        self._record(doc)
 
     def _record(self, doc: dict[str, Any]) -> None:
         try:

@@ -49,6 +49,9 @@ def describe_model(model: LandmarkModel, source: str) -> str:
     """One line for the start-up log: lineage, version, size, what input rows carry, where the model came from."""
     if model.features is None:
         rows = f"{model.input_kind} input"
+    elif model.has_objects:  # rows carry objects (the engine computes their dissimilarities)
+        rows = (f"object input ({len(model.features)} landmark objects, metric {model.metric}; dissimilarity rows "
+                f"also accepted)")
     else:  # rows carry features (the engine computes their dissimilarities); precomputed rows work too
         how = "kernel" if model.input_kind == "similarity" else "metric"
         rows = (f"feature input (p = {model.features.shape[1]}, {model.metric} {how}; {model.input_kind} rows "

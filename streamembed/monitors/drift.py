@@ -11,7 +11,9 @@ the metrics and to ``<root>/drift-history.jsonl`` (what ``streamembed plot
 drift`` draws), whatever the trigger's kind. It keeps the reservoir of landmark candidates a refit
 needs: in feature mode the most recent objects' feature vectors, in
 dissimilarity mode the most recent block (its members' mutual
-dissimilarities are known). After an alarm it waits until the reservoir has
+dissimilarities are known), and the most recent rows with their objects
+when rows carry them (``monitors.reservoir``: a refit from objects, or a
+refit request for the rows' mutual dissimilarities). After an alarm it waits until the reservoir has
 refilled with post-change objects before asking for the refit.
 """
 
@@ -36,6 +38,7 @@ from streamembed.core.monitor.drift import DriftStatistics, DriftWindow
 from streamembed.core.monitor.triggers import TRIGGERS, Trigger
 from streamembed.core.result import EmbeddingResult
 from streamembed.fsafe import make_dirs, open_append
+from streamembed.monitors.reservoir import RecentRows
 
 __all__ = ["DriftMonitor", "Candidates", "build_trigger"]
 
@@ -52,12 +55,14 @@ def build_trigger(drift: DriftConfig) -> Trigger:
 
 @dataclass
 class Candidates:
-    """Recent objects usable as landmarks: features (feature mode) or one block."""
+    """Recent objects usable as landmarks: features (feature mode), objects, one block, or rows whose mutual
+    dissimilarities must be asked for (``objects`` and ``mutual`` both None, ``cross_to_landmarks`` given)."""
 
     ids: list[str]
     features: np.ndarray | None = None  # (k, p)
     cross_to_landmarks: np.ndarray | None = None  # (k, n) dissimilarities to the current landmarks
     mutual: np.ndarray | None = None  # (k, k)
+    objects: np.ndarray | None = None  # (k,) strings, bytes or series (core.inputs.objects)
 
 
 class DriftMonitor:
@@ -83,6 +88,11 @@ class DriftMonitor:
         self.triggered_at: int | None = None
         self._features = _Ring(settings.reservoir_objects)
         self._block: Candidates | None = None
+        self._recent = RecentRows(settings.reservoir_objects)
+        #: keep the dissimilarity rows themselves (a refit request asks for their mutual dissimilarities)
+        self.keep_rows = False
+        #: rows' objects are decoded beside their dissimilarities for this reservoir (``BatchEmbedder``)
+        self.keeps_objects = True
         self.reset(est, refitted=False)
 
     def reset(self, est: Any, refitted: bool = True) -> None:
@@ -96,6 +106,8 @@ class DriftMonitor:
         self.last_stats = None
         self._since_stats, self._stats_time = 0, 0.0
         self._block = None  # its dissimilarities refer to the old landmarks
+        if hasattr(self, "_recent"):
+            self._recent.clear()  # its rows refer to the old landmarks
         if refitted:
             self.trigger.refitted(self.clock())
 
@@ -115,12 +127,13 @@ class DriftMonitor:
 
     # ----------------------------------------------------------------- observe
     def observe(self, A: np.ndarray, res: EmbeddingResult, *, ids: Any = None, features: np.ndarray | None = None,
-                block: tuple[np.ndarray, Any, np.ndarray] | None = None) -> None:
+                block: tuple[np.ndarray, Any, np.ndarray] | None = None, objects: Any = None) -> None:
         """Account for one batch: A (m, n) input rows, ``res`` their (valid) EmbeddingResult.
 
         ``features`` (m, p) feed the refit reservoir of a feature-mode model;
         ``block`` = (A_b (k, n), ids (k,), cross (k, k)), a block placed whole,
-        becomes the refit candidates of a dissimilarity model.
+        becomes the refit candidates of a dissimilarity model; ``objects`` (m,), the rows' objects, and
+        (with ``keep_rows``) the rows A themselves feed the reservoir of recent rows.
         """
         now = self.clock()
         m = A.shape[0]
@@ -135,6 +148,7 @@ class DriftMonitor:
                 whole_block = res.block_norm_k0  # ‖K0‖₂ of the whole batch: exact while it is the window
         self.window.add(now, res.relative_unexplained, k0, y_r, beta, whole_block, unexplained=res.unexplained)
         self._keep_candidates(A, ids, features, block)
+        self._keep_recent(A, ids, features, objects)
         self._since_stats += m
         if (self.last_stats is None or self._since_stats >= self.settings.stats_every_objects
                 or now - self._stats_time >= self.settings.stats_every_seconds):
@@ -204,17 +218,38 @@ class DriftMonitor:
             self._block = Candidates(ids=names, cross_to_landmarks=np.asarray(A_b, dtype=np.float64).copy(),
                                      mutual=np.asarray(cross, dtype=np.float64).copy())
 
+    def _keep_recent(self, A: np.ndarray, ids: Any, features: np.ndarray | None, objects: Any) -> None:
+        """The recent rows' ids, rows (with ``keep_rows``) and objects (``monitors.reservoir``)."""
+        if features is not None or (objects is None and not self.keep_rows):
+            return
+        m = A.shape[0]
+        keep = max(0, m - self._recent.capacity)  # only the last ``capacity`` rows can stay
+        if ids is not None:  # to_pylist, not to_numpy: that would import pandas on the hot path
+            id_arr = np.fromiter(ids.slice(keep).to_pylist(), dtype=object, count=m - keep)
+        else:
+            id_arr = np.array([f"obj-{i}" for i in range(keep, m)], dtype=object)
+        self._recent.add(id_arr, A[keep:] if A.shape[1] else None, None if objects is None else objects[keep:])
+
     def candidates(self) -> Candidates | None:
-        """The reservoir as refit candidates (None when there are none)."""
+        """The reservoir as refit candidates (None when there are none): feature vectors, else recent objects,
+        else the last block, else recent rows whose mutual dissimilarities a refit request asks for."""
         if len(self._features):
             ids, feats = self._features.contents()
             return Candidates(ids=[str(x) for x in ids], features=feats)
-        return self._block
+        recent = self._recent.contents() if len(self._recent) else None
+        if recent is not None and recent.objects is not None and len(recent.ids):
+            return Candidates(ids=[str(x) for x in recent.ids], cross_to_landmarks=recent.rows,
+                              objects=recent.objects)
+        if self._block is not None or recent is None or recent.rows is None:
+            return self._block
+        return Candidates(ids=[str(x) for x in recent.ids], cross_to_landmarks=recent.rows)
 
     @property
     def reservoir_size(self) -> int:
         if len(self._features):
             return len(self._features)
+        if len(self._recent):
+            return len(self._recent)
         return 0 if self._block is None else len(self._block.ids)
 
     # ----------------------------------------------------------------- metrics

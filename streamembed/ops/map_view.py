@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 from streamembed.ops.history import RecentRecords
 from streamembed.stream.output import flag_names_of, schema_version_of, y_matrix
 
-__all__ = ["MapView", "MAX_LANDMARKS", "MAX_HISTORY", "MAX_SWITCHES", "MAX_ID_CHARS"]
+__all__ = ["MapView", "MAX_LANDMARKS", "MAX_HISTORY", "MAX_SWITCHES", "MAX_ID_CHARS", "producers_notice"]
 
 log = logging.getLogger("streamembed.mapview")
 
@@ -127,7 +127,8 @@ class MapView:
                 return
             installed = getattr(self.registry, "installed_at", lambda v: None)(int(current.version))
             self._switches.append({"time": round(self.clock() if installed is None else installed, 3),
-                                   "from": int(old.version), "to": int(current.version)})
+                                   "from": int(old.version), "to": int(current.version),
+                                   "producers": producers_notice(int(current.version))})
             self._previous, self._model = old, current
         log.info("map: model switch", extra={"from_version": int(old.version), "model_version": int(current.version)})
 
@@ -347,3 +348,11 @@ def _short(s: str | None) -> str:
     if s is None:
         return ""
     return s if len(s) <= MAX_ID_CHARS else s[:MAX_ID_CHARS] + "…"
+
+
+def producers_notice(version: int) -> str:
+    """What producers must do after a switch to ``version`` (the /map banner; docs/objects.md)."""
+    return (f"Producers: measure new rows against version {version}'s landmarks (`streamembed model landmarks` "
+            f"exports them; streamembed.producer follows new versions) and tag them landmark_version = {version}; "
+            f"rows that state no version are read as the version the daemon started with (refit.unversioned_rows), "
+            f"never as version {version}.")

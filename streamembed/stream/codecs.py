@@ -32,6 +32,8 @@ from streamembed.stream.column_checks import (REASON_CODES, RowMarks, batch_bloc
                                               vector_column, vector_lengths)
 from streamembed.stream.columns import column, to_matrix
 from streamembed.stream.landmark_order import apply_orders
+from streamembed.stream.objects import ObjectSpec, carries_objects, object_rows
+from streamembed.stream.unversioned import UnversionedRule, apply_unversioned_rule
 from streamembed.stream.origin import NO_ORIGIN, RowOrigin
 from streamembed.stream.packed import packed_matrix
 from streamembed.stream.records import (
@@ -39,6 +41,7 @@ from streamembed.stream.records import (
     INPUT_CROSS,
     INPUT_DISSIMILARITIES,
     INPUT_ID,
+    INPUT_OBJECT,
     TIMESTAMP_TYPE,
     Reason,
     dead_letter_schema,
@@ -99,8 +102,12 @@ class DecodedBatch:
 
     ``matrix`` is (m, w) for the m accepted rows: dissimilarities (w = n
     landmarks) when ``kind == "dissimilarities"``, feature vectors (w = p)
-    when ``kind == "features"``. ``blocks`` says which accepted rows form blocks
-    (``stream.blocks.Blocks``), None when the batch has none.
+    when ``kind == "features"``, (m, 0) when ``kind == "object"`` (rows placed
+    from their ``objects``, whose dissimilarities the embedder computes).
+    ``objects`` (m,) are the accepted rows' objects (``stream.objects``) when
+    they are placed from them or were asked for beside their dissimilarities.
+    ``blocks`` says which accepted rows form blocks (``stream.blocks.Blocks``),
+    None when the batch has none.
     ``ids``/``event_time`` are Arrow arrays aligned with ``matrix``;
     ``index`` (m,) gives each accepted row's index in the input batch.
     """
@@ -114,6 +121,8 @@ class DecodedBatch:
     dead: list[DeadRecord] = field(default_factory=list)
     #: landmark version of each accepted row, or None when every row follows the current model
     versions: np.ndarray | None = None
+    #: the accepted rows' objects ((m,) object array, or (m, p) for a metric of vectors)
+    objects: Any = None
 
 
 def row_as_json(table: pa.Table | pa.RecordBatch, i: int) -> str:
@@ -139,6 +148,9 @@ def decode_batch(
     origin: RowOrigin = NO_ORIGIN,
     max_block_rows: int = MAX_BLOCK_ROWS,
     landmark_ids: Mapping[int, np.ndarray] | None = None,
+    objects: ObjectSpec | None = None,
+    keep_objects: bool = False,
+    unversioned: UnversionedRule | None = None,
 ) -> DecodedBatch:
     """Validate and decode one input batch; every problem is a row's own (a dead letter), never an exception.
 
@@ -154,6 +166,12 @@ def decode_batch(
     landmark_ids : the landmark ids (in model order) of each accepted model
         version: rows that name their landmark order (``stream.landmark_order``)
         are checked against them and gathered into model order.
+    objects : what the model's metric takes, when rows may carry an ``object``
+        (``stream.objects``; None: an ``object`` column is refused unless the
+        rows carry dissimilarities too).
+    keep_objects : decode the objects of rows that carry dissimilarities too (the refit reservoir's).
+    unversioned : after a refit, what a dissimilarity row that states no version and names no landmarks is
+        read as (``stream.unversioned``); None: the current version.
     """
     m = table.num_rows
     accepted = set(accepted_versions) if accepted_versions is not None else {model_version}
@@ -177,9 +195,15 @@ def decode_batch(
         mark(bad_id, Reason.BAD_ID, id_problem)
     mark(bad_id, Reason.MISSING_ID, "no id column" if column(table, INPUT_ID) is None else None)
 
-    kind, width, col = vector_column(table, marks, n_landmarks, n_features)
-    col, lengths, packed = vector_lengths(table, marks, kind, width, col)
+    obj = _object_rows(table, marks, objects, n_features, keep_objects)
+    if obj is not None and obj.placed:  # rows placed from their objects: no vector column
+        kind, width, col, lengths, packed = INPUT_OBJECT, 0, None, np.full(m, -1, dtype=np.int64), None
+    else:
+        kind, width, col = vector_column(table, marks, n_landmarks, n_features)
+        col, lengths, packed = vector_lengths(table, marks, kind, width, col)
     versions = landmark_versions(table, marks, model_version, accepted)
+    if unversioned is not None and kind == INPUT_DISSIMILARITIES:
+        versions = apply_unversioned_rule(table, mark, versions, unversioned, accepted, kind)
 
     event_time, bad_time, time_details = event_times(table, m)
     mark(bad_time, Reason.UNDECODABLE, time_details.get(-1), time_details)
@@ -205,6 +229,8 @@ def decode_batch(
         # fused kernel finds them in the same pass that embeds the batch
     dead = _dead_records(table, marks.code, marks.column_detail, marks.row_detail, lengths, width, kind, versions,
                          ids, origin)
+    if kind == INPUT_OBJECT and ok.any():
+        matrix = np.empty((int(ok.sum()), 0), dtype=np.float64)
     if matrix is None:
         ok[:] = False
         matrix = np.empty((0, width), dtype=np.float64)
@@ -218,8 +244,36 @@ def decode_batch(
         row_versions = versions[ok]
     index = np.flatnonzero(ok)
     blocks = batch_blocks(found, index) if ok.any() else None
+    kept = None if obj is None or not ok.any() else obj.objects[ok]
     return DecodedBatch(ids=out_ids, matrix=matrix, kind=kind, blocks=blocks,
-                        event_time=out_et, index=index, dead=dead, versions=row_versions)
+                        event_time=out_et, index=index, dead=dead, versions=row_versions, objects=kept)
+
+
+def _object_rows(table: pa.Table | pa.RecordBatch, marks: RowMarks, spec: ObjectSpec | None, n_features: int | None,
+                 keep: bool) -> Any:
+    """The batch's objects (``stream.objects.ObjectRows``), their refused rows marked ``bad_object``; None when
+    the batch carries none, or carries them beside dissimilarities that nobody asked to keep them for."""
+    if not carries_objects(table):
+        return None
+    beside = INPUT_DISSIMILARITIES in table.schema.names
+    if beside and not keep:
+        return None
+    if spec is None or not (beside or spec.placeable):
+        if beside:
+            return None
+        marks.mark(np.ones(table.num_rows, dtype=bool), Reason.UNDECODABLE,
+                   "rows carry 'object' but the model keeps no landmark objects and no metric: send their "
+                   "'dissimilarities' to the landmarks (the producer kit computes them, docs/objects.md), or fit the "
+                   "model from objects (`streamembed fit --objects`)")
+        return None
+    rows = object_rows(table, spec, n_features)
+    if rows.problems and rows.placed:
+        bad = np.zeros(table.num_rows, dtype=bool)
+        bad[list(rows.problems)] = True
+        marks.mark(bad, Reason.BAD_OBJECT, None, rows.problems)
+    elif rows.problems and rows.objects.dtype == object:  # placed from their dissimilarities: only not kept
+        rows.objects[list(rows.problems)] = None
+    return rows
 
 
 def _dead_records(

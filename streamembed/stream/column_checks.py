@@ -29,6 +29,7 @@ from streamembed.stream.records import (
     INPUT_ID,
     INPUT_LANDMARK_VERSION,
     INPUT_LANDMARKS,
+    INPUT_OBJECT,
     TIMESTAMP_TYPE,
     Reason,
 )
@@ -46,6 +47,8 @@ REASON_CODES: tuple[str, ...] = (
     Reason.UNKNOWN_LANDMARK_VERSION,
     Reason.BAD_BLOCK,
     Reason.LANDMARK_MISMATCH,
+    Reason.BAD_OBJECT,
+    Reason.AMBIGUOUS_LANDMARKS,
 )
 
 
@@ -53,7 +56,7 @@ _CODE = {name: i for i, name in enumerate(REASON_CODES) if name}
 
 
 _KNOWN = (INPUT_ID, INPUT_DISSIMILARITIES, INPUT_FEATURES, INPUT_LANDMARK_VERSION, INPUT_EVENT_TIME, INPUT_CROSS,
-          INPUT_BLOCK, INPUT_LANDMARKS)
+          INPUT_BLOCK, INPUT_LANDMARKS, INPUT_OBJECT)
 
 
 def duplicated_column(table: pa.Table | pa.RecordBatch) -> str | None:
@@ -316,9 +319,9 @@ def named_orders(table: pa.Table | pa.RecordBatch, kind: str, code: np.ndarray, 
     for j, (g, v) in enumerate(pairs):
         ids = None if landmark_ids is None else landmark_ids.get(int(v))
         problem: str | None
-        if kind == INPUT_FEATURES:
+        if kind in (INPUT_FEATURES, INPUT_OBJECT):
             perm, problem = None, (f"'{INPUT_LANDMARKS}' names the order of '{INPUT_DISSIMILARITIES}'; these rows "
-                                   f"carry '{INPUT_FEATURES}'")
+                                   f"carry '{kind}'")
         elif ids is None:
             perm, problem = None, f"the landmark ids of model version {v} are not known here"
         else:

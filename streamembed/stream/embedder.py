@@ -29,6 +29,7 @@ from streamembed.core.flags import FLAG_RETAINED_MODEL, flag_names
 from streamembed.core.model import LandmarkModel
 from streamembed.core.place.methods import block_refusal
 from streamembed.core.result import EmbeddingResult
+from streamembed.core.inputs.metrics import MetricError
 from streamembed.core.inputs.validation import Problem
 from streamembed.stream.arrow_build import numeric
 from streamembed.stream.blocks import Blocks, block_units
@@ -36,7 +37,9 @@ from streamembed.stream.codecs import DeadRecord, DecodedBatch, decode_batch, en
 from streamembed.stream.registry import ModelRegistry
 from streamembed.stream.origin import NO_ORIGIN, RowOrigin
 from streamembed.stream.output import DEFAULT_OUTPUT_VERSION, OUTPUT_VERSIONS
-from streamembed.stream.records import INPUT_FEATURES, REASONS, Reason
+from streamembed.stream.objects import ObjectSpec
+from streamembed.stream.unversioned import START, UnversionedRule
+from streamembed.stream.records import INPUT_FEATURES, INPUT_OBJECT, REASONS, Reason
 
 __all__ = ["BatchEmbedder", "Processed", "bit_names"]
 
@@ -91,12 +94,21 @@ class BatchEmbedder:
     scores the dissimilarity rows embedded with the current model.
     ``output_version`` is the output record format (:mod:`streamembed.stream.output`: 2, or 1 on request);
     version 2 writes its numbers in ``output_dtype``, or when None in the precision of each batch's rows.
+    ``objects`` says what the metric takes when rows carry an ``object`` (``stream.objects``; None: the
+    model's own metric, if it has one): rows without dissimilarities are placed from their objects (a metric
+    that fails dead-letters the rows it failed on, ``metric_failed``), and with a monitor the objects of rows
+    that carry dissimilarities too feed its refit reservoir. ``unversioned_rows`` is the version a dissimilarity
+    row that states no ``landmark_version`` and names no landmarks is read as once the registry serves another
+    current version (``stream.unversioned``; None: refused as ``ambiguous_landmarks``; by default the version
+    the embedder started with, ``started_version``, default ``model``'s).
     """
 
     def __init__(self, model: LandmarkModel, *, method: str = DEFAULTS["method"], k0_rows: None | str | int = None,
                  max_block_rows: int = MAX_BLOCK_ROWS, registry: ModelRegistry | None = None, monitor: Any = None,
                  max_batch_seconds: float | None = None, cancelled: Any = None, consistency: Any = None,
-                 output_version: int = DEFAULT_OUTPUT_VERSION, output_dtype: Any = None) -> None:
+                 output_version: int = DEFAULT_OUTPUT_VERSION, output_dtype: Any = None,
+                 objects: ObjectSpec | None = None, unversioned_rows: int | None | str = START,
+                 started_version: int | None = None) -> None:
         if output_version not in OUTPUT_VERSIONS:
             raise ValueError(f"output schema version must be one of {OUTPUT_VERSIONS}, got {output_version!r}")
         self.registry = registry if registry is not None else ModelRegistry(model, retain=0)
@@ -111,6 +123,9 @@ class BatchEmbedder:
         self.bit_names = bit_names()
         self.output_version = int(output_version)
         self.output_dtype = None if output_dtype is None else np.dtype(output_dtype)
+        self.objects = objects
+        self.start_version = int(model.version if started_version is None else started_version)
+        self.unversioned_rows = self.start_version if unversioned_rows == START else unversioned_rows
 
     @property
     def model(self) -> LandmarkModel:
@@ -147,12 +162,14 @@ class BatchEmbedder:
     def _process(self, table: pa.Table | pa.RecordBatch, origin: RowOrigin) -> Processed:
         current = self.registry.current_version
         model = self.registry.current
-        n_features = None if model.features is None else int(model.features.shape[1])
+        n_features = None if model.features is None or model.has_objects else int(model.features.shape[1])
         versions = self.registry.versions()
         ids = {v: got.landmark_ids for v in versions if (got := self.registry.get(v)) is not None}
         dec = decode_batch(table, n_landmarks=model.input_width, n_features=n_features, model_version=current,
                            accepted_versions=versions, origin=origin,
-                           max_block_rows=self.max_block_rows, landmark_ids=ids)
+                           max_block_rows=self.max_block_rows, landmark_ids=ids, objects=self._object_spec(model),
+                           keep_objects=self.monitor is not None and getattr(self.monitor, "keeps_objects", False),
+                           unversioned=self._unversioned(current))
         out = Processed(dead=dec.dead)
         if dec.matrix.shape[0] == 0:
             return out
@@ -163,6 +180,30 @@ class BatchEmbedder:
         for version, sel in groups:
             out.extend(self._embed_group(table, dec, version, sel, origin))
         return out
+
+    def _unversioned(self, current: int) -> UnversionedRule | None:
+        """The rule for unversioned rows once the current version is not the one they are read as."""
+        v = self.unversioned_rows
+        if current == self.start_version or (v is not None and int(v) == current):
+            return None  # one version so far (or they are read as the current one): nothing is ambiguous
+        return UnversionedRule(None if v is None else int(v), current, self.registry.retain)
+
+    def _object_spec(self, model: LandmarkModel) -> ObjectSpec | None:
+        """What the metric takes: the configured spec (its placeability from the served model), else the model's
+        own metric when it was fitted from objects or feature vectors."""
+        placeable = model.features is not None
+        if self.objects is not None:
+            return replace(self.objects, placeable=placeable)
+        if model.features is None or model.metric is None or model.input_kind == "similarity":
+            return None
+        return model.cached(("object-spec",), lambda: _spec_of(model))
+
+    def _metric(self, model: LandmarkModel) -> Any:
+        """The model's metric with the deployment's longest object (``[metric] max_object_length``)."""
+        spec = self._object_spec(model)
+        if spec is None:
+            return None
+        return model.cached(("metric", spec.metric, spec.max_length), lambda: _with_limit(spec))
 
     def _refuse_mixed_blocks(self, table: pa.Table | pa.RecordBatch, dec: DecodedBatch, out: Processed,
                              origin: RowOrigin) -> DecodedBatch:
@@ -219,8 +260,15 @@ class BatchEmbedder:
             take = numeric(sel)
             A, ids, event_time, index = A[sel], ids.take(take), event_time.take(take), index[sel]
         features = A if dec.kind == INPUT_FEATURES else None
+        objects = None if dec.objects is None else (dec.objects if sel is None else dec.objects[sel])
         if features is not None:
             A = model.dissimilarities_to_landmarks(features)
+        elif dec.kind == INPUT_OBJECT:
+            try:
+                A = model.dissimilarities_to_landmarks(objects, metric=self._metric(model))
+            except MetricError as exc:  # the metric's own failure: these rows, with its message (not the daemon)
+                return Processed(dead=_dead_rows(table, index, ids, [str(exc)[:1000]] * len(index), origin,
+                                                 Reason.METRIC_FAILED))
         if blocks is None:
             res = model.place(A, None, method=self.method, k0_rows=self.k0_rows, errors="mask")
         else:
@@ -239,14 +287,18 @@ class BatchEmbedder:
             A = A[good]
             if features is not None:
                 features = features[good]
+            if objects is not None:
+                objects = objects[good]
         if retained:
             res.flags = res.flags | FLAG_RETAINED_MODEL
         else:
-            if self.consistency is not None and features is None:
+            if self.consistency is not None and features is None and dec.kind != INPUT_OBJECT:
                 self.consistency.observe(model, A, file=origin.file)
             if self.monitor is not None:
+                extra = {} if objects is None else {"objects": objects}
                 self.monitor.observe(A, res, ids=ids, features=features,
-                                     block=None if blocks is None else _last_whole_block(blocks, valid, A, ids))
+                                     block=None if blocks is None else _last_whole_block(blocks, valid, A, ids),
+                                     **extra)
         out.output = encode_result(ids, res, model_version=version, event_time=event_time,
                                    processed_at_us=time.time_ns() // 1000, bit_names=self.bit_names,
                                    version=self.output_version,
@@ -254,6 +306,20 @@ class BatchEmbedder:
                                    lineage=model.lineage)
         out.results.append(res)
         return out
+
+
+def _with_limit(spec: ObjectSpec) -> Any:
+    from streamembed.core.inputs.metrics import resolve_metric
+
+    return replace(resolve_metric(spec.metric), max_length=spec.max_length)
+
+
+def _spec_of(model: LandmarkModel) -> ObjectSpec:
+    from streamembed.core.inputs.metrics import resolve_metric
+
+    metric = resolve_metric(str(model.metric))
+    spec = ObjectSpec(metric.name, metric.takes, placeable=True)
+    return spec if metric.max_length is None else replace(spec, max_length=metric.max_length)
 
 
 def _last_whole_block(blocks: Blocks, valid: np.ndarray, A_valid: np.ndarray,

@@ -6,6 +6,11 @@ Input rows (one per object)
                           length n (the model's landmarks, in the model's landmark order)
     ``features``          feature mode only, instead of ``dissimilarities``: list of
                           float (length p); the engine computes the dissimilarities
+    ``object``            the object itself (string, binary, or list<float64>), instead
+                          of or beside ``dissimilarities``: without them the engine
+                          computes them by the model's metric against the landmarks'
+                          objects; beside them it keeps the object for refits
+                          (:mod:`streamembed.stream.objects`, docs/objects.md)
     ``landmark_version``  int64, optional; the model version whose landmark order the
                           row follows; null/absent means "the current model"
     ``landmarks``         list of string (integers are read as their decimal text),
@@ -49,6 +54,7 @@ __all__ = [
     "INPUT_ID",
     "INPUT_DISSIMILARITIES",
     "INPUT_FEATURES",
+    "INPUT_OBJECT",
     "INPUT_LANDMARK_VERSION",
     "INPUT_LANDMARKS",
     "LANDMARKS_KEY",
@@ -70,6 +76,7 @@ SCHEMA_VERSION_KEY: Final[str] = "streamembed.schema_version"
 INPUT_ID: Final[str] = "id"
 INPUT_DISSIMILARITIES: Final[str] = "dissimilarities"
 INPUT_FEATURES: Final[str] = "features"
+INPUT_OBJECT: Final[str] = "object"
 INPUT_LANDMARK_VERSION: Final[str] = "landmark_version"
 INPUT_LANDMARKS: Final[str] = "landmarks"
 #: Arrow field or schema metadata key naming the landmark order of every row (a JSON list of ids).
@@ -108,6 +115,12 @@ class Reason(StrEnum):
     EMBED_FAILED = "embed_failed"  #: embedding raised on this record (a bug, contained to the record)
     QUARANTINED = "quarantined"  #: the daemon crashed on this batch run.max_batch_attempts times in a row
     TOO_LARGE = "too_large"  #: a message (or its output) larger than the client may fetch or the broker accepts
+    #: the row's ``object`` is one the metric cannot take (wrong type, too long, empty, a NaN in a series)
+    BAD_OBJECT = "bad_object"
+    #: the metric failed on the batch's objects (it raised, or returned a wrong shape, NaN or negative values)
+    METRIC_FAILED = "metric_failed"
+    #: an unversioned row that names no landmarks, after a refit, when no served version is the one it follows
+    AMBIGUOUS_LANDMARKS = "ambiguous_landmarks"
 
 
 #: Every reason, in a fixed order (metrics pre-create a series per reason).

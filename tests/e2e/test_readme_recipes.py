@@ -156,15 +156,19 @@ def test_your_own_data_recipe_runs_verbatim_in_the_fresh_venv(quick_start: Quick
                        capture_output=True, text=True, timeout=RECIPE_TIMEOUT)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
-    D = np.load(tmp_path / "D.npy")
-    landmarks = np.loadtxt(tmp_path / "landmarks.txt", dtype=int)
-    rows = np.setdiff1d(np.arange(len(D)), landmarks)
-    assert len(set(landmarks.tolist())) == len(landmarks) > 0
+    lines = (tmp_path / "objects.txt").read_text().splitlines()
+    ids = sorted(f"obj{i}" for i in range(len(lines)))
+    assert len(lines) > 1000
+    landmarks = pq.read_table(tmp_path / "landmarks.parquet")
+    assert landmarks.schema.names == ["id", "object"] and landmarks.num_rows == 200
+    assert set(landmarks.column("object").to_pylist()) <= set(lines)
     embedded = pq.read_table(tmp_path / "embedded.parquet")
-    assert sorted(embedded.column("id").to_pylist()) == sorted(f"obj{r}" for r in rows)
+    assert sorted(embedded.column("id").to_pylist()) == ids
     parts = sorted((tmp_path / "streamembed-out" / "embeddings").glob("part-*.parquet"))
     daemon_ids = [i for p in parts for i in pq.read_table(p).column("id").to_pylist()]
-    assert sorted(daemon_ids) == sorted(f"obj{r}" for r in rows)
+    assert sorted(daemon_ids) == ids
     assert not list((tmp_path / "streamembed-out").glob("dead-letter/*"))
+    rows = pq.read_table(tmp_path / "incoming" / "objects.parquet")
+    assert set(rows.column("landmark_version").to_pylist()) == {1}  # the kit tags every row
     y = y_matrix(embedded)
-    assert y.shape == (len(rows), 2) and np.isfinite(y).all()
+    assert y.shape == (len(lines), 2) and np.isfinite(y).all()

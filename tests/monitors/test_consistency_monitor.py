@@ -40,7 +40,9 @@ class Watch:
         self.health = HealthState()
         self.health.model_loaded, self.health.state = True, "running"
         self.monitor = ConsistencyMonitor(metrics=self.metrics, health=self.health)
-        self.embedder = BatchEmbedder(model, registry=registry, consistency=self.monitor)
+        # rows that state no version follow the newest (docs/objects.md: the operator's refit.unversioned_rows)
+        self.embedder = BatchEmbedder(model, registry=registry, consistency=self.monitor,
+                                      unversioned_rows=2)
         self.seen = 0
         self.alarm_at: int | None = None
 

@@ -16,7 +16,7 @@ import pytest
 from streamembed.ops.endpoints import OpsServer
 from streamembed.ops.health import HealthState
 from streamembed.ops.map_page import MapPage
-from streamembed.ops.map_view import MAX_HISTORY, MAX_ID_CHARS, MapView
+from streamembed.ops.map_view import producers_notice, MAX_HISTORY, MAX_ID_CHARS, MapView
 from streamembed.ops.metrics import Metrics
 from streamembed.config.schema import DriftConfig
 from streamembed.stream.embedder import BatchEmbedder, Processed
@@ -168,7 +168,8 @@ def test_a_model_switch_is_recorded_with_the_previous_landmarks() -> None:
     registry = ModelRegistry(model)
     clock = [1000.0]
     view = MapView(registry, points=100, clock=lambda: clock[0])
-    emb = BatchEmbedder(model, registry=registry)
+    # rows that state no version are read as the one they follow (docs/objects.md): here the new one
+    emb = BatchEmbedder(model, registry=registry, unversioned_rows=2)
     _feed(view, emb, [20])
     assert view.snapshot()["switches"] == [] and view.snapshot()["previous"] is None
     moved = model.with_version(2)
@@ -179,7 +180,9 @@ def test_a_model_switch_is_recorded_with_the_previous_landmarks() -> None:
     _feed(view, emb, [20], prefix="n")
     doc = view.snapshot()
     # the banner says when the map changed, not when the page first saw it
-    assert doc["switches"] == [{"time": round(installed, 3), "from": 1, "to": 2}]
+    assert doc["switches"] == [{"time": round(installed, 3), "from": 1, "to": 2, "producers": producers_notice(2)}]
+    # issue 34: the banner tells producers what to do after a refit
+    assert "landmark_version = 2" in doc["switches"][0]["producers"]
     assert doc["model"]["version"] == 2 and doc["previous"]["version"] == 1
     assert doc["previous"]["id"] == doc["landmarks"]["id"]
     # the sample keeps the rows placed before the switch, each with its version

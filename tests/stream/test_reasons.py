@@ -53,7 +53,8 @@ def test_values_are_the_released_ones() -> None:
     assert [r.value for r in Reason] == [
         "missing_id", "bad_id", "wrong_length", "missing_vector", "non_finite", "negative", "non_numeric",
         "bad_block", "unknown_landmark_version", "landmark_mismatch", "undecodable", "unreadable_file",
-        "out_of_range", "rejected", "embed_failed", "quarantined", "too_large"]
+        "out_of_range", "rejected", "embed_failed", "quarantined", "too_large", "bad_object", "metric_failed",
+        "ambiguous_landmarks"]
 
 
 def test_the_metric_labels_come_from_the_enum() -> None:

@@ -23,12 +23,25 @@ from ..inputs.metrics import resolve_metric
 from ..model import EIGENGAP_RTOL, LandmarkModel, fit_model
 from ..options import DEFAULTS
 
-__all__ = ["feature_matrix", "fit_feature_model", "fit_warnings"]
+__all__ = ["feature_matrix", "fit_feature_model", "fit_warnings", "landmark_objects"]
+
+
+def landmark_objects(X: object, metric: str, input: str = DEFAULTS["input"]) -> np.ndarray:
+    """What a feature-mode fit keeps of X: (n, p) float64 feature vectors, or, for a metric of objects
+    (``Metric.of_objects``), a 1-D object array of its strings or series (``core.inputs.objects``)."""
+    if input != "similarity":
+        m = resolve_metric(metric)
+        if m.of_objects:
+            objs = m.objects(X, "X")
+            if isinstance(objs, np.ndarray) and objs.dtype == object:
+                return objs
+    return validation.check_array(X, "X").astype(np.float64)
 
 
 def feature_matrix(X64: np.ndarray, metric: str, input: str = DEFAULTS["input"]) -> np.ndarray:
-    """(n, n) float64 among feature rows X64 (n, p): ``metric``'s dissimilarities, or the kernel ``metric``'s
-    similarities for ``input="similarity"`` (InputError naming a kernel that is not one)."""
+    """(n, n) float64 among feature rows X64 (n, p) (or objects, ``landmark_objects``): ``metric``'s
+    dissimilarities, or the kernel ``metric``'s similarities for ``input="similarity"`` (InputError naming a kernel
+    that is not one)."""
     if input == "similarity":
         if metric not in kernel_input.FEATURE_KERNELS:
             raise InputError(f"with input='similarity' the metric names a kernel, one of "
@@ -38,9 +51,10 @@ def feature_matrix(X64: np.ndarray, metric: str, input: str = DEFAULTS["input"])
 
 
 def fit_feature_model(X: object, metric: str, *, landmark_ids: Any = None, **options: Any) -> LandmarkModel:
-    """The landmark model of the landmarks' feature vectors X (n, p): ``fit_model`` of their ``feature_matrix``,
-    keeping X (float64) and ``metric``. ``options`` are ``fit_model``'s (``input`` among them)."""
-    X64 = validation.check_array(X, "X").astype(np.float64)
+    """The landmark model of the landmarks' feature vectors X (n, p), or of their objects: ``fit_model`` of their
+    ``feature_matrix``, keeping X (``landmark_objects``) and ``metric``. ``options`` are ``fit_model``'s (``input``
+    among them)."""
+    X64 = landmark_objects(X, metric, options.get("input", DEFAULTS["input"]))
     M = feature_matrix(X64, metric, options.get("input", DEFAULTS["input"]))
     return fit_model(M, **options, landmark_ids=landmark_ids, features=X64, metric=metric)
 

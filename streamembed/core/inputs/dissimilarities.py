@@ -5,12 +5,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..errors import InputError
 from .metrics import DEFAULT_METRIC, resolve_metric
 
-__all__ = ["CHUNK", "Dissimilarities"]
+__all__ = ["CHUNK", "Dissimilarities", "as_dissimilarities"]
 
 
 #: Rows of a feature-mode dissimilarity matrix computed at once (memory ≈ CHUNK · N floats).
@@ -22,11 +24,14 @@ class Dissimilarities:
 
     Args:
         D: (N, N) dissimilarities, or None.
-        X: (N, p) features, or None (exactly one of D, X): the objects ``metric`` takes.
-        metric: a metric of ``core.inputs.metrics`` (a name or ``module:function``) for X.
+        X: (N, p) features, or N objects (strings, series: ``core.inputs.objects``), or None (exactly one of
+            D, X): the objects ``metric`` takes.
+        metric: a metric of ``core.inputs.metrics`` (a name, ``module:function`` or a ``Metric``) for X.
+
+    ``computed`` counts the dissimilarities the metric has computed so far (what a selection from objects cost).
     """
 
-    def __init__(self, D: np.ndarray | None = None, X: np.ndarray | None = None, metric: str = DEFAULT_METRIC):
+    def __init__(self, D: np.ndarray | None = None, X: np.ndarray | None = None, metric: Any = DEFAULT_METRIC):
         if (D is None) == (X is None):
             raise InputError("landmark selection needs exactly one of D (dissimilarities) or X (features)")
         self.D = None if D is None else np.asarray(D)
@@ -35,6 +40,7 @@ class Dissimilarities:
         self.metric = metric
         self.N = int(self.D.shape[0] if self.D is not None else self._features().shape[0])
         self._sq_means: np.ndarray | None = None
+        self.computed = 0
 
     def rows(self, idx: np.ndarray | list[int]) -> np.ndarray:
         """(len(idx), N) float64: the dissimilarities of objects ``idx`` to every object."""
@@ -53,6 +59,7 @@ class Dissimilarities:
 
     def _between(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         assert self._metric is not None  # objects are given (__init__)
+        self.computed += len(a) * len(b)
         return self._metric(a, b)
 
     def _features(self) -> np.ndarray:

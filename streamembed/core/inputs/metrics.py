@@ -2,17 +2,32 @@
 
 A :class:`Metric` is a vectorised function ``metric(a, b) -> (len(a), len(b))``
 float64 dissimilarities between two collections of objects, with the kind of
-objects it takes (``takes``: today ``"vectors"``, (N, p) arrays of numbers, and
-``"booleans"``, (N, p) arrays of 0/1 or True/False) and
+objects it takes (``takes``: ``"vectors"``, (N, p) arrays of numbers;
+``"booleans"``, (N, p) arrays of 0/1 or True/False; ``"strings"``, text or
+bytes; ``"series"``, 1-D lists of numbers of any length; ``"objects"``, any of
+the last three, as a user's function gets them, ``core.inputs.objects``) and
 the check that turns what a caller hands over into those objects
 (:meth:`Metric.objects`, which names the metric when it refuses them). Every
 place that takes ``metric=`` resolves it here (:func:`resolve_metric`): the
 estimator's ``fit_features``, ``LandmarkModel.dissimilarities_to_landmarks``,
-landmark selection and refits (``core.inputs.dissimilarities``), ``evaluate``
-and ``[model] metric``. A name is a registered metric; ``"package.module:function"``
-imports a :class:`Metric` or a plain ``f(a, b)`` of vectors.
+landmark selection and refits (``core.inputs.dissimilarities``), ``evaluate``,
+``[model] metric`` and ``[metric] name``. A name is a registered metric;
+``"package.module:function"`` imports a :class:`Metric` or a plain
+``f(objects_a, objects_b)``: it gets (N, p) arrays for feature vectors, lists
+for objects (str, bytes or 1-D float64 arrays).
 
-Built in: every ``scipy.spatial.distance.cdist`` metric for vectors (scipy is
+Calls with many pairs are split by rows over the worker pool
+(``core.runtime.worker_pool``) for the metrics marked ``threads`` (the
+built-ins: scipy, rapidfuzz and dtaidistance release the GIL; a user's function
+runs whole, on the caller's thread). A metric of objects is checked for what it
+returns (the shape, then no NaN, infinity or negative value): a function that
+breaks that, or raises, raises :class:`MetricError` naming it, which the
+streaming layer turns into dead letters of the batch's rows (``metric_failed``).
+
+Built in: the string metrics of ``core.inputs.object_metrics`` (rapidfuzz:
+``levenshtein``, ``levenshtein-normalized``, ``indel``, ``indel-normalized``,
+``jaro-winkler``) and DTW between series (``dtw``, dtaidistance, the ``dtw``
+extra); every ``scipy.spatial.distance.cdist`` metric for vectors (scipy is
 imported at the first call, not here: ``streamembed embed`` and ``run`` start
 without it); scipy's boolean ones (``dice``, ``rogerstanimoto``,
 ``sokalsneath``, ``yule``) take boolean vectors and refuse others (on other
@@ -36,17 +51,25 @@ from typing import Any
 
 import numpy as np
 
+from .. import runtime
 from ..errors import InputError
 from ..registry import Registry, resolve_path
+from . import object_metrics
+from .objects import objects_of_kind
 
-__all__ = ["Metric", "METRICS", "OBJECT_KINDS", "DEFAULT_METRIC", "SCIPY_METRICS", "SCIPY_BOOLEAN_METRICS",
-           "resolve_metric", "metric_names"]
+__all__ = ["Metric", "MetricError", "METRICS", "OBJECT_KINDS", "OBJECT_METRIC_KINDS", "DEFAULT_METRIC",
+           "SCIPY_METRICS", "SCIPY_BOOLEAN_METRICS", "POOL_MIN_PAIRS", "resolve_metric", "metric_names"]
 
 #: The kinds of objects a metric may take (``Metric.takes``): "vectors", (N, p) arrays of numbers; "booleans",
-#: (N, p) arrays of 0/1 or True/False.
-OBJECT_KINDS: tuple[str, ...] = ("vectors", "booleans")
+#: (N, p) arrays of 0/1 or True/False; "strings", text or bytes; "series", 1-D lists of numbers (any length);
+#: "objects", any of strings, bytes and series (a user's ``package.module:function``).
+OBJECT_KINDS: tuple[str, ...] = ("vectors", "booleans", "strings", "series", "objects")
+#: The kinds that are objects rather than feature vectors (the ``object`` column; ``core.inputs.objects``).
+OBJECT_METRIC_KINDS: tuple[str, ...] = ("strings", "series", "objects")
 #: The metric between feature vectors when none is named (``[model] metric``, ``fit --metric``, ``evaluate``).
 DEFAULT_METRIC = "euclidean"
+#: A call with at least this many pairs is split by rows over the worker pool (metrics marked ``threads``).
+POOL_MIN_PAIRS = 20_000
 #: The scipy ``cdist`` metrics of vectors registered (their scipy names).
 SCIPY_METRICS: tuple[str, ...] = (
     "braycurtis", "canberra", "chebyshev", "cityblock", "correlation", "cosine", "euclidean", "hamming", "jaccard",
@@ -66,14 +89,19 @@ _REFUSED = {**{name: (f"scipy's {name!r} estimates its {what} from the rows it c
 Between = Callable[[Any, Any], np.ndarray]
 
 
-def _vectors(X: object, metric: str, what: str) -> np.ndarray:
+class MetricError(InputError):
+    """The metric itself failed on objects it accepted: it raised, or returned the wrong shape, a NaN, an
+    infinity or a negative value (the message names the metric and what it did)."""
+
+
+def _vectors(X: object, metric: str, what: str, max_length: int | None = None) -> np.ndarray:
     A = np.asarray(X, dtype=np.float64)
     if A.ndim != 2:
         raise InputError(f"metric {metric!r} takes vectors, a 2-D array (N, p) of numbers; {what} has shape {A.shape}")
     return A
 
 
-def _booleans(X: object, metric: str, what: str) -> np.ndarray:
+def _booleans(X: object, metric: str, what: str, max_length: int | None = None) -> np.ndarray:
     A = np.asarray(X)
     if A.ndim != 2:
         raise InputError(f"metric {metric!r} takes boolean vectors, a 2-D array (N, p) of 0/1 or True/False; {what} "
@@ -86,7 +114,23 @@ def _booleans(X: object, metric: str, what: str) -> np.ndarray:
     return A
 
 
-_CONVERT: dict[str, Callable[[object, str, str], Any]] = {"vectors": _vectors, "booleans": _booleans}
+def _of_kind(kind: str) -> Callable[[object, str, str, int | None], Any]:
+    def convert(X: object, metric: str, what: str, max_length: int | None = None) -> Any:
+        return objects_of_kind(X, kind, metric, what, max_length)
+
+    return convert
+
+
+def _any(X: object, metric: str, what: str, max_length: int | None = None) -> Any:
+    """A user's function: feature vectors stay an (N, p) array, anything else is a collection of objects."""
+    if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind in "biuf":
+        return np.asarray(X, dtype=np.float64)
+    return objects_of_kind(X, "objects", metric, what, max_length)
+
+
+_CONVERT: dict[str, Callable[[object, str, str, int | None], Any]] = {
+    "vectors": _vectors, "booleans": _booleans, "strings": _of_kind("strings"), "series": _of_kind("series"),
+    "objects": _any}
 
 
 @dataclass(frozen=True)
@@ -100,6 +144,10 @@ class Metric:
         doc: one line for the documentation tables.
         within: ``f(a) -> (len(a), len(a))``, the symmetric matrix with an exact zero diagonal among one
             collection (None: ``between(a, a)``).
+        threads: whether ``between`` may run on the worker pool's threads, a chunk of rows each (it is
+            thread-safe and releases the GIL).
+        max_length: the longest object it takes (characters, bytes or series values; None: the default of
+            ``core.inputs.objects``; objects kinds only).
     """
 
     name: str
@@ -107,21 +155,63 @@ class Metric:
     takes: str = "vectors"
     doc: str = ""
     within: Callable[[Any], np.ndarray] | None = None
+    threads: bool = False
+    max_length: int | None = None
+
+    @property
+    def of_objects(self) -> bool:
+        """Whether it compares objects (strings, bytes, series) rather than feature vectors."""
+        return self.takes in OBJECT_METRIC_KINDS
 
     def objects(self, X: object, what: str = "X") -> Any:
-        """``X`` as the objects this metric takes (vectors: float64 (N, p)); InputError naming the metric if not."""
-        return _CONVERT[self.takes](X, self.name, what)
+        """``X`` as the objects this metric takes (vectors: float64 (N, p); strings, series: a 1-D object array);
+        InputError naming the metric if not."""
+        return _CONVERT[self.takes](X, self.name, what, self.max_length)
 
     def __call__(self, a: Any, b: Any) -> np.ndarray:
-        """(len(a), len(b)) float64 dissimilarities between objects ``a`` and ``b`` (checked by ``objects``)."""
+        """(len(a), len(b)) float64 dissimilarities between objects ``a`` and ``b`` (checked by ``objects``).
+
+        Raises MetricError when the function fails on them (and, for objects, returns NaN, infinity or
+        negative values)."""
         a, b = self.objects(a, "a"), self.objects(b, "b")
+        if self.threads and len(a) * len(b) >= POOL_MIN_PAIRS and len(a) > 1 and not runtime.in_worker():
+            out = self._on_pool(a, b)
+        else:
+            out = self._call_between(a, b)
+        return self._checked(out, len(a), len(b), _is_objects(a))
+
+    def _call_between(self, a: Any, b: Any) -> np.ndarray:
+        args = (a, b) if self.threads or not self.of_objects else (_listed(a), _listed(b))
         try:
-            out = np.asarray(self.between(a, b), dtype=np.float64)
-        except (ValueError, TypeError) as exc:
-            raise InputError(f"metric {self.name!r} failed on objects of {_shape(a)} and {_shape(b)}: {exc}") from exc
-        if out.shape != (len(a), len(b)):
-            raise InputError(f"metric {self.name!r} returned shape {out.shape} for {len(a)} x {len(b)} objects; "
-                             f"it must return (len(a), len(b))")
+            return np.asarray(self.between(*args), dtype=np.float64)
+        except InputError:
+            raise
+        except Exception as exc:  # the user's function: whatever it raises fails this call, named
+            raise MetricError(f"metric {self.name!r} failed on objects of {_shape(a)} and {_shape(b)}: "
+                              f"{type(exc).__name__}: {exc}") from exc
+
+    def _on_pool(self, a: Any, b: Any) -> np.ndarray:
+        """Rows of ``a`` in chunks over the worker pool, one ``between`` call per chunk."""
+        workers = runtime.default_threads()
+        bounds = np.linspace(0, len(a), min(len(a), 2 * workers) + 1).astype(np.int64)
+        pool = runtime.worker_pool(workers)
+        spans = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+        parts = list(pool.map(lambda span: self._call_between(a[span[0]:span[1]], b), spans))
+        return np.vstack(parts) if parts else np.zeros((0, len(b)))
+
+    def _checked(self, out: np.ndarray, m: int, k: int, objects: bool) -> np.ndarray:
+        if out.shape != (m, k):
+            raise MetricError(f"metric {self.name!r} returned shape {out.shape} for {m} x {k} objects; it must "
+                              f"return (len(a), len(b))")
+        if objects and out.size:  # feature vectors keep a NaN row's NaN: the core refuses that row alone
+            if not np.isfinite(out).all():
+                i, j = np.argwhere(~np.isfinite(out))[0]
+                raise MetricError(f"metric {self.name!r} returned {out[i, j]} at ({i}, {j}): dissimilarities must "
+                                  f"be finite")
+            if (out < 0).any():
+                i, j = np.argwhere(out < 0)[0]
+                raise MetricError(f"metric {self.name!r} returned {out[i, j]:.6g} at ({i}, {j}): dissimilarities "
+                                  f"must not be negative")
         return out
 
     def pairwise(self, a: Any) -> np.ndarray:
@@ -133,6 +223,15 @@ class Metric:
             return np.asarray(self.within(a), dtype=np.float64)
         except (ValueError, TypeError) as exc:
             raise InputError(f"metric {self.name!r} failed on objects of {_shape(a)}: {exc}") from exc
+
+
+def _is_objects(a: Any) -> bool:
+    return isinstance(a, np.ndarray) and a.dtype == object
+
+
+def _listed(objs: Any) -> Any:
+    """What a user's function of objects gets: a list (of str, bytes or 1-D float64 arrays)."""
+    return objs.tolist() if isinstance(objs, np.ndarray) and objs.dtype == object else objs
 
 
 def _shape(a: Any) -> str:
@@ -168,18 +267,22 @@ def _scipy(name: str, takes: str) -> Metric:
 
         return scipy.spatial.distance.squareform(scipy.spatial.distance.pdist(a, metric=name))
 
-    return Metric(name, between, takes, f"scipy.spatial.distance.cdist(metric={name!r})", within)
+    return Metric(name, between, takes, f"scipy.spatial.distance.cdist(metric={name!r})", within, threads=True)
 
 
 for _name in SCIPY_METRICS:
     METRICS.register(_scipy(_name, "vectors"))
 for _name in SCIPY_BOOLEAN_METRICS:
     METRICS.register(_scipy(_name, "booleans"))
+for _name, (_between, _doc) in object_metrics.STRING_METRICS.items():
+    METRICS.register(Metric(_name, _between, "strings", _doc, threads=True))
+METRICS.register(Metric("dtw", object_metrics.dtw, "series", "dynamic time warping between 1-D series (dtaidistance "
+                        "distance_matrix_fast; the dtw extra)", threads=True))
 
 
 def resolve_metric(metric: str | Metric) -> Metric:
     """The metric named ``metric``: a registered name, ``"package.module:function"`` (a ``Metric``, or a plain
-    ``f(a, b)`` of vectors), or a ``Metric`` itself.
+    ``f(objects_a, objects_b)``: (N, p) arrays for feature vectors, lists for objects), or a ``Metric`` itself.
 
     Raises:
         InputError: an unknown name (the message lists the known ones), a path that does not import, or an
@@ -203,7 +306,7 @@ def resolve_metric(metric: str | Metric) -> Metric:
         return obj
     if not callable(obj):
         raise InputError(f"metric {metric!r} is neither a Metric nor a function f(a, b)")
-    return Metric(metric, obj, "vectors", f"{metric} (a function of two collections of vectors)")
+    return Metric(metric, obj, "objects", f"{metric} (a function of two collections of objects)")
 
 
 def metric_names() -> tuple[str, ...]:

@@ -43,7 +43,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import InputError
-from ..inputs.dissimilarities import CHUNK, Dissimilarities
+from ..inputs.dissimilarities import CHUNK, Dissimilarities, as_dissimilarities
 from ..inputs.metrics import DEFAULT_METRIC
 from ..options import DEFAULTS
 from ..runtime import single_blas_thread
@@ -96,7 +96,7 @@ def select_landmarks(
     strategy: str,
     n_select: int,
     *,
-    D: np.ndarray | None = None,
+    D: np.ndarray | Dissimilarities | None = None,
     X: np.ndarray | None = None,
     metric: str = DEFAULT_METRIC,
     seed: int | np.random.Generator = DEFAULTS["random_state"],
@@ -132,7 +132,7 @@ def select_landmarks(
                          "fit --features FILE --selection skeleton`")
     if strategy not in LANDMARK_SELECTIONS:
         raise InputError(f"landmark selection must be one of {LANDMARK_SELECTIONS}, got {strategy!r}")
-    dis = Dissimilarities(D, X, metric)
+    dis = as_dissimilarities(D, X, metric)  # a Dissimilarities given as D is used as it is (its count goes on)
     N = dis.N
     check_count(n_select, N)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)

@@ -108,9 +108,17 @@ def candidate_dissimilarities(
     mutual: np.ndarray | None = None,
     old_features: np.ndarray | None = None,
     features: np.ndarray | None = None,
-    metric: str = DEFAULT_METRIC,
+    metric: Any = DEFAULT_METRIC,
+    objects: np.ndarray | None = None,
 ) -> CandidateSet:
     """Dissimilarities among old landmarks ∪ reservoir, from arrays (no model needed).
+
+    Objects (``objects`` (k,) strings, bytes or series, ``core.inputs.objects``): the
+    candidates' mutual dissimilarities are computed by ``metric`` (a name or a ``Metric``), their
+    dissimilarities to the old landmarks taken from ``cross_to_landmarks`` (k, n) when given, else
+    computed against ``old_features`` (the model's landmark objects); the old landmarks' among
+    themselves are ``old_dissimilarities``. The set keeps the stacked objects when the old landmarks
+    have theirs (a refitted model keeps its landmark objects), else none.
 
     Feature mode (``features`` given): the old landmarks' ``old_features``
     (n, p) and the candidates' ``features`` (k, p) are stacked and compared
@@ -129,6 +137,9 @@ def candidate_dissimilarities(
     cand = [str(x) for x in candidate_ids]
     keep = np.asarray([i for i, x in enumerate(cand) if x not in taken], dtype=np.int64)
     ids = old + [cand[i] for i in keep]
+    if objects is not None:
+        return _object_candidates(ids, n_old, keep, old_dissimilarities, cross_to_landmarks, old_features, objects,
+                                  metric)
     if features is not None:
         if old_features is None:
             raise InputError("feature candidates but the model has no landmark features")
@@ -158,6 +169,35 @@ def candidate_dissimilarities(
     D[:n_old, n_old:] = A[keep].T
     D[n_old:, n_old:] = C[np.ix_(keep, keep)]
     return CandidateSet(D, ids, None, n_old)
+
+
+def _object_candidates(ids: list[str], n_old: int, keep: np.ndarray, D_old: np.ndarray | None,
+                       cross: np.ndarray | None, old_objects: np.ndarray | None, objects: np.ndarray,
+                       metric: Any) -> CandidateSet:
+    """``candidate_dissimilarities`` of recent objects (see there): the metric computes what is not known."""
+    m = resolve_metric(metric)
+    new = np.asarray(objects, dtype=object)[keep] if np.asarray(objects).dtype == object else np.asarray(objects)[keep]
+    if D_old is None:
+        if old_objects is None:
+            raise InputError("the model keeps neither its landmark dissimilarities nor its landmark objects")
+        D_old = m.pairwise(old_objects)
+    n = n_old + keep.size
+    D = np.zeros((n, n))
+    D[:n_old, :n_old] = np.asarray(D_old, dtype=np.float64)
+    if cross is not None:
+        A = np.asarray(cross, dtype=np.float64)[keep]
+    elif old_objects is not None:
+        A = m(new, old_objects)
+    else:
+        raise InputError("candidate objects need their dissimilarities to the old landmarks (the rows) or the "
+                         "model's landmark objects")
+    if A.shape != (keep.size, n_old):
+        raise InputError(f"cross_to_landmarks must be ({keep.size}, {n_old}) for the kept candidates, got {A.shape}")
+    D[n_old:, :n_old] = A
+    D[:n_old, n_old:] = A.T
+    D[n_old:, n_old:] = m.pairwise(new)
+    stacked = None if old_objects is None else np.concatenate([np.asarray(old_objects), new])
+    return CandidateSet(D, ids, stacked, n_old)
 
 
 def residual_kernel(old: Any, D_candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

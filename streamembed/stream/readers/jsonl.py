@@ -26,6 +26,7 @@ from streamembed.stream.records import (
     INPUT_ID,
     INPUT_LANDMARK_VERSION,
     INPUT_LANDMARKS,
+    INPUT_OBJECT,
     Reason,
 )
 
@@ -198,6 +199,12 @@ def _rows_to_table(good: list[dict[str, Any]]) -> tuple[pa.Table | None, list[tu
     Keys outside the known fields become columns too, as the fast path keeps
     them (inferred): ``block`` keys, and misspelt keys that decoding names.
     """
+    odd = _odd_objects(good)
+    if odd:  # an 'object' of another JSON type than the chunk's first: refused, not turned into its JSON text
+        rest = [j for j in range(len(good)) if j not in odd]
+        table_rest, bad_rest = _rows_to_table([good[j] for j in rest])
+        return table_rest, sorted([(rest[j], e) for j, e in bad_rest] + [(j, why) for j, why in odd.items()],
+                                  key=lambda x: x[0])
     known = [{k: obj[k] for k in _JSON_SCHEMA.names if k in obj} for obj in good]
     bad: list[tuple[int, Exception]] = []
     try:
@@ -227,6 +234,14 @@ def _rows_to_table(good: list[dict[str, Any]]) -> tuple[pa.Table | None, list[tu
             col = pa.array([None if v is None else _as_text(v) for v in values], pa.string())
         table = table.append_column(key, col)
     return table, bad
+
+
+def _odd_objects(good: list[dict[str, Any]]) -> dict[int, Exception]:
+    """The rows whose ``object`` is of another JSON type (text, list, ...) than the first row's that has one."""
+    kinds = [None if o.get(INPUT_OBJECT) is None else type(o[INPUT_OBJECT]).__name__ for o in good]
+    first = next((k for k in kinds if k is not None), None)
+    return {j: ValueError(f"'{INPUT_OBJECT}' is a JSON {k} where the first object of these lines is a JSON {first}")
+            for j, k in enumerate(kinds) if k is not None and k != first}
 
 
 def _object_problem(obj: dict[str, Any]) -> tuple[str, str] | None:
