@@ -23,7 +23,9 @@ file without it gets the value recomputed or None. The radius calibration
 (``core.trust.calibration``, docs/math.md §9) is a ``radius`` block of the
 metadata (its own ``version``) and ``radius_*`` arrays; a file without it
 (saved before it existed, or from a fit without non-landmark objects) loads
-with no radius.
+with no radius. The drift detectors' fit baseline (``core.monitor.baseline``, docs/math.md §7.8) is a
+``drift_baseline`` block and ``drift_baseline_*`` arrays, the same way: a file without it loads, and its
+detectors take their baseline from the stream.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from .core.model import LandmarkModel, relative_eigengap
 from .core.options import DEFAULTS, check_options, config_names
 from .core.fit.ordinal_map import MonotoneTransform
 from .core.inputs.transforms import InputPipeline
+from .core.monitor.baseline import FitBaseline
 from .core.trust.calibration import RadiusCalibration
 
 __all__ = ["SCHEMA_VERSION", "FORMAT_NAME", "save_model", "load_model", "read_model_file", "model_arrays",
@@ -98,6 +101,8 @@ def model_arrays(model: LandmarkModel) -> dict[str, np.ndarray]:
         arrays["map_transform_y"] = model.map_transform.knots_y
     if model.radius_calibration is not None:  # the radius's calibration (core.trust; meta "radius" has the rest)
         arrays.update(model.radius_calibration.state()[0])
+    if model.fit_baseline is not None:  # the drift detectors' fit baseline (meta "drift_baseline" has the rest)
+        arrays.update(model.fit_baseline.state()[0])
     return arrays
 
 
@@ -145,6 +150,7 @@ def _metadata(model: LandmarkModel, arrays: dict[str, np.ndarray], params: dict[
         "negative_ratio": model.negative_ratio,
         "eigengap": model.eigengap,
         "radius": None if model.radius_calibration is None else model.radius_calibration.state()[1],
+        "drift_baseline": None if model.fit_baseline is None else model.fit_baseline.state()[1],
     }
     meta["checksum_sha256"] = _checksum(arrays, meta)
     return meta
@@ -466,4 +472,6 @@ def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[Landmark
         model = model.aligned(files["alignment_rotation"], files["alignment_shift"])
     if meta.get("radius") is not None:  # files saved before the radius, or without a calibration, have none
         model = model.with_radius_calibration(RadiusCalibration.from_state(files, meta["radius"], n, d))
+    if meta.get("drift_baseline") is not None:  # files saved before it, or fitted without other objects, have none
+        model = model.with_fit_baseline(FitBaseline.from_state(files, meta["drift_baseline"], d))
     return model, params

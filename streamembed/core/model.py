@@ -38,6 +38,7 @@ from .inputs import kernel as kernel_input
 from .inputs import validation
 from .inputs.metrics import resolve_metric
 from .inputs.transforms import InputPipeline
+from .monitor.baseline import FitBaseline
 from .monitor.bounds import WindowBounds
 from .monitor.calibration import arrival_negative_ratio
 from .options import CORRECTIONS, CRITERION_METHODS, DEFAULTS, INPUTS, KERNEL_METHODS, METHODS, check_options
@@ -90,6 +91,8 @@ class LandmarkModel:
             None when λ_{d+1} is unknown). At or below ``EIGENGAP_RTOL`` the map is not unique.
         radius_calibration: what gives each placement its error radius (``core.trust.calibration``,
             docs/math.md §9), or None: placements then have no radius (NaN).
+        fit_baseline: what the drift detectors are armed from (``core.monitor.baseline``, docs/math.md §7.8),
+            or None: they take their baseline from the stream.
     """
 
     spectrum: LandmarkSpectrum
@@ -112,6 +115,7 @@ class LandmarkModel:
     negative_ratio: float | None = None
     eigengap: float | None = None
     radius_calibration: RadiusCalibration | None = None
+    fit_baseline: FitBaseline | None = None
     _placer: Placer | None = field(default=None, init=False, repr=False, compare=False)
     _lock: Any = field(default_factory=threading.RLock, init=False, repr=False, compare=False)
 
@@ -194,7 +198,8 @@ class LandmarkModel:
                 "negative_share": self.negative_share, "aligned": self.is_aligned,
                 "eigengap": self.eigengap, "map_unique": self.map_unique,
                 "monitored_eigenpairs": self.spectrum.rank,
-                "radius_coverage": None if self.radius_calibration is None else self.radius_calibration.coverage}
+                "radius_coverage": None if self.radius_calibration is None else self.radius_calibration.coverage,
+                "drift_baseline_objects": None if self.fit_baseline is None else self.fit_baseline.n_objects}
 
     def check_method(self, method: str, block: bool = False) -> None:
         """Refuse a method this map cannot use (a refined map has no kernel projection)."""
@@ -226,6 +231,10 @@ class LandmarkModel:
     def with_radius_calibration(self, calibration: RadiusCalibration | None) -> LandmarkModel:
         """This model with another radius calibration (None: no radius), e.g. another stated coverage."""
         return replace(self, radius_calibration=calibration)
+
+    def with_fit_baseline(self, baseline: FitBaseline | None) -> LandmarkModel:
+        """This model with another fit baseline for the drift detectors (None: they baseline on the stream)."""
+        return replace(self, fit_baseline=baseline)
 
     def with_version(self, version: int, lineage: str | None = None) -> LandmarkModel:
         return replace(self, version=int(version), lineage=self.lineage if lineage is None else lineage)
