@@ -20,6 +20,9 @@ sending) and a *new* one (what a switch sends), under one dissimilarity:
 * ``code_lines``: stripped source lines of ``radius_datasets.CODE_MODULES``,
   normalised edit distance: lines of the first 15 modules → of the next 5
   (the issue's own kind of stream).
+* ``code_to_prose``: the same source lines → English prose lines of the
+  pydoc topics (``pydoc_data.topics``), normalised edit distance (the issue's
+  second stream).
 * ``digits``: scikit-learn's 1,797 digits, Euclidean distance between the 64
   pixel features: digits 0–4 → 5–9.
 
@@ -165,6 +168,18 @@ def _code_lines() -> tuple[list[str], list[str]]:
     return [s for lab, s in lines if lab < 15], [s for lab, s in lines if 15 <= lab < 20]
 
 
+def _code_to_prose() -> tuple[list[str], list[str]]:
+    from pydoc_data.topics import topics
+
+    prose: set[str] = set()
+    for text in topics.values():
+        for raw in text.splitlines():
+            line = raw.strip()
+            if 20 <= len(line) <= 72 and not line.startswith((">>>", "...")):
+                prose.add(line)
+    return _code_lines()[0], sorted(prose)
+
+
 def _sp500_paths(window: int = 30, stride: int = 3) -> tuple[np.ndarray, np.ndarray]:
     river = importlib.import_module("river")
     path = os.path.join(os.path.dirname(river.__file__), "datasets", "sp500.csv.gz")
@@ -220,6 +235,9 @@ POOLS: dict[str, tuple[Callable[[], tuple], Callable[[object, object], np.ndarra
                 "EEG -> membrane potential", "DTW"),
     "code_lines": (_code_lines, lambda a, b: cross_levenshtein(a, b, normalised=True),
                    "stripped stdlib source lines", "15 modules -> 5 others", "normalised Levenshtein"),
+    "code_to_prose": (_code_to_prose, lambda a, b: cross_levenshtein(a, b, normalised=True),
+                      "stripped stdlib source lines, then pydoc topics' prose lines", "code -> English prose",
+                      "normalised Levenshtein"),
     "digits": (_digits, _euclidean, "scikit-learn's digits, 64 pixel features", "0-4 -> 5-9", "Euclidean"),
 }
 

@@ -41,6 +41,7 @@ from .inputs.transforms import InputPipeline
 from .monitor.baseline import FitBaseline
 from .monitor.bounds import WindowBounds
 from .monitor.calibration import arrival_negative_ratio
+from .monitor.plausibility import implausible_flags, row_limits
 from .options import CORRECTIONS, CRITERION_METHODS, DEFAULTS, INPUTS, KERNEL_METHODS, METHODS, check_options
 from .place.placer import Placer
 from .place.projection import ProjectionKernel
@@ -265,14 +266,23 @@ class LandmarkModel:
               self_similarity: object = None) -> EmbeddingResult:
         """Embed a batch and say how much to trust each placement (``Placer.place``), output frame."""
         self.check_method(method, block=C is not None)
-        return self.placer.place(A, C, method=method, k0_rows=k0_rows, errors=errors, self_similarity=self_similarity)
+        return self._flag_rows(self.placer.place(A, C, method=method, k0_rows=k0_rows, errors=errors,
+                                                 self_similarity=self_similarity))
 
     def place_blocks(self, A: object, cross: Any, sizes: Any = None, *,
                      k0_rows: None | Literal["all"] | int = None, errors: Literal["raise", "mask"] = "raise",
                      max_block_rows: int | None = None) -> EmbeddingResult:
         """Block RR of many blocks in one solver call (``Placer.place_blocks``), output frame."""
         self.check_method("projection", block=True)
-        return self.placer.place_blocks(A, cross, sizes, k0_rows=k0_rows, errors=errors, max_block_rows=max_block_rows)
+        return self._flag_rows(self.placer.place_blocks(A, cross, sizes, k0_rows=k0_rows, errors=errors,
+                                                        max_block_rows=max_block_rows))
+
+    def _flag_rows(self, res: EmbeddingResult) -> EmbeddingResult:
+        """``res`` with the flags of rows that cannot be right (``core.monitor.plausibility``, docs/math.md §4.8)."""
+        limits = self.cached("row_limits", lambda: row_limits(self.spectrum, int(self.n_components),
+                                                               self.fit_baseline))
+        res.flags = res.flags | implausible_flags(res.beta, res.unexplained, limits)
+        return res
 
     def to_frame(self, res: EmbeddingResult) -> EmbeddingResult:
         """Map a result from the model's own frame into the output frame (in place)."""

@@ -236,7 +236,7 @@ class BatchEmbedder:
             res.flags = res.flags | FLAG_RETAINED_MODEL
         else:
             if self.consistency is not None and features is None:
-                self.consistency.observe(model, A, file=origin.file)
+                self.consistency.observe(model, A, file=origin.file, flags=res.flags)
             if self.monitor is not None:
                 self.monitor.observe(A, res, ids=ids, features=features,
                                      block=None if blocks is None else _last_whole_block(blocks, valid, A, ids))

@@ -84,9 +84,12 @@ def _fit_baseline(model: LandmarkModel, rows: np.ndarray, block: Block | None, s
     positive = beta > 0
     explained = 1.0 - float(u[positive].sum() / beta[positive].sum()) if positive.any() else float("nan")
     median_u = float(np.median(u[positive] / beta[positive])) if positive.any() else float("nan")
+    mean_sq = beta + 0.5 * model.spectrum.grand_mean  # each row's mean squared dissimilarity (docs/math.md §2)
     coverage, used = _coverage_samples(model, rows, block, order, rng, samples, size)
     info = {"objects": int(order.size), "fit_objects": int(k), "n_components": int(model.n_components),
-            "axes": int(axes.shape[1]), "seed": int(seed), "coverage_samples": int(coverage.size)}
+            "axes": int(axes.shape[1]), "seed": int(seed), "coverage_samples": int(coverage.size),
+            "mean_square_low": float(mean_sq.min()), "mean_square_high": float(mean_sq.max()),
+            "relative_unexplained_min": float((u[positive] / beta[positive]).min()) if positive.any() else 0.0}
     return FitBaseline(unexplained=u.astype(np.float64), axes=axes, coverage=coverage, coverage_objects=used,
                        explained_share=explained, median_unexplained_share=median_u, info=info)
 
