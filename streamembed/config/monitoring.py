@@ -83,6 +83,8 @@ class DriftConfig:
     plane_axes: int = _f(plane_defaults.PLANE_AXES, "plane: leading monitored axes the captured share is measured in "
                          "(every object's projection on them is computed: about (axes + 1) x n flops).", min=2,
                          max=1000)
+    plane_rows: int = _f(plane_defaults.PLANE_ROWS, "plane: rows per batch (evenly spaced) whose projections feed "
+                         "the captured share; a batch of fewer rows gives all of them.", min=1, max=10_000_000)
     plane_objects: int = _f(plane_defaults.PLANE_OBJECTS, "plane: objects per block whose captured share is one "
                             "CUSUM step.", min=4, max=1_000_000)
     plane_min_shift: float = _f(plane_defaults.PLANE_MIN_SHIFT, "plane: the fall of the captured share to detect "

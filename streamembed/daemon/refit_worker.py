@@ -32,8 +32,8 @@ import numpy as np
 from streamembed.atomic import atomic_write_bytes
 
 #: Figures of ``core.refit.policy`` copied to the top level of the record (the map page and ``plot drift`` read them).
-RECORDED = ("captured_before", "captured_after", "captured_best", "unexplained_before", "unexplained_after",
-            "unexplained_best", "movement", "candidate", "gain")
+RECORDED = ("captured_before", "captured_after", "captured_best", "captured_share_before", "captured_share_after",
+            "unexplained_before", "unexplained_after", "unexplained_best", "movement", "candidate", "gain")
 
 
 def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:

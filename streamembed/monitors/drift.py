@@ -115,6 +115,7 @@ class DriftMonitor:
         baseline = getattr(est, "fit_baseline", None)
         self.armed_from_fit = {} if baseline is None else triggers.arm_from_fit(self.trigger, baseline)
         self._announce_arming()
+        self._export_arming()
 
     def _announce_arming(self) -> None:
         """Say how the detectors are armed: from the fit (from the first record), or after how many objects."""
@@ -203,7 +204,8 @@ class DriftMonitor:
                     f"{alarm_phrase(self.trigger.kind)} ({self.trigger.kind}): {decision.reason}")
                 decision = replace(decision, reason=reason)
                 log.info("drift: alarm: %s; the refit waits for the reservoir to fill with post-change objects",
-                         reason, extra={"reason": reason})
+                         reason, extra={"reason": reason, "objects_seen": self.objects_seen,
+                                        "detector": getattr(self.trigger, "fired_by", None) or self.trigger.kind})
                 self._armed = (decision.reason, stats, self.objects_seen + self.settings.reservoir_objects)
                 self.triggered_at = self.objects_seen
         if self._armed is not None and self.objects_seen >= self._armed[2] and self.pending is None:
@@ -211,6 +213,7 @@ class DriftMonitor:
             log.info("drift: refit triggered", extra={"reason": reason})
             self.pending = (reason, at_alarm)
             self._armed = None
+        self._export_arming()
         if refreshed:
             self._export(stats, decision.value, decision.threshold)
             self._record(now, stats, decision.value, decision.threshold)
@@ -224,8 +227,10 @@ class DriftMonitor:
         model, s = self.model, self.settings
         axes = None
         if self._watches("plane"):
+            m = A.shape[0]
+            rows = A if m <= s.plane_rows else A[np.unique(np.linspace(0, m - 1, s.plane_rows).round().astype(int))]
             try:
-                core = A if model.pipeline.identity else model.core_dissimilarities(A)[0]
+                core = rows if model.pipeline.identity else model.core_dissimilarities(rows)[0]
                 axes = leading_axes(model, core, s.plane_axes)
             except (InputError, ValueError):  # rows the placer accepted: never expected
                 axes = None
@@ -323,6 +328,15 @@ class DriftMonitor:
         return 0 if self._block is None else len(self._block.ids)
 
     # ----------------------------------------------------------------- metrics
+    def _export_arming(self) -> None:
+        """Whether each detector is armed and how many objects the stream baseline still needs (every batch)."""
+        m = self.metrics
+        if m is None:
+            return
+        for member in members(self.trigger):
+            m.drift_armed.labels(kind=member.kind).set(1.0 if is_armed(member) else 0.0)
+        m.drift_arming_objects.set(self.arming_objects)
+
     def _export(self, stats: DriftStatistics | None, value: float, level: float) -> None:
         m = self.metrics
         if m is None:
@@ -335,12 +349,10 @@ class DriftMonitor:
         for k in TRIGGERS.names():
             m.drift_detector_info.labels(kind=k).set(1.0 if k in deciding else 0.0)
         for member in members(trig):
-            m.drift_armed.labels(kind=member.kind).set(1.0 if is_armed(member) else 0.0)
             m.drift_member_statistic.labels(kind=member.kind).set(member.statistic)
             m.drift_member_threshold.labels(kind=member.kind).set(member.threshold)
             if member.kind == "plane":
                 m.drift_captured_share.set(getattr(member, "share", float("nan")))
-        m.drift_arming_objects.set(self.arming_objects)
         ert = trig.expected_run_objects
         if ert is not None:  # a calibrated detector states its guarantee: its statistic and threshold are exported
             m.drift_detector_statistic.set(trig.statistic)

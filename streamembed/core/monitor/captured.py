@@ -25,6 +25,7 @@ d + 1 objects, or objects without variance.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -80,13 +81,18 @@ def best_captured_variance(d: int, *, X: np.ndarray | None = None, K: np.ndarray
     return float(np.maximum(w, 0.0).sum()) / m
 
 
-def captured_share(Y: np.ndarray, d: int, *, X: np.ndarray | None = None, K: np.ndarray | None = None) -> float:
+def captured_share(Y: np.ndarray, d: int, *, X: np.ndarray | None = None, K: np.ndarray | None = None) -> Any:
     """``captured_variance(Y) / best_captured_variance(d, X=X, K=K)`` for the same m objects (module doc).
 
     Y (m, d) are the objects' map coordinates. NaN ("not enough objects") when m ≤ d or when the best
-    d-plane holds no variance (all objects identical).
+    d-plane holds no variance (all objects identical). Stacked sets — Y (G, m, d) with X (G, m, q) — give
+    the (G,) shares of G sets of m objects at once (batched eigenvalues: the in-map statistic's blocks).
     """
     Y = np.asarray(Y, dtype=np.float64)
+    if Y.ndim == 3:
+        if X is None or K is not None:
+            raise ValueError("stacked sets take X (G, m, q)")
+        return _stacked_shares(Y, np.asarray(X, dtype=np.float64), int(d))
     m = Y.shape[0]
     if m <= int(d):
         return math.nan
@@ -95,3 +101,19 @@ def captured_share(Y: np.ndarray, d: int, *, X: np.ndarray | None = None, K: np.
     if not (math.isfinite(best) and best > 1e-300 * max(1.0, cap)):
         return math.nan
     return cap / best
+
+
+def _stacked_shares(Y: np.ndarray, X: np.ndarray, d: int) -> np.ndarray:
+    G, m, q = X.shape
+    if G == 0:
+        return np.empty(0)
+    if m <= d:
+        return np.full(G, math.nan)
+    Yc = Y - Y.mean(axis=1, keepdims=True)
+    cap = np.einsum("gij,gij->g", Yc, Yc) / m
+    Xc = X - X.mean(axis=1, keepdims=True)
+    Gram = np.matmul(Xc.transpose(0, 2, 1), Xc) if q <= m else np.matmul(Xc, Xc.transpose(0, 2, 1))
+    w = np.linalg.eigvalsh(Gram)[:, ::-1][:, : min(d, Gram.shape[1])]
+    best = np.maximum(w, 0.0).sum(axis=1) / m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(best > 1e-300 * np.maximum(1.0, cap), cap / best, math.nan)

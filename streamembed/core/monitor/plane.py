@@ -42,11 +42,14 @@ from .detector import CONFIDENCE, EXPECTED_RUN_OBJECTS, MIN_BASELINE_GROUPS
 from .drift import BASELINE_OBJECTS, COOLDOWN_SECONDS, DriftStatistics, TriggerDecision
 from .observation import MonitorSample
 
-__all__ = ["PlaneTrigger", "PLANE_AXES", "PLANE_OBJECTS", "PLANE_MIN_SHIFT", "MIN_BLOCK", "block_shares"]
+__all__ = ["PlaneTrigger", "PLANE_AXES", "PLANE_ROWS", "PLANE_OBJECTS", "PLANE_MIN_SHIFT", "MIN_BLOCK", "block_shares"]
 
 #: Leading monitored axes the captured share is measured in (config ``drift.plane_axes``), measured in
 #: docs/drift.md ("which space"): 32 detected soonest on the edit-distance streams at no false alarm.
 PLANE_AXES = 32
+#: Rows per batch whose projections feed it (config ``drift.plane_rows``): the leading axes cost about
+#: (q + 1)·n flops per row, several times the projection's (d + 1)·n, so a large batch is sampled.
+PLANE_ROWS = 1024
 #: Objects per block (config ``drift.plane_objects``).
 PLANE_OBJECTS = 128
 #: The fall of the share to catch quickly, in baseline sd of one block's share (config ``drift.plane_min_shift``).
@@ -56,14 +59,11 @@ MIN_BLOCK = 16
 
 
 def block_shares(axes: np.ndarray, d: int, size: int) -> np.ndarray:
-    """Captured shares (⌊m/size⌋,) of consecutive blocks of ``size`` rows of ``axes`` (m, q); NaN where a block
-    cannot be measured."""
+    """Captured shares (⌊m/size⌋,) of consecutive blocks of ``size`` rows of ``axes`` (m, q) (``captured_share``
+    on the stacked blocks); NaN where a block cannot be measured."""
     G = axes.shape[0] // size
-    out = np.empty(G)
-    for g in range(G):
-        B = axes[g * size:(g + 1) * size]
-        out[g] = captured_share(B[:, :d], d, X=B)
-    return out
+    B = np.asarray(axes[: G * size], dtype=np.float64).reshape(G, size, axes.shape[1])
+    return np.asarray(captured_share(B[:, :, :d], d, X=B), dtype=np.float64)
 
 
 class _Blocks:

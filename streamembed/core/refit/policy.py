@@ -218,7 +218,9 @@ def assess(D: np.ndarray, n_old: int, landmarks: np.ndarray, old_embedding: np.n
     scorer = _Scorer(D, E, n_old, old_embedding, int(n_components))
     out = _baseline(scorer, D, E, int(n_components))
     cap1, u1, movement = scorer.score(np.asarray(landmarks, dtype=np.int64))
-    return {**out, "captured_after": cap1, "unexplained_after": u1, "movement": movement}
+    share1 = cap1 / out["captured_best"] if out["captured_best"] > 0 else float("nan")
+    return {**out, "captured_after": cap1, "unexplained_after": u1, "movement": movement,
+            "captured_share_after": share1}
 
 
 def plan_refit(
