@@ -151,6 +151,7 @@ class ConsistencyMonitor:
         self.implausible_share = share
         if not self.alarm and self._isize >= IMPLAUSIBLE_MIN_ROWS and share > IMPLAUSIBLE_ALARM:
             self._raise_implausible(share, model, file)
+            self._export()
         elif self.alarm and self._alarm_kind == "scale" and share < IMPLAUSIBLE_ALARM / 2:
             self._clear()
 

@@ -244,7 +244,8 @@ class DriftMonitor:
                 self._since_check = 0
                 if self.metrics is not None:
                     self.metrics.drift_coverage.set(coverage)
-        return MonitorSample(int(model.n_components), axes, coverage, k)
+        cal = model.radius_calibration
+        return MonitorSample(int(model.n_components), axes, coverage, k, None if cal is None else float(cal.coverage))
 
     def _check_coverage(self, features: np.ndarray | None,
                         block: tuple[np.ndarray, Any, np.ndarray] | None) -> tuple[float, int] | None:

@@ -14,7 +14,11 @@ population change the radius stops covering and it falls.
 objects between checks), calibrated on stationary samples of the same size:
 the fit baseline's (``FitBaseline.coverage``, armed from the first check)
 or, without one, the stream's first ``MIN_BASELINE_GROUPS`` checks after the
-(re)fit. Its ERT is in objects (``expected_run_objects``). Without checkable
+(re)fit. The level it watches falls below is the radius's stated coverage
+(known: conformal calibration makes it the stationary level) when the
+baseline's mean reaches it, else the baseline's mean (estimated, its error
+averaged over, ``block_detector``); the spread is the baseline's. Its ERT is
+in objects (``expected_run_objects``). Without checkable
 objects it never decides (statistic NaN, "no coverage checks").
 """
 
@@ -96,10 +100,11 @@ class CoverageTrigger:
     def armed(self) -> bool:
         return self.detector is not None and self.detector.calibration is not None
 
-    def _calibrate(self, values: np.ndarray, source: str) -> str | None:
+    def _calibrate(self, values: np.ndarray, source: str, groups: float | None = None,
+                   stated: float | None = None) -> str | None:
         det = BlockDetector(self._ert, self.every_objects, self.min_shift, self.confidence)
         try:
-            cal = det.calibrate(values)
+            cal = det.calibrate(values, groups=groups, known_level=stated)
         except CalibrationError as exc:
             self.warning = f"drift detector 'coverage' cannot be calibrated on {source} ({exc})"
             return None
@@ -108,13 +113,16 @@ class CoverageTrigger:
         return f"{values.size} checks"
 
     def arm_from_fit(self, baseline: FitBaseline) -> str | None:
-        """Calibrate on the fit population's sample coverages; None when it has fewer than
-        ``MIN_BASELINE_GROUPS`` (the stream's first checks then make the baseline)."""
+        """Calibrate on the fit population's sample coverages (overlapping samples of its N objects: their mean is
+        known as from N / sample size independent samples); None when it has fewer than ``MIN_BASELINE_GROUPS``
+        (the stream's first checks then make the baseline)."""
         self._fit = baseline
         cov = np.asarray(baseline.coverage, dtype=np.float64)
-        if cov.size < MIN_BASELINE_GROUPS:
+        if cov.size < MIN_BASELINE_GROUPS or baseline.coverage_objects < 1:
             return None
-        return self._calibrate(cov, "the fit baseline")
+        stated = baseline.info.get("stated_coverage")
+        return self._calibrate(cov, "the fit baseline", groups=max(1.0, baseline.n_objects / baseline.coverage_objects),
+                               stated=None if stated is None else float(stated))
 
     def observe(self, now: float, stats: DriftStatistics | None, n_new: int, values: Any = None, *,
                 result: Any = None, sample: MonitorSample | None = None) -> TriggerDecision:
@@ -127,7 +135,8 @@ class CoverageTrigger:
         if self.detector is None:
             self._baseline.append(self.coverage)
             if len(self._baseline) >= MIN_BASELINE_GROUPS:
-                self._calibrate(np.asarray(self._baseline), "the stream's first checks")
+                self._calibrate(np.asarray(self._baseline), "the stream's first checks",
+                                stated=sample.stated_coverage)
                 self._baseline = []
             return TriggerDecision(False, "collecting the baseline", self.statistic, self.threshold, 0)
         d = self.detector.update(np.array([self.coverage]), now)

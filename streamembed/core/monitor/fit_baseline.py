@@ -89,7 +89,8 @@ def _fit_baseline(model: LandmarkModel, rows: np.ndarray, block: Block | None, s
     info = {"objects": int(order.size), "fit_objects": int(k), "n_components": int(model.n_components),
             "axes": int(axes.shape[1]), "seed": int(seed), "coverage_samples": int(coverage.size),
             "mean_square_low": float(mean_sq.min()), "mean_square_high": float(mean_sq.max()),
-            "relative_unexplained_min": float((u[positive] / beta[positive]).min()) if positive.any() else 0.0}
+            "relative_unexplained_min": float((u[positive] / beta[positive]).min()) if positive.any() else 0.0,
+            "stated_coverage": None if model.radius_calibration is None else float(model.radius_calibration.coverage)}
     return FitBaseline(unexplained=u.astype(np.float64), axes=axes, coverage=coverage, coverage_objects=used,
                        explained_share=explained, median_unexplained_share=median_u, info=info)
 

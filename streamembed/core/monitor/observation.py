@@ -29,9 +29,11 @@ class MonitorSample:
             arrival order; None when not computed.
         coverage: the share of a checked sample whose full-MDS position lies within its radius; None: no check.
         coverage_objects: objects in that sample (0: no check).
+        stated_coverage: the radius's stated coverage (None: the model has no radius).
     """
 
     n_components: int
     axes: np.ndarray | None = None
     coverage: float | None = None
     coverage_objects: int = 0
+    stated_coverage: float | None = None

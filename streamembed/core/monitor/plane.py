@@ -38,7 +38,7 @@ from .baseline import FitBaseline
 from .block_detector import BlockDetector, halves_alarm
 from .captured import NOT_ENOUGH, captured_share
 from .cusum import CalibrationError
-from .detector import CONFIDENCE, EXPECTED_RUN_OBJECTS, MIN_BASELINE_GROUPS
+from .detector import CONFIDENCE, EXPECTED_RUN_OBJECTS
 from .drift import BASELINE_OBJECTS, COOLDOWN_SECONDS, DriftStatistics, TriggerDecision
 from .observation import MonitorSample
 
@@ -56,6 +56,11 @@ PLANE_OBJECTS = 128
 PLANE_MIN_SHIFT = 1.0
 #: The smallest block a fit baseline may calibrate (fewer objects leave the share mostly overfitting).
 MIN_BLOCK = 16
+#: A fit baseline of N objects arms blocks of at most N / this many objects (its mean is then known from that many
+#: blocks' worth of objects) ...
+FIT_BLOCK_SHARE = 20
+#: ... and draws this many blocks with replacement for the shape of a block's share.
+FIT_BLOCKS = 2000
 
 
 def block_shares(axes: np.ndarray, d: int, size: int) -> np.ndarray:
@@ -148,43 +153,45 @@ class PlaneTrigger:
 
     # ------------------------------------------------------------ baselines
     def arm_from_fit(self, baseline: FitBaseline) -> str | None:
-        """Calibrate on the fit population's projections (blocks of at most ``block_objects``, at least
-        ``MIN_BLOCK``, ``MIN_BASELINE_GROUPS`` of them); returns what it was armed with, or None (and why in
-        ``warning``) when they cannot support it. Until the stream baseline replaces it, the stream is watched in
-        blocks of that size."""
+        """Calibrate on the fit population's projections (docs/math.md §7.8): ``FIT_BLOCKS`` blocks of at most
+        ``block_objects`` objects (at least ``MIN_BLOCK``, at most N / ``FIT_BLOCK_SHARE``) drawn with replacement
+        from its N objects give the shape of a block's share, and the mean's uncertainty is that of N / size
+        blocks. Returns what it was armed with, or None (and why in ``warning``). Until the stream baseline
+        replaces it, the stream is watched in blocks of that size."""
         self._fit = baseline
         axes = np.asarray(baseline.axes, dtype=np.float64)
         d = int(baseline.info.get("n_components", 2))
-        if axes.shape[1] < min(self.axes, axes.shape[1]) or axes.shape[0] < MIN_BLOCK * MIN_BASELINE_GROUPS:
-            self.warning = (f"drift detector 'plane': the fit baseline's {axes.shape[0]} objects are too few to arm "
-                            f"it ({MIN_BLOCK * MIN_BASELINE_GROUPS} needed); it arms after {self.baseline_objects} "
-                            f"objects of the stream")
+        N = axes.shape[0]
+        size = min(self.block_objects, N // FIT_BLOCK_SHARE)
+        if size < MIN_BLOCK or axes.shape[1] <= d:
+            self.warning = (f"drift detector 'plane': the fit baseline's {N} objects are too few to arm it "
+                            f"({MIN_BLOCK * FIT_BLOCK_SHARE} needed); it arms after {self.baseline_objects} objects "
+                            f"of the stream")
             return None
-        size = max(MIN_BLOCK, min(self.block_objects, axes.shape[0] // 44))
         q = min(self.axes, axes.shape[1])
+        rng = np.random.default_rng(int(baseline.info.get("seed", 0)))
+        draws = axes[rng.integers(0, N, FIT_BLOCKS * size), :q]
         det = BlockDetector(self._ert, size, self.min_shift, self.confidence)
         try:
-            cal = det.calibrate(block_shares(axes[:, :q], d, size))
+            det.calibrate(block_shares(draws, d, size), groups=N / size)
         except CalibrationError as exc:
             self.warning = f"drift detector 'plane' cannot be armed from the fit ({exc}); it arms from the stream"
             return None
         self.detector, self.source = det, "fit"
-        self.level = -cal.mean
+        assert det.calibration is not None
+        self.level = -det.calibration.mean
         self._fit_blocks = _Blocks(size)
-        self.warning = self._tuned_note(cal.effective_min_shift, "the fit baseline")
-        return f"{axes.shape[0]} fit objects in blocks of {size}"
-
-    def _tuned_note(self, shift: float, what: str) -> str | None:
-        if shift <= self.min_shift * (1 + 1e-6):
-            return None
-        return (f"drift detector 'plane': {what} is tuned to falls of {shift:.3g} block sd of the captured share "
-                f"(drift.plane_min_shift = {self.min_shift:g} needs a longer baseline)")
+        self.warning = None
+        return f"{N} fit objects, blocks of {size}"
 
     def _stream_baseline(self, now: float) -> TriggerDecision | None:
-        """Calibrate on the collected stream blocks; a decision to fire when their halves differ."""
+        """Calibrate on the collected stream blocks; a decision to fire when their halves differ (checked first:
+        a baseline holding a change may not calibrate at all)."""
         values = np.concatenate(self._baseline) if self._baseline else np.empty(0)
         self._baseline = []
         finite = values[np.isfinite(values)]
+        changed = halves_alarm(finite, BlockDetector(self._ert, self.block_objects, self.min_shift,
+                                                     self.confidence))
         det = BlockDetector(self._ert, self.block_objects, self.min_shift, self.confidence)
         try:
             cal = det.calibrate(finite)
@@ -193,12 +200,10 @@ class PlaneTrigger:
                             f"{values.size - finite.size} blocks had {NOT_ENOUGH}); it tries again after the next "
                             f"{self.baseline_objects} objects")
             self._seen = 0
-            return None
-        changed = halves_alarm(finite, BlockDetector(self._ert, self.block_objects, self.min_shift,
-                                                     self.confidence))
-        self.detector, self.source, self._fit_blocks = det, "stream", None
-        self.level = -cal.mean
-        self.warning = self._tuned_note(cal.effective_min_shift, "the stream baseline")
+        else:
+            self.detector, self.source, self._fit_blocks = det, "stream", None
+            self.level = -cal.mean
+            self.warning = None
         if changed is None:
             return None
         return TriggerDecision(True, f"the baseline window itself changed: the captured share of its second half "

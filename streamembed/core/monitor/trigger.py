@@ -195,6 +195,7 @@ class SequentialTrigger:
                     return self._decide(self.fit_detector, vals, now)
                 return TriggerDecision(False, "collecting the baseline", math.nan, math.nan, 0)
             baseline = np.concatenate(self._baseline)
+            changed = self._baseline_changed(baseline, now)  # first: a baseline holding a change may not calibrate
             try:
                 c = det.calibrate(baseline)
             except CalibrationError as exc:
@@ -203,13 +204,12 @@ class SequentialTrigger:
                 self._failed = True
                 self.warning = (f"drift detector 'cusum' cannot be calibrated ({exc}); falling back to the "
                                 f"baseline-ratio rule until the next refit (setting {exc.setting})")
-                return self.fallback.observe(now, stats, n_new)
+                return changed or self.fallback.observe(now, stats, n_new)
             finally:
                 self._baseline = []
             self.fit_detector = None
             self.warning = correlation_note(c)
-            return self._baseline_changed(baseline, now) or TriggerDecision(False, "calibrated", det.statistic,
-                                                                            det.threshold, 0)
+            return changed or TriggerDecision(False, "calibrated", det.statistic, det.threshold, 0)
         return self._decide(det, vals, now)
 
     def _baseline_changed(self, baseline: np.ndarray, now: float) -> TriggerDecision | None:
