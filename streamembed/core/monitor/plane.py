@@ -51,7 +51,7 @@ PLANE_AXES = 32
 #: (q + 1)·n flops per row, several times the projection's (d + 1)·n, so a large batch is sampled.
 PLANE_ROWS = 1024
 #: Objects per block (config ``drift.plane_objects``).
-PLANE_OBJECTS = 128
+PLANE_OBJECTS = 64
 #: The fall of the share to catch quickly, in baseline sd of one block's share (config ``drift.plane_min_shift``).
 PLANE_MIN_SHIFT = 1.0
 #: The smallest block a fit baseline may calibrate (fewer objects leave the share mostly overfitting).

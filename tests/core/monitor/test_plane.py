@@ -35,15 +35,15 @@ def test_a_stationary_stream_raises_no_alarm_at_the_default_run():
 
 @pytest.mark.slow  # 2.4 million objects
 def test_the_measured_false_alarm_run_holds_within_three_times_the_stated_one():
-    """Baselines of 20,000 objects (156 blocks), each run on 300,000 stationary objects at a stated run of 10^4:
+    """Baselines of 20,000 objects (312 blocks), each run on 300,000 stationary objects at a stated run of 10^4:
     the pooled run is at least the stated one (Poisson slack) and at most three times it."""
     rng = np.random.default_rng(1)
     alarms = objects = 0
     for _ in range(8):
-        det = BlockDetector(1e4, 128, 1.0, 0.95)
-        det.calibrate(block_shares(rng.normal(size=(20_000, 8)) * SD, 2, 128))
+        det = BlockDetector(1e4, 64, 1.0, 0.95)
+        det.calibrate(block_shares(rng.normal(size=(20_000, 8)) * SD, 2, 64))
         assert det.cusum is not None
-        alarms += det.cusum.alarm_positions(-block_shares(rng.normal(size=(300_000, 8)) * SD, 2, 128)).size
+        alarms += det.cusum.alarm_positions(-block_shares(rng.normal(size=(300_000, 8)) * SD, 2, 64)).size
         objects += 300_000
     ratio = objects / alarms / 1e4
     assert 0.85 <= ratio <= 3.0, (ratio, alarms)
@@ -90,7 +90,7 @@ def test_a_fit_baseline_arms_it_from_the_first_block():
     fit = FitBaseline(np.zeros(3000), (rng.normal(size=(3000, 8)) * SD).astype(np.float32), np.empty(0),
                       info={"n_components": 2, "seed": 0})
     t = PlaneTrigger(baseline_objects=20_000, cooldown_seconds=0)
-    assert t.arm_from_fit(fit) == "3000 fit objects, blocks of 128" and t.armed and t.source == "fit"
+    assert t.arm_from_fit(fit) == "3000 fit objects, blocks of 64" and t.armed and t.source == "fit"
     assert not any(d.fire for d in _feed(t, rng, 10))
     turned = SD.copy()
     turned[2] = 4.0
