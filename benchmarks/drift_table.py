@@ -286,6 +286,48 @@ def through_daemon(name: str, seed: int = 0) -> Run:
     return run
 
 
+# ----------------------------------------------------------------------------- the coverage gauge at a switch
+def coverage_switch(seed: int) -> dict[str, Any]:
+    """scikit-learn's digits as feature rows (Euclidean): a map of 100 landmarks fitted on 600 digits 0–4 (radius
+    and fit baseline on the other 500), then 24,000 resampled digits 0–4 (a little pixel noise) and 12,000
+    digits 5–9, in batches of 500, through the ``DriftMonitor`` (features given, so the radius's coverage is
+    checked every ``drift.coverage_every_objects`` and at the alarm). Returns the coverages checked before and
+    after the switch (the first after it: the one made with the alarm), the alarm's position and detector."""
+    from sklearn.datasets import load_digits
+
+    from streamembed import LandmarkMDS
+
+    X, y = load_digits(return_X_y=True)
+    rng = np.random.default_rng(seed)
+    old, new = X[y <= 4], X[y >= 5]
+    perm = rng.permutation(old.shape[0])
+    fit, rest = old[perm[:600]], old[perm[600:]]
+    model = LandmarkMDS(n_components=2, n_landmarks=100, metric="euclidean", random_state=seed).fit_features(
+        fit).model_
+    mon = _monitor(model)
+    checks: list[tuple[int, float]] = []
+    alarm: tuple[int, str, Any] | None = None
+    for start in range(0, OLD + NEW, BATCH):
+        src = rest if start < OLD else new
+        F = src[rng.integers(0, src.shape[0], BATCH)] + rng.normal(scale=0.5, size=(BATCH, X.shape[1]))
+        A = model.dissimilarities_to_landmarks(F)
+        res = model.place(A, k0_rows=32, errors="mask")
+        before = mon.triggered_at
+        mon.observe(A, res, features=F)
+        sample = mon.last_sample
+        if sample is not None and sample.coverage is not None:
+            checks.append((mon.objects_seen, float(sample.coverage)))
+        if mon.triggered_at is not None and before is None and alarm is None:
+            alarm = (int(mon.triggered_at), _fired_by(mon), mon.coverage_at_alarm)
+    pre = [c for at, c in checks if at <= OLD]
+    post = [c for at, c in checks if at > OLD]
+    return {"coverage_before": float(np.mean(pre)) if pre else math.nan, "checks_before": len(pre),
+            "coverage_after": ([] if alarm is None or alarm[2] is None else [float(alarm[2])]) + post,
+            "alarm_after": None if alarm is None else alarm[0] - OLD,
+            "detector": None if alarm is None else alarm[1],
+            "stated": None if model.radius_calibration is None else model.radius_calibration.coverage}
+
+
 # ----------------------------------------------------------------------------- the table
 def _delays(values: list[float]) -> str:
     finite = [v for v in values if math.isfinite(v)]
@@ -330,12 +372,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pools", default=",".join(POOLS))
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--daemon", default="words,sp500_dtw,code_to_prose")
+    ap.add_argument("--coverage-seeds", type=int, default=5)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     logging.getLogger("streamembed").setLevel(logging.WARNING)
     t0 = time.time()
     lines = [HEADER]
     detail: dict[str, Any] = {}
+    cov_lines = ["| seed | stated coverage | coverage checked before the switch (mean of checks) | objects from the "
+                 "switch to the alarm (detector) | coverage with the alarm, then at the next checks |",
+                 "| --- | ---: | --- | --- | --- |"]
+    for seed in range(args.coverage_seeds):
+        c = coverage_switch(seed)
+        detail[f"coverage seed {seed}"] = c
+        after = ", ".join(f"{x:.2f}" for x in c["coverage_after"][:4]) or "–"
+        cov_lines.append(f"| {seed} | {c['stated']} | {c['coverage_before']:.2f} ({c['checks_before']}) | "
+                         f"{c['alarm_after']} ({c['detector']}) | {after} |")
+        print(cov_lines[-1], flush=True)
     for name in [x for x in args.pools.split(",") if x]:
         runs = [in_process(name, s) for s in range(args.seeds)]
         detail[name] = [r.__dict__ for r in runs]
@@ -346,7 +399,8 @@ def main(argv: list[str] | None = None) -> int:
         detail[f"{name} (daemon)"] = [r.__dict__]
         lines.append(row(name, [r], "daemon"))
         print(lines[-1], flush=True)
-    text = "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n\nThe coverage gauge at a switch (digits 0–4 → 5–9 as feature rows, in-process):\n\n" + \
+        "\n".join(cov_lines) + "\n"
     load = os.getloadavg()
     head = (f"`python -m benchmarks.drift_table --pools {args.pools} --seeds {args.seeds} --daemon {args.daemon}` "
             f"({time.time() - t0:.0f} s, load {load[0]:.1f})\n\n")

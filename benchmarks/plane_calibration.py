@@ -67,6 +67,8 @@ def measure(axes: np.ndarray, rng: np.random.Generator, stated: float, objects: 
                 size = fit_trigger._fit_blocks.size
         assert det.cusum is not None
         chunk = min(CHUNK, objects - seen)
+        if chunk < size:
+            break
         values = block_shares(axes[rng.integers(0, axes.shape[0], chunk)], 2, size)
         pos = det.cusum.alarm_positions(-values)
         if pos.size:

@@ -81,7 +81,7 @@ class DriftConfig:
     cooldown_seconds: float = _s(rule_defaults.COOLDOWN_SECONDS, "No automatic refit within this many seconds after "
                                  "one.", min=0.0)
     plane_axes: int = _f(plane_defaults.PLANE_AXES, "plane: leading monitored axes the captured share is measured in "
-                         "(every object's projection on them is computed: about (axes + 1) x n flops).", min=2,
+                         "(each sampled row's projection on them costs about (axes + 1) x n flops).", min=2,
                          max=1000)
     plane_rows: int = _f(plane_defaults.PLANE_ROWS, "plane: rows per batch (evenly spaced) whose projections feed "
                          "the captured share; a batch of fewer rows gives all of them.", min=1, max=10_000_000)

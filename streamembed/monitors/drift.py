@@ -94,6 +94,8 @@ class DriftMonitor:
         self._since_check = settings.coverage_every_objects  # the first checkable batch is checked
         self._recent_features = np.empty((0, 0))
         self.last_sample: MonitorSample | None = None
+        #: the radius's coverage checked with the last alarm (None: no checkable objects then)
+        self.coverage_at_alarm: float | None = None
         self.reset(est, refitted=False)
 
     def reset(self, est: Any, refitted: bool = True) -> None:
@@ -203,9 +205,12 @@ class DriftMonitor:
                 reason = decision.reason if isinstance(self.trigger, AnyOf) else (
                     f"{alarm_phrase(self.trigger.kind)} ({self.trigger.kind}): {decision.reason}")
                 decision = replace(decision, reason=reason)
-                log.info("drift: alarm: %s; the refit waits for the reservoir to fill with post-change objects",
-                         reason, extra={"reason": reason, "objects_seen": self.objects_seen,
-                                        "detector": getattr(self.trigger, "fired_by", None) or self.trigger.kind})
+                coverage = self._coverage_at_alarm(sample, features, block)
+                fired_by = getattr(self.trigger, "fired_by", None) or self.trigger.kind
+                log.info("drift: alarm: %s; the refit waits for the reservoir to fill with post-change objects%s",
+                         reason, "" if coverage is None else f" (the radius covers {100 * coverage:.0f}% of a checked "
+                         f"sample now)", extra={"reason": reason, "objects_seen": self.objects_seen,
+                                                "detector": fired_by, "coverage": coverage})
                 self._armed = (decision.reason, stats, self.objects_seen + self.settings.reservoir_objects)
                 self.triggered_at = self.objects_seen
         if self._armed is not None and self.objects_seen >= self._armed[2] and self.pending is None:
@@ -235,6 +240,8 @@ class DriftMonitor:
             except (InputError, ValueError):  # rows the placer accepted: never expected
                 axes = None
         self._since_check += A.shape[0]
+        if features is not None and self._watches("coverage"):
+            self._recent_features = _last_rows(self._recent_features, features, s.coverage_objects)
         coverage, k = None, 0
         if (self._watches("coverage") and self._since_check >= s.coverage_every_objects
                 and model.radius_calibration is not None):
@@ -247,18 +254,34 @@ class DriftMonitor:
         cal = model.radius_calibration
         return MonitorSample(int(model.n_components), axes, coverage, k, None if cal is None else float(cal.coverage))
 
+    def _coverage_at_alarm(self, sample: MonitorSample, features: np.ndarray | None,
+                           block: tuple[np.ndarray, Any, np.ndarray] | None) -> float | None:
+        """At an alarm, the radius's coverage on this batch's checkable objects (the gauge shows the fall with the
+        alarm, whenever the last scheduled check was): the batch's own check, or one made now; None: none."""
+        if sample.coverage is not None:
+            self.coverage_at_alarm = sample.coverage
+            return sample.coverage
+        if self.model.radius_calibration is None or (features is None and block is None):
+            return None
+        checked = self._check_coverage(features, block)
+        if checked is None:
+            return None
+        if self.metrics is not None:
+            self.metrics.drift_coverage.set(checked[0])
+        self.coverage_at_alarm = checked[0]
+        return checked[0]
+
     def _check_coverage(self, features: np.ndarray | None,
                         block: tuple[np.ndarray, Any, np.ndarray] | None) -> tuple[float, int] | None:
         """(the radius's coverage, objects checked) on ``drift.coverage_objects`` objects with known mutual
-        dissimilarities (``core.trust.check``): the most recent feature rows (kept across batches), or a block
-        with at least that many members, or what ``observe``'s ``checkable`` supplied; None when there are
-        too few."""
+        dissimilarities (``core.trust.check``): the most recent feature rows (kept across batches by ``_sample``),
+        or a block with at least that many members, or what ``observe``'s ``checkable`` supplied; None when there
+        are too few."""
         from streamembed.core.trust.check import sample_coverage, sample_coverage_features
 
         model, k = self.model, self.settings.coverage_objects
         try:
             if features is not None:
-                self._recent_features = _last_rows(self._recent_features, features, k)
                 if self._recent_features.shape[0] < k:
                     return None
                 sc = sample_coverage_features(model, self._recent_features)
