@@ -35,7 +35,8 @@ from .core.errors import InputError, NotFittedError
 from .core.fit.features import feature_matrix, fit_warnings, landmark_objects
 from .core.fit.likelihood import ppca_loglik
 from .core.fit.skeleton import Skeleton
-from .core.model import LandmarkModel, Method, fit_model, fit_skeleton_model
+from .core.model import LandmarkModel, Method, fit_model
+from .core.skeleton_model import fit_skeleton_model
 from .core.options import DEFAULTS, METHODS, check_options
 from .core.refit.selections import SKELETON_SELECTION
 from .core.result import EmbeddingResult
@@ -442,7 +443,8 @@ _SKELETON_NEEDS_FEATURES = ("landmark_selection='skeleton' finds the skeleton of
 
 def _fit_skeleton(est: LandmarkMDS, X64: np.ndarray, metric: str, landmark_ids: LandmarkIds,
                   names: np.ndarray | None) -> tuple[LandmarkModel, Skeleton]:
-    """``fit_features`` with landmark_selection="skeleton": the LSDR map (``core.model.fit_skeleton_model``)."""
+    """``fit_features`` with landmark_selection="skeleton": the LSDR map
+    (``core.skeleton_model.fit_skeleton_model``)."""
     if metric != "euclidean":
         raise InputError(f"landmark_selection='skeleton' needs the Euclidean metric (its Delaunay tessellation "
                          f"and geodesics are Euclidean), got metric={metric!r}")

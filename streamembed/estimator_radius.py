@@ -2,7 +2,9 @@
 
 A mixin of the estimator (``streamembed.estimator``): it reads the fitted
 ``model_`` and the ``coverage`` and ``random_state`` parameters, and replaces
-``model_`` by the same map with a calibration (``core.trust.calibrate``).
+``model_`` by the same map with a calibration (``core.trust.calibrate``). The
+same non-landmark fit objects give the drift detectors their fit baseline
+(``core.monitor.fit_baseline``, docs/math.md §7.8): what a daemon arms them from.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 from .core.errors import NotFittedError
 from .core.inputs import validation
 from .core.model import LandmarkModel
+from .core.monitor.fit_baseline import fit_baseline_on_matrix
 from .core.trust.calibrate import MAX_OBJECTS, Calibrated, calibrate_on_matrix
 from .core.trust.conformal import check_coverage
 from .core.fit.features import feature_matrix
@@ -49,6 +52,12 @@ class RadiusMixin:
             return self
         self.model_ = self._with_radius(calibrate_on_matrix(self.model_, M, idx, coverage=self.coverage,
                                                             random_state=int(self.random_state)))
+        return self._with_baseline(M, idx)
+
+    def _with_baseline(self, M: np.ndarray, idx: np.ndarray) -> Self:
+        """The drift detectors' fit baseline on the objects of M (N, N) that are not the landmarks ``idx``."""
+        self.model_ = self.model_.with_fit_baseline(
+            fit_baseline_on_matrix(self.model_, M, idx, random_state=int(self.random_state)))
         return self
 
     def _with_radius(self, result: Calibrated) -> LandmarkModel:
@@ -61,7 +70,8 @@ class RadiusMixin:
         input="similarity"; feature rows (N, p) for a feature model), ``landmark_rows`` (n,) the rows of X
         that are the model's landmarks, in model order; every other row calibrates (docs/math.md §9), at
         most ``max_objects`` of them (a seeded sample).
-        Replaces the model's calibration (none, with a WARNING saying why, when it cannot be made)."""
+        Replaces the model's calibration (none, with a WARNING saying why, when it cannot be made), and its
+        drift detectors' fit baseline (docs/math.md §7.8)."""
         model = self._fitted()
         X64 = validation.as_float_array(X, "X", 2).astype(np.float64)  # rows with a bad entry are left out
         feature_rows = model.features is not None and not model.has_objects
@@ -71,7 +81,7 @@ class RadiusMixin:
         self.model_ = self._with_radius(calibrate_on_matrix(model, X64, rows, coverage=self.coverage,
                                                             random_state=int(self.random_state),
                                                             max_objects=int(max_objects)))
-        return self
+        return self._with_baseline(X64, rows)
 
     def radius(self, X: object, *, self_similarity: object = None) -> np.ndarray:
         """(m,) map units: how far each object's full-MDS position may be from its ``transform`` placement,

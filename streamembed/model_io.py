@@ -25,6 +25,9 @@ metadata (its own ``version``) and ``radius_*`` arrays; a file without it
 (saved before it existed, or from a fit without non-landmark objects) loads
 with no radius. The kernel bandwidth (``bandwidth``, ``kernel_bandwidth``, docs/math.md §8.6) is metadata too;
 a file without it gets the §3.3 rule's σ from what it keeps (``core.fit.bandwidth.saved_bandwidth``).
+with no radius. The drift detectors' fit baseline (``core.monitor.baseline``, docs/math.md §7.8) is a
+``drift_baseline`` block and ``drift_baseline_*`` arrays, the same way: a file without it loads, and its
+detectors take their baseline from the stream.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from .core.model import LandmarkModel, relative_eigengap
 from .core.options import DEFAULTS, check_options, config_names
 from .core.fit.ordinal_map import MonotoneTransform
 from .core.inputs.transforms import InputPipeline
+from .core.monitor.baseline import FitBaseline
 from .core.trust.calibration import RadiusCalibration
 from .model_objects import OBJECTS_META, object_arrays, objects_of_file
 
@@ -102,6 +106,8 @@ def model_arrays(model: LandmarkModel) -> dict[str, np.ndarray]:
         arrays["map_transform_y"] = model.map_transform.knots_y
     if model.radius_calibration is not None:  # the radius's calibration (core.trust; meta "radius" has the rest)
         arrays.update(model.radius_calibration.state()[0])
+    if model.fit_baseline is not None:  # the drift detectors' fit baseline (meta "drift_baseline" has the rest)
+        arrays.update(model.fit_baseline.state()[0])
     return arrays
 
 
@@ -151,6 +157,7 @@ def _metadata(model: LandmarkModel, arrays: dict[str, np.ndarray], params: dict[
         "radius": None if model.radius_calibration is None else model.radius_calibration.state()[1],
         "bandwidth": model.bandwidth,
         "kernel_bandwidth": model.kernel_bandwidth,
+        "drift_baseline": None if model.fit_baseline is None else model.fit_baseline.state()[1],
     }
     if model.has_objects:
         meta[OBJECTS_META] = object_arrays(model.features)[1]
@@ -483,4 +490,6 @@ def _build(files: dict[str, np.ndarray], meta: dict[str, Any]) -> tuple[Landmark
         model = model.aligned(files["alignment_rotation"], files["alignment_shift"])
     if meta.get("radius") is not None:  # files saved before the radius, or without a calibration, have none
         model = model.with_radius_calibration(RadiusCalibration.from_state(files, meta["radius"], n, d))
+    if meta.get("drift_baseline") is not None:  # files saved before it, or fitted without other objects, have none
+        model = model.with_fit_baseline(FitBaseline.from_state(files, meta["drift_baseline"], d))
     return model, params

@@ -73,7 +73,9 @@ class Producer:
             versions, its ``refit-requests/`` the requests.
         metric: the metric between objects (default: the model's; a name or ``package.module:function``).
         landmark_objects: the objects of the landmarks by id, for a model fitted from dissimilarities.
-        kafka, model_topic, model_name: the model topic (Kafka deployments) instead of ``root``.
+        kafka: the bootstrap servers of the model topic (Kafka deployments, instead of ``root``).
+        model_topic: the model topic's name (with ``kafka``).
+        model_name: the model's name on that topic.
         remember: how many of the objects it made rows for it keeps, to answer refit requests.
         refresh_seconds: the least time between two looks for a newer version.
     """

@@ -15,6 +15,15 @@ def _streamembed_logs_reach_caplog(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``-n 2 --dist loadgroup``, README's suite command) every broker test goes to one
+    worker, which starts the session's one broker; the other tests share the other workers."""
+    group = pytest.mark.xdist_group("broker")
+    for item in items:
+        if item.get_closest_marker("broker") is not None:
+            item.add_marker(group)
+
+
 #: An unmarked test slower than this is listed at the end of the run: mark it ``slow`` (or make it faster).
 SLOW_SECONDS = 5.0
 _unmarked_slow: list[tuple[str, float]] = []

@@ -68,7 +68,7 @@ def test_readme_keeps_the_two_commands_at_the_top() -> None:
     assert first_block, "README.md has no sh block"
     lines = first_block.group(1).splitlines()
     assert lines[1] == "pip install . && streamembed run", lines[:2]
-    assert lines[3] == "bash .ci/install.sh && python3 -m pytest", lines[2:4]
+    assert lines[3] == "bash .ci/install.sh && python3 -m pytest -n 2", lines[2:4]
     assert lines[3] in (ROOT / ".ci" / "run").read_text()
 
 

@@ -244,11 +244,22 @@ def run(args: argparse.Namespace) -> int:
                       f"letters{where} ({_dead_summary(stats)}){hint}")
     print(f"{stats.records_in:,} records: {stats.embedded:,} embedded -> {out}, {stats.dead:,} dead letters{where}"
           + (f" ({_dead_summary(stats)})" if stats.dead else ""), file=sys.stderr)
+    _explained_summary(model)
     if consistency is not None and consistency.first_alarm is not None:
         print(f"input consistency alarm after {consistency.first_alarm_objects:,} rows: {consistency.first_alarm} "
               f"(--no-order-check skips this check)", file=sys.stderr)
         return EXIT_FAILED
     return EXIT_FAILED if stats.dead else EXIT_OK
+
+
+def _explained_summary(model: Any) -> None:
+    """What the map explains of its fit population (docs/math.md §4.9), with the WARNING of a map that explains
+    little."""
+    from streamembed.core.monitor.explained import explained, warning_text
+
+    e = explained(model)
+    why = warning_text(e)
+    print(f"explained: {e.line()}" + (f"\nWARNING: {why}" if why else ""), file=sys.stderr)
 
 
 def add_parser(subparsers: Subparsers) -> None:

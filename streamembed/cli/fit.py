@@ -9,6 +9,7 @@ with ``--landmarks-out`` (one per line).
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 from pathlib import Path
@@ -17,6 +18,8 @@ from typing import Any
 import numpy as np
 
 from streamembed.cli.common import EXIT_OK, Refused, Subparsers, subcommand
+
+log = logging.getLogger("streamembed")
 
 __all__ = ["add_parser", "run", "read_matrix"]
 
@@ -265,14 +268,30 @@ def _report(args: argparse.Namespace, est: Any, lm_ids: list[str], N: int, named
         Path(args.landmarks_out).write_text("".join(f"{x}\n" for x in lm_ids), encoding="utf-8")
     named = "ids" if named_ids else "row numbers of the input"
     shown = ", ".join(lm_ids[:12]) + (f", ... ({n - 12} more)" if n > 12 else "")
+    from streamembed.core.monitor.explained import explained, warning_text
+
+    e = explained(est.model_)
+    if warning_text(e):
+        log.warning("%s", warning_text(e))
     print(f"wrote {args.output}: {n} landmarks (of {N}), d = {args.n_components}, {kind}, lineage "
           f"{est.lineage_}, fitted in {time.perf_counter() - t0:.2f} s\n"
           f"{_radius_line(est.model_, N - n)}\n"
+          f"explained: {e.line()}\n"
+          f"drift: {_arming(est.model_)}\n"
           f"landmarks in model order ({named}): {shown}"
           + (f"\n(all {n} written to {args.landmarks_out})" if args.landmarks_out else
              "\n(--landmarks-out FILE writes them all, one per line; `streamembed model info` shows them)"),
           file=sys.stderr)
     return EXIT_OK
+
+
+def _arming(model: Any) -> str:
+    """What the model's fit baseline arms a daemon's drift detectors with (docs/math.md §7.8)."""
+    b = model.fit_baseline
+    if b is None:
+        return ("no fit baseline (every object is a landmark): a daemon's detectors arm after "
+                "drift.baseline_objects objects of the stream")
+    return f"armed from the fit: a daemon monitors from the first record ({b.n_objects:,} non-landmark fit objects)"
 
 
 def _radius_line(model: Any, others: int) -> str:

@@ -6,8 +6,9 @@ JSON lines ``{"id": ..., "object": ...}``, or any other file as text lines
 built-in name or ``package.module:function``, ``core.inputs.metrics``)
 computes only the dissimilarities the fit asks for: the landmark selection's
 (``core.inputs.dissimilarities.Dissimilarities`` counts them), the landmarks'
-among themselves, and the radius calibration's, on a seeded sample of at most
-``core.trust.calibrate.MAX_OBJECTS`` other objects. The model keeps the
+among themselves, and those of the radius calibration and the drift detectors'
+fit baseline, on one seeded sample of at most ``core.trust.calibrate.MAX_OBJECTS``
+other objects (so drift monitoring is armed from the first record). The model keeps the
 landmarks' objects (``streamembed model landmarks`` exports them) and the
 metric's name, so rows carrying objects are placed by the daemon, and the
 summary states how many dissimilarities were computed against the N(N - 1)/2
@@ -132,8 +133,9 @@ def run_objects(args: argparse.Namespace) -> int:
 
 
 def _calibrate(est: Any, objs: Any, idx: np.ndarray, metric: Any, seed: int) -> int:
-    """Calibrate the radius on a seeded sample of the other objects (their rows and mutual dissimilarities only);
-    returns the dissimilarities it computed."""
+    """Calibrate the radius, then the drift detectors' fit baseline, on a seeded sample of the other objects (their
+    rows and mutual dissimilarities only); returns the dissimilarities it computed."""
+    from streamembed.core.monitor.fit_baseline import fit_baseline_on_matrix
     from streamembed.core.trust.calibrate import MAX_OBJECTS, calibrate
 
     model = est.model_
@@ -152,6 +154,8 @@ def _calibrate(est: Any, objs: Any, idx: np.ndarray, metric: Any, seed: int) -> 
     est.model_ = model.with_radius_calibration(result.calibration)
     if result.calibration is not None:
         result.calibration.info.update(sampled=bool(len(objs) - n > others.size), fit_objects=int(len(objs) - n))
+    est.model_ = est.model_.with_fit_baseline(fit_baseline_on_matrix(est.model_, D, np.arange(n),
+                                                                     random_state=int(seed)))
     return int(rows.size + mutual.size)
 
 

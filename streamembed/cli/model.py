@@ -52,6 +52,7 @@ def landmarks(args: argparse.Namespace) -> int:
 def info(args: argparse.Namespace) -> int:
     """``streamembed model info``: print what a model file holds."""
     from streamembed.core.errors import ModelFileError
+    from streamembed.core.monitor.explained import explained, warning_text
     from streamembed.model_io import read_model_file
 
     try:
@@ -64,7 +65,11 @@ def info(args: argparse.Namespace) -> int:
                            "radius": None if model.radius_calibration is None else {
                                "coverage": model.radius_calibration.coverage,
                                "methods": sorted(model.radius_calibration.methods),
-                               **model.radius_calibration.info}}
+                               **model.radius_calibration.info},
+                           "explained": _explained_doc(explained(model)),
+                           "drift_baseline": None if model.fit_baseline is None else {
+                               **model.fit_baseline.info, "objects": model.fit_baseline.n_objects,
+                               "coverage_objects": model.fit_baseline.coverage_objects}}
     if args.json:
         print(json.dumps(doc, indent=1))
         return EXIT_OK
@@ -85,11 +90,34 @@ def info(args: argparse.Namespace) -> int:
         "  kernel bandwidth (method kernel, docs/math.md 8.6): "
         + ("none" if model.bandwidth is None else f"{model.bandwidth:.6g}"
            + (" (given)" if model.kernel_bandwidth is not None else " (the landmarks' rule)")),
+        "  explained: " + _explained_line(explained(model), warning_text),
+        "  drift: " + _arming_line(doc["drift_baseline"]),
         f"  landmark ids in model order (input rows follow it): {', '.join(ids[:limit])}"
         + ("" if limit >= len(ids) else f", ... ({len(ids) - limit} more; --all shows them)"),
     ]
     print("\n".join(lines))
     return EXIT_OK
+
+
+def _explained_line(e: Any, warning_text: Any) -> str:
+    why = warning_text(e)
+    return e.line() if why is None else f"{e.line()} -- WARNING: positions show a small part of the structure" + \
+        why[why.index(";"):]
+
+
+def _explained_doc(e: Any) -> dict[str, Any]:
+    return {"share": e.share, "median_unexplained": e.median_unexplained, "objects": e.objects, "of": e.of,
+            "half_dimension": e.half_dimension, "low": e.low}
+
+
+def _arming_line(baseline: dict[str, Any] | None) -> str:
+    if baseline is None:
+        return ("no fit baseline: a daemon's detectors arm after drift.baseline_objects objects of the stream "
+                "(fit with more objects than landmarks to arm them from the first record; docs/math.md 7.8)")
+    cov = int(baseline.get("coverage_samples", 0))
+    return (f"armed from the fit: {baseline['objects']:,} non-landmark fit objects"
+            + (f", {cov} coverage samples of {baseline.get('coverage_objects', '?')}" if cov else "")
+            + " (docs/math.md 7.8)")
 
 
 def _radius_line(radius: dict[str, Any] | None) -> str:

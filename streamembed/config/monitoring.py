@@ -11,9 +11,12 @@ from dataclasses import dataclass
 from streamembed.config.fields import seconds as _s
 from streamembed.config.fields import setting as _f
 from streamembed.core.monitor import detector as cusum_defaults
+from streamembed.core.monitor import coverage_watch as coverage_defaults
 from streamembed.core.monitor import drift as rule_defaults
+from streamembed.core.monitor import fit_baseline as fit_defaults
+from streamembed.core.monitor import plane as plane_defaults
 from streamembed.core.monitor.drift import STATISTICS
-from streamembed.core.monitor.triggers import TRIGGERS
+from streamembed.core.monitor.triggers import DEFAULT_DETECTOR, detector_choices
 from streamembed.core.refit.refit import DEFAULT_SELECTION, REFIT_SELECTIONS
 from streamembed.core.trust.conformal import DEFAULT_COVERAGE
 
@@ -40,10 +43,13 @@ class DriftConfig:
                                   "objects ...", min=1)
     stats_every_seconds: float = _s(1.0, "... or this many seconds, whichever comes first; the trigger sees them at "
                                     "that granularity.", min=0.0)
-    detector: str = _f(TRIGGERS.names()[0], "What decides a refit (core.monitor.triggers): cusum, a sequential "
-                       "detector on the per-object unexplained energy whose threshold is calibrated on the baseline "
-                       "to expected_run_objects between false alarms (docs/math.md §7), or rule, the window "
-                       "statistic against baseline x ratio below.", choices=TRIGGERS.names())
+    detector: str = _f(DEFAULT_DETECTOR, "What decides a refit (core.monitor.triggers; kinds joined by +, any of "
+                       "them firing): cusum, a sequential detector on the per-object unexplained energy whose "
+                       "threshold is calibrated on the baseline to expected_run_objects between false alarms (off "
+                       "the map, docs/math.md §7); plane, the same on the share of the recent objects' variance the "
+                       "map holds against their best d-plane (the map's plane turned, §7.7); coverage, the same on "
+                       "the radius's coverage of checked samples (§7.9); rule, the window statistic against "
+                       "baseline x ratio below.", choices=detector_choices())
     expected_run_objects: float = _f(cusum_defaults.EXPECTED_RUN_OBJECTS, "cusum: stationary objects expected "
                                      "between false alarms (the calibrated guarantee; at 10,000 objects/s 1e8 is "
                                      "one false alarm per ~2.8 h).", min=1.0)
@@ -77,6 +83,25 @@ class DriftConfig:
                                "taken (both detectors; the cusum calibrates on them).", min=1)
     cooldown_seconds: float = _s(rule_defaults.COOLDOWN_SECONDS, "No automatic refit within this many seconds after "
                                  "one.", min=0.0)
+    plane_axes: int = _f(plane_defaults.PLANE_AXES, "plane: leading monitored axes the captured share is measured in "
+                         "(each sampled row's projection on them costs about (axes + 1) x n flops).", min=2,
+                         max=1000)
+    plane_rows: int = _f(plane_defaults.PLANE_ROWS, "plane: rows per batch (evenly spaced) whose projections feed "
+                         "the captured share; a batch of fewer rows gives all of them.", min=1, max=10_000_000)
+    plane_objects: int = _f(plane_defaults.PLANE_OBJECTS, "plane: objects per block whose captured share is one "
+                            "CUSUM step.", min=4, max=1_000_000)
+    plane_min_shift: float = _f(plane_defaults.PLANE_MIN_SHIFT, "plane: the fall of the captured share to detect "
+                                "quickly, in baseline standard deviations of one block's share.", min=0.0,
+                                exclusive_min=True)
+    coverage_every_objects: int = _f(coverage_defaults.COVERAGE_EVERY_OBJECTS, "coverage: objects between two checks "
+                                     "of the radius on a sample with mutual dissimilarities (feature rows, blocks); "
+                                     "each costs one eigendecomposition of (landmarks + coverage_objects)^2.",
+                                     min=1)
+    coverage_objects: int = _f(fit_defaults.COVERAGE_OBJECTS, "coverage: objects per checked sample (the fit "
+                               "baseline's samples have this size).", min=20, max=10_000)
+    coverage_min_shift: float = _f(coverage_defaults.COVERAGE_MIN_SHIFT, "coverage: the fall of the coverage to "
+                                   "detect quickly, in baseline standard deviations of one check's coverage.",
+                                   min=0.0, exclusive_min=True)
 
 
 @dataclass

@@ -106,6 +106,13 @@ RANGES: dict[str, Range] = {
     "drift.min_objects": Range(1, 1_000_000_000),
     "drift.baseline_objects": Range(1, 1_000_000_000),
     "drift.cooldown_seconds": Range(0.0, _S),
+    "drift.plane_axes": Range(2, 1000),
+    "drift.plane_rows": Range(1, 10_000_000),
+    "drift.plane_objects": Range(4, 1_000_000),
+    "drift.plane_min_shift": Range(0.0, 1e6, exclusive_low=True),
+    "drift.coverage_every_objects": Range(1, MAX_ROWS),
+    "drift.coverage_objects": Range(20, 10_000),
+    "drift.coverage_min_shift": Range(0.0, 1e6, exclusive_low=True),
     # [consistency]
     "consistency.window_objects": Range(10, 10_000_000),
     "consistency.min_objects": Range(1, 1_000_000_000),

@@ -42,6 +42,13 @@ FLAG_POSSIBLY_NONGLOBAL = np.uint32(128)
 #: K0 = β − Ŷ_r Ŷ_rᵀ has an eigenvalue below −``INCONSISTENT_RTOL`` times the block's scale,
 #: which no Euclidean block has (docs/math.md §4.3).
 FLAG_INCONSISTENT_BLOCK = np.uint32(256)
+#: The row's scale is far outside the landmarks': its mean squared dissimilarity lies outside the range the fit
+#: population spans by more than ``core.monitor.plausibility.SCALE_MARGIN`` (rows in other units: ×10, squared
+#: distances; docs/math.md §4.8).
+FLAG_IMPLAUSIBLE_SCALE = np.uint32(512)
+#: The placement's unexplained energy is negative beyond what the fit population shows (beyond round-off for a
+#: population without any): no real object's row gives it (docs/math.md §4.8).
+FLAG_NEGATIVE_UNEXPLAINED = np.uint32(1024)
 
 FLAG_NAMES: dict[int, str] = {
     int(FLAG_AMBIGUOUS): "ambiguous_sign",
@@ -53,6 +60,8 @@ FLAG_NAMES: dict[int, str] = {
     int(FLAG_UNCERTIFIED): "uncertified",
     int(FLAG_POSSIBLY_NONGLOBAL): "possibly_nonglobal",
     int(FLAG_INCONSISTENT_BLOCK): "inconsistent_block",
+    int(FLAG_IMPLAUSIBLE_SCALE): "implausible_scale",
+    int(FLAG_NEGATIVE_UNEXPLAINED): "negative_unexplained",
 }
 
 

@@ -34,13 +34,14 @@ from .fit.bandwidth import fit_bandwidth
 from .fit.cmds import NEGATIVE_SHARE_TOL, LandmarkSpectrum, default_partial_rank, fit_spectrum_eigh
 from .fit.metric_map import refine_map
 from .fit.ordinal_map import MonotoneTransform, rank_start
-from .fit.skeleton import Skeleton, fit_skeleton
 from .inputs import kernel as kernel_input
 from .inputs import validation
 from .inputs.metrics import resolve_metric
 from .inputs.transforms import InputPipeline
+from .monitor.baseline import FitBaseline
 from .monitor.bounds import WindowBounds
 from .monitor.calibration import arrival_negative_ratio
+from .monitor.plausibility import implausible_flags, row_limits
 from .options import CORRECTIONS, CRITERION_METHODS, DEFAULTS, INPUTS, KERNEL_METHODS, METHODS, check_options
 from .place.kernel import check_bandwidth
 from .place.methods import block_refusal, map_problem
@@ -49,7 +50,7 @@ from .place.projection import ProjectionKernel
 from .result import EmbeddingResult
 from .trust.calibration import RadiusCalibration
 
-__all__ = ["LandmarkModel", "fit_model", "fit_skeleton_model", "relative_eigengap", "EIGENGAP_RTOL", "METHODS",
+__all__ = ["LandmarkModel", "fit_model", "relative_eigengap", "EIGENGAP_RTOL", "METHODS",
            "KERNEL_METHODS", "CRITERION_METHODS", "INPUTS", "CORRECTIONS", "Method", "lineage_of"]
 
 # METHODS, KERNEL_METHODS, CRITERION_METHODS, INPUTS and CORRECTIONS are the option table's (core.options).
@@ -99,6 +100,8 @@ class LandmarkModel:
             ``kernel_bandwidth`` when given, else the §3.3 rule from the landmarks at fit (a skeleton map's own);
             None when there is none (``method="kernel"`` is then refused, saying why).
         kernel_bandwidth: the σ the user gave (None: the rule's); a refit keeps it.
+        fit_baseline: what the drift detectors are armed from (``core.monitor.baseline``, docs/math.md §7.8),
+            or None: they take their baseline from the stream.
     """
 
     spectrum: LandmarkSpectrum
@@ -123,6 +126,7 @@ class LandmarkModel:
     radius_calibration: RadiusCalibration | None = None
     bandwidth: float | None = None
     kernel_bandwidth: float | None = None
+    fit_baseline: FitBaseline | None = None
     _placer: Placer | None = field(default=None, init=False, repr=False, compare=False)
     _lock: Any = field(default_factory=threading.RLock, init=False, repr=False, compare=False)
 
@@ -211,7 +215,8 @@ class LandmarkModel:
                 "eigengap": self.eigengap, "map_unique": self.map_unique,
                 "monitored_eigenpairs": self.spectrum.rank,
                 "radius_coverage": None if self.radius_calibration is None else self.radius_calibration.coverage,
-                "bandwidth": self.bandwidth, "kernel_bandwidth": self.kernel_bandwidth}
+                "bandwidth": self.bandwidth, "kernel_bandwidth": self.kernel_bandwidth,
+                "drift_baseline_objects": None if self.fit_baseline is None else self.fit_baseline.n_objects}
 
     def check_method(self, method: str, block: bool = False) -> None:
         """Refuse a method this map cannot use (a refined map has no kernel projection; ``method="kernel"`` needs a
@@ -255,6 +260,9 @@ class LandmarkModel:
         """This model with the user's bandwidth σ for ``method="kernel"`` (a finite number > 0, else InputError)."""
         s = check_bandwidth(sigma, "kernel_bandwidth")
         return replace(self, bandwidth=s, kernel_bandwidth=s)
+    def with_fit_baseline(self, baseline: FitBaseline | None) -> LandmarkModel:
+        """This model with another fit baseline for the drift detectors (None: they baseline on the stream)."""
+        return replace(self, fit_baseline=baseline)
 
     def with_version(self, version: int, lineage: str | None = None) -> LandmarkModel:
         return replace(self, version=int(version), lineage=self.lineage if lineage is None else lineage)
@@ -285,14 +293,23 @@ class LandmarkModel:
               self_similarity: object = None) -> EmbeddingResult:
         """Embed a batch and say how much to trust each placement (``Placer.place``), output frame."""
         self.check_method(method, block=C is not None)
-        return self.placer.place(A, C, method=method, k0_rows=k0_rows, errors=errors, self_similarity=self_similarity)
+        return self._flag_rows(self.placer.place(A, C, method=method, k0_rows=k0_rows, errors=errors,
+                                                 self_similarity=self_similarity))
 
     def place_blocks(self, A: object, cross: Any, sizes: Any = None, *,
                      k0_rows: None | Literal["all"] | int = None, errors: Literal["raise", "mask"] = "raise",
                      max_block_rows: int | None = None) -> EmbeddingResult:
         """Block RR of many blocks in one solver call (``Placer.place_blocks``), output frame."""
         self.check_method("projection", block=True)
-        return self.placer.place_blocks(A, cross, sizes, k0_rows=k0_rows, errors=errors, max_block_rows=max_block_rows)
+        return self._flag_rows(self.placer.place_blocks(A, cross, sizes, k0_rows=k0_rows, errors=errors,
+                                                        max_block_rows=max_block_rows))
+
+    def _flag_rows(self, res: EmbeddingResult) -> EmbeddingResult:
+        """``res`` with the flags of rows that cannot be right (``core.monitor.plausibility``, docs/math.md §4.8)."""
+        limits = self.cached("row_limits", lambda: row_limits(self.spectrum, int(self.n_components),
+                                                               self.fit_baseline))
+        res.flags = res.flags | implausible_flags(res.beta, res.unexplained, limits)
+        return res
 
     def to_frame(self, res: EmbeddingResult) -> EmbeddingResult:
         """Map a result from the model's own frame into the output frame (in place)."""
@@ -430,32 +447,6 @@ def fit_model(
                         map_info={"criterion": float(ref.criterion), "iterations": int(ref.iterations),
                                   "converged": bool(ref.converged), "tolerance": float(ref.tolerance)})
     return model
-
-
-def fit_skeleton_model(F: object, *, skeleton_alpha: float, skeleton_neighbors: int,
-                       landmark_ids: Iterable[Any] | None = None, **fit_kwargs: Any) -> tuple[LandmarkModel, Skeleton]:
-    """(the skeleton map, the skeleton) of feature vectors F (N, p) under the Euclidean metric (docs/math.md §8.4).
-
-    The landmarks are the LSDR skeleton (``core.fit.skeleton.fit_skeleton``) of F with level ``skeleton_alpha``
-    and ``skeleton_neighbors`` neighbours, in index order; the map is ``fit_model`` of the geodesics between them
-    (``fit_kwargs``: its other options), in feature mode (Euclidean distances to the skeleton points are the
-    input rows). ``landmark_ids`` (N,) names every object (default: the row numbers), the skeleton's are kept.
-    The kernel bandwidth is the skeleton's σ (``Skeleton.bandwidth``) unless ``kernel_bandwidth`` is given.
-    """
-    sk = fit_skeleton(F, skeleton_alpha, skeleton_neighbors)
-    d = int(fit_kwargs.get("n_components", 2))
-    if sk.size <= d:
-        raise InputError(f"the skeleton of the {sk.graph.n_points} points has {sk.size} point(s) "
-                         f"({sk.n_boundary} boundary points): a map of n_components = {d} needs at least {d + 1}")
-    N = sk.graph.n_points
-    ids = [str(i) for i in range(N)] if landmark_ids is None else [str(x) for x in landmark_ids]
-    if len(ids) != N:
-        raise InputError(f"landmark_ids has {len(ids)} entries for {N} objects")
-    model = fit_model(sk.geodesics, **fit_kwargs, landmark_ids=[ids[i] for i in sk.indices],
-                      features=np.asarray(F, dtype=np.float64)[sk.indices], metric="euclidean")
-    if model.kernel_bandwidth is None:
-        model = replace(model, bandwidth=sk.bandwidth)
-    return model, sk
 
 
 def relative_eigengap(spectrum: LandmarkSpectrum, n_components: int) -> float | None:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from streamembed.core.fit.features import feature_matrix, fit_feature_model, fit_warnings
+from streamembed.core.monitor.fit_baseline import fit_baseline_on_matrix
 from streamembed.core.trust.calibrate import calibrate_on_matrix
 from streamembed.core.monitor.detector import CalibrationError
 from streamembed.core.options import DEFAULTS
@@ -128,13 +129,16 @@ def _estimator_params(cfg: Config) -> dict[str, Any]:
 
 def _calibrated(model: LandmarkModel, X: np.ndarray, idx: np.ndarray, cfg: Config) -> LandmarkModel:
     """The generator model with its radius calibrated on the sample X's objects that are not landmarks
-    (docs/math.md §9); as it is, with a WARNING saying why, when that cannot be made."""
+    (docs/math.md §9), and its drift detectors' fit baseline on them (§7.8); as it is, with a WARNING saying
+    why, when the radius cannot be made."""
     M = feature_matrix(np.asarray(X, dtype=np.float64), str(model.metric), model.input_kind)
-    result = calibrate_on_matrix(model, M, np.asarray(idx, dtype=np.int64), coverage=cfg.trust.coverage,
+    lm = np.asarray(idx, dtype=np.int64)
+    result = calibrate_on_matrix(model, M, lm, coverage=cfg.trust.coverage,
                                  random_state=int(cfg.generator.seed), max_objects=GENERATOR_CALIBRATION_OBJECTS)
     if result.calibration is None:
         log.warning("%s", result.reason)
-    return model.with_radius_calibration(result.calibration)
+    model = model.with_radius_calibration(result.calibration)
+    return model.with_fit_baseline(fit_baseline_on_matrix(model, M, lm, random_state=int(cfg.generator.seed)))
 
 
 def stated_coverage(model: LandmarkModel, coverage: float, method: str) -> LandmarkModel:

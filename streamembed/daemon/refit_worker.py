@@ -8,7 +8,10 @@ JOB.npz (``allow_pickle=False``) holds the candidates: ``dissimilarities``
 object job of ``daemon.refit_jobs`` (their objects, rows and metric), from
 which the worker computes the dissimilarities itself. The worker loads the old model,
 runs ``core.refit.refit.refit`` (selection, classical MDS, Procrustes alignment),
-writes the new model atomically and a JSON record of what it did
+calibrates the new model's radius and its drift detectors' fit baseline on the
+candidates that did not become landmarks (``calibrated``: their mutual
+dissimilarities are in the job, docs/math.md §7.8, §9), writes the new model
+atomically and a JSON record of what it did
 (``"outcome": "installed"``, or ``"kept"`` with no model when the refit would
 not improve the map); it exits 0 on success and 1 with ``{"error": ...}`` in
 the record otherwise. Nothing
@@ -31,8 +34,8 @@ import numpy as np
 from streamembed.atomic import atomic_write_bytes
 
 #: Figures of ``core.refit.policy`` copied to the top level of the record (the map page and ``plot drift`` read them).
-RECORDED = ("captured_before", "captured_after", "captured_best", "unexplained_before", "unexplained_after",
-            "unexplained_best", "movement", "candidate", "gain")
+RECORDED = ("captured_before", "captured_after", "captured_best", "captured_share_before", "captured_share_after",
+            "unexplained_before", "unexplained_after", "unexplained_best", "movement", "candidate", "gain")
 
 
 def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
@@ -49,8 +52,10 @@ def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
             min_gain = float(npz["min_gain"]) if "min_gain" in npz.files else None
         options: dict[str, Any] = {"min_gain": min_gain} if selection == "adaptive" and min_gain is not None else {}
         res = refit(old, D, ids, n_landmarks=n_landmarks, features=features, selection=selection, **options)
+        calibration: dict[str, Any] = {}
         if res.model is not None:
-            save_model(res.model, new_model, params=params)
+            model, calibration = calibrated(res.model, old, D, ids)
+            save_model(model, new_model, params=params)
         doc = {
             "outcome": res.outcome,
             "detail": res.reason,
@@ -67,6 +72,7 @@ def run(job: Path, old_model: Path, new_model: Path, record: Path) -> int:
             "selection": selection,
             "selection_details": {k: v for k, v in res.details.items() if k not in ("n_candidates", "kept_old")},
             **{k: res.details[k] for k in RECORDED if k in res.details},
+            **calibration,
         }
         code = 0
     except Exception as exc:  # reported to the daemon through the record
@@ -85,6 +91,25 @@ def _candidates(npz: Any, old: Any) -> tuple[Any, list[str], Any]:
         return cs.D, cs.ids, cs.features
     features = npz["features"] if "features" in npz.files else None
     return npz["dissimilarities"], [str(x) for x in npz["ids"]], features
+def calibrated(model: Any, old: Any, D: np.ndarray, ids: list[str]) -> tuple[Any, dict[str, Any]]:
+    """(``model`` with its radius calibrated on the candidates that did not become landmarks, at the old model's
+    stated coverage, and the drift detectors' fit baseline on them; what was made, for the record). D (N, N) are
+    the candidates' dissimilarities, ``ids`` (N,) theirs; a calibration that cannot be made leaves none, and the
+    record says why."""
+    from streamembed.core.monitor.fit_baseline import fit_baseline_on_matrix
+    from streamembed.core.trust.calibrate import calibrate_on_matrix
+    from streamembed.core.trust.conformal import DEFAULT_COVERAGE
+
+    where = {str(x): i for i, x in enumerate(ids)}
+    rows = np.array([where[str(x)] for x in model.landmark_ids], dtype=np.int64)
+    coverage = DEFAULT_COVERAGE if old.radius_calibration is None else old.radius_calibration.coverage
+    out = calibrate_on_matrix(model, D, rows, coverage=coverage, random_state=int(model.random_state))
+    model = model.with_radius_calibration(out.calibration)
+    baseline = fit_baseline_on_matrix(model, D, rows, random_state=int(model.random_state))
+    model = model.with_fit_baseline(baseline)
+    info = {"radius": "calibrated" if out.calibration is not None else out.reason,
+            "drift_baseline_objects": 0 if baseline is None else baseline.n_objects}
+    return model, info
 
 
 def die_with_parent() -> None:

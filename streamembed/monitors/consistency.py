@@ -16,6 +16,13 @@ the remedy, the ``streamembed_input_consistency_alarm`` gauge, and a
 ``/readyz`` problem; it clears (INFO) when C is back above
 (1 + alarm_below)/2. A new model starts a new window. Feature rows are not
 scored: the engine computes their dissimilarities itself.
+
+Rows that cannot be right (flagged ``implausible_scale`` or
+``negative_unexplained``, docs/math.md §4.8: other units than the landmarks',
+×10, squared) raise the same alarm on their own when more than
+``IMPLAUSIBLE_ALARM`` of the last ``consistency.window_objects`` rows carry
+one, from ``IMPLAUSIBLE_MIN_ROWS`` rows on — a file of three such rows
+alarms as a stream of thousands does; it clears below half of that share.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from streamembed.core.flags import FLAG_IMPLAUSIBLE_SCALE, FLAG_NEGATIVE_UNEXPLAINED
 from streamembed.core.monitor.consistency import ProfileCheck, profile_check
 from streamembed.config.schema import ConsistencyConfig
 
@@ -35,6 +43,9 @@ log = logging.getLogger("streamembed.consistency")
 
 #: The name of the ``/readyz`` problem while the alarm is raised.
 HEALTH_PROBLEM = "input_consistency"
+#: Share of the window's rows flagged as impossible above which the alarm is raised, and rows needed first.
+IMPLAUSIBLE_ALARM = 0.5
+IMPLAUSIBLE_MIN_ROWS = 3
 
 
 class ConsistencyMonitor:
@@ -65,6 +76,11 @@ class ConsistencyMonitor:
         self.first_alarm: str | None = None
         self.first_alarm_objects: int | None = None
         self._failed = False
+        self._alarm_kind = ""
+        self._implausible = np.zeros(self._scores.size, dtype=bool)
+        self._inext = self._isize = 0
+        #: share of the window's rows flagged as impossible (NaN before any)
+        self.implausible_share = math.nan
         self._export()
 
     @property
@@ -76,12 +92,15 @@ class ConsistencyMonitor:
         """Rows scored in the current window."""
         return self._size
 
-    def observe(self, model: Any, A: np.ndarray, *, file: str | None = None) -> None:
-        """Account for the valid rows A (m, w) of one batch embedded with ``model``; never raises."""
+    def observe(self, model: Any, A: np.ndarray, *, file: str | None = None, flags: np.ndarray | None = None) -> None:
+        """Account for the valid rows A (m, w) of one batch embedded with ``model`` (their placements' ``flags``
+        (m,), when given, for the rows that cannot be right); never raises."""
         if not self.settings.enabled or A.shape[0] == 0:
             return
         try:
             self._observe(model, A, file)
+            if flags is not None:
+                self.account_flags(np.asarray(flags), model, file)
         except Exception:  # a monitor must not cost the batch its records
             if not self._failed:
                 log.warning("input consistency: scoring a batch failed; the check is skipped for it", exc_info=True)
@@ -112,9 +131,39 @@ class ConsistencyMonitor:
         self.value = check.consistency(float(self._scores[:self._size].mean()))
         if not self.alarm and self.value < self.settings.alarm_below:
             self._raise(check, model, file)
-        elif self.alarm and self.value >= self.clear_above:
+        elif self.alarm and self._alarm_kind == "order" and self.value >= self.clear_above:
             self._clear()
         self._export()
+
+    def account_flags(self, flags: np.ndarray, model: Any, file: str | None = None) -> None:
+        """Add one batch's placement flags to the window of impossible rows and decide (module doc)."""
+        bad = (flags & (FLAG_IMPLAUSIBLE_SCALE | FLAG_NEGATIVE_UNEXPLAINED)) != 0
+        cap = self._implausible.size
+        bad = bad[-cap:]
+        if bad.size:
+            at = (self._inext + np.arange(bad.size)) % cap
+            self._implausible[at] = bad
+            self._inext = int((at[-1] + 1) % cap)
+            self._isize = min(cap, self._isize + bad.size)
+        if self._isize == 0:
+            return
+        share = float(self._implausible[: self._isize].mean())
+        self.implausible_share = share
+        if not self.alarm and self._isize >= IMPLAUSIBLE_MIN_ROWS and share > IMPLAUSIBLE_ALARM:
+            self._raise_implausible(share, model, file)
+            self._export()
+        elif self.alarm and self._alarm_kind == "scale" and share < IMPLAUSIBLE_ALARM / 2:
+            self._clear()
+
+    def _raise_implausible(self, share: float, model: Any, file: str | None) -> None:
+        where = f" (last batch from {file})" if file else ""
+        self._alarm_kind = "scale"
+        self._alarm_with(
+            f"input rows cannot be right: {100 * share:.0f}% of the last {self._isize:,} rows{where} are flagged "
+            f"implausible_scale or negative_unexplained, model version {getattr(model, 'version', '?')} (their mean "
+            f"squared dissimilarity is more than 3x outside the fit population's range, or their unexplained energy "
+            f"is negative as no real object's is; docs/math.md §4.8). Are they in other units than the landmarks' "
+            f"dissimilarities (multiplied, squared, similarities)?")
 
     def start(self, model: Any) -> ProfileCheck | None:
         """Watch ``model`` from now on (a new window); its check, or None when its rows cannot be checked."""
@@ -127,6 +176,8 @@ class ConsistencyMonitor:
             self._clear()
         self._model = model
         self._next = self._size = 0
+        self._inext = self._isize = 0
+        self.implausible_share = math.nan
         self.value = math.nan
         check = profile_check(model)
         self._check = check if check is not None and check.usable else None
@@ -149,19 +200,24 @@ class ConsistencyMonitor:
         self._size = min(cap, self._size + k)
 
     def _raise(self, check: ProfileCheck, model: Any, file: str | None) -> None:
-        self.alarm = True
-        self.alarms += 1
         where = f" (last batch from {file})" if file else ""
-        self.alarm_text = (
+        self._alarm_kind = "order"
+        self._alarm_with(
             f"input rows look like they follow another landmark order: consistency {self.value:.2f} over the last "
             f"{self._size:,} rows scored{where}, model version {getattr(model, 'version', '?')} (1 = like the "
             f"landmarks' own rows, 0 = unrelated to the landmark order; alarm below {self.settings.alarm_below:g}, "
             f"docs/math.md §4.5). Check the column order against `streamembed model info`, or name it: a "
             f"'landmarks' list per row, or streamembed.landmarks field metadata (docs/formats.md)")
+
+    def _alarm_with(self, text: str) -> None:
+        self.alarm = True
+        self.alarms += 1
+        self.alarm_text = text
         if self.first_alarm is None:
             self.first_alarm, self.first_alarm_objects = self.alarm_text, self.objects
         if self.warn:
-            log.warning("%s", self.alarm_text, extra={"consistency": round(self.value, 4), "rows": self._size})
+            log.warning("%s", self.alarm_text, extra={"consistency": round(self.value, 4) if math.isfinite(self.value)
+                                                      else None, "rows": self._size})
         if self.metrics is not None:
             self.metrics.input_consistency_alarms.inc()
         if self.health is not None:
@@ -171,7 +227,8 @@ class ConsistencyMonitor:
         self.alarm = False
         self.alarm_text = None
         if self.warn:
-            log.info("input consistency: back to %.2f; the alarm is cleared", self.value)
+            log.info("input consistency: back to %.2f (rows flagged as impossible: %.0f%%); the alarm is cleared",
+                     self.value, 100 * self.implausible_share if math.isfinite(self.implausible_share) else 0.0)
         if self.health is not None:
             self.health.set_problem(HEALTH_PROBLEM, None)
         self._export()

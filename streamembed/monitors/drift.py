@@ -23,7 +23,7 @@ import json
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,10 @@ from streamembed.config.core_args import core_args, core_value
 from streamembed.config.schema import DriftConfig
 from streamembed.core.monitor import triggers
 from streamembed.core.monitor.drift import DriftStatistics, DriftWindow
-from streamembed.core.monitor.triggers import TRIGGERS, Trigger
+from streamembed.core.monitor.fit_baseline import leading_axes
+from streamembed.core.monitor.observation import MonitorSample
+from streamembed.core.monitor.triggers import TRIGGERS, AnyOf, Trigger, alarm_phrase, is_armed, members
+from streamembed.core.errors import InputError
 from streamembed.core.result import EmbeddingResult
 from streamembed.fsafe import make_dirs, open_append
 from streamembed.monitors.reservoir import RecentRows
@@ -43,6 +46,9 @@ from streamembed.monitors.reservoir import RecentRows
 __all__ = ["DriftMonitor", "Candidates", "build_trigger"]
 
 log = logging.getLogger("streamembed.monitor")
+
+#: Fewest objects a coverage check is made on (fewer say little about the radius).
+MIN_CHECKED = 20
 
 
 def build_trigger(drift: DriftConfig) -> Trigger:
@@ -93,11 +99,20 @@ class DriftMonitor:
         self.keep_rows = False
         #: rows' objects are decoded beside their dissimilarities for this reservoir (``BatchEmbedder``)
         self.keeps_objects = True
+        #: how the detectors are armed: {kind: what a fit baseline armed it with, or None}
+        self.armed_from_fit: dict[str, str | None] = {}
+        self._since_check = settings.coverage_every_objects  # the first checkable batch is checked
+        self._recent_features = np.empty((0, 0))
+        self.last_sample: MonitorSample | None = None
+        #: the radius's coverage checked with the last alarm (None: no checkable objects then)
+        self.coverage_at_alarm: float | None = None
         self.reset(est, refitted=False)
 
     def reset(self, est: Any, refitted: bool = True) -> None:
-        """Start over with ``est`` (after a refit): new window, new baseline, cooldown."""
+        """Start over with ``est`` (after a refit): new window, new baseline, cooldown; armed from its fit
+        baseline when it has one."""
         s = self.settings
+        self.model = est
         self.window = DriftWindow.for_model(est, max_objects=s.window_objects,
                                             max_seconds=core_value(s, "window_seconds"))
         self.model_version = int(est.version)
@@ -108,8 +123,36 @@ class DriftMonitor:
         self._block = None  # its dissimilarities refer to the old landmarks
         if hasattr(self, "_recent"):
             self._recent.clear()  # its rows refer to the old landmarks
+        self._since_reset = 0
         if refitted:
             self.trigger.refitted(self.clock())
+        baseline = getattr(est, "fit_baseline", None)
+        self.armed_from_fit = {} if baseline is None else triggers.arm_from_fit(self.trigger, baseline)
+        self._announce_arming()
+        self._export_arming()
+
+    def _announce_arming(self) -> None:
+        """Say how the detectors are armed: from the fit (from the first record), or after how many objects."""
+        armed = {k: v for k, v in self.armed_from_fit.items() if v}
+        if armed:
+            log.info("drift monitoring armed from the fit: %s; the detectors take the stream's own baseline after "
+                     "%d objects", "; ".join(f"{k} ({v})" for k, v in armed.items()), self.settings.baseline_objects,
+                     extra={"armed": True})
+        else:
+            why = "the model has no fit baseline" if not self.armed_from_fit else "its fit baseline is too small"
+            log.info("drift monitoring arms after %d objects (%s: `streamembed fit` with more objects than "
+                     "landmarks arms it from the first record)", self.settings.baseline_objects, why,
+                     extra={"armed": False})
+
+    @property
+    def armed(self) -> bool:
+        """Whether any detector decides on a calibrated baseline now."""
+        return is_armed(self.trigger)
+
+    @property
+    def arming_objects(self) -> int:
+        """Objects still to be seen before the stream's own baseline is taken (0 once it is)."""
+        return max(0, self.settings.baseline_objects - self._since_reset)
 
     def accept(self) -> None:
         """A refit measured that no map places the recent objects better: new baseline at the current level."""
@@ -127,19 +170,23 @@ class DriftMonitor:
 
     # ----------------------------------------------------------------- observe
     def observe(self, A: np.ndarray, res: EmbeddingResult, *, ids: Any = None, features: np.ndarray | None = None,
-                block: tuple[np.ndarray, Any, np.ndarray] | None = None, objects: Any = None) -> None:
+                block: tuple[np.ndarray, Any, np.ndarray] | None = None, objects: Any = None,
+                checkable: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """Account for one batch: A (m, n) input rows, ``res`` their (valid) EmbeddingResult.
 
         ``features`` (m, p) feed the refit reservoir of a feature-mode model;
         ``block`` = (A_b (k, n), ids (k,), cross (k, k)), a block placed whole,
         becomes the refit candidates of a dissimilarity model; ``objects`` (m,), the rows' objects, and
-        (with ``keep_rows``) the rows A themselves feed the reservoir of recent rows.
+        (with ``keep_rows``) the rows A themselves feed the reservoir of recent rows. Both can be checked for the
+        radius's coverage, and so can ``checkable`` = (rows (k, w), mutual (k, k)): any sample with its mutual
+        dissimilarities.
         """
         now = self.clock()
         m = A.shape[0]
         if m == 0:
             return
         self.objects_seen += m
+        self._since_reset += m
         k0 = y_r = beta = whole_block = None
         if res.residual_rows is not None and res.residual_rows.size:
             rows = res.residual_rows
@@ -157,7 +204,10 @@ class DriftMonitor:
         else:
             refreshed = False
         stats = self.last_stats
-        decision = self.trigger.observe(now, stats, m, values=res.unexplained, result=res)
+        if checkable is not None and block is None:
+            block = (checkable[0], None, checkable[1])
+        self.last_sample = sample = self._sample(A, res, features, block)
+        decision = self.trigger.observe(now, stats, m, values=res.unexplained, result=res, sample=sample)
         warning = self.trigger.warning
         if warning and warning != self._warned:
             log.warning("%s", warning)
@@ -167,8 +217,15 @@ class DriftMonitor:
             if self.metrics is not None:
                 self.metrics.drift_alarms.inc()
             if self._armed is None and self.pending is None and not self.refit_running:
-                log.info("drift: alarm; the refit waits for the reservoir to fill with post-change objects",
-                         extra={"reason": decision.reason})
+                reason = decision.reason if isinstance(self.trigger, AnyOf) else (
+                    f"{alarm_phrase(self.trigger.kind)} ({self.trigger.kind}): {decision.reason}")
+                decision = replace(decision, reason=reason)
+                coverage = self._coverage_at_alarm(sample, features, block)
+                fired_by = triggers.fired_by(self.trigger)
+                log.info("drift: alarm: %s; the refit waits for the reservoir to fill with post-change objects%s",
+                         reason, "" if coverage is None else f" (the radius covers {100 * coverage:.0f}% of a checked "
+                         f"sample now)", extra={"reason": reason, "objects_seen": self.objects_seen,
+                                                "detector": fired_by, "coverage": coverage})
                 self._armed = (decision.reason, stats, self.objects_seen + self.settings.reservoir_objects)
                 self.triggered_at = self.objects_seen
         if self._armed is not None and self.objects_seen >= self._armed[2] and self.pending is None:
@@ -176,9 +233,83 @@ class DriftMonitor:
             log.info("drift: refit triggered", extra={"reason": reason})
             self.pending = (reason, at_alarm)
             self._armed = None
+        self._export_arming()
         if refreshed:
             self._export(stats, decision.value, decision.threshold)
             self._record(now, stats, decision.value, decision.threshold)
+
+    def _watches(self, kind: str) -> bool:
+        return any(m.kind == kind for m in members(self.trigger))
+
+    def _sample(self, A: np.ndarray, res: EmbeddingResult, features: np.ndarray | None,
+                block: tuple[np.ndarray, Any, np.ndarray] | None) -> MonitorSample:
+        """The batch's ``MonitorSample`` (module doc): projections on the leading axes, a coverage check."""
+        model, s = self.model, self.settings
+        axes = None
+        if self._watches("plane"):
+            m = A.shape[0]
+            rows = A if m <= s.plane_rows else A[np.unique(np.linspace(0, m - 1, s.plane_rows).round().astype(int))]
+            try:
+                core = rows if model.pipeline.identity else model.core_dissimilarities(rows)[0]
+                axes = leading_axes(model, core, s.plane_axes)
+            except (InputError, ValueError):  # rows the placer accepted: never expected
+                axes = None
+        self._since_check += A.shape[0]
+        if features is not None and self._watches("coverage"):
+            self._recent_features = _last_rows(self._recent_features, features, s.coverage_objects)
+        coverage, k = None, 0
+        if (self._watches("coverage") and self._since_check >= s.coverage_every_objects
+                and model.radius_calibration is not None):
+            checked = self._check_coverage(features, block)
+            if checked is not None:
+                coverage, k = checked
+                self._since_check = 0
+                if self.metrics is not None:
+                    self.metrics.drift_coverage.set(coverage)
+        cal = model.radius_calibration
+        return MonitorSample(int(model.n_components), axes, coverage, k, None if cal is None else float(cal.coverage))
+
+    def _coverage_at_alarm(self, sample: MonitorSample, features: np.ndarray | None,
+                           block: tuple[np.ndarray, Any, np.ndarray] | None) -> float | None:
+        """At an alarm, the radius's coverage on this batch's checkable objects (the gauge shows the fall with the
+        alarm, whenever the last scheduled check was): the batch's own check, or one made now; None: none."""
+        if sample.coverage is not None:
+            self.coverage_at_alarm = sample.coverage
+            return sample.coverage
+        if self.model.radius_calibration is None or (features is None and block is None):
+            return None
+        checked = self._check_coverage(features, block)
+        if checked is None:
+            return None
+        if self.metrics is not None:
+            self.metrics.drift_coverage.set(checked[0])
+        self.coverage_at_alarm = checked[0]
+        return checked[0]
+
+    def _check_coverage(self, features: np.ndarray | None,
+                        block: tuple[np.ndarray, Any, np.ndarray] | None) -> tuple[float, int] | None:
+        """(the radius's coverage, objects checked) on ``drift.coverage_objects`` objects with known mutual
+        dissimilarities (``core.trust.check``): the most recent feature rows (kept across batches by ``_sample``),
+        or a block with at least that many members, or what ``observe``'s ``checkable`` supplied; None when there
+        are too few."""
+        from streamembed.core.trust.check import sample_coverage, sample_coverage_features
+
+        model, k = self.model, self.settings.coverage_objects
+        try:
+            if features is not None:
+                if self._recent_features.shape[0] < k:
+                    return None
+                sc = sample_coverage_features(model, self._recent_features)
+            elif block is not None and block[0].shape[0] >= k:
+                A_b, _, cross = block
+                pick = np.unique(np.linspace(0, A_b.shape[0] - 1, k).round()).astype(np.int64)
+                sc = sample_coverage(model, A_b[pick], np.asarray(cross)[np.ix_(pick, pick)])
+            else:
+                return None
+        except (InputError, ValueError, np.linalg.LinAlgError) as exc:
+            log.debug("coverage check skipped: %s", exc)
+            return None
+        return (sc.coverage, sc.n_objects) if np.isfinite(sc.coverage) else None
 
     def _record(self, now: float, stats: DriftStatistics | None, value: float, threshold: float) -> None:
         """Append the window's statistics and the detector's state to the drift history (rate-limited)."""
@@ -194,7 +325,11 @@ class DriftMonitor:
             "window": None if stats is None else _finite(stats.as_dict()),
             "detector": _finite({"kind": trig.kind, "statistic": value, "threshold": threshold,
                                  "expected_run_objects": trig.expected_run_objects, "watches": trig.watches,
-                                 "fired": self._fired_since_record}),
+                                 "fired": self._fired_since_record, "armed": self.armed,
+                                 "arming_objects": self.arming_objects}),
+            "detectors": [_finite({"kind": t.kind, "statistic": t.statistic, "threshold": t.threshold,
+                                   "armed": is_armed(t), "share": getattr(t, "share", None),
+                                   "coverage": getattr(t, "coverage", None)}) for t in members(trig)],
         }
         self._fired_since_record = False
         try:
@@ -253,6 +388,15 @@ class DriftMonitor:
         return 0 if self._block is None else len(self._block.ids)
 
     # ----------------------------------------------------------------- metrics
+    def _export_arming(self) -> None:
+        """Whether each detector is armed and how many objects the stream baseline still needs (every batch)."""
+        m = self.metrics
+        if m is None:
+            return
+        for member in members(self.trigger):
+            m.drift_armed.labels(kind=member.kind).set(1.0 if is_armed(member) else 0.0)
+        m.drift_arming_objects.set(self.arming_objects)
+
     def _export(self, stats: DriftStatistics | None, value: float, level: float) -> None:
         m = self.metrics
         if m is None:
@@ -261,27 +405,44 @@ class DriftMonitor:
         m.refit_trigger_level.set(level)
         m.reservoir_objects.set(self.reservoir_size)
         trig = self.trigger
+        deciding = set(trig.kind.split("+"))
         for k in TRIGGERS.names():
-            m.drift_detector_info.labels(kind=k).set(1.0 if k == trig.kind else 0.0)
+            m.drift_detector_info.labels(kind=k).set(1.0 if k in deciding else 0.0)
+        for member in members(trig):
+            m.drift_member_statistic.labels(kind=member.kind).set(member.statistic)
+            m.drift_member_threshold.labels(kind=member.kind).set(member.threshold)
+        m.drift_captured_share.set(triggers.captured_share_watched(trig))
         ert = trig.expected_run_objects
         if ert is not None:  # a calibrated detector states its guarantee: its statistic and threshold are exported
             m.drift_detector_statistic.set(trig.statistic)
             m.drift_detector_threshold.set(trig.threshold)
             m.drift_detector_expected_run_objects.set(ert)
-        if stats is None:
-            return
-        g = m.drift
-        g["window_objects"].set(stats.n_objects)
-        g["sampled_objects"].set(stats.n_sampled)
-        for name in ("relative_unexplained_mean", "relative_k0_mean", "trace_k0", "trace_k0_stderr", "trace_k0_bound",
-                     "norm_k0", "kernel_distance_bound", "eigengap", "gap_ratio"):
-            v = getattr(stats, name)
-            g[name].set(v if math.isfinite(v) else float("nan"))
-        g["norm_k0_exact"].set(1.0 if stats.norm_exact else 0.0)
-        g["negative_k0_ratio"].set(stats.negative_k0_share)
-        for q, v in (("0.5", stats.relative_unexplained_p50), ("0.9", stats.relative_unexplained_p90),
-                     ("0.99", stats.relative_unexplained_p99)):
-            m.drift_quantile.labels(q=q).set(v)
+        if stats is not None:
+            _export_window(m, stats)
+
+
+def _export_window(m: Any, stats: DriftStatistics) -> None:
+    """The window's statistics on the drift gauges of ``m`` (``ops.metrics``)."""
+    g = m.drift
+    g["window_objects"].set(stats.n_objects)
+    g["sampled_objects"].set(stats.n_sampled)
+    for name in ("relative_unexplained_mean", "relative_k0_mean", "trace_k0", "trace_k0_stderr", "trace_k0_bound",
+                 "norm_k0", "kernel_distance_bound", "eigengap", "gap_ratio"):
+        v = getattr(stats, name)
+        g[name].set(v if math.isfinite(v) else float("nan"))
+    g["norm_k0_exact"].set(1.0 if stats.norm_exact else 0.0)
+    g["negative_k0_ratio"].set(stats.negative_k0_share)
+    for q, v in (("0.5", stats.relative_unexplained_p50), ("0.9", stats.relative_unexplained_p90),
+                 ("0.99", stats.relative_unexplained_p99)):
+        m.drift_quantile.labels(q=q).set(v)
+
+
+def _last_rows(kept: np.ndarray, new: np.ndarray, k: int) -> np.ndarray:
+    """The last k rows of ``kept`` then ``new`` (a new width starts over)."""
+    new = np.asarray(new, dtype=np.float64)
+    if kept.size and kept.shape[1] == new.shape[1]:
+        new = np.concatenate([kept, new])
+    return new[-k:].copy()
 
 
 def _finite(doc: dict[str, Any]) -> dict[str, Any]:

@@ -40,6 +40,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamembed.core.monitor.explained import explained, warning_text
+from streamembed.core.monitor.triggers import alarm_phrase, is_armed, members
 from streamembed.ops.history import RecentRecords
 from streamembed.stream.output import flag_names_of, schema_version_of, y_matrix
 
@@ -160,7 +162,9 @@ class MapView:
                       "landmarks": int(model.n_landmarks),
                       # the stated coverage of the rows' radius (docs/math.md §9); null: the model has no radius
                       "radius_coverage": None if getattr(model, "radius_calibration", None) is None
-                      else float(model.radius_calibration.coverage)},
+                      else float(model.radius_calibration.coverage),
+                      # what the map explains of its fit population, with the warning of a map that explains little
+                      "explained": _explained(model)},
             "axes": ["axis 1", "axis 2" if int(model.n_components) >= 2 else "(a 1-D map)"],
             "landmarks": self._landmarks_of(model, current=True),
             "previous": None if previous is None else {"version": int(previous.version),
@@ -201,14 +205,31 @@ class MapView:
         stats = mon.last_stats
         trigger = mon.trigger  # a core.monitor.triggers.Trigger: whatever its kind, the same questions
         ert = trigger.expected_run_objects
+        detectors = [{"kind": m.kind, "alarm": alarm_phrase(m.kind), "watches": m.watches,
+                      "value": _finite(m.statistic), "level": _finite(m.threshold), "armed": is_armed(m),
+                      "share": _finite(float(getattr(m, "share", math.nan))),
+                      "coverage": _finite(float(getattr(m, "coverage", math.nan)))} for m in members(trigger)]
         return {"detector": trigger.kind, "statistic": trigger.watches, "value": _finite(trigger.statistic),
                 "level": _finite(trigger.threshold), "expected_run_objects": _finite(math.nan if ert is None else ert),
                 "statistics": None if stats is None else _clean(stats.as_dict()),
-                "refit_running": bool(mon.refit_running), "objects_seen": int(mon.objects_seen)}
+                "refit_running": bool(mon.refit_running), "objects_seen": int(mon.objects_seen),
+                "armed": bool(mon.armed), "arming_objects": int(mon.arming_objects),
+                "armed_from_fit": bool(any(mon.armed_from_fit.values())) and mon.arming_objects > 0,
+                "detectors": detectors}
 
     def _refits(self) -> list[dict[str, Any]]:
         """The newest ``MAX_HISTORY`` refit records, newest last (re-read only when the file changed)."""
         return self._history.read()
+
+
+def _explained(model: Any) -> str | None:
+    """What ``model`` explains of its fit population (docs/math.md §4.9): one line, the WARNING when little."""
+    try:
+        e = explained(model)
+    except (AttributeError, ValueError):  # a stand-in model (tests) without a spectrum
+        return None
+    why = warning_text(e)
+    return f"WARNING: {why}" if why else e.line()
 
 
 class _Tail:

@@ -17,6 +17,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from streamembed.core.flags import FLAG_NAMES
+from streamembed.core.monitor.triggers import TRIGGERS
 from streamembed.core.place.methods import output_methods
 from streamembed.stream.records import REASONS
 
@@ -164,8 +165,31 @@ class Metrics:
             "streamembed_drift_detector_expected_run_objects",
             "The calibrated expected run between false alarms, in objects (drift.expected_run_objects).", registry=r)
         self.drift_detector_info = Gauge("streamembed_drift_detector_info",
-                                         "1 for the drift detector deciding now (cusum, or rule as configured or as "
-                                         "the fallback), 0 for the other.", ["kind"], registry=r)
+                                         "1 for each drift detector deciding now (drift.detector's kinds; rule also "
+                                         "as the cusum's fallback), 0 for the others.", ["kind"], registry=r)
+        self.drift_armed = Gauge("streamembed_drift_armed",
+                                 "1 while the detector decides on a calibrated baseline (from the model's fit baseline "
+                                 "or the stream's), 0 while it collects one (docs/math.md 7.8).", ["kind"],
+                                 registry=r)
+        self.drift_arming_objects = Gauge("streamembed_drift_arming_objects",
+                                          "Objects still to be seen before the detectors take the stream's own "
+                                          "baseline (drift.baseline_objects after a (re)fit; 0 once taken).",
+                                          registry=r)
+        self.drift_member_statistic = Gauge("streamembed_drift_member_statistic",
+                                            "Each drift detector's statistic (CUSUM S, standardised units).",
+                                            ["kind"], registry=r)
+        self.drift_member_threshold = Gauge("streamembed_drift_member_threshold",
+                                            "Each drift detector's calibrated threshold (NaN while it has no "
+                                            "baseline).", ["kind"], registry=r)
+        self.drift_captured_share = Gauge("streamembed_drift_captured_share",
+                                          "The last block's share of its best d-plane's variance that the map holds "
+                                          "(0-1, docs/math.md 7.7; NaN before a block).", registry=r)
+        self.drift_captured_share.set(float("nan"))
+        self.drift_coverage = Gauge("streamembed_drift_coverage",
+                                    "The radius's coverage on the last checked sample against its exact classical "
+                                    "MDS (0-1, docs/math.md 9.6; NaN before a check: needs features or blocks).",
+                                    registry=r)
+        self.drift_coverage.set(float("nan"))
         self.drift_alarms = Counter("streamembed_drift_alarms_total", "Drift alarms raised by the detector.",
                                     registry=r)
         # Input consistency (docs/math.md §4.5; monitors.consistency).
@@ -283,7 +307,10 @@ LABEL_VALUES: dict[tuple[str, str], str] = {
     ("streamembed_refits_kept_total", "trigger"): "auto, manual",
     ("streamembed_output_files_total", "kind"): ", ".join(OUTPUT_FILE_KINDS),
     ("streamembed_model_records_skipped_total", "reason"): ", ".join(MODEL_SKIP_REASONS),
-    ("streamembed_drift_detector_info", "kind"): "cusum, rule",
+    ("streamembed_drift_detector_info", "kind"): ", ".join(TRIGGERS.names()),
+    ("streamembed_drift_armed", "kind"): ", ".join(TRIGGERS.names()),
+    ("streamembed_drift_member_statistic", "kind"): ", ".join(TRIGGERS.names()),
+    ("streamembed_drift_member_threshold", "kind"): ", ".join(TRIGGERS.names()),
     ("streamembed_drift_relative_unexplained_quantile", "q"): "0.5, 0.9, 0.99",
     ("streamembed_model_info", "*"): "`lineage`, `landmarks`, `dims`, `method`, `metric`, `source`",
 }

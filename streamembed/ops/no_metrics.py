@@ -18,7 +18,9 @@ __all__ = ["NoMetrics", "METRIC_NAMES"]
 
 #: Every metric attribute of ``ops.metrics.Metrics`` (``drift`` is a dict of gauges by statistic name).
 METRIC_NAMES: tuple[str, ...] = (
-    "batch_seconds", "checkpoints", "dead_letters", "drift", "drift_alarms", "drift_detector_expected_run_objects",
+    "batch_seconds", "checkpoints", "dead_letters", "drift", "drift_alarms", "drift_armed", "drift_arming_objects",
+    "drift_captured_share", "drift_coverage", "drift_detector_expected_run_objects", "drift_member_statistic",
+    "drift_member_threshold",
     "drift_detector_info", "drift_detector_statistic", "drift_detector_threshold", "drift_quantile", "files_reread",
     "files_written", "flags", "input_consistency", "input_consistency_alarm", "input_consistency_alarms",
     "kafka_assigned_partitions", "kafka_bytes_in", "kafka_commits", "kafka_consumer_lag", "kafka_group_lag",

@@ -38,6 +38,7 @@ def plot_map(
     label: int | Sequence[str] | None = None,
     radius: np.ndarray | None = None,
     max_circles: int = 300,
+    color_range: tuple[float, float] | None = None,
 ) -> Path:
     """Draw the landmark map with embedded objects to a PNG.
 
@@ -63,6 +64,11 @@ def plot_map(
             ``max_circles`` of the drawn objects (evenly spaced, the labelled
             ones first), where the object's full-MDS position lies with the
             model's stated coverage; NaN radii (no calibration) draw no circle.
+        color_range: (low, high) of a continuous colour scale (default: the values' 1st and 99th
+            percentiles); a scale of ``unexplained / beta`` is fixed to (0, 1) whatever is given, so a map that
+            explains little shows it.
+    The figure's foot states what the map explains of its fit population (``core.monitor.explained``,
+    docs/math.md §4.9), with the warning of a map that explains little.
     Returns:
         The written path (PNG metadata: ``Title`` the figure title,
         ``Description`` the labelled ids).
@@ -113,7 +119,10 @@ def plot_map(
     else:
         v = values.astype(np.float64)
         finite = np.isfinite(v)
-        lo, hi = (np.percentile(v[finite], [1, 99]) if finite.any() else (0.0, 1.0))
+        if "unexplained" in label:  # a share of beta: 0 on the map, 1 nothing explained (docs/math.md §4.9)
+            color_range = (0.0, 1.0)
+        lo, hi = color_range if color_range is not None else (
+            np.percentile(v[finite], [1, 99]) if finite.any() else (0.0, 1.0))
         order = np.argsort(np.where(finite, v, -np.inf), kind="stable")  # high values drawn on top
         sc = ax.scatter(yx[order], yy[order], s=size, c=v[order], cmap="viridis", vmin=lo,
                         vmax=hi if hi > lo else lo + 1,
@@ -144,13 +153,30 @@ def plot_map(
     ax.set_aspect("equal", adjustable="datalim")
     ax.grid(True, alpha=0.25)
     ax.legend(loc="best", fontsize=8, framealpha=0.85, markerscale=1.5)
+    foot = _explained_foot(est)
+    if foot:
+        fig.text(0.01, 0.002, foot, fontsize=7, ha="left", va="bottom", wrap=True,
+                 color="tab:red" if foot.startswith("WARNING") else "dimgray")
     out = Path(path)
     names = [str(ids[i]) for i in labelled] if ids is not None else []
     fig.savefig(out, format="png", metadata={
         "Title": title,
+        "Comment": foot,
         "Description": "labelled: " + ", ".join(names[:50]) + (f", ... ({len(names) - 50} more)" if len(names) > 50
                                                                else "")})
     return out
+
+
+def _explained_foot(est: Any) -> str:
+    """What the map explains of its fit population (the WARNING when little), or "" for an unfitted estimator."""
+    model = getattr(est, "model_", None)
+    if model is None:
+        return ""
+    from streamembed.core.monitor.explained import explained, warning_text
+
+    e = explained(model)
+    why = warning_text(e)
+    return f"WARNING: {why}" if why else e.line()
 
 
 def _circles(ax: Any, x: np.ndarray, y: np.ndarray, radii: np.ndarray, first: np.ndarray, most: int,

@@ -293,7 +293,7 @@ class BatchEmbedder:
             res.flags = res.flags | FLAG_RETAINED_MODEL
         else:
             if self.consistency is not None and features is None and dec.kind != INPUT_OBJECT:
-                self.consistency.observe(model, A, file=origin.file)
+                self.consistency.observe(model, A, file=origin.file, flags=res.flags)
             if self.monitor is not None:
                 extra = {} if objects is None else {"objects": objects}
                 self.monitor.observe(A, res, ids=ids, features=features,

@@ -25,6 +25,7 @@ from streamembed.core.errors import InputError
 from streamembed.core.inputs.metrics import Metric, resolve_metric
 from streamembed.core.model import LandmarkModel, fit_model
 from streamembed.core.monitor.drift import DriftWindow, TriggerDecision
+from streamembed.core.monitor.observation import MonitorSample
 from streamembed.core.monitor.triggers import TRIGGERS, Trigger, TriggerKind
 from streamembed.core.options import CRITERION_METHODS, METHODS
 from streamembed.core.place.methods import PlacementMethod
@@ -269,17 +270,26 @@ TRIGGER_SETTINGS = DriftConfig(baseline_objects=20_000, cooldown_seconds=60.0, m
 BATCH = 1000
 
 
+#: The spread of the objects along the map's 2 axes and 6 more monitored axes (a stationary stream).
+AXES_SD = np.array([3.0, 2.5, 1.0, 0.9, 0.8, 0.7, 0.6, 0.5])
+
+
 def _stream(trigger: Trigger, batches: int, scale: float, start: float, seed: int) -> Iterator[TriggerDecision]:
-    """Feed ``batches`` batches of χ²(3)-like unexplained energies (times ``scale``) with a window of them;
-    one batch per second from ``start``."""
+    """Feed ``batches`` batches of χ²(3)-like unexplained energies (times ``scale``) with a window of them, and a
+    ``MonitorSample``: projections on 8 leading axes whose off-map axes carry ``scale``² times their variance
+    (scale > 1: the map's plane turns away from the traffic) and a coverage check per batch that falls by
+    0.1 per unit of scale above 1; one batch per second from ``start``."""
     rng = np.random.default_rng(seed)
     window = DriftWindow(np.array([4.0, 2.0]), 2, 30, max_objects=10_000)
+    sd = AXES_SD * np.r_[1.0, 1.0, np.full(AXES_SD.size - 2, 2.0 * scale if scale > 1 else 1.0)]
     for i in range(batches):
         u = scale * rng.chisquare(3, size=BATCH)
         beta = u + rng.chisquare(6, size=BATCH)
         now = start + i
         window.add(now, u / beta, unexplained=u)
-        yield trigger.observe(now, window.statistics(now), BATCH, u, result=None)
+        sample = MonitorSample(2, rng.normal(size=(BATCH, sd.size)) * sd,
+                               float(np.clip(0.9 - 0.1 * (scale - 1.0) + rng.normal(0, 0.03), 0, 1)), 150)
+        yield trigger.observe(now, window.statistics(now), BATCH, u, result=None, sample=sample)
 
 
 def build(kind: TriggerKind) -> Trigger:
@@ -307,8 +317,9 @@ def check_trigger_is_quiet_on_a_stationary_stream(kind: TriggerKind) -> None:
 
 
 def check_trigger_fires_on_a_persistent_rise(kind: TriggerKind) -> None:
-    """The unexplained energy rising fourfold for good fires within 50,000 objects, saying why, at a value above
-    its threshold; after ``refitted`` the new level is the baseline and it is quiet again."""
+    """The stream leaving the map for good (the unexplained energy fourfold, the traffic's plane turned, the
+    coverage fallen) fires within 50,000 objects, saying why, at a value above its threshold; after ``refitted``
+    the new level is the baseline and it is quiet again."""
     t = build(kind)
     for _ in _stream(t, 40, 1.0, 0.0, seed=8):
         pass

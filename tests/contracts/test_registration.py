@@ -100,7 +100,8 @@ class _Jumpy:
 
     kind, watches, expected_run_objects, warning, statistic, threshold = "jumpy", "nothing", None, None, 1.0, 0.0
 
-    def observe(self, now: float, stats: Any, n_new: int, values: Any = None, *, result: Any = None) -> Any:
+    def observe(self, now: float, stats: Any, n_new: int, values: Any = None, *, result: Any = None,
+                sample: Any = None) -> Any:
         return TriggerDecision(True, "always", 1.0, 0.0, 0)
 
     def refitted(self, now: float) -> None:

@@ -53,7 +53,7 @@ class BatchMeanTrigger:
         return 1.5 * self._baseline if self._baseline is not None else math.nan
 
     def observe(self, now: float, stats: Any, n_new: int, values: Any = None, *,
-                result: Any = None) -> TriggerDecision:
+                result: Any = None, sample: Any = None) -> TriggerDecision:
         v = np.asarray(values, dtype=np.float64)
         self._value = float(v.mean()) if v.size else math.nan
         if self._baseline is None:

@@ -90,6 +90,24 @@ def test_traffic_on_a_new_plane_is_installed_with_its_figures(tmp_path):
     assert mgr.registry.current.version == 2 and monitor.reset_with == 2
 
 
+def test_an_installed_refit_has_a_radius_and_a_fit_baseline_from_the_candidates_that_are_not_landmarks(tmp_path):
+    """The refitted model's radius column is not null: it is calibrated in the worker on the candidates that did not
+    become landmarks (their mutual dissimilarities are in the job), and its detectors are armed from them."""
+    recent = _population(np.random.default_rng(2), 600)[:, [0, 2, 1, 3, 4, 5]]
+    recent[:, 2] *= 1.5
+    mgr, _, _ = _manager(tmp_path, recent)
+    mgr.poll()
+    mgr.wait(60)
+    (rec,) = _history(tmp_path)
+    new = mgr.registry.current
+    assert rec["status"] == "installed" and rec["radius"] == "calibrated", rec
+    assert new.radius_calibration is not None and new.radius_calibration.coverage == 0.9
+    held_out = _population(np.random.default_rng(9), 50)[:, [0, 2, 1, 3, 4, 5]]
+    held_out[:, 2] *= 1.5
+    assert np.isfinite(new.place(new.dissimilarities_to_landmarks(held_out)).radius).all()
+    assert new.fit_baseline is not None and rec["drift_baseline_objects"] == new.fit_baseline.n_objects > 400
+
+
 def test_a_manual_refit_installs_the_best_candidate_even_on_a_stationary_stream(tmp_path):
     mgr, monitor, _ = _manager(tmp_path, _population(np.random.default_rng(3), 600), pending=False)
     mgr.request_manual()

@@ -156,3 +156,19 @@ def test_a_failing_score_never_costs_the_batch(monkeypatch: pytest.MonkeyPatch,
             p = w.embedder.process(input_table([f"r{i}" for i in range(50)], dissimilarities(objects(50))))
             assert p.n_out == 50 and not p.dead
     assert len([r for r in caplog.records if "scoring a batch failed" in r.getMessage()]) == 1
+
+
+@pytest.mark.parametrize("scale", ["x10", "squared"])
+def test_a_file_of_three_rows_in_other_units_raises_the_alarm(scale: str) -> None:
+    """Rows multiplied by 10 or squared (digits, Euclidean) are flagged implausible_scale / negative_unexplained and,
+    from three such rows on, alarm like a mixed-up order does (docs/math.md §4.8); correct rows never do."""
+    s = setting("digits", 100, "random")
+    rows = s.rows["model order"]
+    w = Watch(s.model)
+    w.feed(rows, 1000, np.random.default_rng(1))
+    assert not w.monitor.alarm and w.monitor.implausible_share == 0.0
+    fresh = Watch(s.model)
+    bad = 10.0 * rows[:3] if scale == "x10" else np.square(rows[:3])
+    fresh.feed(bad, 3, np.random.default_rng(2))
+    assert fresh.monitor.alarm and "input rows cannot be right" in (fresh.monitor.alarm_text or "")
+    assert fresh.gauge("input_consistency_alarm") == 1.0

@@ -13,6 +13,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from streamembed.core.monitor.explained import explained
+
 from streamembed.ops.endpoints import OpsServer
 from streamembed.ops.health import HealthState
 from streamembed.ops.map_page import MapPage
@@ -76,7 +78,8 @@ def test_the_sample_is_the_newest_rows_in_order_with_their_coordinates_and_resid
     np.testing.assert_allclose(doc["landmarks"]["x"], model.embedding[:, 0], rtol=5e-5)
     assert doc["landmarks"]["id"] == [str(x) for x in model.landmark_ids]
     assert doc["model"] == {"version": 1, "lineage": model.lineage, "dims": 2, "landmarks": model.n_landmarks,
-                            "radius_coverage": None}  # fitted on its landmarks alone: no radius
+                            "radius_coverage": None,  # fitted on its landmarks alone: no radius
+                            "explained": explained(model).line()}
     assert s["radius"] == [None] * 300
 
 
@@ -207,7 +210,9 @@ def test_drift_statistics_and_the_refit_history_tail(tmp_path: Path) -> None:
     _feed(view, BatchEmbedder(model, registry=registry, monitor=monitor, k0_rows=5), [50] * 4)
     doc = view.snapshot()
     drift = doc["drift"]
-    assert drift["detector"] == "cusum" and drift["statistic"] == "CUSUM of the unexplained energy"
+    assert drift["detector"] == "cusum+plane+coverage" and drift["statistic"] == "CUSUM of the unexplained energy"
+    assert [m["kind"] for m in drift["detectors"]] == ["cusum", "plane", "coverage"]
+    assert drift["detectors"][1]["alarm"] == "the map's plane turned" and drift["armed"] is False
     assert drift["expected_run_objects"] == settings.expected_run_objects and drift["statistics"]["n_objects"] == 200
     rule = DriftConfig(stats_every_objects=10, window_objects=1000, detector="rule")
     ruled = MapView(registry, monitor=DriftMonitor(model, rule, build_trigger(rule)), points=100).snapshot()["drift"]

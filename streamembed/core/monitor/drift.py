@@ -360,12 +360,17 @@ class RefitTrigger:
         """A refit was not installed: as ``refitted`` (the rule re-baselines; kept for the daemon's call sites)."""
         self.refitted(now)
 
+    @property
+    def armed(self) -> bool:
+        """Whether its level is known (a baseline, or an absolute level)."""
+        return math.isfinite(self.level())
+
     def observe(self, now: float, stats: DriftStatistics | None, n_new: int, values: object = None, *,
-                result: object = None) -> TriggerDecision:
+                result: object = None, sample: object = None) -> TriggerDecision:
         """Account for ``n_new`` objects whose window statistics are ``stats``.
 
-        ``values`` (the batch's per-object statistic) and ``result`` (its
-        ``EmbeddingResult``) are accepted and ignored: every trigger is fed alike.
+        ``values`` (the batch's per-object statistic), ``result`` (its
+        ``EmbeddingResult``) and ``sample`` are accepted and ignored: every trigger is fed alike.
         """
         self._seen_since_refit += n_new
         value = math.nan if stats is None else float(getattr(stats, self.watches))

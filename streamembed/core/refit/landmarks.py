@@ -25,7 +25,7 @@ refits). Its strategies:
 
 ``"skeleton"`` (``SKELETON_SELECTION``) is no strategy of ``select_landmarks``: it chooses the skeleton of
 LSDR (Roy 2021; ``core.fit.skeleton``, docs/math.md §8.4) and makes the map from geodesics, not from the
-dissimilarities, so a model is fitted by ``core.model.fit_skeleton_model`` (``LandmarkMDS(landmark_selection=
+dissimilarities, so a model is fitted by ``core.skeleton_model.fit_skeleton_model`` (``LandmarkMDS(landmark_selection=
 "skeleton")``, ``streamembed fit --selection skeleton``) on feature vectors with a Euclidean metric.
 
 ``residual_pivoted_select`` (refits) keeps old landmarks and adds what the

@@ -60,7 +60,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..fit.cmds import top_spectrum
-from ..fit.eigen import top_eigenvalues
+from ..monitor.captured import best_captured_variance, captured_share, captured_variance, centred_kernel
 from ..place.projection import ProjectionKernel
 from ..runtime import single_blas_thread
 from ..fit.cmds import LandmarkSpectrum
@@ -69,7 +69,7 @@ from .procrustes import orthogonal_procrustes_align
 from .strategies import least_supported, random_select
 
 __all__ = ["REPAIR_FRACTIONS", "DEFAULT_MIN_GAIN", "MIN_RECENT", "RefitPlan",
-           "best_plane", "plan_refit", "assess"]
+           "best_plane", "captured_share_of", "plan_refit", "assess"]
 
 #: Shares of the old landmarks a repair candidate replaces.
 REPAIR_FRACTIONS = (0.25, 0.5)
@@ -140,8 +140,7 @@ class _Scorer:
         Z = self.place(L, rows)
         if Z is None:
             return -np.inf
-        Y = Z[:, : self.d]
-        return float(np.square(Y - Y.mean(axis=0)).sum(axis=1).mean())
+        return captured_variance(Z[:, : self.d])
 
     def score(self, L: np.ndarray) -> tuple[float, float, float]:
         """(captured variance of E, mean unexplained energy of E, movement of the old landmarks) for set L."""
@@ -150,7 +149,7 @@ class _Scorer:
             return -np.inf, np.inf, np.inf
         d, m = self.d, self.E.size
         Y, beta = Z[:m, :d], Z[:m, d]
-        captured = float(np.square(Y - Y.mean(axis=0)).sum(axis=1).mean())
+        captured = captured_variance(Y)
         unexplained = float(np.mean(beta - np.square(Y).sum(axis=1)))
         _, _, rms = orthogonal_procrustes_align(Z[m:, :d], self.old_embedding)
         return captured, unexplained, rms / self.old_radius if self.old_radius > 0 else 0.0
@@ -160,17 +159,24 @@ def best_plane(D_E: np.ndarray, d: int) -> tuple[float, float]:
     """(captured variance, mean unexplained energy) of the best d-plane for objects with dissimilarities D_E (m, m).
 
     The classical MDS of E itself: its top d positive eigenvalues / m are the
-    most variance any d-dimensional map holds of E (docs/math.md §1); the
-    rest of E's variance about its own centroid (the trace of its centred
-    kernel / m) is the least unexplained energy such a map leaves per object.
+    most variance any d-dimensional map holds of E (docs/math.md §1,
+    ``core.monitor.captured.best_captured_variance``, the measure the in-map
+    drift statistic shares); the rest of E's variance about its own centroid
+    (the trace of its centred kernel / m) is the least unexplained energy such
+    a map leaves per object.
     """
-    D2 = np.square(np.asarray(D_E, dtype=np.float64))
-    m = D2.shape[0]
-    r = D2.mean(axis=1)
-    K = -0.5 * (D2 - r[:, None] - r[None, :] + r.mean())
-    w = top_eigenvalues(K, min(d, m))
-    top = float(np.maximum(w, 0.0).sum()) / m
-    return top, float(np.trace(K)) / m - top
+    K = centred_kernel(D_E)
+    top = best_captured_variance(d, K=K)
+    return top, float(np.trace(K)) / K.shape[0] - top
+
+
+def captured_share_of(scorer: _Scorer, L: np.ndarray, D_E: np.ndarray) -> float:
+    """The share of the best d-plane's variance of E that the map of landmarks L holds (``captured_share``, the
+    in-map drift statistic's measure, docs/math.md §7.7): NaN when it cannot be measured."""
+    Z = scorer.place(L, scorer.E)
+    if Z is None:
+        return float("nan")
+    return captured_share(Z[:, : scorer.d], scorer.d, K=centred_kernel(D_E))
 
 
 def _split(recent: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -186,11 +192,13 @@ def _split(recent: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np
 
 
 def _baseline(scorer: _Scorer, D: np.ndarray, E: np.ndarray, d: int) -> dict[str, Any]:
-    """The current map's and the best d-plane's figures on E."""
+    """The current map's and the best d-plane's figures on E (``captured_share``: the map's share of the best)."""
     cap0, u0, _ = scorer.score(np.arange(scorer.n_old))
-    cap_best, u_best = best_plane(D[np.ix_(E, E)], d)
+    D_E = D[np.ix_(E, E)]
+    cap_best, u_best = best_plane(D_E, d)
     return {"recent_objects": int(D.shape[0] - scorer.n_old), "evaluated_on": int(E.size), "captured_before": cap0,
-            "captured_best": cap_best, "unexplained_before": u0, "unexplained_best": u_best}
+            "captured_best": cap_best, "unexplained_before": u0, "unexplained_best": u_best,
+            "captured_share_before": captured_share_of(scorer, np.arange(scorer.n_old), D_E)}
 
 
 def assess(D: np.ndarray, n_old: int, landmarks: np.ndarray, old_embedding: np.ndarray, n_components: int,
@@ -210,7 +218,9 @@ def assess(D: np.ndarray, n_old: int, landmarks: np.ndarray, old_embedding: np.n
     scorer = _Scorer(D, E, n_old, old_embedding, int(n_components))
     out = _baseline(scorer, D, E, int(n_components))
     cap1, u1, movement = scorer.score(np.asarray(landmarks, dtype=np.int64))
-    return {**out, "captured_after": cap1, "unexplained_after": u1, "movement": movement}
+    share1 = cap1 / out["captured_best"] if out["captured_best"] > 0 else float("nan")
+    return {**out, "captured_after": cap1, "unexplained_after": u1, "movement": movement,
+            "captured_share_after": share1}
 
 
 def plan_refit(
@@ -333,15 +343,16 @@ def _plan(D: np.ndarray, n_old: int, n_select: int, old_embedding: np.ndarray, d
     cap1, u1, movement = scores[name]
     gain = (cap1 - cap0) / cap0 if cap0 > 0 else np.inf
     details.update(gain=gain, net_gain=net[name], best_candidate=name)
+    share0 = details["captured_share_before"]
     if not (np.isfinite(net[name]) and net[name] >= min_gain):
         return RefitPlan("keep", f"no candidate map gains {100 * min_gain:.0f}% more of the recent objects' "
                                  f"variance than its movement of the old landmarks costs (best: {name}, gain "
                                  f"{100 * gain:+.1f}%, movement {movement:.2f} of the map radius, cost "
-                                 f"{100 * movement ** 2:.1f}%; the current map holds {100 * cap0 / cap_best:.0f}% "
+                                 f"{100 * movement ** 2:.1f}%; the current map holds {100 * share0:.0f}% "
                                  f"of what any {d}-dimensional map could)",
                          details=details)
-    details.update(captured_after=cap1, unexplained_after=u1, movement=movement)
+    details.update(captured_after=cap1, unexplained_after=u1, movement=movement, captured_share_after=cap1 / cap_best)
     return RefitPlan("install", f"{name}: the map holds {100 * gain:+.0f}% more of the recent objects' variance "
-                                f"({100 * cap0 / cap_best:.0f}% → {100 * cap1 / cap_best:.0f}% of the best "
+                                f"({100 * share0:.0f}% → {100 * cap1 / cap_best:.0f}% of the best "
                                 f"{d}-dimensional map); old landmarks move {movement:.2f} of the map radius",
                      landmarks=options[name], candidate=name, details=details)

@@ -10,7 +10,8 @@ __all__ = ["LANDMARK_SELECTIONS", "DEFAULT_LANDMARK_SELECTION", "SKELETON_SELECT
 LANDMARK_SELECTIONS = ("max-variance", "random", "rpcholesky", "kmeans++", "kmedoids", "maxmin")
 #: The default, chosen by the measurements of docs/landmarks.md.
 DEFAULT_LANDMARK_SELECTION = "max-variance"
-#: LSDR's skeleton (Roy 2021): the landmarks and the map come from the skeleton (``core.model.fit_skeleton_model``).
+#: LSDR's skeleton (Roy 2021): the landmarks and the map come from the skeleton
+#: (``core.skeleton_model.fit_skeleton_model``).
 SKELETON_SELECTION = "skeleton"
 #: Every value of the ``landmark_selection`` option: the strategies, and the skeleton.
 MAP_SELECTIONS = (*LANDMARK_SELECTIONS, SKELETON_SELECTION)
