@@ -36,6 +36,8 @@ def clean_env(env: dict[str, str] | None = None) -> dict[str, str]:
     full["OPENBLAS_NUM_THREADS"] = "1"
     checkout_path(full)
     full.update(env or {})
+    if env and "PYTHONPATH" in env:  # the caller's path after this checkout, not instead of it
+        checkout_path(full)
     return full
 
 

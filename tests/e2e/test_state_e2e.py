@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from scipy.spatial.distance import cdist
@@ -143,7 +144,10 @@ def test_a_leftover_refit_of_another_map_never_replaces_the_configured_model(tmp
 
     # a restart with model A resumes its own refit, version 2
     Z = objects(20, seed=21)
-    write_parquet(ina / "a1.parquet", rows_table([f"a1-{i}" for i in range(20)], cdist(Z, rec["points"])))
+    # measured against version 2's landmarks, and saying so (after a refit an untagged row is read as the
+    # version the daemon started with: refit.unversioned_rows)
+    a1 = rows_table([f"a1-{i}" for i in range(20)], cdist(Z, rec["points"]))
+    write_parquet(ina / "a1.parquet", a1.append_column("landmark_version", pa.array([2] * 20, pa.int64())))
     code, log = _run_to_end(tmp_path, _batch_env(ina, out, a_path))
     assert code == 0, log
     resumed = [r for r in log_records(log) if r["msg"] == "resuming with a refitted model"]
