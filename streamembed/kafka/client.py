@@ -1,10 +1,10 @@
-"""kafka-python clients from the ``[kafka]`` config, retries, and a producer that tracks durability.
+"""Client settings from the ``[kafka]`` config (kafka-python's names), transient errors and retries.
 
 * :func:`consumer_settings` / :func:`producer_settings` turn the ``[kafka]``
   section (security options, sizes, the free-form ``[kafka.client]`` table)
   into keyword arguments for ``KafkaConsumer`` / ``KafkaProducer``.
 * :func:`validate_client_table` refuses ``[kafka.client]`` keys that
-  kafka-python does not know (a typo must not start a daemon silently
+  the client library (``kafka.client_library``) does not know (a typo must not start a daemon silently
   running with the default), keys streamembed manages itself, and a
   ``compression_type`` whose codec package is missing (which a restart cannot
   fix: exit 2, not 3).
@@ -36,6 +36,8 @@ __all__ = [
     "security_settings",
     "consumer_settings",
     "producer_settings",
+    "managed_consumer_settings",
+    "managed_producer_settings",
     "validate_client_table",
     "known_client_keys",
     "assignors",
@@ -65,8 +67,14 @@ def known_client_keys() -> frozenset[str]:
     return frozenset(KafkaConsumer.DEFAULT_CONFIG) | frozenset(KafkaProducer.DEFAULT_CONFIG)
 
 
-def validate_client_table(table: Mapping[str, Any]) -> None:
-    """Raise ValueError naming the first unusable ``[kafka.client]`` key."""
+def validate_client_table(table: Mapping[str, Any], library: str = "kafka-python") -> None:
+    """Raise ValueError naming the first unusable ``[kafka.client]`` key of ``library`` (``kafka.client_library``:
+    kafka-python's settings here, librdkafka's properties in ``kafka.librdkafka.settings``)."""
+    if library == "confluent":
+        from streamembed.kafka.librdkafka.settings import validate_properties
+
+        validate_properties(table)
+        return
     known = known_client_keys()
     for key, value in table.items():
         if key in MANAGED_KEYS:
@@ -252,10 +260,9 @@ def _extra(k: Any, allowed: Iterable[str]) -> dict[str, Any]:
     return {key: value for key, value in dict(k.client).items() if key in allowed}
 
 
-def consumer_settings(k: Any, *, group: bool = True) -> dict[str, Any]:
-    """``KafkaConsumer`` keyword arguments: manual commits, fetch sizes for batch messages."""
-    from kafka import KafkaConsumer
-
+def managed_consumer_settings(k: Any, *, group: bool = True) -> dict[str, Any]:
+    """The consumer settings streamembed chooses itself, in kafka-python's names, whatever the client library (the
+    librdkafka clients translate them, ``kafka.librdkafka.settings``); the group's assignor by its name."""
     out = _common(k, "consumer")
     out.update(
         enable_auto_commit=False,
@@ -270,6 +277,16 @@ def consumer_settings(k: Any, *, group: bool = True) -> dict[str, Any]:
     )
     if group:
         out["group_id"] = k.group_id
+        out["partition_assignment_strategy"] = k.assignor
+    return out
+
+
+def consumer_settings(k: Any, *, group: bool = True) -> dict[str, Any]:
+    """``KafkaConsumer`` keyword arguments: manual commits, fetch sizes for batch messages."""
+    from kafka import KafkaConsumer
+
+    out = managed_consumer_settings(k, group=group)
+    if group:
         out["partition_assignment_strategy"] = assignors(k.assignor)
     out.update(_bootstrap_timeout(k, KafkaConsumer.DEFAULT_CONFIG))
     out.update(_extra(k, KafkaConsumer.DEFAULT_CONFIG))
@@ -298,10 +315,8 @@ def assignors(name: str) -> tuple[type, ...]:
                          f"has every assignor)") from None
 
 
-def producer_settings(k: Any) -> dict[str, Any]:
-    """``KafkaProducer`` keyword arguments: acks, batching, a request size that fits a batch message."""
-    from kafka import KafkaProducer
-
+def managed_producer_settings(k: Any) -> dict[str, Any]:
+    """The producer settings streamembed chooses itself, in kafka-python's names, whatever the client library."""
     out = _common(k, "producer")
     out.update(
         acks=-1 if k.acks == "all" else int(k.acks),
@@ -309,6 +324,14 @@ def producer_settings(k: Any) -> dict[str, Any]:
         linger_ms=k.linger_ms,
         max_request_size=k.max_request_size,
     )
+    return out
+
+
+def producer_settings(k: Any) -> dict[str, Any]:
+    """``KafkaProducer`` keyword arguments: acks, batching, a request size that fits a batch message."""
+    from kafka import KafkaProducer
+
+    out = managed_producer_settings(k)
     out.update(_bootstrap_timeout(k, KafkaProducer.DEFAULT_CONFIG))
     out.update(_extra(k, KafkaProducer.DEFAULT_CONFIG))
     return out

@@ -21,6 +21,10 @@ JOIN_SPIN_PAUSE = 0.02
 
 def brokers_away(consumer: Any) -> str | None:
     """Why the consumer cannot reach the brokers now (no connection, no known coordinator), or None."""
+    own = getattr(consumer, "brokers_away", None)  # a client that knows it itself (librdkafka's)
+    if callable(own):
+        reason: str | None = own()
+        return reason
     try:
         if consumer.metrics().get("consumer-metrics", {}).get("connection-count", 1) < 1:
             return "no connection to any broker"

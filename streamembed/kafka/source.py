@@ -142,8 +142,13 @@ def _skip_unreadable(source: KafkaSource, exc: BaseException) -> bool:
     if found is None:
         return False
     p, offset, detail = found
-    if p < 0:
-        return True  # revoked meanwhile: nothing to skip here
+    if p >= 0:  # (else revoked meanwhile: nothing to skip here)
+        _unreadable_offset(source, p, offset, detail)
+    return True
+
+
+def _unreadable_offset(source: KafkaSource, p: int, offset: int, detail: str) -> None:
+    """One dead letter for an offset whose batch the client could not read (skipped past it)."""
     dead = KafkaDeadRecord(reason=Reason.UNDECODABLE, detail=detail, raw=b"", topic=source.topic, partition=p,
                            offset=offset)
     source._parts.enqueue([QueuedBatch(p, offset, offset, dead=[dead])])
@@ -151,7 +156,6 @@ def _skip_unreadable(source: KafkaSource, exc: BaseException) -> bool:
     if source.skipped <= 3 or source.skipped % 1000 == 0:
         log.warning("skipping offset %d of partition %d: %s (%d skipped so far; each is a dead letter)", offset,
                     p, detail, source.skipped, extra={"topic": source.topic, "partition": p, "offset": offset})
-    return True
 
 
 def _listener(source: KafkaSource) -> Any:
@@ -167,7 +171,8 @@ class KafkaSource:
     """Batches from ``topic`` as a member of a consumer group (see the module doc).
 
     ``settings`` are ``KafkaConsumer`` keyword arguments (see
-    :func:`streamembed.kafka.client.consumer_settings`); ``backpressure`` a
+    :func:`streamembed.kafka.client.consumer_settings`) of the client library
+    ``clients`` (``kafka.libraries``; default kafka-python); ``backpressure`` a
     callable that is True while the sinks are behind.
     """
 
@@ -189,9 +194,12 @@ class KafkaSource:
         consumer_factory: Callable[..., Any] | None = None,
         event_time: str = "auto",
         adaptive_fetch: bool = False,
+        clients: Any = None,
     ) -> None:
-        from kafka import KafkaConsumer
+        if clients is None:
+            from streamembed.kafka.libraries import KAFKA_PYTHON
 
+            clients = KAFKA_PYTHON
         self.topic = topic
         self.batch_rows = int(batch_rows)
         self.poll_timeout_ms = int(poll_timeout_ms)
@@ -205,7 +213,7 @@ class KafkaSource:
         self.max_message_bytes = int(settings.get("max_partition_fetch_bytes", 1 << 20))
         self.event_time = event_time
         self._settings = dict(settings)
-        make = consumer_factory or KafkaConsumer
+        make = consumer_factory or clients.consumer
         deadline = time.monotonic() + startup_timeout
         self._consumer = retry(lambda: make(**settings), "connecting the consumer", stop=self.stop, metrics=metrics,
                                max_backoff=max_backoff, deadline=deadline)
@@ -232,7 +240,7 @@ class KafkaSource:
         self._lag_watcher: GroupLagWatcher | None = None
         if getattr(metrics, "registry", None) is not None:  # exported metrics (not ops.no_metrics): watch the group
             self._lag_watcher = GroupLagWatcher(settings, topic, lambda: self._parts.assigned, metrics,
-                                                GROUP_LAG_SECONDS).start()
+                                                GROUP_LAG_SECONDS, factory=clients.consumer).start()
 
     # ------------------------------------------------------------------ the Source interface
     def restore(self, state: Any) -> None:
@@ -358,6 +366,11 @@ class KafkaSource:
                 raise
             records = {}
         self._last_consumer_poll = time.monotonic()
+        take = getattr(self._consumer, "take_unreadable", None)  # a client that skips unreadable batches itself
+        if take is not None:
+            for p, offset, detail in take():
+                if p in self._parts:
+                    _unreadable_offset(self, p, offset, detail)
         return records
 
     def _waiting_poll(self, timeout_ms: int) -> dict[Any, list[Any]]:
