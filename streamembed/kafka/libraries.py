@@ -44,6 +44,7 @@ class Clients:
         create_topic: ``create_topic(settings, topic, partitions, configs)``, raising when it cannot.
         topic_limit: ``topic_limit(settings, topic)``: the topic's ``max.message.bytes`` if the cluster says, else
             None (best effort).
+        version: ``version()``: the library's version, as the start-up log names it.
     """
 
     name: str
@@ -53,6 +54,7 @@ class Clients:
     producer_settings: Callable[[Any], dict[str, Any]]
     create_topic: Callable[[Mapping[str, Any], str, int, Mapping[str, str]], None]
     topic_limit: Callable[[Mapping[str, Any], str], int | None]
+    version: Callable[[], str]
 
 
 def _kafka_consumer(**settings: Any) -> Any:
@@ -106,9 +108,15 @@ def _topic_limit(settings: Mapping[str, Any], topic: str) -> int | None:
             admin.close()
 
 
+def _version() -> str:
+    import kafka
+
+    return f"kafka-python {kafka.__version__}"
+
+
 #: kafka-python's clients (the default library, a dependency of streamembed).
 KAFKA_PYTHON = Clients("kafka-python", _kafka_consumer, _kafka_producer, consumer_settings, producer_settings,
-                       _create_topic, _topic_limit)
+                       _create_topic, _topic_limit, _version)
 
 
 def clients_for(k: Any) -> Clients:

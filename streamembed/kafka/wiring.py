@@ -73,6 +73,9 @@ class KafkaIO:
     closers: list[Callable[[], None]] = field(default_factory=list)
     limit: int = 1 << 26
 
+    def __post_init__(self) -> None:
+        log.info("Kafka clients: %s (kafka.client_library = %s)", self.clients.version(), self.cfg.kafka.client_library)
+
     @property
     def clients(self) -> Clients:
         """The clients of ``kafka.client_library``."""

@@ -42,9 +42,10 @@ def _admin(settings: Mapping[str, Any]) -> Any:
     from confluent_kafka.admin import AdminClient
 
     conf: dict[str, Any] = {k: v for k, v in producer_conf(settings).items()
-            if k not in ("acks", "batch.size", "enable.idempotence", "linger.ms", "message.max.bytes",
-                         "compression.type")}
-    return AdminClient({**conf, "logger": log})
+                            if k not in ("acks", "batch.size", "enable.idempotence", "linger.ms", "message.max.bytes",
+                                         "compression.type")}
+    conf["logger"] = log
+    return AdminClient(conf)
 
 
 def _create_topic(settings: Mapping[str, Any], topic: str, partitions: int, configs: Mapping[str, str]) -> None:
@@ -72,6 +73,12 @@ def _topic_limit(settings: Mapping[str, Any], topic: str) -> int | None:
         return None
 
 
+def _version() -> str:
+    import confluent_kafka as ck
+
+    return f"confluent-kafka {ck.version()[0]} (librdkafka {ck.libversion()[0]})"
+
+
 #: confluent-kafka's clients.
 CONFLUENT = Clients("confluent", LibrdkafkaConsumer, LibrdkafkaProducer, consumer_settings, producer_settings,
-                    _create_topic, _topic_limit)
+                    _create_topic, _topic_limit, _version)
