@@ -26,7 +26,7 @@ from typing import Any
 
 from streamembed.kafka.libraries import Clients
 from streamembed.kafka.librdkafka.consumer import LibrdkafkaConsumer
-from streamembed.kafka.librdkafka.errors import as_kafka_error
+from streamembed.kafka.librdkafka.errors import LibrdkafkaLog, as_kafka_error
 from streamembed.kafka.librdkafka.producer import LibrdkafkaProducer
 from streamembed.kafka.librdkafka.settings import consumer_settings, producer_conf, producer_settings
 
@@ -44,7 +44,7 @@ def _admin(settings: Mapping[str, Any]) -> Any:
     conf: dict[str, Any] = {k: v for k, v in producer_conf(settings).items()
                             if k not in ("acks", "batch.size", "enable.idempotence", "linger.ms", "message.max.bytes",
                                          "compression.type")}
-    conf["logger"] = log
+    conf["logger"] = LibrdkafkaLog(log)
     return AdminClient(conf)
 
 

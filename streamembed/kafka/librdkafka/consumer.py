@@ -35,7 +35,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from streamembed.kafka.librdkafka.errors import DATA_ERRORS, NO_OFFSET, as_kafka_error
+from streamembed.kafka.librdkafka.errors import DATA_ERRORS, NO_OFFSET, LibrdkafkaLog, as_kafka_error
 from streamembed.kafka.librdkafka.settings import bootstrap_seconds, consumer_conf
 
 __all__ = ["LibrdkafkaConsumer", "Record"]
@@ -80,7 +80,7 @@ class LibrdkafkaConsumer:
         self._max_records = int(settings.get("max_poll_records", 500))
         conf = consumer_conf(settings)
         self._cooperative = conf.get("partition.assignment.strategy") == "cooperative-sticky"
-        self._c: Any = ck.Consumer({**conf, "logger": log, "error_cb": self._on_error})
+        self._c: Any = ck.Consumer({**conf, "logger": LibrdkafkaLog(log), "error_cb": self._on_error})
         self._down_since: float | None = None
         self._listener: Any = None
         self._assigned: set[tuple[str, int]] = set()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["as_kafka_error", "DATA_ERRORS", "NO_OFFSET"]
+__all__ = ["as_kafka_error", "DATA_ERRORS", "NO_OFFSET", "LibrdkafkaLog"]
 
 #: librdkafka's own error names -> the kafka.errors class of the same condition.
 _LOCAL = {
@@ -53,3 +53,21 @@ def as_kafka_error(err: Any, what: str) -> Exception:
     if err.retriable() and not getattr(exc, "retriable", False):
         exc.retriable = True  # type: ignore[attr-defined]
     return exc
+
+
+class LibrdkafkaLog:
+    """What librdkafka logs, into ``logger`` at DEBUG (librdkafka retries connections itself and logs every failed
+    attempt; what matters reaches the clients as errors: delivery reports, consumer errors, the error callback),
+    except its configuration warnings (WARNING), of which those saying that a ``[kafka.client]`` property is for
+    the other role are dropped (every property is given to the roles that take it, ``librdkafka.settings``)."""
+
+    def __init__(self, logger: Any) -> None:
+        self.logger = logger
+
+    def log(self, level: int, msg: str, *args: Any, **kw: Any) -> None:
+        text = msg % args if args else msg
+        if "CONFWARN" in text:
+            if " property and will be ignored by this " not in text:
+                self.logger.warning("librdkafka: %s", text)
+            return
+        self.logger.debug("librdkafka: %s", text)

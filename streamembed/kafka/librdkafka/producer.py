@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from streamembed.kafka.librdkafka.errors import as_kafka_error
+from streamembed.kafka.librdkafka.errors import LibrdkafkaLog, as_kafka_error
 from streamembed.kafka.librdkafka.settings import bootstrap_seconds, producer_conf
 
 __all__ = ["LibrdkafkaProducer", "DeliveryFuture", "RecordMetadata"]
@@ -25,6 +25,15 @@ log = logging.getLogger("streamembed.kafka.librdkafka")
 
 #: Seconds ``send`` waits for room when librdkafka's queue is full, before it raises a transient error.
 QUEUE_FULL_WAIT_SECONDS = 10.0
+
+
+def _on_error(err: Any) -> None:
+    """librdkafka's error callback: fatal errors are logged (the next delivery report raises them), the others are
+    retried by librdkafka."""
+    if err.fatal():
+        log.error("the librdkafka producer failed: %s", err)
+    else:
+        log.debug("librdkafka producer: %s", err)
 
 
 class RecordMetadata(NamedTuple):
@@ -94,8 +103,7 @@ class LibrdkafkaProducer:
     def __init__(self, **settings: Any) -> None:
         import confluent_kafka as ck
 
-        self._p: Any = ck.Producer({**producer_conf(settings), "logger": log,
-                                    "error_cb": lambda err: log.debug("librdkafka producer: %s", err)})
+        self._p: Any = ck.Producer({**producer_conf(settings), "logger": LibrdkafkaLog(log), "error_cb": _on_error})
         try:
             self._p.list_topics(timeout=bootstrap_seconds(settings))
         except ck.KafkaException as exc:

@@ -5,12 +5,20 @@ The Kafka layer builds every client's settings in kafka-python's names
 library); :func:`consumer_conf` / :func:`producer_conf` translate them into
 librdkafka properties, with the choices that keep kafka-python's behaviour:
 CRCs checked (``check.crcs``, kafka-python's default), offsets stored and
-committed only by the source (never automatically), an idempotent producer
-with ``acks=all`` (kafka-python 3's default), and a receive buffer that holds
-the largest fetch. Properties of the ``[kafka.client]`` table (librdkafka's
-names, with dots) are given to the clients that know them: each is tried once
-on a producer and a consumer that never connect, and a property one of them
-calls "ignored" goes to the other only.
+committed only by the source (never automatically), and a receive buffer that
+holds the largest fetch. The producer is not idempotent: librdkafka's
+idempotent producer recovers from a broker that forgot its producer id by
+bumping its epoch itself, which a broker without that support (the test
+broker, restarted) refuses for ever, messages never delivered; kafka-python's
+producer is replaced instead (``kafka.producer.ReliableProducer``). Delivery is
+at least once either way (the input is committed after the acknowledgements),
+and ``max.in.flight`` is 5, so a retry reorders at most the messages in flight
+(``"enable.idempotence" = true`` in ``[kafka.client]`` against Apache Kafka).
+
+Properties of the ``[kafka.client]`` table (librdkafka's names, with dots) are
+given to the clients that know them: each is tried once on a producer and a
+consumer that never connect, and a property one of them calls "ignored" goes
+to the other only.
 """
 
 from __future__ import annotations
@@ -102,7 +110,8 @@ def producer_conf(settings: Mapping[str, Any]) -> dict[str, Any]:
     acks = settings.get("acks", -1)
     conf["acks"] = "all" if acks in (-1, "all") else int(acks)
     conf["batch.size"] = max(1, int(settings.get("batch_size", 1_048_576)))
-    conf.setdefault("enable.idempotence", conf["acks"] == "all")
+    conf.setdefault("enable.idempotence", False)
+    conf.setdefault("max.in.flight", 5)
     if "message.max.bytes" in conf:  # librdkafka's own bound on it
         conf["message.max.bytes"] = min(int(conf["message.max.bytes"]), 1_000_000_000)
     return conf
