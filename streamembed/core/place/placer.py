@@ -47,7 +47,7 @@ from . import range_guard
 from .block.batch import place_core_blocks
 from .dispatch import MapGeometry
 from .methods import route
-from .projection import ProjectionKernel
+from .projection import FusedProjection, ProjectionKernel
 from .restricted import restricted_arc
 
 __all__ = ["Placer"]
@@ -107,6 +107,14 @@ class Placer:
         """The fused projection kernel on the first ``n_coords`` eigenpairs, for rows of ``dtype`` (cached)."""
         dt = np.dtype(dtype)
         return self.cached((n_coords, dt.str), lambda: ProjectionKernel(self.spectrum, n_coords, dt, self.n_threads))
+
+    def fused_kernel(self, n_coords: int, dtype: np.dtype, method: str) -> FusedProjection:
+        """The projection kernel with ``method``'s radius columns in the same pass (cached)."""
+        dt = np.dtype(dtype)
+        cal = self.radius_calibration
+        assert cal is not None
+        return self.cached(("fused", n_coords, dt.str, method),
+                           lambda: self.kernel(n_coords, dt).fused(cal.radius_kernel(method, dt)))
 
     def energy_limit(self, dtype: np.dtype) -> float:
         """``range_guard.energy_limit`` of this map's d-coordinate kernel for ``dtype`` (cached)."""
@@ -276,7 +284,13 @@ class Placer:
         """Single objects from dissimilarities A_arr (m, n) the spectrum is built on."""
         d = self.n_components
         routine = route(method)
-        Z, suspect = self.kernel(d, A_arr.dtype)(A_arr)
+        cal = self.radius_calibration
+        radius_cols: tuple[np.ndarray, np.ndarray] | None = None
+        if cal is not None and cal.gives_radius(method):  # the radius's columns in the projection's pass
+            Z, suspect, at_landmark, Zr = self.fused_kernel(d, A_arr.dtype, method)(A_arr)
+            radius_cols = (Zr, at_landmark)
+        else:
+            Z, suspect = self.kernel(d, A_arr.dtype)(A_arr)
         m = A_arr.shape[0]
         valid = np.ones(m, dtype=bool) if valid is None else valid
         reasons = [None] * m if reasons is None else reasons
@@ -295,10 +309,11 @@ class Placer:
                 if errors == "raise":
                     raise InputError(f"row {i} of A is invalid: {Problem(ProblemCode.OUT_OF_RANGE, detail)}")
                 valid[i], reasons[i] = False, Problem(ProblemCode.OUT_OF_RANGE, detail)
-            return self._finish(A_arr, Z, valid, reasons, method, routine, k0_rows)
+            return self._finish(A_arr, Z, valid, reasons, method, routine, k0_rows, radius_cols)
 
     def _finish(self, A_arr: np.ndarray, Z: np.ndarray, valid: np.ndarray, reasons: list[Problem | None],
-                method: str, routine: Callable[..., Any], k0_rows: object) -> EmbeddingResult:
+                method: str, routine: Callable[..., Any], k0_rows: object,
+                radius_cols: tuple[np.ndarray, np.ndarray] | None = None) -> EmbeddingResult:
         d, m = self.n_components, A_arr.shape[0]
         y = Z[:, :d].astype(np.float64)
         beta = Z[:, d].astype(np.float64)
@@ -319,7 +334,10 @@ class Placer:
                                                   "the placement overflowed (non-finite result)")
         placed = None if method == "projection" else unexplained(beta, y)
         cal = self.radius_calibration
-        radius = np.full(m, np.nan) if cal is None else cal.radius(A_arr, method)
+        if cal is None or radius_cols is None:
+            radius = np.full(m, np.nan)
+        else:
+            radius = cal.radius_from(radius_cols[0], radius_cols[1], method)
         res = EmbeddingResult(y=y, beta=beta, unexplained=unexpl, k0=k0, t=t, flags=flags, valid=valid,
                               reasons=reasons, method=method, residual_rows=sample if sample.size else None,
                               residual_coords=coords, unexplained_placed=placed, radius=radius)
