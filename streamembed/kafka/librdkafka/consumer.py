@@ -91,6 +91,7 @@ class LibrdkafkaConsumer:
         self._skipped_to: dict[tuple[str, int], int] = {}  # past an unreadable batch: the offset sought to
         self._unreadable: list[tuple[int, int, str]] = []
         self._tps: dict[tuple[str, int], Any] = {}
+        self._committer: Any = None  # the thread that commits (commit)
         try:
             self._c.list_topics(timeout=bootstrap_seconds(settings))
         except ck.KafkaException as exc:
@@ -234,12 +235,15 @@ class LibrdkafkaConsumer:
     def _error(self, m: Any, err: Any, broken: set[tuple[str, int]]) -> None:
         name = err.name()
         topic, partition, offset = m.topic(), m.partition(), m.offset()
-        if name in DATA_ERRORS and topic is not None and partition is not None and offset is not None \
-                and offset >= 0:
+        data = name in DATA_ERRORS or (name == "_NOT_IMPLEMENTED" and "Message" in err.str())  # a misread header
+        if data and topic is not None and partition is not None:
             key = (topic, partition)
             if key in broken:
                 return
             broken.add(key)
+            offset = self._plausible(key, offset)
+            if offset is None:
+                raise as_kafka_error(err, "consuming")
             dead = max(offset, self._skipped_to.get(key, -1))
             self._skipped_to[key] = dead + 1
             detail = f"the record batch holding offset {dead} cannot be read: {name}: {err.str()}"[:1000]
@@ -263,6 +267,17 @@ class LibrdkafkaConsumer:
             return
         raise exc
 
+    def _plausible(self, key: tuple[str, int], offset: int | None) -> int | None:
+        """The offset an unreadable-batch error is at: its own when it lies in the partition, else (a header read
+        as garbage names any number) where this consumer reads from."""
+        high = self.highwater(self._tp(*key))
+        if offset is not None and offset >= 0 and (high is None or offset < high):
+            return int(offset)
+        if key in self._skipped_to:
+            return self._skipped_to[key]
+        got = self._c.position([self._ck.TopicPartition(*key)])
+        return int(got[0].offset) if got and got[0].offset >= 0 else None
+
     def take_unreadable(self) -> list[tuple[int, int, str]]:
         """(partition, offset, detail) of each offset skipped because its batch could not be read, since the last
         call (each one dead letter: ``kafka.source``)."""
@@ -271,10 +286,28 @@ class LibrdkafkaConsumer:
 
     # ------------------------------------------------------------------ offsets
     def commit(self, offsets: Mapping[Any, Any] | None = None, timeout_ms: int | None = None) -> None:
-        """Commit ``{TopicPartition: OffsetAndMetadata}`` (the next offsets to read) synchronously."""
+        """Commit ``{TopicPartition: OffsetAndMetadata}`` (the next offsets to read) synchronously, waiting at most
+        ``timeout_ms`` (then ``KafkaTimeoutError``, retried by the caller, as kafka-python's commit does).
+
+        librdkafka's synchronous commit takes no timeout (a broker that stopped answering holds it for the socket
+        timeout, a minute): it runs on a thread of this consumer's, in order, and the caller waits for it.
+        """
         if not offsets:
             return
         parts = [self._ctp(tp, om.offset) for tp, om in offsets.items()]
+        if self._committer is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamembed-commit")
+        future = self._committer.submit(self._commit, parts)
+        try:
+            future.result(timeout=None if timeout_ms is None else timeout_ms / 1000)
+        except TimeoutError:
+            from kafka.errors import KafkaTimeoutError
+
+            raise KafkaTimeoutError(f"the offset commit was not acknowledged within {timeout_ms} ms") from None
+
+    def _commit(self, parts: list[Any]) -> None:
         try:
             done = self._c.commit(offsets=parts, asynchronous=False)
         except self._ck.KafkaException as exc:
@@ -359,4 +392,6 @@ class LibrdkafkaConsumer:
 
     def close(self, autocommit: bool = False) -> None:
         """Leave the group (its offsets are committed by the source only) and let the client go."""
+        if self._committer is not None:
+            self._committer.shutdown(wait=False, cancel_futures=True)
         self._c.close()
