@@ -78,8 +78,8 @@ def _total_rows(paths: list[Path]) -> int | None:
 
 
 def _inputs(items: list[str]) -> list[Path]:
-    from streamembed.jobs.backfill import expand_inputs
     from streamembed.stream.readers import FORMATS, file_format
+    from streamembed.stream.sources.files import expand_inputs
 
     try:
         paths = expand_inputs(items)

@@ -159,10 +159,10 @@ def _cross_check_kafka(cfg: Config) -> None:
             raise ConfigError(str(exc)) from None
     if k.client:
         # the library's own settings are known to the Kafka layer only: imported when a table is given
-        from streamembed.kafka.client import validate_client_table
+        from streamembed.kafka.libraries import validate_client_table
 
         try:
-            validate_client_table(k.client, library=k.client_library)
+            validate_client_table(k.client, k.client_library)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
 

@@ -3,7 +3,7 @@
 A library names the package it needs (and the streamembed extra that installs
 it), the object of the Kafka layer that makes its clients
 (``"package.module:attribute"``, a ``kafka.libraries.Clients``, imported only
-when the run uses Kafka), the partition assignors it offers, and what
+when the run uses Kafka), the partition assignors it lacks, and what
 ``[kafka.client]`` holds for it. ``kafka.client_library``'s choices, the
 start-up refusal of a library whose package is missing (exit 2, naming the
 extra), the assignor check and the docs' table are derived from here.
@@ -14,6 +14,7 @@ implementations are named, not imported.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +34,7 @@ class ClientLibrary:
         distribution: the package to install (``kafka-python``, ``confluent-kafka``).
         extra: the streamembed extra that installs it (None: a dependency of streamembed).
         clients: ``"package.module:attribute"``, the Kafka layer's clients of this library.
-        assignors: the ``kafka.assignor`` values it offers.
+        lacks_assignors: the ``kafka.assignor`` values it does not offer.
         client_table: what the ``[kafka.client]`` table holds for it (one line for the docs).
         doc: one line for the documentation tables.
     """
@@ -43,7 +44,7 @@ class ClientLibrary:
     distribution: str
     extra: str | None
     clients: str
-    assignors: tuple[str, ...]
+    lacks_assignors: tuple[str, ...]
     client_table: str
     doc: str
 
@@ -60,12 +61,12 @@ def _check(lib: ClientLibrary, registry: Registry[ClientLibrary]) -> None:
 CLIENT_LIBRARIES: Registry[ClientLibrary] = Registry("Kafka client library", _check)
 
 CLIENT_LIBRARIES.register(ClientLibrary(
-    "kafka-python", "kafka", "kafka-python", None, "streamembed.kafka.libraries:KAFKA_PYTHON",
-    ("range", "roundrobin", "sticky", "cooperative-sticky"), "kafka-python settings (linger_ms, compression_type)",
+    "kafka-python", "kafka", "kafka-python", None, "streamembed.kafka.libraries:KAFKA_PYTHON", (),
+    "kafka-python settings (linger_ms, compression_type)",
     "kafka-python, pure Python (a dependency)"))
 CLIENT_LIBRARIES.register(ClientLibrary(
     "confluent", "confluent_kafka", "confluent-kafka", "confluent", "streamembed.kafka.librdkafka:CONFLUENT",
-    ("range", "roundrobin", "cooperative-sticky"), "librdkafka properties (\"linger.ms\", \"compression.type\")",
+    ("sticky",), "librdkafka properties (\"linger.ms\", \"compression.type\")",
     "confluent-kafka: librdkafka, which fetches and produces in C threads (the extra streamembed[confluent])"))
 
 
@@ -87,6 +88,8 @@ def check_client_library(cfg: Any) -> None:
         how = f"pip install 'streamembed[{lib.extra}]'" if lib.extra else "reinstall streamembed"
         raise ValueError(f"kafka.client_library = {lib.name!r} needs the {lib.distribution} package, which is not "
                          f"installed: {how}")
-    if k.assignor not in lib.assignors:
+    if k.assignor in lib.lacks_assignors:
+        every = next(f for f in dataclasses.fields(k) if f.name == "assignor").metadata["choices"]
+        offered = [a for a in every if a not in lib.lacks_assignors]
         raise ValueError(f"kafka.assignor = {k.assignor!r} is not offered by kafka.client_library = {lib.name!r} "
-                         f"(it offers {', '.join(lib.assignors)})")
+                         f"(it offers {', '.join(offered)})")

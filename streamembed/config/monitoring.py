@@ -15,7 +15,7 @@ from streamembed.core.monitor import detector as cusum_defaults
 from streamembed.core.monitor import drift as rule_defaults
 from streamembed.core.monitor.drift import STATISTICS
 from streamembed.core.monitor.triggers import TRIGGERS
-from streamembed.core.refit.refit import DEFAULT_SELECTION, REFIT_SELECTIONS
+from streamembed.core.refit.selections import DEFAULT_SELECTION, REFIT_SELECTIONS
 from streamembed.core.trust.conformal import DEFAULT_COVERAGE
 
 __all__ = ["DriftConfig", "ConsistencyConfig", "RefitConfig", "TrustConfig", "DRIFT_STATISTICS"]

@@ -4,7 +4,7 @@
   section (security options, sizes, the free-form ``[kafka.client]`` table)
   into keyword arguments for ``KafkaConsumer`` / ``KafkaProducer``.
 * :func:`validate_client_table` refuses ``[kafka.client]`` keys that
-  the client library (``kafka.client_library``) does not know (a typo must not start a daemon silently
+  kafka-python does not know (a typo must not start a daemon silently
   running with the default), keys streamembed manages itself, and a
   ``compression_type`` whose codec package is missing (which a restart cannot
   fix: exit 2, not 3).
@@ -67,14 +67,9 @@ def known_client_keys() -> frozenset[str]:
     return frozenset(KafkaConsumer.DEFAULT_CONFIG) | frozenset(KafkaProducer.DEFAULT_CONFIG)
 
 
-def validate_client_table(table: Mapping[str, Any], library: str = "kafka-python") -> None:
-    """Raise ValueError naming the first unusable ``[kafka.client]`` key of ``library`` (``kafka.client_library``:
-    kafka-python's settings here, librdkafka's properties in ``kafka.librdkafka.settings``)."""
-    if library == "confluent":
-        from streamembed.kafka.librdkafka.settings import validate_properties
-
-        validate_properties(table)
-        return
+def validate_client_table(table: Mapping[str, Any]) -> None:
+    """Raise ValueError naming the first unusable ``[kafka.client]`` key (kafka-python's settings; the table of
+    another library: ``kafka.libraries.validate_client_table``)."""
     known = known_client_keys()
     for key, value in table.items():
         if key in MANAGED_KEYS:

@@ -25,7 +25,7 @@ from typing import Any
 
 from streamembed.kafka.client import consumer_settings, producer_settings
 
-__all__ = ["Clients", "KAFKA_PYTHON", "clients_for"]
+__all__ = ["Clients", "KAFKA_PYTHON", "clients_for", "config_value", "validate_client_table"]
 
 log = logging.getLogger("streamembed.kafka")
 
@@ -88,8 +88,6 @@ def _create_topic(settings: Mapping[str, Any], topic: str, partitions: int, conf
 
 
 def _topic_limit(settings: Mapping[str, Any], topic: str) -> int | None:
-    from streamembed.kafka.limits import config_value
-
     try:
         from kafka.admin import ConfigResource, ConfigResourceType
 
@@ -114,9 +112,36 @@ def _version() -> str:
     return f"kafka-python {kafka.__version__}"
 
 
+def config_value(responses: Any, name: str) -> int | None:
+    """``name``'s integer value in DescribeConfigs responses (kafka-python's response objects), or None."""
+    for response in responses if isinstance(responses, list) else [responses]:
+        for resource in getattr(response, "resources", []) or []:
+            entries = resource[4] if isinstance(resource, (tuple, list)) and len(resource) > 4 else []
+            for entry in entries or []:
+                if isinstance(entry, (tuple, list)) and len(entry) > 1 and entry[0] == name:
+                    try:
+                        return int(entry[1])
+                    except (TypeError, ValueError):
+                        return None
+    return None
+
+
 #: kafka-python's clients (the default library, a dependency of streamembed).
 KAFKA_PYTHON = Clients("kafka-python", _kafka_consumer, _kafka_producer, consumer_settings, producer_settings,
                        _create_topic, _topic_limit, _version)
+
+
+def validate_client_table(table: Mapping[str, Any], library: str) -> None:
+    """Raise ValueError naming the first unusable ``[kafka.client]`` key of ``library`` (``kafka.client_library``):
+    kafka-python's settings (``kafka.client``), librdkafka's properties (``kafka.librdkafka.settings``)."""
+    if library == "confluent":
+        from streamembed.kafka.librdkafka.settings import validate_properties
+
+        validate_properties(table)
+    else:
+        from streamembed.kafka.client import validate_client_table as kafka_python_table
+
+        kafka_python_table(table)
 
 
 def clients_for(k: Any) -> Clients:

@@ -18,8 +18,7 @@ import logging
 from typing import Any
 from collections.abc import Mapping, Sequence
 
-__all__ = ["message_size", "fits", "fit_value", "fit_header", "topic_limit", "config_value", "TRUNCATED_HEADER",
-           "FULL_RECORD_HEADER"]
+__all__ = ["message_size", "fits", "fit_value", "fit_header", "topic_limit", "TRUNCATED_HEADER", "FULL_RECORD_HEADER"]
 
 log = logging.getLogger("streamembed.kafka")
 
@@ -61,30 +60,12 @@ def fit_value(key: bytes | None, value: bytes, headers: Sequence[tuple[str, byte
     return value[:max(0, room)]
 
 
-def topic_limit(admin_settings: Mapping[str, Any], topic: str, clients: Any = None) -> int | None:
+def topic_limit(admin_settings: Mapping[str, Any], topic: str, clients: Any) -> int | None:
     """The topic's ``max.message.bytes`` (else the broker's ``message.max.bytes``) if the cluster says; else None.
 
     Best effort: an older broker, missing DescribeConfigs permission or a
     broker that does not describe configs (Tansu) gives None. ``clients``: the
-    library's (``kafka.libraries.Clients``; default kafka-python's).
+    library's (``kafka.libraries.Clients``), which asks.
     """
-    if clients is None:
-        from streamembed.kafka.libraries import KAFKA_PYTHON
-
-        clients = KAFKA_PYTHON
     limit: int | None = clients.topic_limit(admin_settings, topic)
     return limit
-
-
-def config_value(responses: Any, name: str) -> int | None:
-    """``name``'s integer value in DescribeConfigs responses (kafka-python's response objects), or None."""
-    for response in responses if isinstance(responses, list) else [responses]:
-        for resource in getattr(response, "resources", []) or []:
-            entries = resource[4] if isinstance(resource, (tuple, list)) and len(resource) > 4 else []
-            for entry in entries or []:
-                if isinstance(entry, (tuple, list)) and len(entry) > 1 and entry[0] == name:
-                    try:
-                        return int(entry[1])
-                    except (TypeError, ValueError):
-                        return None
-    return None

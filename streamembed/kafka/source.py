@@ -88,12 +88,12 @@ import pyarrow as pa
 from streamembed.core.options import BATCH_ROWS
 from streamembed.kafka.client import is_transient, retry
 from streamembed.kafka.batches import Coordinates, KafkaDeadRecord, QueuedBatch, cut_batches
-from streamembed.kafka.consumer_health import AdaptiveFetch, brokers_away, measure_lag, throttle_join_spin
+from streamembed.kafka.consumer_health import (AdaptiveFetch, brokers_away, measure_lag, rebalance_listener,
+                                               throttle_join_spin)
 from streamembed.kafka.group_lag import GroupLagWatcher, owned_lag
 from streamembed.kafka.partitions import PartitionTable, Position
-from streamembed.kafka.unreadable import is_unreadable_data, skip_unreadable
+from streamembed.kafka.unreadable import is_unreadable_data, skip_unreadable, unreadable_batch
 from streamembed.stream.codecs import DeadRecord
-from streamembed.stream.records import Reason
 from streamembed.stream.origin import RowOrigin
 from streamembed.stream.sinks import safe_label
 from streamembed.stream.sources import SourceBatch
@@ -120,51 +120,21 @@ class _Provenance:
     row_in_msg: np.ndarray  # row index within its message
 
 
-class _Listener:
-    """kafka-python ConsumerRebalanceListener (duck-typed: runs inside ``consumer.poll``)."""
-
-    def __init__(self, source: KafkaSource) -> None:
-        self.source = source
-
-    def on_partitions_revoked(self, revoked: Any) -> None:
-        self.source._revoked(set(revoked))
-
-    def on_partitions_lost(self, lost: Any) -> None:
-        self.source._revoked(set(lost))
-
-    def on_partitions_assigned(self, assigned: Any) -> None:
-        self.source._assigned(set(assigned))
-
-
 def _skip_unreadable(source: KafkaSource, exc: BaseException) -> bool:
     """Dead-letter the offset whose batch the client cannot read, and seek past it; False if not found."""
     found = skip_unreadable(source._consumer, source.topic, exc, source._parts.assigned, source._settings)
-    if found is None:
-        return False
-    p, offset, detail = found
-    if p >= 0:  # (else revoked meanwhile: nothing to skip here)
-        _unreadable_offset(source, p, offset, detail)
-    return True
+    if found is not None and found[0] >= 0:  # (-1: revoked meanwhile, nothing to skip here)
+        _record_unreadable(source, *found)
+    return found is not None
 
 
-def _unreadable_offset(source: KafkaSource, p: int, offset: int, detail: str) -> None:
+def _record_unreadable(source: KafkaSource, p: int, offset: int, detail: str) -> None:
     """One dead letter for an offset whose batch the client could not read (skipped past it)."""
-    dead = KafkaDeadRecord(reason=Reason.UNDECODABLE, detail=detail, raw=b"", topic=source.topic, partition=p,
-                           offset=offset)
-    source._parts.enqueue([QueuedBatch(p, offset, offset, dead=[dead])])
+    source._parts.enqueue([unreadable_batch(source.topic, p, offset, detail)])
     source.skipped += 1
     if source.skipped <= 3 or source.skipped % 1000 == 0:
-        log.warning("skipping offset %d of partition %d: %s (%d skipped so far; each is a dead letter)", offset,
-                    p, detail, source.skipped, extra={"topic": source.topic, "partition": p, "offset": offset})
-
-
-def _listener(source: KafkaSource) -> Any:
-    from kafka import ConsumerRebalanceListener
-
-    class Listener(_Listener, ConsumerRebalanceListener):  # type: ignore[misc]
-        pass
-
-    return Listener(source)
+        log.warning("skipping offset %d of partition %d: %s (%d skipped so far; each is a dead letter)", offset, p,
+                    detail, source.skipped, extra={"topic": source.topic, "partition": p, "offset": offset})
 
 
 class KafkaSource:
@@ -220,7 +190,7 @@ class KafkaSource:
         throttle_join_spin(self._consumer)
         #: ``kafka.fetch_max_wait_ms = "auto"``: the fetch wait follows the backlog (see the module doc)
         self._fetch_wait = AdaptiveFetch(self._consumer, self.max_poll_records) if adaptive_fetch else None
-        self._consumer.subscribe([topic], listener=_listener(self))
+        self._consumer.subscribe([topic], listener=rebalance_listener(self._revoked, self._assigned))
         self._parts = PartitionTable()  # offsets, epochs, lag, queued batches, rewinds (kafka.partitions)
         self._paused = False
         self._caught_up = False
@@ -370,7 +340,7 @@ class KafkaSource:
         if take is not None:
             for p, offset, detail in take():
                 if p in self._parts:
-                    _unreadable_offset(self, p, offset, detail)
+                    _record_unreadable(self, p, offset, detail)
         return records
 
     def _waiting_poll(self, timeout_ms: int) -> dict[Any, list[Any]]:

@@ -44,7 +44,6 @@ from ..monitor.residuals import K0_RTOL, block_k0, k0_diagonal, landmark_trace, 
 from ..result import EmbeddingResult
 from ..trust.calibration import RadiusCalibration
 from . import range_guard
-from .block.batch import place_core_blocks
 from .dispatch import MapGeometry
 from .methods import route
 from .projection import FusedProjection, ProjectionKernel
@@ -107,14 +106,6 @@ class Placer:
         """The fused projection kernel on the first ``n_coords`` eigenpairs, for rows of ``dtype`` (cached)."""
         dt = np.dtype(dtype)
         return self.cached((n_coords, dt.str), lambda: ProjectionKernel(self.spectrum, n_coords, dt, self.n_threads))
-
-    def fused_kernel(self, n_coords: int, dtype: np.dtype, method: str) -> FusedProjection:
-        """The projection kernel with ``method``'s radius columns in the same pass (cached)."""
-        dt = np.dtype(dtype)
-        cal = self.radius_calibration
-        assert cal is not None
-        return self.cached(("fused", n_coords, dt.str, method),
-                           lambda: self.kernel(n_coords, dt).fused(cal.radius_kernel(method, dt)))
 
     def energy_limit(self, dtype: np.dtype) -> float:
         """``range_guard.energy_limit`` of this map's d-coordinate kernel for ``dtype`` (cached)."""
@@ -287,7 +278,7 @@ class Placer:
         cal = self.radius_calibration
         radius_cols: tuple[np.ndarray, np.ndarray] | None = None
         if cal is not None and cal.gives_radius(method):  # the radius's columns in the projection's pass
-            Z, suspect, at_landmark, Zr = self.fused_kernel(d, A_arr.dtype, method)(A_arr)
+            Z, suspect, at_landmark, Zr = _fused_kernel(self, cal, A_arr.dtype, method)(A_arr)
             radius_cols = (Zr, at_landmark)
         else:
             Z, suspect = self.kernel(d, A_arr.dtype)(A_arr)
@@ -382,6 +373,8 @@ class Placer:
 
     def _core_blocks(self, A: np.ndarray, cross: list[Any], sizes: np.ndarray, k0_rows: object, errors: str,
                      max_block_rows: int | None = None, name: str = "cross") -> EmbeddingResult:
+        from .block.batch import place_core_blocks  # the block solver: imported by the first block
+
         return place_core_blocks(A, cross, sizes, spectrum=self.spectrum, n_components=self.n_components,
                                  limit=self.range_limit(A.dtype), project_r=self.project_r,
                                  negative_ratio=self.negative_ratio, n_threads=self.n_threads, k0_rows=k0_rows,
@@ -411,6 +404,13 @@ class Placer:
                     getattr(res, name)[~known] = np.nan
             res.flags[~known] &= ~FLAG_NON_EUCLIDEAN
         return res
+
+
+def _fused_kernel(placer: Placer, cal: RadiusCalibration, dtype: np.dtype, method: str) -> FusedProjection:
+    """The d-coordinate projection kernel with ``method``'s radius columns in the same pass (cached)."""
+    dt, d = np.dtype(dtype), placer.n_components
+    return placer.cached(("fused", d, dt.str, method),
+                         lambda: placer.kernel(d, dt).fused(cal.radius_kernel(method, dt)))
 
 
 def _k0_sample(k0_rows: object, valid_rows: np.ndarray) -> np.ndarray:
