@@ -124,17 +124,17 @@ def _skip_unreadable(source: KafkaSource, exc: BaseException) -> bool:
     """Dead-letter the offset whose batch the client cannot read, and seek past it; False if not found."""
     found = skip_unreadable(source._consumer, source.topic, exc, source._parts.assigned, source._settings)
     if found is not None and found[0] >= 0:  # (-1: revoked meanwhile, nothing to skip here)
-        _record_unreadable(source, *found)
+        source._parts.enqueue([_record_unreadable(source, *found)])
     return found is not None
 
 
-def _record_unreadable(source: KafkaSource, p: int, offset: int, detail: str) -> None:
-    """One dead letter for an offset whose batch the client could not read (skipped past it)."""
-    source._parts.enqueue([unreadable_batch(source.topic, p, offset, detail)])
+def _record_unreadable(source: KafkaSource, p: int, offset: int, detail: str) -> QueuedBatch:
+    """The batch of one dead letter for an offset whose batch the client could not read (skipped past it)."""
     source.skipped += 1
     if source.skipped <= 3 or source.skipped % 1000 == 0:
         log.warning("skipping offset %d of partition %d: %s (%d skipped so far; each is a dead letter)", offset, p,
                     detail, source.skipped, extra={"topic": source.topic, "partition": p, "offset": offset})
+    return unreadable_batch(source.topic, p, offset, detail)
 
 
 class KafkaSource:
@@ -336,11 +336,6 @@ class KafkaSource:
                 raise
             records = {}
         self._last_consumer_poll = time.monotonic()
-        take = getattr(self._consumer, "take_unreadable", None)  # a client that skips unreadable batches itself
-        if take is not None:
-            for p, offset, detail in take():
-                if p in self._parts:
-                    _record_unreadable(self, p, offset, detail)
         return records
 
     def _waiting_poll(self, timeout_ms: int) -> dict[Any, list[Any]]:
@@ -373,13 +368,19 @@ class KafkaSource:
     def _take(self, records: Mapping[Any, list[Any]]) -> int:
         """Decode and queue one poll's records; returns how many messages it held."""
         n_msgs = n_bytes = 0
+        batches: list[QueuedBatch] = []
         for tp, recs in records.items():
             if tp.partition not in self._parts:
                 continue  # revoked inside this very poll
             n_msgs += len(recs)
             n_bytes += sum(len(r.value) for r in recs if r.value is not None)
-            self._parts.enqueue(cut_batches(tp.partition, recs, self.batch_rows, self._dead, self.max_message_bytes,
-                                            self.event_time))
+            batches += cut_batches(tp.partition, recs, self.batch_rows, self._dead, self.max_message_bytes,
+                                   self.event_time)
+        take = getattr(self._consumer, "take_unreadable", None)  # a client that skips unreadable batches itself
+        if take is not None:  # (reported since the last poll with records): in offset order with these records
+            batches += [_record_unreadable(self, p, offset, detail) for p, offset, detail in take() if p in self._parts]
+            batches.sort(key=lambda q: (q.partition, q.first_offset))
+        self._parts.enqueue(batches)
         if self.metrics is not None and n_msgs:
             self.metrics.kafka_messages_in.inc(n_msgs)
             self.metrics.kafka_bytes_in.inc(n_bytes)

@@ -10,7 +10,11 @@ in librdkafka, and is made to behave as the source expects:
   methods) runs inside ``poll``, from librdkafka's assign/revoke/lost
   callbacks; a ``seek`` made by the listener on partitions being assigned is
   the offset they are assigned at (librdkafka cannot seek a partition before
-  it is assigned).
+  it is assigned). A partition revoked and assigned back in one rebalance
+  resumes where this consumer was, as kafka-python 3 does (librdkafka would
+  start it again from the committed offset: the rows handed out since, which
+  the sinks hold, would be read twice); one lost, or assigned later, starts
+  from the committed offset.
 * **Unreadable batches.** librdkafka reports a batch it cannot read (a corrupt
   compressed payload, a CRC mismatch: ``check.crcs`` is on) as an error at the
   batch's first offset, for ever, whatever offset inside the batch it fetches
@@ -88,7 +92,11 @@ class LibrdkafkaConsumer:
         self._in_callback = False
         self._pending_seeks: dict[tuple[str, int], int] = {}
         self._pending_pauses: list[Any] = []
-        self._skipped_to: dict[tuple[str, int], int] = {}  # past an unreadable batch: the offset sought to
+        self._kept: dict[tuple[str, int], int] = {}  # positions at the last revocation (_on_revoke)
+        # per partition, the next offset this consumer hands out, and whether it was set (an assignment, a seek)
+        # since the last message handed out: what tells a stale report of an unreadable batch from a new one
+        self._next: dict[tuple[str, int], int] = {}
+        self._fresh: set[tuple[str, int]] = set()
         self._unreadable: list[tuple[int, int, str]] = []
         self._tps: dict[tuple[str, int], Any] = {}
         self._committer: Any = None  # the thread that commits (commit)
@@ -140,14 +148,19 @@ class LibrdkafkaConsumer:
         self._pending_seeks.clear()
         self._pending_pauses = []
         self._call("on_partitions_assigned", parts)
+        kept, self._kept = self._kept, {}
+        starts = {(p.topic, p.partition): self._pending_seeks.pop((p.topic, p.partition), kept.get((p.topic,
+                                                                                                     p.partition)))
+                  for p in parts}
+        starts.update(self._committed_starts(consumer, [k for k, s in starts.items() if s is None]))
         offsets = []
         for p in parts:
             key = (p.topic, p.partition)
-            self._skipped_to.pop(key, None)
-            start = self._pending_seeks.pop(key, None)
+            start = starts.get(key)
             offsets.append(self._ck.TopicPartition(p.topic, p.partition,
                                                    self._ck.OFFSET_INVALID if start is None else start))
             self._assigned.add(key)
+            self._moved_to(key, start)
         if self._cooperative:
             consumer.incremental_assign(offsets)
         else:
@@ -157,6 +170,10 @@ class LibrdkafkaConsumer:
             self._pending_pauses = []
 
     def _on_revoke(self, consumer: Any, parts: list[Any]) -> None:
+        # where this consumer was (past the batches it skipped too): a partition assigned back in this rebalance
+        # resumes there
+        self._kept = {(p.topic, p.partition): self._next[(p.topic, p.partition)] for p in parts
+                      if (p.topic, p.partition) in self._next}
         self._call("on_partitions_revoked", parts)
         self._forget(parts)
         if self._cooperative:
@@ -165,6 +182,7 @@ class LibrdkafkaConsumer:
             consumer.unassign()
 
     def _on_lost(self, consumer: Any, parts: list[Any]) -> None:
+        self._kept = {}  # others may have read them meanwhile: from the committed offsets
         self._call("on_partitions_lost", parts)
         self._forget(parts)
         if self._cooperative:
@@ -175,7 +193,26 @@ class LibrdkafkaConsumer:
     def _forget(self, parts: list[Any]) -> None:
         for p in parts:
             self._assigned.discard((p.topic, p.partition))
-            self._skipped_to.pop((p.topic, p.partition), None)
+            self._moved_to((p.topic, p.partition), None)
+
+    def _committed_starts(self, consumer: Any, keys: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Where partitions assigned without an offset of their own start: the group's committed offsets (asked
+        here, so that this consumer knows its position from the first message)."""
+        if not keys:
+            return {}
+        try:
+            got = consumer.committed([self._ck.TopicPartition(t, p) for t, p in keys], timeout=METADATA_SECONDS)
+        except self._ck.KafkaException:  # unknown: the first message tells
+            return {}
+        return {(q.topic, q.partition): int(q.offset) for q in got if q.offset >= 0}
+
+    def _moved_to(self, key: tuple[str, int], offset: int | None) -> None:
+        """The partition's position was set (an assignment, a seek; None: unknown)."""
+        if offset is None or offset < 0:
+            self._next.pop(key, None)
+        else:
+            self._next[key] = int(offset)
+        self._fresh.add(key)
 
     def assignment(self) -> set[Any]:
         return {self._tp(t, p) for t, p in self._assigned}
@@ -199,6 +236,7 @@ class LibrdkafkaConsumer:
             self._pending_seeks[key] = int(offset)
             return
         self._starts[key] = int(offset)
+        self._moved_to(key, int(offset))
         try:
             self._c.seek(self._ctp(tp, offset))
         except self._ck.KafkaException as exc:
@@ -225,9 +263,13 @@ class LibrdkafkaConsumer:
             if err is not None:
                 self._error(m, err, broken)
                 continue
-            if (m.topic(), m.partition()) in broken:
-                continue  # after an unreadable batch in this very call: stale
-            out.setdefault(self._tp(m.topic(), m.partition()), []).append(Record(m))
+            key = (m.topic(), m.partition())
+            nxt = self._next.get(key)
+            if key in broken or (nxt is not None and m.offset() < nxt):
+                continue  # after an unreadable batch in this very call, or before the position: stale
+            out.setdefault(self._tp(*key), []).append(Record(m))
+            self._next[key] = m.offset() + 1
+            self._fresh.discard(key)
         if out:
             self._down_since = None
         return out
@@ -240,12 +282,19 @@ class LibrdkafkaConsumer:
             key = (topic, partition)
             if key in broken:
                 return
-            broken.add(key)
             offset = self._plausible(key, offset)
             if offset is None:
                 raise as_kafka_error(err, "consuming")
-            dead = max(offset, self._skipped_to.get(key, -1))
-            self._skipped_to[key] = dead + 1
+            nxt = self._next.get(key)
+            if nxt is not None and offset < nxt and key not in self._fresh:
+                log.debug("a stale report of an unreadable batch at offset %d of partition %d (reading %d)", offset,
+                          partition, nxt)
+                return  # a batch read past already: librdkafka reported it again
+            broken.add(key)
+            # the batch reported is the one holding the position (its first offset may lie before: a batch is
+            # fetched whole), or a new one at or after it
+            dead = offset if nxt is None or offset >= nxt else nxt
+            self._moved_to(key, dead + 1)
             detail = f"the record batch holding offset {dead} cannot be read: {name}: {err.str()}"[:1000]
             self._unreadable.append((partition, dead, detail))
             try:
@@ -273,8 +322,8 @@ class LibrdkafkaConsumer:
         high = self.highwater(self._tp(*key))
         if offset is not None and offset >= 0 and (high is None or offset < high):
             return int(offset)
-        if key in self._skipped_to:
-            return self._skipped_to[key]
+        if key in self._next:
+            return self._next[key]
         got = self._c.position([self._ck.TopicPartition(*key)])
         return int(got[0].offset) if got and got[0].offset >= 0 else None
 
