@@ -25,11 +25,15 @@ from . import clients as kafka_clients
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Broker tests run once per Kafka client library (``kafka.client_library``), unless their module says it
-    tests one library's own behaviour (``ONE_CLIENT_LIBRARY = True``: kafka-python against the broker)."""
+    tests one library's own behaviour (``ONE_CLIENT_LIBRARY = True``: kafka-python against the broker) or the
+    test is marked ``kafka_python_only``: the soaks, failovers, attacks and timing-heavy tests (over ~10 s each),
+    which exercise the daemon around the client more than the client, run on the default library only, so that
+    the second library costs CI about two minutes, not seven (docs/kafka.md, "Client library")."""
     if "client_library" not in metafunc.fixturenames:
         return
-    if metafunc.definition.get_closest_marker("broker") is None or getattr(metafunc.module, "ONE_CLIENT_LIBRARY",
-                                                                             False):
+    if (metafunc.definition.get_closest_marker("broker") is None
+            or metafunc.definition.get_closest_marker("kafka_python_only") is not None
+            or getattr(metafunc.module, "ONE_CLIENT_LIBRARY", False)):
         return  # the fixture's default library
     metafunc.parametrize("client_library", kafka_clients.LIBRARIES, indirect=True)
 
