@@ -49,7 +49,7 @@ def confluent_raw(bootstrap: str, topic: str, partitions: int, n_msgs: int, sett
 
     from streamembed.kafka.librdkafka.settings import consumer_conf
 
-    conf = consumer_conf({k: v for k, v in settings.items() if k not in ("group_id",)})
+    conf = consumer_conf({**{k: v for k, v in settings.items() if k != "group_id"}, "bootstrap_servers": bootstrap})
     c = ck.Consumer(conf)
     c.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in range(partitions)])
     got = nbytes = first = 0
@@ -57,7 +57,10 @@ def confluent_raw(bootstrap: str, topic: str, partitions: int, n_msgs: int, sett
     deadline = time.monotonic() + 300
     batch = int(settings.get("max_poll_records", 500))
     while got < n_msgs and time.monotonic() < deadline:
-        msgs = [m for m in c.consume(batch, 0.5) if m.error() is None]
+        # consume(n, timeout) waits until it has n messages or the timeout passed: the first call takes one message
+        # (the clock starts at the first fetch, not after a batch filled up behind it), the last no more than are left
+        want = 1 if t0 is None else min(batch, n_msgs - got)
+        msgs = [m for m in c.consume(want, 0.5) if m.error() is None]
         if msgs and t0 is None:
             t0, first = time.perf_counter(), len(msgs)
         got += len(msgs)

@@ -28,7 +28,7 @@ TREE = Path(streamembed.__file__).resolve().parents[1]
 #: detector's calibration takes its t and χ² quantiles from core.monitor.quantiles:
 #: tests/core/monitor/test_quantiles.py).
 HEAVY = ("scipy.linalg", "scipy.stats", "scipy.optimize", "scipy.spatial", "scipy.sparse", "scipy.special", "sklearn",
-         "kafka", "matplotlib", "dask", "distributed")
+         "kafka", "confluent_kafka", "matplotlib", "dask", "distributed")
 
 #: Runs the CLI in this interpreter and writes the loaded module names to argv[1] at exit.
 _PROBE = r"""
