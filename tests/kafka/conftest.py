@@ -28,7 +28,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     tests one library's own behaviour (``ONE_CLIENT_LIBRARY = True``: kafka-python against the broker) or the
     test is marked ``kafka_python_only``: the soaks, failovers, attacks and timing-heavy tests (over ~10 s each),
     which exercise the daemon around the client more than the client, run on the default library only, so that
-    the second library costs CI about two minutes, not seven (docs/kafka.md, "Client library")."""
+    the second library costs CI about two minutes, not seven and a half (docs/kafka.md, "Client library")."""
     if "client_library" not in metafunc.fixturenames:
         return
     if (metafunc.definition.get_closest_marker("broker") is None

@@ -152,7 +152,7 @@ class LibrdkafkaConsumer:
         starts = {(p.topic, p.partition): self._pending_seeks.pop((p.topic, p.partition), kept.get((p.topic,
                                                                                                      p.partition)))
                   for p in parts}
-        starts.update(self._committed_starts(consumer, [k for k, s in starts.items() if s is None]))
+        starts.update(committed_starts(self._ck, consumer, [k for k, s in starts.items() if s is None]))
         offsets = []
         for p in parts:
             key = (p.topic, p.partition)
@@ -194,17 +194,6 @@ class LibrdkafkaConsumer:
         for p in parts:
             self._assigned.discard((p.topic, p.partition))
             self._moved_to((p.topic, p.partition), None)
-
-    def _committed_starts(self, consumer: Any, keys: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        """Where partitions assigned without an offset of their own start: the group's committed offsets (asked
-        here, so that this consumer knows its position from the first message)."""
-        if not keys:
-            return {}
-        try:
-            got = consumer.committed([self._ck.TopicPartition(t, p) for t, p in keys], timeout=METADATA_SECONDS)
-        except self._ck.KafkaException:  # unknown: the first message tells
-            return {}
-        return {(q.topic, q.partition): int(q.offset) for q in got if q.offset >= 0}
 
     def _moved_to(self, key: tuple[str, int], offset: int | None) -> None:
         """The partition's position was set (an assignment, a seek; None: unknown)."""
@@ -348,24 +337,13 @@ class LibrdkafkaConsumer:
             from concurrent.futures import ThreadPoolExecutor
 
             self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamembed-commit")
-        future = self._committer.submit(self._commit, parts)
+        future = self._committer.submit(commit_sync, self._ck, self._c, parts)
         try:
             future.result(timeout=None if timeout_ms is None else timeout_ms / 1000)
         except TimeoutError:
             from kafka.errors import KafkaTimeoutError
 
             raise KafkaTimeoutError(f"the offset commit was not acknowledged within {timeout_ms} ms") from None
-
-    def _commit(self, parts: list[Any]) -> None:
-        try:
-            done = self._c.commit(offsets=parts, asynchronous=False)
-        except self._ck.KafkaException as exc:
-            if exc.args and getattr(exc.args[0], "name", lambda: "")() == NO_OFFSET:
-                return
-            raise as_kafka_error(exc, "committing offsets") from None
-        for p in done or []:
-            if p.error is not None:
-                raise as_kafka_error(p.error, f"committing partition {p.partition}")
 
     def committed_offsets(self, tps: Iterable[Any], timeout_ms: int = 5000) -> dict[Any, int | None]:
         """The group's committed offset of each partition (None: none), in one request."""
@@ -398,20 +376,11 @@ class LibrdkafkaConsumer:
             return self.beginning_offsets([tp], timeout_ms or 5000)[tp]
         return self.committed(tp, timeout_ms or 5000)
 
-    def _watermarks(self, tps: Iterable[Any], timeout_ms: int) -> dict[Any, tuple[int, int]]:
-        out = {}
-        for tp in tps:
-            try:
-                out[tp] = self._c.get_watermark_offsets(self._ctp(tp), timeout=timeout_ms / 1000, cached=False)
-            except self._ck.KafkaException as exc:
-                raise as_kafka_error(exc, "listing offsets") from None
-        return out
-
     def end_offsets(self, tps: Iterable[Any], timeout_ms: int = 5000) -> dict[Any, int]:
-        return {tp: int(high) for tp, (_, high) in self._watermarks(tps, timeout_ms).items()}
+        return {tp: int(high) for tp, (_, high) in watermarks(self._ck, self._c, tps, self._ctp, timeout_ms).items()}
 
     def beginning_offsets(self, tps: Iterable[Any], timeout_ms: int = 5000) -> dict[Any, int]:
-        return {tp: int(low) for tp, (low, _) in self._watermarks(tps, timeout_ms).items()}
+        return {tp: int(low) for tp, (low, _) in watermarks(self._ck, self._c, tps, self._ctp, timeout_ms).items()}
 
     # ------------------------------------------------------------------ metadata and life
     def partitions_for_topic(self, topic: str) -> set[int] | None:
@@ -444,3 +413,41 @@ class LibrdkafkaConsumer:
         if self._committer is not None:
             self._committer.shutdown(wait=False, cancel_futures=True)
         self._c.close()
+
+
+def committed_starts(ck: Any, consumer: Any, keys: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """Where partitions assigned without an offset of their own start: the group's committed offsets (asked when
+    they are assigned, so that the consumer knows its position from the first message)."""
+    if not keys:
+        return {}
+    try:
+        got = consumer.committed([ck.TopicPartition(t, p) for t, p in keys], timeout=METADATA_SECONDS)
+    except ck.KafkaException:  # unknown: the first message tells
+        return {}
+    return {(q.topic, q.partition): int(q.offset) for q in got if q.offset >= 0}
+
+
+def commit_sync(ck: Any, consumer: Any, parts: list[Any]) -> None:
+    """Commit librdkafka ``TopicPartition``s (with their offsets) synchronously; errors as kafka-python's."""
+    try:
+        done = consumer.commit(offsets=parts, asynchronous=False)
+    except ck.KafkaException as exc:
+        if exc.args and getattr(exc.args[0], "name", lambda: "")() == NO_OFFSET:
+            return
+        raise as_kafka_error(exc, "committing offsets") from None
+    for p in done or []:
+        if p.error is not None:
+            raise as_kafka_error(p.error, f"committing partition {p.partition}")
+
+
+def watermarks(ck: Any, consumer: Any, tps: Iterable[Any], to_part: Any, timeout_ms: int
+               ) -> dict[Any, tuple[int, int]]:
+    """``{tp: (low, high)}``: the broker's watermarks of each partition (``to_part``: its librdkafka
+    ``TopicPartition``)."""
+    out = {}
+    for tp in tps:
+        try:
+            out[tp] = consumer.get_watermark_offsets(to_part(tp), timeout=timeout_ms / 1000, cached=False)
+        except ck.KafkaException as exc:
+            raise as_kafka_error(exc, "listing offsets") from None
+    return out
