@@ -363,7 +363,7 @@ def daemon_consume(bootstrap: str, topic: str, out_topic: str, group: str, est: 
     from streamembed.daemon.model_setup import build_drift
     from streamembed.config import load_config
     from streamembed.ops.metrics import Metrics
-    from streamembed.kafka.client import consumer_settings, producer_settings
+    from streamembed.kafka.libraries import clients_for
     from streamembed.kafka.producer import ReliableProducer
     from streamembed.kafka.sink import KafkaDeadLetterSink, KafkaOutputSink
     from streamembed.kafka.source import KafkaSource
@@ -377,11 +377,13 @@ def daemon_consume(bootstrap: str, topic: str, out_topic: str, group: str, est: 
     cfg = load_config(overrides={"kafka.bootstrap_servers": bootstrap, "kafka.group_id": group,
                                  "kafka.session_timeout_ms": 10000, "kafka.input_topic": topic, **(overrides or {})})
     k = cfg.kafka
+    clients = clients_for(k)  # kafka.client_library (an override)
     metrics = Metrics()
     stop = threading.Event()
-    producer = ReliableProducer(producer_settings(k), metrics=metrics, stop=stop)
-    source = KafkaSource(consumer_settings(k), topic, batch_rows=cfg.source.batch_rows, metrics=metrics, stop=stop,
-                         backpressure=lambda: producer.unacked_bytes > k.max_unacked_bytes)
+    producer = ReliableProducer(clients.producer_settings(k), metrics=metrics, stop=stop, factory=clients.producer)
+    source = KafkaSource(clients.consumer_settings(k), topic, batch_rows=cfg.source.batch_rows, metrics=metrics,
+                         stop=stop, backpressure=lambda: producer.unacked_bytes > k.max_unacked_bytes,
+                         clients=clients)
     first: dict[str, float] = {}
     consumer_poll = source._consumer.poll
 

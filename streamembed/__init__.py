@@ -8,10 +8,11 @@ The public API::
 
 ``LandmarkMDS`` and ``EmbeddingResult`` are imported on first use (PEP 562),
 so that ``python -m streamembed --help`` and the start of ``embed`` / ``run``
-do not pay for the estimator's imports (tests/design/test_imports.py).
+do not pay for the estimator's imports (tests/design/test_imports.py); so is
+``__version__``, read from the installed distribution's metadata
+(``importlib.metadata``, 25 ms) when first asked for.
 """
 
-import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 from .core.errors import InputError, ModelFileError, NotFittedError
@@ -20,17 +21,19 @@ if TYPE_CHECKING:
     from .core.result import EmbeddingResult
     from .estimator import LandmarkMDS
 
+    __version__: str
+
 
 def _installed_version() -> str:
     """The version of the installed distribution (written once, in pyproject.toml); "0+unknown" when the
     package runs from a source tree that was never installed."""
+    import importlib.metadata
+
     try:
         return importlib.metadata.version("streamembed")
     except importlib.metadata.PackageNotFoundError:
         return "0+unknown"
 
-
-__version__ = _installed_version()
 
 __all__ = ["LandmarkMDS", "EmbeddingResult", "InputError", "ModelFileError", "NotFittedError", "__version__"]
 
@@ -38,6 +41,9 @@ _LAZY = {"LandmarkMDS": ".estimator", "EmbeddingResult": ".core.result"}
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        version = globals()["__version__"] = _installed_version()
+        return version
     if name in _LAZY:
         import importlib
 
@@ -48,4 +54,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | {"__version__"})

@@ -5,9 +5,13 @@ Subcommands: ``run`` (the daemon), ``fit`` (a landmark model from a file),
 ``refit``, ``producer rows|answer`` (the producer kit),
 ``config``, ``plot`` and ``evaluate`` (its own parser; the benchmarks are not
 installed: ``python -m benchmarks`` from a source checkout). Each module exports
-``add_parser(subparsers)`` and ``run(args) -> int`` and imports its heavy
-dependencies inside ``run``: building the parser stays cheap. Option choices
-and defaults come from ``core.options`` and ``config.schema``.
+``HELP`` (its line in ``--help``), ``add_parser(subparsers)`` and ``run(args)
+-> int`` and imports its heavy dependencies inside ``run``: building the parser
+stays cheap. Option choices and defaults come from ``core.options`` and
+``config.schema`` (which import numpy), so only the subcommand a command line
+names gets its whole parser: ``streamembed --help`` lists every subcommand by
+its ``HELP`` line and imports neither numpy nor pyarrow
+(tests/design/test_imports.py).
 Exit codes (``cli.common``): 0 success; 1 done with failures (``embed``: dead
 letters) or failed while running (``run`` resumes from its checkpoint); 2
 refused (bad arguments, configuration, model, input or run state: the message
@@ -21,6 +25,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from streamembed.cli import config, embed, evaluate, fit, model, plot, producer, refit, run
 from streamembed.cli.common import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, Refused
@@ -57,20 +62,41 @@ SUBCOMMANDS = (run, fit, embed, model, refit, producer, evaluate, plot, config)
 _OWN_ARGUMENTS = {"evaluate": evaluate.main}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole parser: one subparser per subcommand, each added by its module's ``add_parser``."""
-    from streamembed import __version__
+class _Version(argparse.Action):
+    """``--version``: the installed version, read (``importlib.metadata``) only when asked for."""
 
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kw: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show program's version number and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        from streamembed import __version__
+
+        sys.stdout.write(f"streamembed {__version__}\n")
+        parser.exit()
+
+
+def _name(module: ModuleType) -> str:
+    return module.__name__.rsplit(".", 1)[1]
+
+
+def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
+    """The parser: one subparser per subcommand, in full (its module's ``add_parser``) for ``command`` ("*", the
+    default: every subcommand; None: none), by its name and ``HELP`` line only for the others."""
     p = argparse.ArgumentParser(
         prog="streamembed",
         description="Streaming incremental embedding: place arriving objects on a landmark MDS map.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--version", action="version", version=f"streamembed {__version__}")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for module in SUBCOMMANDS:
-        module.add_parser(sub)
+        if command in ("*", _name(module)):
+            module.add_parser(sub)
+        else:
+            sub.add_parser(_name(module), help=module.HELP)
     return p
 
 
@@ -89,7 +115,8 @@ def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] in _OWN_ARGUMENTS:
         return int(_OWN_ARGUMENTS[args_list[0]](args_list[1:]))
-    parser = build_parser()
+    named = args_list[0] if args_list and args_list[0] in {_name(m) for m in SUBCOMMANDS} else None
+    parser = build_parser(named)  # the others' parsers are not built: `streamembed --help` stays cheap
     args = parser.parse_args(args_list)
     if not getattr(args, "command", None):
         parser.print_help()

@@ -8,6 +8,9 @@ from streamembed.cli.common import EXIT_OK, Subparsers, config_args, load, subco
 
 __all__ = ["add_parser", "run"]
 
+#: The subcommand's line in ``streamembed --help``.
+HELP = "print the effective configuration (TOML or JSON)"
+
 
 def run(args: argparse.Namespace) -> int:
     from streamembed.config import default_toml_text, reference_markdown, to_json, to_toml
@@ -24,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: Subparsers) -> None:
-    c = subcommand(subparsers, "config", "print the effective configuration (TOML or JSON)", run,
+    c = subcommand(subparsers, "config", HELP, run,
                    "Print the effective configuration after the file, environment and --set overrides.\n"
                    "Environment: STREAMEMBED_<SECTION>__<KEY>=value, e.g. STREAMEMBED_METRICS__PORT=0.")
     config_args(c)

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = ["add_parser", "run", "Progress"]
 
+#: The subcommand's line in ``streamembed --help``.
+HELP = "embed files (Parquet/Arrow/JSONL) into a Parquet file, or on Dask"
+
 
 class Progress:
     """A one-line progress bar on stderr: rows done, rate, and a bar when the total is known."""
@@ -75,8 +78,8 @@ def _total_rows(paths: list[Path]) -> int | None:
 
 
 def _inputs(items: list[str]) -> list[Path]:
-    from streamembed.jobs.backfill import expand_inputs
     from streamembed.stream.readers import FORMATS, file_format
+    from streamembed.stream.sources.files import expand_inputs
 
     try:
         paths = expand_inputs(items)
@@ -275,8 +278,7 @@ def add_parser(subparsers: Subparsers) -> None:
         "embedded, 1 done with dead letters (or failed Dask tasks), or rows that look like they follow\n"
         "another landmark order (the input consistency alarm, docs/math.md 4.5), 2 refused (unusable\n"
         "model or input, or nothing could be embedded: no output is written).")
-    e = subcommand(subparsers, "embed", "embed files (Parquet/Arrow/JSONL) into a Parquet file, or on Dask", run,
-                   description)
+    e = subcommand(subparsers, "embed", HELP, run, description)
     e.add_argument("input", metavar="INPUT", nargs="+",
                    help="input files (.parquet, .arrow/.arrows, .jsonl), directories or globs")
     e.add_argument("-m", "--model", required=True, metavar="MODEL.npz")

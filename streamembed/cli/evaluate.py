@@ -28,6 +28,10 @@ from streamembed.cli.common import EXIT_OK, EXIT_REFUSED, Refused, Subparsers
 __all__ = ["add_parser", "main", "build_parser", "run", "default_margin", "fit_command", "PROGRESS_SECONDS",
            "RefitProgress"]
 
+#: The subcommand's line in ``streamembed --help``.
+HELP = ("landmark choice for your data against a full classical MDS"
+        " (--features/--dissimilarities)")
+
 _USER_FLAGS = ("--dissimilarities", "--features")
 #: Longest quiet spell of the indices' progress lines on stderr (and the shortest interval between two).
 PROGRESS_SECONDS = 10.0
@@ -231,8 +235,7 @@ def fit_command(kind: str, path: str | Path, metric: str | None, row: Any, n_com
 
 def add_parser(subparsers: Subparsers) -> None:
     """List ``evaluate`` in ``streamembed --help``; :func:`main` parses its arguments with :func:`build_parser`."""
-    subparsers.add_parser("evaluate", help="landmark choice for your data against a full classical MDS "
-                          "(--features/--dissimilarities)", add_help=False)
+    subparsers.add_parser("evaluate", help=HELP, add_help=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,19 +13,23 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from streamembed.cli.common import EXIT_OK, Refused, Subparsers, subcommand
 
 log = logging.getLogger("streamembed")
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["add_parser", "run", "read_matrix"]
+
+#: The subcommand's line in ``streamembed --help``.
+HELP = "fit a landmark model (.npz) from a dissimilarity matrix or feature vectors"
 
 
 def read_matrix(path: str, column: str) -> tuple[np.ndarray, list[str] | None]:
     """(N, w) float matrix and optional ids from .npy, Parquet/Arrow/JSONL (list column or numeric columns) or CSV."""
+    import numpy as np
     import pyarrow as pa
 
     p = Path(path)
@@ -87,6 +91,8 @@ def _read_csv(p: Path) -> Any:
 
 def _select(args: argparse.Namespace, M: np.ndarray, M_select: np.ndarray, features: bool, n: int) -> np.ndarray:
     """The landmarks' rows: the first n (--selection first), else the estimator's rule, seeded by --seed."""
+    import numpy as np
+
     from streamembed.core.refit.landmarks import initial_landmarks
 
     if args.selection == "first":
@@ -103,6 +109,8 @@ def _check_entries(M: np.ndarray, rows: np.ndarray, ids: list[str] | None, path:
     entry is named by its row and column in the input file (and ids when the file has them), never
     by its position among the landmarks.
     """
+    import numpy as np
+
     step = max(1, 4_000_000 // max(1, rows.size if not features else M.shape[1]))
     for s in range(0, rows.size, step):
         block = M[rows[s:s + step]] if features else M[np.ix_(rows[s:s + step], rows)]
@@ -142,6 +150,8 @@ def _check_output_dirs(args: argparse.Namespace, out: Path) -> None:
 
 def _check_square(M: np.ndarray, path: str, sims: bool) -> None:
     """Refuse a (dis)similarity matrix M (N, N') that is not square, or dissimilarities that look like similarities."""
+    import numpy as np
+
     N = M.shape[0]
     if M.shape[1] != N:
         raise Refused(f"{path}: a {'similarity' if sims else 'dissimilarity'} matrix must be square, "
@@ -160,6 +170,8 @@ def _check_square(M: np.ndarray, path: str, sims: bool) -> None:
 
 def _fit_skeleton(args: argparse.Namespace, M: np.ndarray, ids: list[str] | None, path: str) -> Any:
     """--selection skeleton: the LSDR skeleton map of feature vectors (every row read and checked first)."""
+    import numpy as np
+
     from streamembed import LandmarkMDS
     from streamembed.core.options import check_options, flag_names
 
@@ -188,6 +200,8 @@ def _fit_skeleton(args: argparse.Namespace, M: np.ndarray, ids: list[str] | None
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from streamembed import LandmarkMDS
     from streamembed.model_io import save_model
 
@@ -318,8 +332,7 @@ def add_parser(subparsers: Subparsers) -> None:
         "--selection skeleton (--features, Euclidean) keeps the LSDR skeleton (docs/math.md §8.4).\n"
         "The landmarks keep the input's ids, or their row numbers in the input when it has none; input\n"
         "rows must follow the model's landmark order, which fit prints (and --landmarks-out writes).")
-    f = subcommand(subparsers, "fit", "fit a landmark model (.npz) from a dissimilarity matrix or feature vectors",
-                   run, description)
+    f = subcommand(subparsers, "fit", HELP, run, description)
     src = f.add_mutually_exclusive_group(required=True)
     src.add_argument("--dissimilarities", metavar="FILE", help="N x N dissimilarity matrix")
     src.add_argument("--features", metavar="FILE", help="N x p feature vectors (feature-mode model)")

@@ -11,6 +11,9 @@ from streamembed.cli.common import EXIT_OK, Refused, Subparsers, subcommand
 
 __all__ = ["add_parser", "run", "info"]
 
+#: The subcommand's line in ``streamembed --help``.
+HELP = "show what a model file holds (version, lineage, landmarks in order, spectrum)"
+
 
 def run(args: argparse.Namespace) -> int:
     """``streamembed model WHAT``: dispatch on ``WHAT`` (``info``, ``landmarks``)."""
@@ -140,8 +143,7 @@ def _eigengap_line(doc: dict[str, Any]) -> str:
 
 
 def add_parser(subparsers: Subparsers) -> None:
-    m = subcommand(subparsers, "model", "show what a model file holds (version, lineage, landmarks in order, spectrum)",
-                   run, "Inspect a model file.")
+    m = subcommand(subparsers, "model", HELP, run, "Inspect a model file.")
     msub = m.add_subparsers(dest="model_command", metavar="WHAT", required=True)
     i = msub.add_parser("info", help="version, lineage, landmark ids in model order, spectrum",
                         description="Print what MODEL.npz holds: its version and lineage, its landmark ids in "

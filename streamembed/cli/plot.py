@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 __all__ = ["add_parser", "run", "read_embedded"]
 
+#: The subcommand's line in ``streamembed --help``.
+HELP = "render the map or the drift history to PNG (needs matplotlib)"
+
 
 def read_embedded(path: str) -> dict[str, np.ndarray]:
     """The columns of an ``embed`` output file (either output version) a map is drawn from: ``y`` (n, d) float64,
@@ -46,7 +49,7 @@ def read_embedded(path: str) -> dict[str, np.ndarray]:
 
 def add_parser(subparsers: Subparsers) -> None:
     # argparse's default formatter (help and description rewrapped), not cli.common.subcommand's verbatim one
-    p = subparsers.add_parser("plot", help="render the map or the drift history to PNG (needs matplotlib)",
+    p = subparsers.add_parser("plot", help=HELP,
                               description="Draw the landmark map or drift statistics to PNG (needs matplotlib).")
     p.set_defaults(func=run)
     sub = p.add_subparsers(dest="what", required=True)

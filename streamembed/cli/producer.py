@@ -76,9 +76,11 @@ def run(args: argparse.Namespace) -> int:
     return {"rows": rows, "answer": answer}[args.producer_command](args)
 
 
+HELP = "rows for new objects against the current landmarks; answer refit requests"
+
+
 def add_parser(subparsers: Subparsers) -> None:
-    pr = subcommand(subparsers, "producer", "rows for new objects against the current landmarks; answer refit "
-                    "requests", run, __doc__.split("\n\n", 1)[1] if __doc__ else "")
+    pr = subcommand(subparsers, "producer", HELP, run, __doc__.split("\n\n", 1)[1] if __doc__ else "")
     sub = pr.add_subparsers(dest="producer_command", metavar="WHAT", required=True)
     for name, help_ in (("rows", "input rows for objects, tagged with their landmark_version"),
                         ("answer", "answer the daemon's pending refit request")):

@@ -10,6 +10,9 @@ from streamembed.cli.common import EXIT_OK, Refused, Subparsers, config_args, lo
 
 __all__ = ["add_parser", "run"]
 
+#: The subcommand's line in ``streamembed --help``.
+HELP = "ask the running daemon for a landmark refit now"
+
 
 def run(args: argparse.Namespace) -> int:
     """Ask the running daemon of this configuration for a landmark refit (SIGUSR1)."""
@@ -31,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: Subparsers) -> None:
-    rf = subcommand(subparsers, "refit", "ask the running daemon for a landmark refit now", run,
+    rf = subcommand(subparsers, "refit", HELP, run,
                     "Send SIGUSR1 to the daemon holding <output.root>/streamembed.pid (a stale file is refused:\n"
                     "a live daemon holds a lock on it). The daemon refits in the background from its reservoir\n"
                     "of landmark candidates, aligns the new map to the old one by Procrustes, swaps it in\n"

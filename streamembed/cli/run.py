@@ -9,6 +9,9 @@ from streamembed.cli.common import Subparsers, config_args, load, subcommand
 
 __all__ = ["add_parser", "run"]
 
+#: The subcommand's line in ``streamembed --help``.
+HELP = "run the streaming engine (default: generator demo)"
+
 
 def run(args: argparse.Namespace) -> int:
     from streamembed.daemon.app import run_daemon
@@ -26,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: Subparsers) -> None:
-    r = subcommand(subparsers, "run", "run the streaming engine (default: generator demo)", run,
+    r = subcommand(subparsers, "run", HELP, run,
                    "Run the engine: read batches from the source, embed, write Parquet output and dead letters,\n"
                    "checkpoint; serve /metrics, /healthz, /readyz. SIGTERM/SIGINT finish the current batch,\n"
                    "flush, checkpoint and exit 0. Without --config the defaults run the built-in generator\n"

@@ -10,6 +10,7 @@ against the process's limit, ``streamembed.memlimit``).
 from __future__ import annotations
 
 from streamembed.config.schema import K0_STATISTICS, Config, ModelConfig
+from streamembed.config.kafka_clients import check_client_library
 from streamembed.config.sources import check_source, consumes_kafka
 from streamembed.core.errors import InputError
 from streamembed.core.options import check_options, config_names
@@ -145,7 +146,11 @@ def _cross_check_kafka(cfg: Config) -> None:
         raise ConfigError(f"kafka.sasl_mechanism = {k.sasl_mechanism!r} needs kafka.sasl_plain_username "
                           "(and kafka.sasl_plain_password)")
     _check_failover(cfg)
-    if consumes_kafka(cfg) and k.assignor != "range":
+    try:
+        check_client_library(cfg)  # installed (else exit 2 naming the extra), and offering kafka.assignor
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if consumes_kafka(cfg) and k.assignor != "range" and k.client_library == "kafka-python":
         from streamembed.kafka.client import assignors
 
         try:
@@ -153,11 +158,11 @@ def _cross_check_kafka(cfg: Config) -> None:
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     if k.client:
-        # kafka-python's own settings are known to the Kafka layer only: imported when a table is given
-        from streamembed.kafka.client import validate_client_table
+        # the library's own settings are known to the Kafka layer only: imported when a table is given
+        from streamembed.kafka.libraries import validate_client_table
 
         try:
-            validate_client_table(k.client)
+            validate_client_table(k.client, k.client_library)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
 

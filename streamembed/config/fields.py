@@ -1,7 +1,11 @@
 """Field helpers of the configuration schema: a setting's default, documentation, choices and range as field metadata.
 
 ``config.load`` checks values by this metadata alone (type, choices, ``fold_case``, ``words``, range);
-``config.render`` prints ``doc`` and ``choices``.
+``config.render`` prints ``doc``, ``choices`` and the range. Every numeric setting states its whole range here,
+both ends (``min``, ``max``): the field is the one statement of it, and ``config.ranges`` reads its table from
+the fields. Bounds are what the code can use, not what is wise (a duration of ``1e-320`` s or a row count of
+``10**20`` is refused, a merely unusual value is not): durations at most ``MAX_DURATION_SECONDS``, sizes in
+bytes at most ``MAX_BYTES``, counts of rows or objects at most ``MAX_ROWS``.
 """
 
 from __future__ import annotations
@@ -11,11 +15,18 @@ from typing import Any
 
 from streamembed.core.options import OPTIONS, StrOptions
 
-__all__ = ["MAX_DURATION_SECONDS", "setting", "seconds", "milliseconds", "option"]
+__all__ = ["MAX_DURATION_SECONDS", "MAX_BYTES", "MAX_ROWS", "MAX_INT32", "setting", "seconds", "milliseconds",
+           "option"]
 
 #: The longest duration any setting may name (seconds; ``*_ms`` settings in milliseconds): 23 days, below
 #: the 2^31 ms that Kafka's protocol and ``threading`` waits can take.
 MAX_DURATION_SECONDS = 2_000_000
+#: The largest size in bytes any setting may name (1 TiB).
+MAX_BYTES = 1 << 40
+#: The largest count of rows or objects any setting may name (10^12).
+MAX_ROWS = 10**12
+#: Kafka's protocol carries sizes and counts as signed 32-bit integers.
+MAX_INT32 = 2**31 - 1
 
 
 def setting(default: Any, doc: str, *, choices: tuple[Any, ...] | None = None, min: float | None = None,

@@ -22,10 +22,10 @@ and so is one without ``__`` that looks like a key (``STREAMEMBED_MODEL_PATH``:
 
 Any unknown section or key, wrong type or out-of-range value raises
 :class:`ConfigError` naming the key, the value and the range (every numeric
-key's range is one table, ``config.ranges``). Numbers must be finite
-(``nan`` and ``inf`` are refused, from TOML, the environment and flags alike),
-every duration (``*_seconds``, ``*_ms``) is at most ``MAX_DURATION_SECONDS``
-(23 days), and settings whose memory grows with their value (the refit
+key's range is stated on its field, ``config.fields``; ``config.ranges`` reads
+them as one table). Numbers must be finite (``nan`` and ``inf`` are refused,
+from TOML, the environment and flags alike), every duration (``*_seconds``,
+``*_ms``) is at most ``MAX_DURATION_SECONDS`` (23 days), and settings whose memory grows with their value (the refit
 reservoir, the drift window, the largest block, a generator-fitted model, the
 Kafka buffers) are checked against the process's memory limit
 (``streamembed.memlimit``): a configuration that cannot fit is refused with
@@ -114,7 +114,7 @@ def _chosen(key: str, f: dataclasses.Field[Any], value: Any) -> Any:
 
 
 def _in_range(key: str, f: dataclasses.Field[Any], value: Any) -> None:
-    """Refuse a number outside the key's range (``config.ranges.RANGES``, the one table of them)."""
+    """Refuse a number outside the key's range (its field's ``min`` / ``max``, read through ``config.ranges``)."""
     r = range_of(key)
     if r is None:
         raise ConfigError(f"{key} = {value!r}: {key} takes no number")

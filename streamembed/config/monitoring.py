@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from streamembed.config.fields import MAX_ROWS
 from streamembed.config.fields import seconds as _s
 from streamembed.config.fields import setting as _f
 from streamembed.core.monitor import detector as cusum_defaults
@@ -17,7 +18,7 @@ from streamembed.core.monitor import fit_baseline as fit_defaults
 from streamembed.core.monitor import plane as plane_defaults
 from streamembed.core.monitor.drift import STATISTICS
 from streamembed.core.monitor.triggers import DEFAULT_DETECTOR, detector_choices
-from streamembed.core.refit.refit import DEFAULT_SELECTION, REFIT_SELECTIONS
+from streamembed.core.refit.selections import DEFAULT_SELECTION, REFIT_SELECTIONS
 from streamembed.core.trust.conformal import DEFAULT_COVERAGE
 
 #: refit.unversioned_rows naming the version the daemon started with (``stream.unversioned.START``, the same word)
@@ -34,13 +35,15 @@ class DriftConfig:
     """[drift]: monitoring the residual kernel k0 and triggering refits (docs/math.md §4)."""
 
     enabled: bool = _f(True, "Monitor drift through the Nyström residual k0 and trigger refits.")
-    window_objects: int = _f(rule_defaults.WINDOW_OBJECTS, "Objects in the sliding drift window.", min=100)
+    window_objects: int = _f(rule_defaults.WINDOW_OBJECTS, "Objects in the sliding drift window.", min=100,
+                             max=MAX_ROWS)
     window_seconds: float = _s(0.0, "Also drop objects older than this many seconds (0: by count only).", min=0.0,
                                off=0.0)
     reservoir_objects: int = _f(2000, "Recent objects kept as landmark candidates (feature mode; in dissimilarity "
-                                "mode the most recent block with `cross` is the candidate set).", min=0)
+                                "mode the most recent block with `cross` is the candidate set).", min=0,
+                                max=MAX_ROWS)
     stats_every_objects: int = _f(10_000, "Recompute the window's statistics (quantiles, bounds) after this many "
-                                  "objects ...", min=1)
+                                  "objects ...", min=1, max=1_000_000_000)
     stats_every_seconds: float = _s(1.0, "... or this many seconds, whichever comes first; the trigger sees them at "
                                     "that granularity.", min=0.0)
     detector: str = _f(DEFAULT_DETECTOR, "What decides a refit (core.monitor.triggers; kinds joined by +, any of "
@@ -52,10 +55,10 @@ class DriftConfig:
                        "baseline x ratio below.", choices=detector_choices())
     expected_run_objects: float = _f(cusum_defaults.EXPECTED_RUN_OBJECTS, "cusum: stationary objects expected "
                                      "between false alarms (the calibrated guarantee; at 10,000 objects/s 1e8 is "
-                                     "one false alarm per ~2.8 h).", min=1.0)
+                                     "one false alarm per ~2.8 h).", min=1.0, max=1e15)
     min_shift: float = _f(cusum_defaults.MIN_SHIFT, "cusum: the smallest rise of the unexplained energy's mean to "
                           "detect quickly, in baseline standard deviations of one object's value.", min=0.0,
-                          exclusive_min=True)
+                          max=1e6, exclusive_min=True)
     group_objects: int = _f(cusum_defaults.GROUP_OBJECTS, "cusum: objects averaged per step (near-Gaussian "
                             "increments); correlation between objects is measured on the baseline and accounted "
                             "for.", min=1, max=1_000_000)
@@ -71,16 +74,18 @@ class DriftConfig:
                         choices=DRIFT_STATISTICS)
     ratio: float = _f(rule_defaults.RULE_RATIO, "rule: drift = the statistic above max(baseline x ratio, baseline + "
                       "margin), where the baseline is its value once baseline_objects objects were seen after a "
-                      "(re)fit ...", min=1.0)
-    margin: float = _f(rule_defaults.RULE_MARGIN, "rule: ... (the margin of that rule).", min=0.0)
+                      "(re)fit ...", min=1.0, max=1e6)
+    margin: float = _f(rule_defaults.RULE_MARGIN, "rule: ... (the margin of that rule).", min=0.0,
+                      max=1e6)
     threshold: float = _f(0.0, "rule: an absolute trigger level instead of the baseline rule (0: baseline rule).",
-                          min=0.0, off=0.0)
+                          min=0.0, max=1e12, off=0.0)
     hysteresis: float = _f(rule_defaults.RULE_HYSTERESIS, "rule: the count of objects above the level resets only "
                            "below baseline + hysteresis x (level - baseline).", min=0.0, max=1.0)
     min_objects: int = _f(rule_defaults.RULE_MIN_OBJECTS, "rule: objects above the level before a refit fires.",
-                          min=1)
+                          min=1, max=1_000_000_000)
     baseline_objects: int = _f(rule_defaults.BASELINE_OBJECTS, "Objects after a (re)fit before the baseline is "
-                               "taken (both detectors; the cusum calibrates on them).", min=1)
+                               "taken (both detectors; the cusum calibrates on them).", min=1,
+                               max=1_000_000_000)
     cooldown_seconds: float = _s(rule_defaults.COOLDOWN_SECONDS, "No automatic refit within this many seconds after "
                                  "one.", min=0.0)
     plane_axes: int = _f(plane_defaults.PLANE_AXES, "plane: leading monitored axes the captured share is measured in "
@@ -92,16 +97,16 @@ class DriftConfig:
                             "CUSUM step.", min=4, max=1_000_000)
     plane_min_shift: float = _f(plane_defaults.PLANE_MIN_SHIFT, "plane: the fall of the captured share to detect "
                                 "quickly, in baseline standard deviations of one block's share.", min=0.0,
-                                exclusive_min=True)
+                                max=1e6, exclusive_min=True)
     coverage_every_objects: int = _f(coverage_defaults.COVERAGE_EVERY_OBJECTS, "coverage: objects between two checks "
                                      "of the radius on a sample with mutual dissimilarities (feature rows, blocks); "
                                      "each costs one eigendecomposition of (landmarks + coverage_objects)^2.",
-                                     min=1)
+                                     min=1, max=MAX_ROWS)
     coverage_objects: int = _f(fit_defaults.COVERAGE_OBJECTS, "coverage: objects per checked sample (the fit "
                                "baseline's samples have this size).", min=20, max=10_000)
     coverage_min_shift: float = _f(coverage_defaults.COVERAGE_MIN_SHIFT, "coverage: the fall of the coverage to "
                                    "detect quickly, in baseline standard deviations of one check's coverage.",
-                                   min=0.0, exclusive_min=True)
+                                   min=0.0, max=1e6, exclusive_min=True)
 
 
 @dataclass
@@ -115,7 +120,8 @@ class ConsistencyConfig:
                        "the reason; `streamembed embed` exits 1 with it.")
     window_objects: int = _f(1000, "Rows scored in the window the consistency is averaged over.", min=10,
                              max=10_000_000)
-    min_objects: int = _f(200, "Rows scored before the consistency is reported and can raise the alarm.", min=1)
+    min_objects: int = _f(200, "Rows scored before the consistency is reported and can raise the alarm.", min=1,
+                          max=1_000_000_000)
     sample_rows: int = _f(256, "Rows scored per batch (evenly spaced; each costs O(5n)).", min=1, max=10_000_000)
     alarm_below: float = _f(0.5, "Alarm when the consistency falls below this; it clears above (1 + alarm_below)/2.",
                             min=0.0, max=1.0, exclusive_min=True)
@@ -155,7 +161,7 @@ class RefitConfig:
                                      "retained_model), a version number, or reject (the ambiguous_landmarks dead "
                                      "letter). A version no longer retained gives ambiguous_landmarks too. Rows "
                                      "carrying objects are measured by the daemon and are never ambiguous.",
-                                     min=1, words=("start", "reject"))
+                                     min=1, max=2**62, words=("start", "reject"))
     drain_seconds: float = _s(600.0, "Batch mode (directory.exit_when_idle): when the input ends with a refit pending "
                               "or running, wait this long for it before exiting (0: do not wait).", min=0.0)
     model_dir: str = _f("", "Versioned models model-v<N>.npz; empty: <root>/models.")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamembed.config.fields import MAX_DURATION_SECONDS
+from streamembed.config.fields import MAX_BYTES, MAX_DURATION_SECONDS, MAX_INT32, MAX_ROWS
 from streamembed.core.refit.selections import LANDMARK_SELECTIONS
 from streamembed.config.fields import milliseconds as _ms
 from streamembed.config.fields import option as _option
@@ -36,6 +36,7 @@ from streamembed.config.fields import setting as _f
 from streamembed.config.monitoring import (DRIFT_STATISTICS, ConsistencyConfig, DriftConfig, RefitConfig,
                                            TrustConfig)
 from streamembed.config.metric import MetricConfig
+from streamembed.config.kafka_clients import CLIENT_LIBRARIES
 from streamembed.config.sources import SOURCES
 from streamembed.core.inputs.metrics import DEFAULT_METRIC
 
@@ -65,7 +66,7 @@ class ModelConfig:
                                  "docs/math.md §8.6).", min=0.0, max=1e300, off=0.0)
     k0_rows: str | int = _f(32, "Rows per batch with the exact out-of-span residual k0 (docs/math.md §4): none, all, "
                             "or a count (a deterministic, evenly spaced sample). They are written to the output's k0 "
-                            "column and are what drift monitoring sees; each costs O(n·r).", min=1,
+                            "column and are what drift monitoring sees; each costs O(n·r).", min=1, max=10_000_000,
                             words=("none", "all"), off="none")
     max_batch_seconds: float = _s(60.0, "Wall time the iterative methods (stress, l1, block restricted "
                                   "reconstruction) may spend on one batch; rows still iterating then keep their best "
@@ -119,8 +120,8 @@ class DirectoryConfig:
                       "a name, **/ matches zero or more directories (**/*.parquet: every Parquet file, top-level "
                       "ones included); without / or ** only top-level files. Hidden names and directories "
                       "(.x, _x) are skipped; symbolic links out of the directory are not followed.")
-    poll_seconds: float = _s(0.5, "Seconds between directory scans while there is nothing to read.", min=0.0,
-                             max=3600.0, exclusive_min=True)
+    poll_seconds: float = _s(0.5, "Seconds between directory scans while there is nothing to read.", min=0.001,
+                             max=3600.0)
     settle_seconds: float = _s(1.0, "A file is read once its size and modification time have not changed for this "
                                "long (it is complete). Better still: write to a hidden or .tmp name, then rename.",
                                min=0.0, max=3600.0)
@@ -143,19 +144,23 @@ class DirectoryConfig:
 class GeneratorConfig:
     """[generator]: the built-in Gaussian-mixture stream (source.kind = generator)."""
 
-    seed: int = _f(0, "The same seed gives the same objects (batch i is drawn from seed and i only).", min=0)
+    seed: int = _f(0, "The same seed gives the same objects (batch i is drawn from seed and i only).", min=0,
+                   max=2**32 - 1)
     n_features: int = _f(10, "Feature dimension p.", min=2, max=100_000)
     clusters: int = _f(4, "Gaussian mixture components.", min=1, max=10_000)
-    intrinsic_dims: int = _f(3, "The components live in a random subspace of this dimension (< n_features).", min=1)
-    cluster_spread: float = _f(5.0, "Scale of the component means.", min=0.0)
-    cluster_std: float = _f(0.5, "Standard deviation within a component.", min=0.0)
-    noise_std: float = _f(0.01, "Isotropic noise added in all n_features directions.", min=0.0)
+    intrinsic_dims: int = _f(3, "The components live in a random subspace of this dimension (< n_features).", min=1,
+                            max=100_000)
+    cluster_spread: float = _f(5.0, "Scale of the component means.", min=0.0, max=1e12)
+    cluster_std: float = _f(0.5, "Standard deviation within a component.", min=0.0, max=1e12)
+    noise_std: float = _f(0.01, "Isotropic noise added in all n_features directions.", min=0.0,
+                        max=1e12)
     drift_speed: float = _f(0.0, "Drift: component means move this far (feature units) per 100,000 objects.",
-                            min=0.0)
+                            min=0.0, max=1e12)
     new_cluster_after: int = _f(0, "From this object index on, a new component appears outside the landmarks' span "
-                                "(0: never).", min=0)
-    new_cluster_offset: float = _f(5.0, "Distance of that new component from the span.", min=0.0)
-    rate: float = _f(5000.0, "Objects per second (0: as fast as the engine goes).", min=0.0)
+                                "(0: never).", min=0, max=MAX_ROWS)
+    new_cluster_offset: float = _f(5.0, "Distance of that new component from the span.", min=0.0,
+                                  max=1e12)
+    rate: float = _f(5000.0, "Objects per second (0: as fast as the engine goes).", min=0.0, max=1e9)
     emit: str = _f("features", "features (the engine computes dissimilarities) or dissimilarities.",
                    choices=("features", "dissimilarities"))
     id_prefix: str = _f("gen", "Object ids are <id_prefix>-<seed>-<index>.")
@@ -171,15 +176,16 @@ class OutputConfig:
     dead_letter_dir: str = _f("", "Dead letters dead-<first input position>.<format>; empty: <root>/dead-letter.")
     dead_letter_format: str = _f("parquet", "Dead-letter file format: parquet or jsonl.", choices=("parquet", "jsonl"))
     checkpoint_path: str = _f("", "Checkpoint (JSON); empty: <root>/checkpoint.json.")
-    roll_rows: int = _f(100_000, "Publish the output files and commit the checkpoint after this many rows ...", min=1)
+    roll_rows: int = _f(100_000, "Publish the output files and commit the checkpoint after this many rows ...", min=1,
+                       max=1_000_000_000)
     roll_seconds: float = _s(5.0, "... or this many seconds after the first unpublished row (and whenever the source "
-                             "has nothing new, and on shutdown).", min=0.0, exclusive_min=True)
+                             "has nothing new, and on shutdown).", min=0.01)
     schema_version: int = _f(2, "Output record format (files and Kafka output messages): 2, the lean format "
                              "(coordinates as columns y0..y{d-1} and numbers in the input's precision, flags as the "
                              "flag_bits bitmask, constants in the schema metadata), or 1 (y list of float64, flags "
                              "list of names; written on request for one more release): docs/formats.md "
-                             "(migration).", choices=(1, 2))
-    row_group_rows: int = _f(65536, "Rows per Parquet row group.", min=1)
+                             "(migration).", choices=(1, 2), min=1, max=2)
+    row_group_rows: int = _f(65536, "Rows per Parquet row group.", min=1, max=100_000_000)
     compression: str = _f("zstd", "Parquet compression.", choices=("zstd", "snappy", "gzip", "lz4", "none"))
     parquet: bool = _f(True, "Write the Parquet output files (false: only the Kafka output topic).")
     kafka_topic: str = _f("", "Kafka topic the embedded rows are also (or, with parquet = false, only) produced to, "
@@ -195,8 +201,8 @@ class OutputConfig:
 class RunConfig:
     """[run]: how long to run and what state to start from."""
 
-    max_batches: int = _f(0, "Stop after this many batches (0: unbounded).", min=0)
-    max_records: int = _f(0, "Stop after this many input records (0: unbounded).", min=0)
+    max_batches: int = _f(0, "Stop after this many batches (0: unbounded).", min=0, max=MAX_ROWS)
+    max_records: int = _f(0, "Stop after this many input records (0: unbounded).", min=0, max=MAX_ROWS)
     fresh: bool = _f(False, "Start over: move the previous run's state in output.root (checkpoint, refitted "
                      "models, histories, and the output and dead letters under the root) aside to "
                      "<root>/previous-<time>/ instead of resuming from it.")
@@ -207,13 +213,19 @@ class RunConfig:
                                  max=100)
     stop_seconds: float = _s(20.0, "After SIGTERM, SIGINT or SIGHUP: finish the batch and flush its output for at "
                              "most this long, then exit 0 anyway (unacknowledged output is produced again after the "
-                             "restart). Keep it below the supervisor's stop timeout (Kubernetes: 30 s).")
+                             "restart). Keep it below the supervisor's stop timeout (Kubernetes: 30 s).", min=0.0,
+                             max=3600.0)
 
 
 @dataclass
 class KafkaConfig:
     """[kafka]: used when source.kind = kafka or output.kafka_topic is set; nothing connects otherwise."""
 
+    client_library: str = _f(CLIENT_LIBRARIES.names()[0], "The client library: kafka-python (pure Python, a "
+                             "dependency) or confluent (confluent-kafka's librdkafka, which fetches and produces in C "
+                             "threads: pip install 'streamembed[confluent]'); the same semantics either way "
+                             "(docs/kafka.md). A library that is not installed refuses to start (exit 2).",
+                             choices=CLIENT_LIBRARIES.names())
     bootstrap_servers: str = _f("127.0.0.1:9092", "Comma-separated host:port of the brokers.")
     input_topic: str = _f("", "Input topic (source.kind = kafka). Messages: an Arrow IPC stream or JSON per message "
                           "(header content-type, else sniffed); see docs/kafka.md.")
@@ -250,8 +262,10 @@ class KafkaConfig:
                                     "more than a batch may take (model.max_batch_seconds).", min=1000)
     session_timeout_ms: int = _ms(8000, "The group drops a member without heartbeats for this long (ms): a killed "
                                   "replica's partitions move this long after its last heartbeat, plus the rejoin; "
-                                  "shorter also drops replicas whose heartbeats stall (docs/kafka.md).", min=1000)
-    heartbeat_interval_ms: int = _ms(2000, "Heartbeat period (ms; at most a third of session_timeout_ms).", min=100)
+                                  "shorter also drops replicas whose heartbeats stall (docs/kafka.md).", min=1000,
+                                  max=1_800_000)
+    heartbeat_interval_ms: int = _ms(2000, "Heartbeat period (ms; at most a third of session_timeout_ms).", min=100,
+                                     max=600_000)
     assignor: str = _f("range", "Partition assignor: range (a failover in one rebalance), cooperative-sticky "
                        "(survivors keep their partitions during a rebalance, but two rounds), sticky or roundrobin; "
                        "one protocol per group (docs/kafka.md, failover).",
@@ -260,22 +274,23 @@ class KafkaConfig:
                                       "every fetch this long), chosen from docs/failover-and-latency.md; auto: "
                                       "10 ms caught up, 100 ms and 1 MiB fetches while behind.", min=1,
                                       max=60_000, words=("auto",))
-    fetch_max_bytes: int = _f(52_428_800, "Most bytes one fetch returns.", min=1024)
+    fetch_max_bytes: int = _f(52_428_800, "Most bytes one fetch returns.", min=1024, max=MAX_INT32)
     max_partition_fetch_bytes: int = _f(16_777_216, "Most bytes per partition per fetch; must hold one batch message "
                                         "(1,000 objects x 256 float32 dissimilarities in Arrow IPC = 1.03 MB).",
-                                        min=1024)
+                                        min=1024, max=MAX_INT32)
     max_request_size: int = _f(16_777_216, "Largest produce request (bytes; output and dead letters of large input "
-                               "messages).", min=1024)
-    batch_size: int = _f(1_048_576, "Producer batch bytes per partition.", min=0)
+                               "messages).", min=1024, max=MAX_INT32)
+    batch_size: int = _f(1_048_576, "Producer batch bytes per partition.", min=0, max=MAX_INT32)
     linger_ms: int = _ms(5, "Producer wait for more messages to batch (ms).", min=0, max=60_000)
     acks: str = _f("all", "Acknowledgements a produce waits for.", choices=("all", "1", "0"))
     max_unacked_bytes: int = _f(67_108_864, "Backpressure: pause the input partitions while this many produced bytes "
-                                "are not yet acknowledged; resume below half of it.", min=1)
+                                "are not yet acknowledged; resume below half of it.", min=1,
+                                max=MAX_BYTES)
     startup_timeout_seconds: float = _s(60.0, "Give up (exit 3, to be retried) when the brokers cannot be reached "
                                         "for this long at start.", min=0.0)
     retry_backoff_max_seconds: float = _s(10.0, "Transient errors (timeouts, lost leaders, no broker) are retried "
                                           "with exponential backoff up to this many seconds between tries; never "
-                                          "dead-lettered.", min=0.0, exclusive_min=True)
+                                          "dead-lettered.", min=0.001, max=3600.0)
     security_protocol: str = _f("PLAINTEXT", "Transport security.",
                                 choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"))
     sasl_mechanism: str = _f("", "SASL mechanism (with SASL_*); empty: none.",
@@ -287,9 +302,10 @@ class KafkaConfig:
     ssl_certfile: str = _f("", "PEM client certificate (mutual TLS).")
     ssl_keyfile: str = _f("", "PEM client private key.")
     ssl_check_hostname: bool = _f(True, "Verify that the broker certificate matches its host name.")
-    client: dict[str, Any] = _f({}, "[kafka.client]: more kafka-python settings (e.g. compression_type = \"lz4\"), "
-                                "given to the consumer and/or producer that knows each key; a key that neither "
-                                "knows refuses to start. In the environment: "
+    client: dict[str, Any] = _f({}, "[kafka.client]: more settings of the client library, given to the consumer "
+                                "and/or producer that knows each key: kafka-python's (compression_type = \"lz4\") "
+                                "or, with client_library = confluent, librdkafka's (\"compression.type\" = \"lz4\"); "
+                                "a key the library does not know refuses to start. In the environment: "
                                 "STREAMEMBED_KAFKA__CLIENT='{\"linger_ms\": 10}'.")
 
 
@@ -305,7 +321,7 @@ class MetricsConfig:
                    max=65535)
     port_file: str = _f("", "Write the bound port to this file; empty: do not.")
     wedged_after_seconds: float = _s(120.0, "/healthz answers 503 when the loop has not made progress for this long.",
-                                     min=0.0, exclusive_min=True)
+                                     min=1.0)
     max_connections: int = _f(512, "Open connections at most (fewer if the process may open fewer files). Beyond "
                               "this a new connection closes the one that has waited longest for its request; a "
                               "waiting connection costs no thread, and /healthz and /readyz are answered as soon as "
@@ -316,7 +332,7 @@ class MetricsConfig:
                                          "client's).", min=1, max=100_000)
     request_timeout_seconds: float = _s(5.0, "A client must send its whole request (request line and headers) within "
                                         "this many seconds of connecting, and take the response within as many, or "
-                                        "it is disconnected.", min=0.0, exclusive_min=True, max=3600.0)
+                                        "it is disconnected.", min=0.1, max=3600.0)
     map_points: int = _f(2000, "/map shows the newest this many placements (a bounded sample, whatever the stream "
                          "rate) over the landmarks; 0: no /map.", min=0, max=100_000)
 

@@ -3,8 +3,9 @@
 import numpy as np
 
 def project(A: np.ndarray, WT: np.ndarray, offset: np.ndarray, Z: np.ndarray, flags: np.ndarray, start: int,
-            stop: int, /) -> None:
-    """Z[i] = (A[i]**2) @ WT.T + offset and flags[i] = any sign bit set in A[i], for rows start:stop."""
+            stop: int, Z2: np.ndarray | None = None, /) -> None:
+    """Z[i] = (A[i]**2) @ WT.T + offset (with Z2: Z's columns then Z2's) and flags[i] = 1 if a sign bit is set in
+    A[i], | 2 if an entry is zero, for rows start:stop."""
 
 def secular(aT: np.ndarray, beta: np.ndarray, proj_norm2: np.ndarray, gap: np.ndarray, in_group: np.ndarray,
             lam_d: float, max_iter: int, final_step_rtol: float, step_rtol: float, u: np.ndarray,

@@ -34,7 +34,6 @@ daemon, scaled out by a Kafka consumer group (docs/throughput.md).
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import os
 import threading
@@ -48,6 +47,7 @@ import pyarrow.parquet as pq
 
 from streamembed.config.schema import OutputConfig
 from streamembed.core.options import BATCH_ROWS, DEFAULTS, MAX_BLOCK_ROWS
+from streamembed.stream.sources.files import expand_inputs
 
 __all__ = ["Task", "TaskResult", "BackfillReport", "expand_inputs", "plan", "run_task", "backfill",
            "DEAD_LETTER_DIR"]
@@ -122,35 +122,6 @@ class BackfillReport:
 
 
 # ----------------------------------------------------------------------------- planning
-
-
-def expand_inputs(inputs: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Files named by ``inputs``: files as given, directories (their readable files, sorted), globs (sorted).
-
-    Hidden files (``.x``, ``_x``) and files of unknown extensions inside
-    directories are skipped; a named file is kept whatever its name (the
-    reader then says what is wrong with it). Raises FileNotFoundError for an
-    input that names nothing.
-    """
-    from streamembed.stream.readers import file_format
-
-    out: list[Path] = []
-    for item in inputs:
-        p = Path(item)
-        if p.is_dir():
-            found = sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith((".", "_"))
-                           and file_format(q) is not None)
-        elif p.exists():
-            found = [p]
-        else:
-            found = sorted(Path(q) for q in glob.glob(str(item), recursive=True) if Path(q).is_file())
-        if not found:
-            raise FileNotFoundError(f"{item}: no such file, directory or matching files")
-        out.extend(found)
-    unique: dict[Path, Path] = {}  # a file named twice (a file and its directory) is read once
-    for p in out:
-        unique.setdefault(p.resolve(), p)
-    return list(unique.values())
 
 
 def plan(paths: Sequence[str | os.PathLike[str]], *, rows_per_task: int = 1 << 20) -> list[Task]:

@@ -1,4 +1,4 @@
-"""kafka-python clients from the ``[kafka]`` config, retries, and a producer that tracks durability.
+"""Client settings from the ``[kafka]`` config (kafka-python's names), transient errors and retries.
 
 * :func:`consumer_settings` / :func:`producer_settings` turn the ``[kafka]``
   section (security options, sizes, the free-form ``[kafka.client]`` table)
@@ -36,6 +36,8 @@ __all__ = [
     "security_settings",
     "consumer_settings",
     "producer_settings",
+    "managed_consumer_settings",
+    "managed_producer_settings",
     "validate_client_table",
     "known_client_keys",
     "assignors",
@@ -66,7 +68,8 @@ def known_client_keys() -> frozenset[str]:
 
 
 def validate_client_table(table: Mapping[str, Any]) -> None:
-    """Raise ValueError naming the first unusable ``[kafka.client]`` key."""
+    """Raise ValueError naming the first unusable ``[kafka.client]`` key (kafka-python's settings; the table of
+    another library: ``kafka.libraries.validate_client_table``)."""
     known = known_client_keys()
     for key, value in table.items():
         if key in MANAGED_KEYS:
@@ -252,10 +255,9 @@ def _extra(k: Any, allowed: Iterable[str]) -> dict[str, Any]:
     return {key: value for key, value in dict(k.client).items() if key in allowed}
 
 
-def consumer_settings(k: Any, *, group: bool = True) -> dict[str, Any]:
-    """``KafkaConsumer`` keyword arguments: manual commits, fetch sizes for batch messages."""
-    from kafka import KafkaConsumer
-
+def managed_consumer_settings(k: Any, *, group: bool = True) -> dict[str, Any]:
+    """The consumer settings streamembed chooses itself, in kafka-python's names, whatever the client library (the
+    librdkafka clients translate them, ``kafka.librdkafka.settings``); the group's assignor by its name."""
     out = _common(k, "consumer")
     out.update(
         enable_auto_commit=False,
@@ -270,6 +272,16 @@ def consumer_settings(k: Any, *, group: bool = True) -> dict[str, Any]:
     )
     if group:
         out["group_id"] = k.group_id
+        out["partition_assignment_strategy"] = k.assignor
+    return out
+
+
+def consumer_settings(k: Any, *, group: bool = True) -> dict[str, Any]:
+    """``KafkaConsumer`` keyword arguments: manual commits, fetch sizes for batch messages."""
+    from kafka import KafkaConsumer
+
+    out = managed_consumer_settings(k, group=group)
+    if group:
         out["partition_assignment_strategy"] = assignors(k.assignor)
     out.update(_bootstrap_timeout(k, KafkaConsumer.DEFAULT_CONFIG))
     out.update(_extra(k, KafkaConsumer.DEFAULT_CONFIG))
@@ -298,10 +310,8 @@ def assignors(name: str) -> tuple[type, ...]:
                          f"has every assignor)") from None
 
 
-def producer_settings(k: Any) -> dict[str, Any]:
-    """``KafkaProducer`` keyword arguments: acks, batching, a request size that fits a batch message."""
-    from kafka import KafkaProducer
-
+def managed_producer_settings(k: Any) -> dict[str, Any]:
+    """The producer settings streamembed chooses itself, in kafka-python's names, whatever the client library."""
     out = _common(k, "producer")
     out.update(
         acks=-1 if k.acks == "all" else int(k.acks),
@@ -309,6 +319,14 @@ def producer_settings(k: Any) -> dict[str, Any]:
         linger_ms=k.linger_ms,
         max_request_size=k.max_request_size,
     )
+    return out
+
+
+def producer_settings(k: Any) -> dict[str, Any]:
+    """``KafkaProducer`` keyword arguments: acks, batching, a request size that fits a batch message."""
+    from kafka import KafkaProducer
+
+    out = managed_producer_settings(k)
     out.update(_bootstrap_timeout(k, KafkaProducer.DEFAULT_CONFIG))
     out.update(_extra(k, KafkaProducer.DEFAULT_CONFIG))
     return out

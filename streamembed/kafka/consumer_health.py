@@ -8,9 +8,10 @@ from __future__ import annotations
 import logging
 import time
 from typing import Any
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-__all__ = ["JOIN_SPIN_PAUSE", "brokers_away", "measure_lag", "throttle_join_spin", "set_fetch_wait", "AdaptiveFetch"]
+__all__ = ["JOIN_SPIN_PAUSE", "brokers_away", "measure_lag", "throttle_join_spin", "set_fetch_wait", "AdaptiveFetch",
+           "rebalance_listener"]
 
 log = logging.getLogger("streamembed.kafka.source")
 
@@ -21,6 +22,10 @@ JOIN_SPIN_PAUSE = 0.02
 
 def brokers_away(consumer: Any) -> str | None:
     """Why the consumer cannot reach the brokers now (no connection, no known coordinator), or None."""
+    own = getattr(consumer, "brokers_away", None)  # a client that knows it itself (librdkafka's)
+    if callable(own):
+        reason: str | None = own()
+        return reason
     try:
         if consumer.metrics().get("consumer-metrics", {}).get("connection-count", 1) < 1:
             return "no connection to any broker"
@@ -119,3 +124,21 @@ class AdaptiveFetch:
             self.behind = behind
             log.debug("fetch wait %d ms (%s)", (BEHIND_FETCH if behind else CAUGHT_UP_FETCH)[0],
                       "behind" if behind else "caught up", extra={"backlog": backlog})
+
+
+def rebalance_listener(revoked: Callable[[set[Any]], None], assigned: Callable[[set[Any]], None]) -> Any:
+    """A kafka-python ``ConsumerRebalanceListener`` (its callbacks run inside ``consumer.poll``): partitions revoked
+    or lost go to ``revoked``, assigned ones to ``assigned``, each a set of ``TopicPartition``."""
+    from kafka import ConsumerRebalanceListener
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        def on_partitions_revoked(self, tps: Any) -> None:
+            revoked(set(tps))
+
+        def on_partitions_lost(self, tps: Any) -> None:
+            revoked(set(tps))
+
+        def on_partitions_assigned(self, tps: Any) -> None:
+            assigned(set(tps))
+
+    return Listener()

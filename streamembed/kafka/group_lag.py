@@ -46,7 +46,8 @@ class GroupLagWatcher:
 
     def __init__(self, settings: Mapping[str, Any], topic: str, owned: Callable[[], set[int]], metrics: Any,
                  interval: float = 5.0, factory: Callable[..., Any] | None = None) -> None:
-        self.settings = {k: v for k, v in settings.items() if k in WATCHER_KEYS}
+        # (dotted keys: a librdkafka client's own properties, security among them)
+        self.settings = {k: v for k, v in settings.items() if k in WATCHER_KEYS or "." in k}
         self.settings["client_id"] = f"{settings.get('client_id', 'streamembed')}-lag"
         self.settings["enable_auto_commit"] = False
         self.topic, self.owned, self.metrics, self.interval = topic, owned, metrics, float(interval)
@@ -113,6 +114,10 @@ class GroupLagWatcher:
 
 def _committed(consumer: Any, tps: list[Any], timeout_ms: int) -> dict[Any, int | None]:
     """The group's committed offset of each partition (None: no commit), in one request where the client can."""
+    own = getattr(consumer, "committed_offsets", None)
+    if own is not None:
+        found: dict[Any, int | None] = own(tps, timeout_ms=timeout_ms)
+        return found
     coordinator = getattr(consumer, "_coordinator", None)
     fetch = getattr(coordinator, "fetch_committed_offsets", None)
     if fetch is not None:

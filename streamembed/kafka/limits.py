@@ -14,7 +14,6 @@ Tansu test broker does not describe configs, and has no limit).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from typing import Any
 from collections.abc import Mapping, Sequence
@@ -61,42 +60,12 @@ def fit_value(key: bytes | None, value: bytes, headers: Sequence[tuple[str, byte
     return value[:max(0, room)]
 
 
-def topic_limit(admin_settings: Mapping[str, Any], topic: str) -> int | None:
+def topic_limit(admin_settings: Mapping[str, Any], topic: str, clients: Any) -> int | None:
     """The topic's ``max.message.bytes`` (else the broker's ``message.max.bytes``) if the cluster says; else None.
 
     Best effort: an older broker, missing DescribeConfigs permission or a
-    broker that does not describe configs (Tansu) gives None.
+    broker that does not describe configs (Tansu) gives None. ``clients``: the
+    library's (``kafka.libraries.Clients``), which asks.
     """
-    try:
-        from kafka import KafkaAdminClient
-        from kafka.admin import ConfigResource, ConfigResourceType
-
-        keys = set(KafkaAdminClient.DEFAULT_CONFIG)
-        admin = KafkaAdminClient(**{k: v for k, v in admin_settings.items() if k in keys})
-    except Exception as exc:
-        log.debug("cannot ask the broker for the size limit of %s (%s)", topic, exc)
-        return None
-    try:
-        found = _config_value(admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)]),
-                              "max.message.bytes")
-        return found
-    except Exception as exc:
-        log.debug("cannot ask the broker for the size limit of %s (%s)", topic, exc)
-        return None
-    finally:
-        with contextlib.suppress(Exception):
-            admin.close()
-
-
-def _config_value(responses: Any, name: str) -> int | None:
-    """``name``'s integer value in DescribeConfigs responses (kafka-python's response objects), or None."""
-    for response in responses if isinstance(responses, list) else [responses]:
-        for resource in getattr(response, "resources", []) or []:
-            entries = resource[4] if isinstance(resource, (tuple, list)) and len(resource) > 4 else []
-            for entry in entries or []:
-                if isinstance(entry, (tuple, list)) and len(entry) > 1 and entry[0] == name:
-                    try:
-                        return int(entry[1])
-                    except (TypeError, ValueError):
-                        return None
-    return None
+    limit: int | None = clients.topic_limit(admin_settings, topic)
+    return limit

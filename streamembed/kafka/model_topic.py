@@ -99,13 +99,19 @@ class ModelTopic:
 
     ``consumer_settings`` / ``producer_settings`` are kafka-python keyword
     arguments (security options etc.; a group id is ignored: the reader is
-    group-less); without them only ``bootstrap`` is used.
+    group-less); without them only ``bootstrap`` is used. ``clients``: the
+    client library's (``kafka.libraries``; default kafka-python).
     """
 
     def __init__(self, bootstrap: str | list[str], topic: str, *, name: str = "streamembed",
                  consumer_settings: Mapping[str, Any] | None = None,
                  producer_settings: Mapping[str, Any] | None = None, metrics: Any = None,
-                 stop: threading.Event | None = None, read_timeout: float = 30.0) -> None:
+                 stop: threading.Event | None = None, read_timeout: float = 30.0, clients: Any = None) -> None:
+        if clients is None:
+            from streamembed.kafka.libraries import KAFKA_PYTHON
+
+            clients = KAFKA_PYTHON
+        self._clients = clients
         servers = [s.strip() for s in bootstrap.split(",")] if isinstance(bootstrap, str) else list(bootstrap)
         self.topic = topic
         self.name = name
@@ -145,19 +151,11 @@ class ModelTopic:
     # ------------------------------------------------------------------ publishing
     def ensure_topic(self) -> None:
         """Create the topic (1 partition, compacted) if it does not exist; best effort."""
-        from kafka import KafkaAdminClient
-        from kafka.admin import NewTopic
-
-        keys = set(KafkaAdminClient.DEFAULT_CONFIG)
-        admin = KafkaAdminClient(**{k: v for k, v in self._producer_settings.items() if k in keys})
         try:
-            admin.create_topics([NewTopic(name=self.topic, num_partitions=1, replication_factor=1,
-                                          topic_configs={"cleanup.policy": "compact"})])
+            self._clients.create_topic(self._producer_settings, self.topic, 1, {"cleanup.policy": "compact"})
             log.info("created the model topic", extra={"topic": self.topic})
         except Exception as exc:  # exists already, or no permission: the producer decides
             log.debug("model topic not created (%s: %s)", type(exc).__name__, exc)
-        finally:
-            admin.close()
 
     def _partitions(self, consumer: Any) -> list[int]:
         parts = consumer.partitions_for_topic(self.topic)
@@ -173,13 +171,11 @@ class ModelTopic:
         return self._publish(value, headers, version, digest)
 
     def _publish(self, value: bytes, headers: list[tuple[str, bytes]], version: int, digest: str) -> PublishedModel:
-        from kafka import KafkaProducer
-
         settings = dict(self._producer_settings)
         settings["max_request_size"] = max(int(settings.get("max_request_size", 1 << 20)), len(value) + (1 << 20))
         self.ensure_topic()
-        producer = retry(lambda: KafkaProducer(**settings), "connecting the model publisher", stop=self.stop,
-                         metrics=self.metrics)
+        producer = retry(lambda: self._clients.producer(**settings), "connecting the model publisher",
+                         stop=self.stop, metrics=self.metrics)
         try:
             meta = retry(lambda: producer.send(self.topic, key=self._key, value=value, headers=headers).get(60),
                          f"publishing model version {version}", stop=self.stop, metrics=self.metrics)
@@ -196,9 +192,7 @@ class ModelTopic:
 
     # ------------------------------------------------------------------ reading
     def _reader(self) -> Any:
-        from kafka import KafkaConsumer
-
-        return retry(lambda: KafkaConsumer(**self._consumer_settings), "connecting the model reader",
+        return retry(lambda: self._clients.consumer(**self._consumer_settings), "connecting the model reader",
                      stop=self.stop, metrics=self.metrics, deadline=time.monotonic() + self.read_timeout)
 
     def _skip(self, record: Any, reason: str, why: str) -> None:

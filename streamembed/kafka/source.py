@@ -88,12 +88,12 @@ import pyarrow as pa
 from streamembed.core.options import BATCH_ROWS
 from streamembed.kafka.client import is_transient, retry
 from streamembed.kafka.batches import Coordinates, KafkaDeadRecord, QueuedBatch, cut_batches
-from streamembed.kafka.consumer_health import AdaptiveFetch, brokers_away, measure_lag, throttle_join_spin
+from streamembed.kafka.consumer_health import (AdaptiveFetch, brokers_away, measure_lag, rebalance_listener,
+                                               throttle_join_spin)
 from streamembed.kafka.group_lag import GroupLagWatcher, owned_lag
 from streamembed.kafka.partitions import PartitionTable, Position
-from streamembed.kafka.unreadable import is_unreadable_data, skip_unreadable
+from streamembed.kafka.unreadable import is_unreadable_data, skip_unreadable, unreadable_batch
 from streamembed.stream.codecs import DeadRecord
-from streamembed.stream.records import Reason
 from streamembed.stream.origin import RowOrigin
 from streamembed.stream.sinks import safe_label
 from streamembed.stream.sources import SourceBatch
@@ -120,54 +120,29 @@ class _Provenance:
     row_in_msg: np.ndarray  # row index within its message
 
 
-class _Listener:
-    """kafka-python ConsumerRebalanceListener (duck-typed: runs inside ``consumer.poll``)."""
-
-    def __init__(self, source: KafkaSource) -> None:
-        self.source = source
-
-    def on_partitions_revoked(self, revoked: Any) -> None:
-        self.source._revoked(set(revoked))
-
-    def on_partitions_lost(self, lost: Any) -> None:
-        self.source._revoked(set(lost))
-
-    def on_partitions_assigned(self, assigned: Any) -> None:
-        self.source._assigned(set(assigned))
-
-
 def _skip_unreadable(source: KafkaSource, exc: BaseException) -> bool:
     """Dead-letter the offset whose batch the client cannot read, and seek past it; False if not found."""
     found = skip_unreadable(source._consumer, source.topic, exc, source._parts.assigned, source._settings)
-    if found is None:
-        return False
-    p, offset, detail = found
-    if p < 0:
-        return True  # revoked meanwhile: nothing to skip here
-    dead = KafkaDeadRecord(reason=Reason.UNDECODABLE, detail=detail, raw=b"", topic=source.topic, partition=p,
-                           offset=offset)
-    source._parts.enqueue([QueuedBatch(p, offset, offset, dead=[dead])])
+    if found is not None and found[0] >= 0:  # (-1: revoked meanwhile, nothing to skip here)
+        source._parts.enqueue([_record_unreadable(source, *found)])
+    return found is not None
+
+
+def _record_unreadable(source: KafkaSource, p: int, offset: int, detail: str) -> QueuedBatch:
+    """The batch of one dead letter for an offset whose batch the client could not read (skipped past it)."""
     source.skipped += 1
     if source.skipped <= 3 or source.skipped % 1000 == 0:
-        log.warning("skipping offset %d of partition %d: %s (%d skipped so far; each is a dead letter)", offset,
-                    p, detail, source.skipped, extra={"topic": source.topic, "partition": p, "offset": offset})
-    return True
-
-
-def _listener(source: KafkaSource) -> Any:
-    from kafka import ConsumerRebalanceListener
-
-    class Listener(_Listener, ConsumerRebalanceListener):  # type: ignore[misc]
-        pass
-
-    return Listener(source)
+        log.warning("skipping offset %d of partition %d: %s (%d skipped so far; each is a dead letter)", offset, p,
+                    detail, source.skipped, extra={"topic": source.topic, "partition": p, "offset": offset})
+    return unreadable_batch(source.topic, p, offset, detail)
 
 
 class KafkaSource:
     """Batches from ``topic`` as a member of a consumer group (see the module doc).
 
     ``settings`` are ``KafkaConsumer`` keyword arguments (see
-    :func:`streamembed.kafka.client.consumer_settings`); ``backpressure`` a
+    :func:`streamembed.kafka.client.consumer_settings`) of the client library
+    ``clients`` (``kafka.libraries``; default kafka-python); ``backpressure`` a
     callable that is True while the sinks are behind.
     """
 
@@ -189,9 +164,12 @@ class KafkaSource:
         consumer_factory: Callable[..., Any] | None = None,
         event_time: str = "auto",
         adaptive_fetch: bool = False,
+        clients: Any = None,
     ) -> None:
-        from kafka import KafkaConsumer
+        if clients is None:
+            from streamembed.kafka.libraries import KAFKA_PYTHON
 
+            clients = KAFKA_PYTHON
         self.topic = topic
         self.batch_rows = int(batch_rows)
         self.poll_timeout_ms = int(poll_timeout_ms)
@@ -205,14 +183,14 @@ class KafkaSource:
         self.max_message_bytes = int(settings.get("max_partition_fetch_bytes", 1 << 20))
         self.event_time = event_time
         self._settings = dict(settings)
-        make = consumer_factory or KafkaConsumer
+        make = consumer_factory or clients.consumer
         deadline = time.monotonic() + startup_timeout
         self._consumer = retry(lambda: make(**settings), "connecting the consumer", stop=self.stop, metrics=metrics,
                                max_backoff=max_backoff, deadline=deadline)
         throttle_join_spin(self._consumer)
         #: ``kafka.fetch_max_wait_ms = "auto"``: the fetch wait follows the backlog (see the module doc)
         self._fetch_wait = AdaptiveFetch(self._consumer, self.max_poll_records) if adaptive_fetch else None
-        self._consumer.subscribe([topic], listener=_listener(self))
+        self._consumer.subscribe([topic], listener=rebalance_listener(self._revoked, self._assigned))
         self._parts = PartitionTable()  # offsets, epochs, lag, queued batches, rewinds (kafka.partitions)
         self._paused = False
         self._caught_up = False
@@ -232,7 +210,7 @@ class KafkaSource:
         self._lag_watcher: GroupLagWatcher | None = None
         if getattr(metrics, "registry", None) is not None:  # exported metrics (not ops.no_metrics): watch the group
             self._lag_watcher = GroupLagWatcher(settings, topic, lambda: self._parts.assigned, metrics,
-                                                GROUP_LAG_SECONDS).start()
+                                                GROUP_LAG_SECONDS, factory=clients.consumer).start()
 
     # ------------------------------------------------------------------ the Source interface
     def restore(self, state: Any) -> None:
@@ -390,13 +368,19 @@ class KafkaSource:
     def _take(self, records: Mapping[Any, list[Any]]) -> int:
         """Decode and queue one poll's records; returns how many messages it held."""
         n_msgs = n_bytes = 0
+        batches: list[QueuedBatch] = []
         for tp, recs in records.items():
             if tp.partition not in self._parts:
                 continue  # revoked inside this very poll
             n_msgs += len(recs)
             n_bytes += sum(len(r.value) for r in recs if r.value is not None)
-            self._parts.enqueue(cut_batches(tp.partition, recs, self.batch_rows, self._dead, self.max_message_bytes,
-                                            self.event_time))
+            batches += cut_batches(tp.partition, recs, self.batch_rows, self._dead, self.max_message_bytes,
+                                   self.event_time)
+        take = getattr(self._consumer, "take_unreadable", None)  # a client that skips unreadable batches itself
+        if take is not None:  # (reported since the last poll with records): in offset order with these records
+            batches += [_record_unreadable(self, p, offset, detail) for p, offset, detail in take() if p in self._parts]
+            batches.sort(key=lambda q: (q.partition, q.first_offset))
+        self._parts.enqueue(batches)
         if self.metrics is not None and n_msgs:
             self.metrics.kafka_messages_in.inc(n_msgs)
             self.metrics.kafka_bytes_in.inc(n_bytes)

@@ -27,9 +27,12 @@ import zlib
 from typing import Any
 from collections.abc import Callable, Iterable, Mapping
 
+from streamembed.kafka.batches import KafkaDeadRecord, QueuedBatch
+from streamembed.stream.records import Reason
+
 log = logging.getLogger("streamembed.kafka.source")
 
-__all__ = ["is_unreadable_data", "stuck_partition", "skip_unreadable", "probe"]
+__all__ = ["is_unreadable_data", "stuck_partition", "skip_unreadable", "probe", "unreadable_batch"]
 
 #: kafka-python errors that are the environment's or the configuration's, never the data's.
 _NOT_DATA = ("Authorization", "Authentication", "Configuration", "IllegalState", "IllegalArgument",
@@ -175,3 +178,11 @@ def probe(consumer: Any, topic: str, partition: int, settings: Mapping[str, Any]
         return False
     finally:
         reader.close(autocommit=False)
+
+
+def unreadable_batch(topic: str, partition: int, offset: int, detail: str) -> QueuedBatch:
+    """The queued batch of one offset skipped because its record batch cannot be read: its ``undecodable`` dead
+    letter, nothing to embed."""
+    dead = KafkaDeadRecord(reason=Reason.UNDECODABLE, detail=detail, raw=b"", topic=topic, partition=partition,
+                           offset=offset)
+    return QueuedBatch(partition, offset, offset, dead=[dead])

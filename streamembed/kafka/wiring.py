@@ -1,5 +1,8 @@
 """The Kafka clients of one daemon (:class:`KafkaIO`) and the Kafka source kind's builder.
 
+Every client is made by the library ``kafka.client_library`` names (``kafka.libraries``: kafka-python or
+confluent-kafka), with the same semantics.
+
 ``source.kind = "kafka"`` (``config.sources``): :func:`build_source` makes
 the consumer-group source, the dead-letter topic that takes its refused
 records (spilling what the broker cannot take to the dead-letter files) and
@@ -21,7 +24,7 @@ from typing import Any
 
 from streamembed.config.schema import Config
 from streamembed.exits import EnvironmentUnavailable
-from streamembed.kafka.client import consumer_settings, producer_settings
+from streamembed.kafka.libraries import Clients, clients_for
 from streamembed.kafka.producer import ReliableProducer
 from streamembed.kafka.limits import topic_limit
 from streamembed.kafka.model_topic import ModelTopic
@@ -43,7 +46,8 @@ def dead_letter_topic(cfg: Config) -> str:
 def message_limit(cfg: Config, topic: str) -> int:
     """The largest message the sinks send to ``topic``: ``kafka.max_request_size``, or less if the broker says so."""
     limit = int(cfg.kafka.max_request_size)
-    broker = topic_limit(producer_settings(cfg.kafka), topic)
+    clients = clients_for(cfg.kafka)
+    broker = topic_limit(clients.producer_settings(cfg.kafka), topic, clients)
     if broker is not None and broker < limit:
         log.info("the broker takes messages of at most %d bytes on %s (max.message.bytes): a lower limit than "
                  "kafka.max_request_size = %d", broker, topic, limit, extra={"topic": topic})
@@ -69,6 +73,14 @@ class KafkaIO:
     closers: list[Callable[[], None]] = field(default_factory=list)
     limit: int = 1 << 26
 
+    def __post_init__(self) -> None:
+        log.info("Kafka clients: %s (kafka.client_library = %s)", self.clients.version(), self.cfg.kafka.client_library)
+
+    @property
+    def clients(self) -> Clients:
+        """The clients of ``kafka.client_library``."""
+        return clients_for(self.cfg.kafka)
+
     def backpressure(self) -> bool:
         return self.producer is not None and self.producer.unacked_bytes > self.limit
 
@@ -80,9 +92,10 @@ class KafkaIO:
         if self.producer is None:
             k = self.cfg.kafka
             try:
-                self.producer = ReliableProducer(producer_settings(k), metrics=self.metrics, stop=self.stop,
+                clients = self.clients
+                self.producer = ReliableProducer(clients.producer_settings(k), metrics=self.metrics, stop=self.stop,
                                                  max_backoff=k.retry_backoff_max_seconds,
-                                                 drain_seconds=self.cfg.run.stop_seconds)
+                                                 drain_seconds=self.cfg.run.stop_seconds, factory=clients.producer)
             except Exception as exc:  # the brokers are unreachable: retry later
                 raise EnvironmentUnavailable(f"cannot produce to kafka.bootstrap_servers = {k.bootstrap_servers!r}: "
                                              f"{type(exc).__name__}: {exc}") from None
@@ -108,10 +121,12 @@ class KafkaIO:
         k = self.cfg.kafka
         if not k.model_topic:
             return None
+        clients = self.clients
         self.model_topic = ModelTopic(k.bootstrap_servers, k.model_topic, name=k.model_name,
-                                      consumer_settings=consumer_settings(k, group=False),
-                                      producer_settings=producer_settings(k), metrics=self.metrics, stop=self.stop,
-                                      read_timeout=max(10.0, k.startup_timeout_seconds))
+                                      consumer_settings=clients.consumer_settings(k, group=False),
+                                      producer_settings=clients.producer_settings(k), metrics=self.metrics,
+                                      stop=self.stop, read_timeout=max(10.0, k.startup_timeout_seconds),
+                                      clients=clients)
         self.closers.append(self.model_topic.close)
         if self.metrics is not None:
             self.metrics.kafka_messages_out.labels(topic=k.model_topic)
@@ -135,12 +150,13 @@ def build_source(cfg: Config, context: SourceContext) -> SourceSetup:
     """
     io: KafkaIO = context.kafka
     k = cfg.kafka
+    clients = io.clients
     try:
-        source = KafkaSource(consumer_settings(k), k.input_topic, batch_rows=cfg.source.batch_rows,
+        source = KafkaSource(clients.consumer_settings(k), k.input_topic, batch_rows=cfg.source.batch_rows,
                              poll_timeout_ms=k.poll_timeout_ms, metrics=context.metrics, stop=context.stop,
                              backpressure=io.backpressure, resume_when=io.resume,
                              startup_timeout=k.startup_timeout_seconds, max_backoff=k.retry_backoff_max_seconds,
-                             event_time=k.event_time, adaptive_fetch=k.fetch_max_wait_ms == "auto")
+                             event_time=k.event_time, adaptive_fetch=k.fetch_max_wait_ms == "auto", clients=clients)
     except Exception as exc:  # the brokers are unreachable: retry later
         raise EnvironmentUnavailable(f"cannot consume {k.input_topic!r} from kafka.bootstrap_servers = "
                                      f"{k.bootstrap_servers!r}: {type(exc).__name__}: {exc}") from None

@@ -115,7 +115,10 @@ class ConsistencyMonitor:
         if check is None:
             return
         k = min(m, int(self.settings.sample_rows))
-        rows = np.unique(np.linspace(0, m - 1, k).round().astype(np.intp)) if k < m else slice(None)
+        rows: np.ndarray | slice = slice(None)
+        if k < m:  # evenly spaced rows, each once (no np.unique: it imports numpy.ma, 0.03 s, at its first call)
+            rows = np.linspace(0, m - 1, k).round().astype(np.intp)
+            rows = rows[np.concatenate(([True], rows[1:] != rows[:-1]))]
         self.account(check.shares(A[rows]), model, file)
 
     def account(self, scores: np.ndarray, model: Any, file: str | None = None) -> None:

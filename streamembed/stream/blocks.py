@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from streamembed.stream.arrow_build import scalar, to_numpy
 from streamembed.stream.columns import is_list, list_lengths, null_mask, numeric_values_type
@@ -83,6 +82,8 @@ class BlockRows:
 
 def _keys(bcol: pa.Array) -> tuple[np.ndarray | None, np.ndarray, str | None]:
     """(integer key per row or None, null mask, column-level problem)."""
+    import pyarrow.compute as pc  # (0.1 s to import: only where it is used)
+
     t = bcol.type
     nulls = null_mask(bcol)
     if pa.types.is_dictionary(t):

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from streamembed.stream.arrow_build import scalar, to_numpy
 from streamembed.stream.blocks import BlockRows, Blocks
@@ -88,6 +87,8 @@ def null_invalid_utf8(table: pa.Table | pa.RecordBatch) -> tuple[pa.Table | pa.R
             continue
         except pa.ArrowInvalid:
             pass
+        import pyarrow.compute as pc  # (0.1 s to import: the bad path only)
+
         here = np.zeros(table.num_rows, dtype=bool)
         for i in range(len(col)):  # the bad path only
             try:
@@ -108,6 +109,8 @@ _ZONED = r"(Z|z|[+-]\d\d:?\d\d)$"
 
 def _parse_times(col: pa.Array) -> pa.Array:
     """ISO 8601 strings -> timestamps; a string without a zone is UTC (vectorised: append "Z")."""
+    import pyarrow.compute as pc  # (0.1 s to import: only where it is used)
+
     zoned = pc.match_substring_regex(col, _ZONED)
     return pc.cast(pc.if_else(zoned, col, pc.binary_join_element_wise(col, pa.scalar("Z"), "")), TIMESTAMP_TYPE)
 
@@ -151,7 +154,7 @@ def event_times(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np.
 
 
 def id_column(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np.ndarray, str | None]:
-    """(ids as string array, bad mask, column-level problem: a non-string id column)."""
+    """(ids as string array, bad mask, column-level problem: a non-string id column: null and empty ids are bad)."""
     col = column(table, INPUT_ID)
     if col is None:
         return pa.nulls(m, type=pa.string()), np.ones(m, dtype=bool), None
@@ -164,8 +167,9 @@ def id_column(table: pa.Table | pa.RecordBatch, m: int) -> tuple[pa.Array, np.nd
     elif not pa.types.is_string(t):
         return pa.nulls(m, type=pa.string()), np.ones(m, dtype=bool), f"id has type {t}, expected a string"
     bad = null_mask(col)
-    if m:
-        bad |= to_numpy(pc.binary_length(col).fill_null(scalar(0, pa.int32()))) == 0
+    if m:  # an empty id: its offsets are equal (read from the buffer: pyarrow.compute costs 0.1 s to import)
+        offsets = np.frombuffer(col.buffers()[1], dtype=np.int32, count=m + 1, offset=4 * col.offset)
+        bad |= offsets[1:] == offsets[:-1]
     return col, bad, None
 
 

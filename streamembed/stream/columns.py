@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from streamembed.stream.arrow_build import scalar, to_numpy
 
@@ -55,6 +54,8 @@ def list_lengths(col: pa.Array) -> np.ndarray:
     if pa.types.is_fixed_size_list(col.type):
         out = np.full(len(col), col.type.list_size, dtype=np.int64)
     else:
+        import pyarrow.compute as pc  # (0.1 s to import: variable-length lists only)
+
         lengths = pc.list_value_length(col)
         out = to_numpy(lengths.fill_null(scalar(-1, lengths.type))).astype(np.int64)
     if col.null_count:
@@ -68,7 +69,11 @@ def to_matrix(col: pa.Array, width: int) -> np.ndarray:
     Zero-copy for float32/float64 values without null elements; integer or
     float16 values are converted to float64; null elements become NaN.
     """
-    values = col.flatten()
+    if pa.types.is_fixed_size_list(col.type):  # its values, without ``flatten``, which imports pyarrow.compute
+        size = col.type.list_size
+        values = col.values.slice(col.offset * size, len(col) * size)
+    else:
+        values = col.flatten()
     vt = values.type
     if pa.types.is_integer(vt) or pa.types.is_float16(vt) or pa.types.is_null(vt):
         values = values.cast(pa.float64())

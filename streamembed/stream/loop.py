@@ -35,7 +35,6 @@ from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from streamembed.core.runtime import Cancelled
 from streamembed.core.flags import FLAG_NAMES
@@ -296,6 +295,8 @@ class EmbeddingLoop:
 
     # ----------------------------------------------------------------- metrics
     def _observe(self, batch: SourceBatch, done: Processed, dead: list[DeadRecord], seconds: float) -> None:
+        import pyarrow.compute as pc  # (0.1 s to import: only where it is used)
+
         m = self.metrics
         assert m is not None
         m.records_in.inc(batch.n_records)

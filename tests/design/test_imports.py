@@ -28,7 +28,7 @@ TREE = Path(streamembed.__file__).resolve().parents[1]
 #: detector's calibration takes its t and χ² quantiles from core.monitor.quantiles:
 #: tests/core/monitor/test_quantiles.py).
 HEAVY = ("scipy.linalg", "scipy.stats", "scipy.optimize", "scipy.spatial", "scipy.sparse", "scipy.special", "sklearn",
-         "kafka", "matplotlib", "dask", "distributed")
+         "kafka", "confluent_kafka", "matplotlib", "dask", "distributed")
 
 #: Runs the CLI in this interpreter and writes the loaded module names to argv[1] at exit.
 _PROBE = r"""
@@ -78,6 +78,16 @@ def model_and_input(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
 def test_import_streamembed_is_light(tmp_path: Path) -> None:
     loaded = _loaded(tmp_path, "--version", ok=(0, 2))
     assert _heavy(loaded, HEAVY + ("pyarrow", "pandas", "scipy")) == []
+
+
+def test_help_imports_neither_numpy_nor_pyarrow(tmp_path: Path) -> None:
+    """``streamembed --help`` lists the subcommands by their ``HELP`` lines without building their parsers, whose
+    option choices and defaults (``core.options``, ``config.schema``) import numpy: 0.38 CPU-s before, where
+    ``import numpy, pyarrow.parquet`` alone costs 0.31. ``--version`` reads the installed metadata only then."""
+    loaded = _loaded(tmp_path, "--help")
+    assert _heavy(loaded, ("numpy", "pyarrow", "scipy", "pandas", "importlib.metadata", "streamembed.config",
+                           "streamembed.core.options")) == []
+    assert "importlib.metadata" in _loaded(tmp_path, "--version")
 
 
 def test_embed_imports_no_scipy_solver_nor_transport(tmp_path: Path, model_and_input: tuple[Path, Path]) -> None:

@@ -278,12 +278,13 @@ def test_every_duration_has_an_upper_bound() -> None:
                 assert f.metadata.get("max") is not None, f"{section}.{name} has no upper bound"
 
 
-def test_every_numeric_setting_has_its_range_in_the_one_table() -> None:
-    """``config.ranges.RANGES`` holds a finite range for every numeric key of the schema and nothing else, and a
-    field's own bounds (where it states them) never allow what the table refuses to be stated differently."""
+def test_every_numeric_setting_states_its_whole_range_on_its_field_once() -> None:
+    """Every numeric field states both ends of its range, finite (``min=`` and ``max=``, the one statement of
+    it); ``config.ranges.RANGES`` is that statement as a table (one entry per numeric key, nothing else, equal to
+    the field's), and no other module of ``config/`` writes a range down."""
     import math
 
-    from streamembed.config.ranges import RANGES
+    from streamembed.config.ranges import RANGES, Range
 
     numeric = set()
     for section, cls in sections().items():
@@ -291,16 +292,17 @@ def test_every_numeric_setting_has_its_range_in_the_one_table() -> None:
             if tp in (int, float) or f.metadata.get("words"):
                 key = f"{section}.{name}"
                 numeric.add(key)
-                r = RANGES.get(key)
-                assert r is not None, f"{key} has no range in config/ranges.py"
-                assert math.isfinite(r.lowest) and math.isfinite(r.highest) and r.lowest <= r.highest, key
                 lo, hi = f.metadata.get("min"), f.metadata.get("max")
-                assert lo is None or r.lowest >= lo, f"{key}: the table's lowest {r.lowest} is below {lo}"
-                assert hi is None or r.highest <= hi, f"{key}: the table's highest {r.highest} is above {hi}"
+                assert lo is not None and hi is not None, f"{key} must state min= and max= on its field"
+                assert math.isfinite(lo) and math.isfinite(hi) and lo <= hi, key
+                assert RANGES[key] == Range(lo, hi, bool(f.metadata.get("exclusive_min")),
+                                            bool(f.metadata.get("exclusive_max"))), key
                 default = f.default
                 if isinstance(default, (int, float)) and not isinstance(default, bool):
-                    assert r.contains(default), f"{key}: its default {default} is outside its range {r}"
+                    assert RANGES[key].contains(default), f"{key}: its default {default} is outside its range"
     assert set(RANGES) == numeric, sorted(set(RANGES) ^ numeric)
+    ranges_src = (PACKAGE / "config" / "ranges.py").read_text()
+    assert "Range(1" not in ranges_src and "Range(0" not in ranges_src, "config/ranges.py states a range itself"
 
 
 def test_the_configuration_imports_nothing_above_it() -> None:
@@ -309,7 +311,9 @@ def test_the_configuration_imports_nothing_above_it() -> None:
     from .test_structure import import_graph
 
     above = ("stream", "kafka", "ops", "daemon", "cli", "jobs")
-    lazy = {("streamembed.config.checks", "streamembed.kafka.client")}  # [kafka.client] names kafka-python keys
+    # [kafka.client] names the client library's keys; kafka.client_library = "kafka-python" its assignor classes
+    lazy = {("streamembed.config.checks", "streamembed.kafka.client"),
+            ("streamembed.config.checks", "streamembed.kafka.libraries")}
     bad = sorted(f"{mod} -> {t}" for mod, targets in import_graph().items() if mod.startswith("streamembed.config")
                  for t in targets if t.split(".")[1] in above and (mod, t) not in lazy)
     assert not bad, bad

@@ -16,6 +16,8 @@ import pyarrow as pa
 CLI_TIMEOUT = 60.0
 #: The checkout under test: the root holding the ``streamembed`` package these tests belong to.
 CHECKOUT = Path(__file__).resolve().parents[2]
+#: Variables every child gets before its own (the broker tests' Kafka client library: tests/kafka/conftest.py).
+SESSION_ENV: dict[str, str] = {}
 
 
 def checkout_path(env: dict[str, str]) -> dict[str, str]:
@@ -35,6 +37,7 @@ def clean_env(env: dict[str, str] | None = None) -> dict[str, str]:
     full = {k: v for k, v in os.environ.items() if not k.upper().startswith("STREAMEMBED_")}  # names in any case
     full["OPENBLAS_NUM_THREADS"] = "1"
     checkout_path(full)
+    full.update(SESSION_ENV)
     full.update(env or {})
     if env and "PYTHONPATH" in env:  # the caller's path after this checkout, not instead of it
         checkout_path(full)

@@ -20,6 +20,41 @@ import pytest
 
 from tools.broker import TansuBroker, TansuNotFoundError, find_tansu
 
+from . import clients as kafka_clients
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Broker tests run once per Kafka client library (``kafka.client_library``), unless their module says it
+    tests one library's own behaviour (``ONE_CLIENT_LIBRARY = True``: kafka-python against the broker) or the
+    test is marked ``kafka_python_only``: the soaks, failovers, attacks and timing-heavy tests (over ~10 s each),
+    which exercise the daemon around the client more than the client, run on the default library only, so that
+    the second library costs CI about two minutes, not seven and a half (docs/kafka.md, "Client library")."""
+    if "client_library" not in metafunc.fixturenames:
+        return
+    if (metafunc.definition.get_closest_marker("broker") is None
+            or metafunc.definition.get_closest_marker("kafka_python_only") is not None
+            or getattr(metafunc.module, "ONE_CLIENT_LIBRARY", False)):
+        return  # the fixture's default library
+    metafunc.parametrize("client_library", kafka_clients.LIBRARIES, indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def client_library(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The Kafka client library this test exercises (every streamembed child and in-process client uses it)."""
+    name = getattr(request, "param", kafka_clients.LIBRARIES[0])
+    if name == "confluent":
+        try:
+            import confluent_kafka  # noqa: F401
+        except ImportError:  # the test extra installs it; CI must have it
+            if os.environ.get("CI"):
+                pytest.fail("CI must install confluent-kafka (the test extra)", pytrace=False)
+            pytest.skip("confluent-kafka is not installed")
+    kafka_clients.use(name)
+    try:
+        yield name
+    finally:
+        kafka_clients.use(kafka_clients.LIBRARIES[0])
+
 
 @pytest.fixture(scope="session")
 def broker() -> Iterator[TansuBroker]:

@@ -12,6 +12,7 @@ from tests.attacks import BROKER_ATTACKS
 pytestmark = [pytest.mark.broker, pytest.mark.e2e, pytest.mark.slow]
 
 
+@pytest.mark.kafka_python_only("attacks (25 s in all); the model topic on both libraries: test_model_topic*")
 @pytest.mark.parametrize("number", sorted(BROKER_ATTACKS))
 def test_the_attack_on_the_model_topic_does_no_harm(number: int, tmp_path: Path, broker, topic_factory) -> None:  # type: ignore[no-untyped-def]
     def fresh_topic() -> str:
@@ -22,6 +23,7 @@ def test_the_attack_on_the_model_topic_does_no_harm(number: int, tmp_path: Path,
     assert res.lost == 0 and res.crashes == 0
 
 
+@pytest.mark.kafka_python_only("a broker restart (20 s)")
 def test_a_broker_restart_under_the_output_producer_costs_no_exit(tmp_path: Path) -> None:
     """Attack #5: a broker of its own (restarted on the same port: Tansu's memory storage comes back empty)."""
     import socket
@@ -45,6 +47,7 @@ def test_a_broker_restart_under_the_output_producer_costs_no_exit(tmp_path: Path
     assert res.lost == 0 and res.crashes == 0
 
 
+@pytest.mark.kafka_python_only("timing-heavy: the stop deadline (13 s)")
 def test_a_stop_with_a_slow_output_exits_0_within_the_stop_time_and_loses_nothing(tmp_path: Path) -> None:
     """Attack #8: a broker of its own behind a proxy that passes 256 KB/s."""
     from tests.attacks import attack_8

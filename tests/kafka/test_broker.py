@@ -21,6 +21,8 @@ from kafka.consumer.fetcher import ConsumerRecord
 from tools.broker import TansuBroker
 
 pytestmark = pytest.mark.broker
+#: kafka-python itself against the broker (no streamembed client in these tests): one library.
+ONE_CLIENT_LIBRARY = True
 
 #: Tansu holds a JoinGroup for ~half the session timeout: 10 s gives ~5 s joins.
 GROUP_KW: dict[str, Any] = {"session_timeout_ms": 10000, "heartbeat_interval_ms": 3000}

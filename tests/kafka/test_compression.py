@@ -24,6 +24,7 @@ from collections.abc import Iterator
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from . import clients as kafka_clients
 from ..e2e.daemon import Daemon, wait_for
 from ..stream.helpers import dissimilarities, fitted_model, objects
 from .test_daemon_e2e import _env, output_rows, read_topic
@@ -133,9 +134,10 @@ def test_batches_of_every_codec_from_confluent_kafka_between_plain_messages(brok
 
     model = tmp_path / "model.npz"
     fitted_model().save(model)
-    # the daemon's own output compressed with lz4, the README's example of [kafka.client]
+    # the daemon's own output compressed with lz4, the README's example of [kafka.client] (in the library's names)
+    setting = "compression.type" if kafka_clients.library() == "confluent" else "compression_type"
     d = Daemon(tmp_path, _env(broker, tmp_path / "out", model, f"g-{topic}", topic, out,
-                              STREAMEMBED_KAFKA__CLIENT='{"compression_type": "lz4"}'))
+                              STREAMEMBED_KAFKA__CLIENT=json.dumps({setting: "lz4"})))
     try:
         d.wait_port()
         recs = read_topic(broker.bootstrap, out, lambda rs: len(output_rows(rs)) >= len(want), timeout=40)

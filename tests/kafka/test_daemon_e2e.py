@@ -329,6 +329,7 @@ def test_replicas_share_partitions_survive_kill_9_and_share_the_model(broker, to
     assert "the model topic has a newer model than model.path" in b.log()
 
 
+@pytest.mark.kafka_python_only("block placement, not the client (13 s with confluent)")
 @pytest.mark.slow
 def test_block_messages_of_a_poll_are_placed_together_and_a_bad_block_alone_is_dead(
         broker, topic_factory, tmp_path: Path) -> None:

@@ -50,6 +50,7 @@ def test_the_watcher_measures_the_group_lag_of_partitions_nobody_here_owns(broke
     assert metrics.kafka_partition_owned.labels(topic=topic, partition="1")._value.get() == 0
 
 
+@pytest.mark.kafka_python_only("a failover (40 s); groups on both libraries: test_daemon_e2e")
 @pytest.mark.broker
 @pytest.mark.e2e
 @pytest.mark.slow

@@ -33,6 +33,7 @@ def _y(table: pa.Table | pa.RecordBatch) -> dict[str, np.ndarray]:
     return dict(zip(table.column("id").to_pylist(), y_matrix(table), strict=True))
 
 
+@pytest.mark.kafka_python_only("the codec's landmark order, not the client")
 @pytest.mark.slow
 def test_named_orders_in_json_and_arrow_messages_are_applied_exactly_or_refused(broker, topic_factory,
                                                                                  tmp_path: Path) -> None:

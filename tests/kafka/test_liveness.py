@@ -38,6 +38,7 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+@pytest.mark.kafka_python_only("timing-heavy: a CPU-time measurement over a held join")
 @pytest.mark.slow
 def test_waiting_on_a_group_join_costs_no_cpu(broker, topic_factory) -> None:
     topic = topic_factory(partitions=2)
@@ -60,6 +61,7 @@ def test_waiting_on_a_group_join_costs_no_cpu(broker, topic_factory) -> None:
     assert joining < 0.1, f"{joining:.3f} of a core while the join was pending"  # a spinning wait took 0.22-0.30
 
 
+@pytest.mark.kafka_python_only("timing-heavy: a broker away for a minute")
 @pytest.mark.slow
 @pytest.mark.e2e
 def test_a_broker_away_longer_than_wedged_after_is_unready_not_dead(tmp_path: Path) -> None:

@@ -46,6 +46,8 @@ def _dlq_keys(records: list[Any], where: dict[int, tuple[str, int]]) -> Counter[
     return keys
 
 
+@pytest.mark.kafka_python_only(
+    "the codec's corpus through the daemon (25 s); dead letters on both libraries: test_daemon_e2e, test_oversize")
 def test_poison_corpus_in_kafka_mode_then_a_restart(broker, topic_factory, tmp_path: Path) -> None:
     kinds = [k for k in build_corpus() if k.messages is not None]
     assert len(kinds) >= 70

@@ -35,6 +35,7 @@ def _history(root: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
+@pytest.mark.kafka_python_only("a race of two replicas (20 s); the model topic on both libraries: test_model_topic*")
 def test_two_replicas_refitting_at_once_end_on_one_map(broker, topic_factory, tmp_path: Path) -> None:
     topic, out = topic_factory(partitions=2, prefix="race"), topic_factory(prefix="race-out")
     models = topic_factory(prefix="race-models", config={"cleanup.policy": "compact"})

@@ -13,6 +13,7 @@ from ..soak import CATEGORIES, _soak_kinds, kafka_soak, table
 pytestmark = [pytest.mark.broker, pytest.mark.e2e, pytest.mark.slow]
 
 
+@pytest.mark.kafka_python_only("a soak (40 s)")
 def test_kafka_soak_random_kill_9_with_good_and_poison_messages(broker, topic_factory, tmp_path: Path) -> None:
     topic, out = topic_factory(partitions=2, prefix="soak"), topic_factory(prefix="soak-out")
     broker.create_topic(f"{topic}.dlq")
@@ -27,6 +28,7 @@ def test_kafka_soak_random_kill_9_with_good_and_poison_messages(broker, topic_fa
     assert res.details["checkpoint_samples"] >= 20, report
 
 
+@pytest.mark.kafka_python_only("a soak (40 s)")
 def test_kafka_soak_random_kill_9_with_transport_faults(broker, topic_factory, tmp_path: Path) -> None:
     """Compressed batches of every codec, unreadable batches and oversize messages, outputs and dead letters,
     with random kill -9s: nothing lost, no crash of the daemon's own, no Parquet row written twice."""

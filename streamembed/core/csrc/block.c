@@ -28,6 +28,8 @@
  * solver's arithmetic symmetric between mirror-image members of a block, as numpy's is, so such members
  * come out exactly mirrored (the two-object reference case of docs/math.md §6). */
 #pragma GCC optimize("fp-contract=off")
+/* (the 32-byte vectors of the baseline clone are inlined: no call passes one, whatever the ABI warning says) */
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 typedef struct {
     Py_ssize_t k, d;
@@ -58,7 +60,52 @@ INLINE double dot(const double *a, const double *b, Py_ssize_t n) {
 }
 
 /* Layout: every (k, d) matrix of a block is held transposed, (d, k) row-major, so that the innermost loops
- * run along the block's k objects (contiguous, the longer dimension for small d); k×k and d×d are symmetric. */
+ * run along the block's k objects (contiguous, the longer dimension for small d); k×k and d×d are symmetric.
+ *
+ * The k²d products (R = YYᵀ − β, Vᵀ R, the change's Q) keep their accumulators in registers: a run of up to
+ * 16 consecutive outputs is loaded once, summed into over the whole inner index, then stored (the sums were
+ * read and written back at every step of it). Every output is still summed in the same order, one product
+ * and one addition at a time: the numbers are unchanged, bit for bit. */
+typedef double v4 __attribute__((vector_size(32)));
+
+INLINE v4 load4(const double *p) {
+    v4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+INLINE void store4(double *p, v4 v) { memcpy(p, &v, sizeof v); }
+
+/* o[i] (i < k) += Σ_l v[l] M[l·k + i] over l = 0 … cnt−1 in order, o held in registers by runs of 16 / 4 / 1. */
+INLINE void add_rows(double *restrict o, const double *restrict v, const double *restrict M, Py_ssize_t k,
+                     Py_ssize_t cnt) {
+    Py_ssize_t i = 0;
+    for (; i + 16 <= k; i += 16) {
+        v4 a0 = load4(o + i), a1 = load4(o + i + 4), a2 = load4(o + i + 8), a3 = load4(o + i + 12);
+        for (Py_ssize_t l = 0; l < cnt; l++) {
+            const double *m = M + l * k + i;
+            const v4 s = (v4){0, 0, 0, 0} + v[l];
+            a0 += s * load4(m);
+            a1 += s * load4(m + 4);
+            a2 += s * load4(m + 8);
+            a3 += s * load4(m + 12);
+        }
+        store4(o + i, a0);
+        store4(o + i + 4, a1);
+        store4(o + i + 8, a2);
+        store4(o + i + 12, a3);
+    }
+    for (; i + 4 <= k; i += 4) {
+        v4 a0 = load4(o + i);
+        for (Py_ssize_t l = 0; l < cnt; l++) a0 += ((v4){0, 0, 0, 0} + v[l]) * load4(M + l * k + i);
+        store4(o + i, a0);
+    }
+    for (; i < k; i++) {
+        double a = o[i];
+        for (Py_ssize_t l = 0; l < cnt; l++) a += v[l] * M[l * k + i];
+        o[i] = a;
+    }
+}
 
 /* E, R, G, f, g, ‖g‖, ‖Y‖ and the gradient's scale at B->Y (newton.py's _State). */
 INLINE void evaluate(Block *B) {
@@ -70,14 +117,13 @@ INLINE void evaluate(Block *B) {
             E[j * k + i] = Y[j * k + i] * B->sl[j] - C[j * k + i];
             Yr[i * d + j] = Y[j * k + i];
         }
-    for (Py_ssize_t i = 0; i < k * k; i++) R[i] = -B->Beta[i];
-    for (Py_ssize_t j = 0; j < d; j++) {
-        const double *yj = Y + j * k;
-        for (Py_ssize_t i = 0; i < k; i++) {
-            const double y = yj[i];
-            double *ri = R + i * k;
-            for (Py_ssize_t l = 0; l < k; l++) ri[l] += y * yj[l];
-        }
+    /* R[i, :] = −β[i, :] + Σ_j Y[j, i] Y[j, :], over j in order */
+    double yi[256];
+    for (Py_ssize_t i = 0; i < k; i++) {
+        double *ri = R + i * k;
+        for (Py_ssize_t l = 0; l < k; l++) ri[l] = -B->Beta[i * k + l];
+        for (Py_ssize_t j = 0; j < d; j++) yi[j] = Y[j * k + i];
+        add_rows(ri, yi, Y, k, d);
     }
     for (Py_ssize_t a = 0; a < d * d; a++) G[a] = 0.0;
     for (Py_ssize_t i = 0; i < k; i++) {
@@ -93,11 +139,7 @@ INLINE void evaluate(Block *B) {
         double *gj = g + j * k;
         const double *yj = Y + j * k;
         for (Py_ssize_t i = 0; i < k; i++) gj[i] = E[j * k + i] * B->sl[j];
-        for (Py_ssize_t l = 0; l < k; l++) {
-            const double y = yj[l];
-            const double *rl = R + l * k;
-            for (Py_ssize_t i = 0; i < k; i++) gj[i] += y * rl[i];
-        }
+        add_rows(gj, yj, R, k, k);
         for (Py_ssize_t i = 0; i < k; i++) gj[i] *= 4.0;
     }
     B->g_norm = sqrt(dot(g, g, k * d));
@@ -124,11 +166,7 @@ INLINE void hess(Block *B, const double *restrict V, double *restrict out) {
         double *oj = out + j * k;
         const double *vj = V + j * k;
         for (Py_ssize_t i = 0; i < k; i++) oj[i] = vj[i] * B->lam[j];
-        for (Py_ssize_t l = 0; l < k; l++) {
-            const double v = vj[l];
-            const double *rl = R + l * k;
-            for (Py_ssize_t i = 0; i < k; i++) oj[i] += v * rl[i];
-        }
+        add_rows(oj, vj, R, k, k);
         for (Py_ssize_t b = 0; b < d; b++) {
             const double gjb = G[j * d + b], tbj = T[b * d + j];
             const double *vb = V + b * k, *yb = Y + b * k;
@@ -151,13 +189,25 @@ INLINE double change(Block *B, const double *restrict S) {
             ss += s * s;
             W[j * k + i] = Y[j * k + i] + S[j * k + i];
         }
-    for (Py_ssize_t i = 0; i < k * k; i++) Q[i] = 0.0;
-    for (Py_ssize_t j = 0; j < d; j++) {
-        const double *yj = Y + j * k, *sj = S + j * k, *wj = W + j * k;
-        for (Py_ssize_t i = 0; i < k; i++) {
-            const double a = yj[i], b = sj[i];
-            double *qi = Q + i * k;
-            for (Py_ssize_t l = 0; l < k; l++) qi[l] += a * sj[l] + b * wj[l];
+    /* Q[i, :] = Σ_j (Y[j, i] S[j, :] + S[j, i] W[j, :]), over j in order, each run of Q in registers */
+    for (Py_ssize_t i = 0; i < k; i++) {
+        double *qi = Q + i * k;
+        Py_ssize_t l = 0;
+        for (; l + 8 <= k; l += 8) {
+            v4 q0 = {0, 0, 0, 0}, q1 = {0, 0, 0, 0};
+            for (Py_ssize_t j = 0; j < d; j++) {
+                const v4 a = (v4){0, 0, 0, 0} + Y[j * k + i], b = (v4){0, 0, 0, 0} + S[j * k + i];
+                const double *sj = S + j * k + l, *wj = W + j * k + l;
+                q0 += a * load4(sj) + b * load4(wj);
+                q1 += a * load4(sj + 4) + b * load4(wj + 4);
+            }
+            store4(qi + l, q0);
+            store4(qi + l + 4, q1);
+        }
+        for (; l < k; l++) {
+            double q = 0.0;
+            for (Py_ssize_t j = 0; j < d; j++) q += Y[j * k + i] * S[j * k + l] + S[j * k + i] * W[j * k + l];
+            qi[l] = q;
         }
     }
     return 4.0 * es + 2.0 * ss + 2.0 * dot(B->R, Q, k * k) + dot(Q, Q, k * k);
@@ -423,33 +473,73 @@ done:
  * Bout by the eigenvectors (BLAS). A float32 or float64 (m, n); shift (n,), Bout (≥ stop − start, n), b2, abar
  * (m,) float64; bad (m,) uint8. Python API: block_rows(A, shift, Bout, b2, abar, bad, start, stop), GIL released.
  */
-#define ROWS_BODY(T)                                                                                           \
-    for (Py_ssize_t i = start; i < stop; i++) {                                                                \
-        const T *a = (const T *)A + i * n;                                                                     \
-        double *bi = Bout + (i - start) * n;                                                                   \
-        double s = 0.0;                                                                                        \
-        int badrow = 0;                                                                                        \
-        for (Py_ssize_t j = 0; j < n; j++) {                                                                   \
-            const double x = (double)a[j];                                                                     \
-            badrow |= !(x >= 0) | (x == INFINITY);                                                             \
-            bi[j] = x * x;                                                                                     \
-            s += bi[j];                                                                                        \
-        }                                                                                                      \
-        bad[i] = (uint8_t)badrow;                                                                              \
-        const double ab = s / (double)n;                                                                       \
-        abar[i] = ab;                                                                                          \
-        if (badrow) {                                                                                          \
-            for (Py_ssize_t j = 0; j < n; j++) bi[j] = 0.0;                                                    \
-            b2[i] = NAN;                                                                                       \
-            continue;                                                                                          \
-        }                                                                                                      \
+/* Each row's two sums (ā and ‖B‖²) are sequential chains of additions, as numpy's reference computes them:
+ * one row at a time they run at the adder's latency. ROWS4 runs four rows side by side, their chains
+ * interleaved (every row summed in its own order: the same numbers), at the adders' throughput. */
+#define ROW_SQUARES(T, r)                                                                                      \
+    const T *a##r = (const T *)A + (i + r) * n;                                                                \
+    double *row##r = Bout + (i + r - start) * n;                                                                 \
+    double s##r = 0.0;                                                                                         \
+    int bad##r = 0;
+#define ROW_FINISH(r)                                                                                          \
+    bad[i + r] = (uint8_t)bad##r;                                                                              \
+    const double ab##r = s##r / (double)n;                                                                     \
+    abar[i + r] = ab##r;
+#define ROW_CENTRE(r)                                                                                          \
+    if (bad##r) {                                                                                              \
+        for (Py_ssize_t j = 0; j < n; j++) row##r[j] = 0.0;                                                      \
+        b2[i + r] = NAN;                                                                                       \
+    } else {                                                                                                   \
         double bb = 0.0;                                                                                       \
         for (Py_ssize_t j = 0; j < n; j++) {                                                                   \
-            const double b = -0.5 * (bi[j] - ab - shift[j]);                                                   \
-            bi[j] = b;                                                                                         \
+            const double b = -0.5 * (row##r[j] - ab##r - shift[j]);                                              \
+            row##r[j] = b;                                                                                       \
             bb += b * b;                                                                                       \
         }                                                                                                      \
-        b2[i] = bb;                                                                                            \
+        b2[i + r] = bb;                                                                                        \
+    }
+#define SQUARE_STEP(r)                                                                                         \
+    {                                                                                                          \
+        const double x = (double)a##r[j];                                                                      \
+        bad##r |= !(x >= 0) | (x == INFINITY);                                                                 \
+        row##r[j] = x * x;                                                                                       \
+        s##r += row##r[j];                                                                                       \
+    }
+#define ROWS_BODY(T)                                                                                           \
+    Py_ssize_t i = start;                                                                                      \
+    for (; i + 4 <= stop; i += 4) {                                                                            \
+        ROW_SQUARES(T, 0) ROW_SQUARES(T, 1) ROW_SQUARES(T, 2) ROW_SQUARES(T, 3)                                \
+        for (Py_ssize_t j = 0; j < n; j++) {                                                                   \
+            SQUARE_STEP(0) SQUARE_STEP(1) SQUARE_STEP(2) SQUARE_STEP(3)                                        \
+        }                                                                                                      \
+        ROW_FINISH(0) ROW_FINISH(1) ROW_FINISH(2) ROW_FINISH(3)                                                \
+        if (bad0 | bad1 | bad2 | bad3) {                                                                       \
+            ROW_CENTRE(0) ROW_CENTRE(1) ROW_CENTRE(2) ROW_CENTRE(3)                                            \
+            continue;                                                                                          \
+        }                                                                                                      \
+        double bb0 = 0.0, bb1 = 0.0, bb2 = 0.0, bb3 = 0.0;                                                     \
+        for (Py_ssize_t j = 0; j < n; j++) {                                                                   \
+            const double c0 = -0.5 * (row0[j] - ab0 - shift[j]), c1 = -0.5 * (row1[j] - ab1 - shift[j]);           \
+            const double c2 = -0.5 * (row2[j] - ab2 - shift[j]), c3 = -0.5 * (row3[j] - ab3 - shift[j]);          \
+            row0[j] = c0;                                                                                        \
+            row1[j] = c1;                                                                                        \
+            row2[j] = c2;                                                                                       \
+            row3[j] = c3;                                                                                        \
+            bb0 += c0 * c0;                                                                                    \
+            bb1 += c1 * c1;                                                                                    \
+            bb2 += c2 * c2;                                                                                    \
+            bb3 += c3 * c3;                                                                                    \
+        }                                                                                                      \
+        b2[i] = bb0;                                                                                           \
+        b2[i + 1] = bb1;                                                                                       \
+        b2[i + 2] = bb2;                                                                                       \
+        b2[i + 3] = bb3;                                                                                       \
+    }                                                                                                          \
+    for (; i < stop; i++) {                                                                                    \
+        ROW_SQUARES(T, 0)                                                                                      \
+        for (Py_ssize_t j = 0; j < n; j++) SQUARE_STEP(0)                                                      \
+        ROW_FINISH(0)                                                                                          \
+        ROW_CENTRE(0)                                                                                          \
     }
 
 __attribute__((target_clones("avx2", "default")))

@@ -46,9 +46,9 @@ int native_float_size(const Py_buffer *b) {
 
 static PyMethodDef methods[] = {
     {"project", native_project, METH_VARARGS,
-     "project(A, WT, offset, Z, flags, start, stop): Z[i] = (A[i]**2) @ WT.T + offset and flags[i] = any sign bit "
-     "set in A[i], "
-     "for rows start:stop, GIL released (projection.py)."},
+     "project(A, WT, offset, Z, flags, start, stop[, Z2]): Z[i] = (A[i]**2) @ WT.T + offset (with Z2: Z's columns "
+     "then Z2's, in one pass) and flags[i] = 1 if a sign bit is set in A[i], | 2 if an entry is zero, for rows "
+     "start:stop, GIL released (projection.py)."},
     {"secular", native_secular, METH_VARARGS,
      "secular(aT, beta, proj_norm2, gap, in_group, lam_d, max_iter, final_step_rtol, step_rtol, u, converged, "
      "start, stop) -> iterations: safeguarded Newton on the RR secular equation for columns start:stop, GIL "

@@ -18,8 +18,13 @@
  * stay in registers; a row is reread from L1 for each group.
  *
  * Python API (buffers must be C-contiguous, of one dtype, float32 or float64):
- *   project(A (m, n), WT (p, ldw), offset (p,), Z (m, p), flags (m,) uint8, start, stop)
- * with ldw ≥ n rounded up to a multiple of 64 bytes and WT[:, n:] finite (zero);
+ *   project(A (m, n), WT (p, ldw), offset (p,), Z (m, p), flags (m,) uint8, start, stop[, Z2 (m, p2)])
+ * with ldw ≥ n rounded up to a multiple of 64 bytes and WT[:, n:] finite (zero). flags[i] is
+ * FLAG_SIGN (1) for a row with a sign bit set, | FLAG_ZERO (2) for a row with an entry equal to 0.
+ * With Z2, WT has p + p2 rows and offset p + p2 entries: the last p2 columns go to Z2, computed in
+ * the same pass over each row (a second product on the same rows: the radius's columns, read while
+ * the row is in cache), each part by the kernels it would get alone, so that either part's numbers
+ * are those of a call of its own;
  * a stride ldw · itemsize that is a multiple of 4 KiB maps every row of WT to
  * the same L1 sets (projection.py keeps it off multiples of 1 KiB). Rows
  * start:stop are computed with the GIL released, so Python threads can run
@@ -44,6 +49,10 @@ VEC(f32x4, float, 16) VEC(f64x2, double, 16) VEC(i32x4, int32_t, 16) VEC(i64x2, 
 #ifndef PREFETCH_ROWS
 #define PREFETCH_ROWS 2
 #endif
+
+/* The row flags (project's flags argument). */
+#define FLAG_SIGN 1
+#define FLAG_ZERO 2
 
 typedef void (*row_kernel)(const void *a, Py_ssize_t lda, const void *wt, Py_ssize_t ldw, Py_ssize_t n,
                            const void *offset, void *z, Py_ssize_t ldz, uint8_t *flag);
@@ -83,12 +92,17 @@ typedef void (*row_kernel)(const void *a, Py_ssize_t lda, const void *wt, Py_ssi
 
 /* Fold the squares of x[r] (entries off..off+L of row r) into the R × G accumulators. The row
  * check ORs the bit patterns: a set sign bit is a negative entry (or -0.0, which the caller's
- * exact recheck clears); NaN and ±inf reach the sums and are caught there (β not finite). */
-#define ACCUMULATE(V, I, R, G, off)                                       \
+ * exact recheck clears); NaN and ±inf reach the sums and are caught there (β not finite). It also
+ * notes entries equal to zero (an object at dissimilarity 0 from a landmark: its radius is 0); the
+ * zero-padded tail is checked apart, lane by lane. */
+#define ACCUMULATE(V, I, R, G, off, TAIL)                                 \
     do {                                                                  \
         V sq_[R];                                                         \
         for (int r_ = 0; r_ < (R); r_++) {                                \
-            if (flag) bad[r_] |= (I)x[r_];                                \
+            if (flag) {                                                   \
+                bad[r_] |= (I)x[r_];                                      \
+                if (!(TAIL)) zero[r_] |= (x[r_] == 0);                    \
+            }                                                             \
             sq_[r_] = x[r_] * x[r_];                                      \
         }                                                                 \
         for (int g_ = 0; g_ < (G); g_++) {                                \
@@ -99,8 +113,9 @@ typedef void (*row_kernel)(const void *a, Py_ssize_t lda, const void *wt, Py_ssi
     } while (0)
 
 /* R rows (stride lda), G output columns: z[r, g] = Σ_k a[r, k]² wt[g, k] + offset[g] (z stride ldz); with
- * flag ≠ NULL also flag[r] = 1 if row r has an entry with its sign bit set. R rows share each
- * load of W. Every (instruction set, dtype, R, G) is generated; the tables below pick. */
+ * flag ≠ NULL also flag[r] = FLAG_SIGN if row r has an entry with its sign bit set, | FLAG_ZERO if an
+ * entry equal to zero. R rows share each load of W. Every (instruction set, dtype, R, G) is generated;
+ * the tables below pick. */
 #define ROW_KERNEL(NAME, TARGET, T, V, I, RED, R, G)                                                   \
     TARGET __attribute__((unused)) static void NAME(const void *a_, Py_ssize_t lda, const void *wt_,   \
                                                     Py_ssize_t ldw, Py_ssize_t n, const void *offset_, \
@@ -112,9 +127,10 @@ typedef void (*row_kernel)(const void *a, Py_ssize_t lda, const void *wt, Py_ssi
         enum { L = sizeof(V) / sizeof(T) };                                                           \
         const Py_ssize_t full = n / L, rem = n % L;                                                   \
         V acc[R][G];                                                                                  \
-        I bad[R];                                                                                     \
+        I bad[R], zero[R];                                                                            \
         for (int r = 0; r < R; r++) {                                                                 \
             bad[r] = (I){0};                                                                          \
+            zero[r] = (I){0};                                                                         \
             for (int g = 0; g < G; g++) acc[r][g] = (V){0};                                           \
         }                                                                                             \
         for (Py_ssize_t c = 0; c < full; c++) {                                                       \
@@ -123,15 +139,17 @@ typedef void (*row_kernel)(const void *a, Py_ssize_t lda, const void *wt, Py_ssi
                 if (flag) __builtin_prefetch(a + (r + PREFETCH_ROWS * R) * lda + c * L, 0, 1);        \
                 memcpy(&x[r], a + r * lda + c * L, sizeof(V));                                        \
             }                                                                                         \
-            ACCUMULATE(V, I, R, G, c * L);                                                            \
+            ACCUMULATE(V, I, R, G, c * L, 0);                                                         \
         }                                                                                             \
         if (rem) {                                                                                    \
             V x[R];                                                                                   \
             for (int r = 0; r < R; r++) {                                                             \
                 x[r] = (V){0};                                                                        \
                 memcpy(&x[r], a + r * lda + full * L, (size_t)rem * sizeof(T));                       \
+                if (flag)                                                                             \
+                    for (Py_ssize_t l = 0; l < rem; l++) zero[r][0] |= -(a[r * lda + full * L + l] == 0); \
             }                                                                                         \
-            ACCUMULATE(V, I, R, G, full * L);                                                         \
+            ACCUMULATE(V, I, R, G, full * L, 1);                                                      \
         }                                                                                             \
         for (int r = 0; r < R; r++) {                                                                 \
             for (int g = 0; g < G; g++) {                                                             \
@@ -139,9 +157,12 @@ typedef void (*row_kernel)(const void *a, Py_ssize_t lda, const void *wt, Py_ssi
                 z[r * ldz + g] += offset[g];                                                          \
             }                                                                                         \
             if (flag) {                                                                               \
-                int any = 0;                                                                          \
-                for (int l = 0; l < L; l++) any |= bad[r][l] < 0;                                     \
-                flag[r] = (uint8_t)any;                                                               \
+                int any = 0, zeros = 0;                                                               \
+                for (int l = 0; l < L; l++) {                                                         \
+                    any |= bad[r][l] < 0;                                                             \
+                    zeros |= zero[r][l] != 0;                                                         \
+                }                                                                                     \
+                flag[r] = (uint8_t)((any ? FLAG_SIGN : 0) | (zeros ? FLAG_ZERO : 0));                \
             }                                                                                         \
         }                                                                                             \
     }
@@ -251,12 +272,46 @@ PyObject *native_set_isa(PyObject *self, PyObject *args) {
     return NULL;
 }
 
+/* One part of the output columns: p of them, from WT rows wt.., into z (stride p), by blocks of rows
+ * when its W does not stay in L1 (the choice a call of its own would make). */
+typedef struct {
+    Py_ssize_t p, n_groups;
+    int blocked;
+    const char *wt, *offset;
+    char *z;
+} part;
+
+static part make_part(const isa_table *t, Py_ssize_t p, Py_ssize_t n, int size, const char *wt, const char *offset,
+                      char *z) {
+    part q = {p, 0, t->block_rows > 1 && (size_t)(p * n * size) > W_IN_L1_BYTES, wt, offset, z};
+    const Py_ssize_t max_group = q.blocked ? t->block_group : MAX_GROUP;
+    q.n_groups = (p + max_group - 1) / max_group;
+    return q;
+}
+
+/* rows i..i+rows-1 (rows = 1, or t->block_rows for a blocked part) of one part */
+static void run_part(const isa_table *t, const part *q, int size, const char *a, Py_ssize_t n, Py_ssize_t ldw,
+                     Py_ssize_t i, int rows, uint8_t *flags) {
+    const row_kernel *single = size == 4 ? t->single_f32 : t->single_f64;
+    const row_kernel *block = size == 4 ? t->block_f32 : t->block_f64;
+    Py_ssize_t col = 0;
+    for (Py_ssize_t g = 0; g < q->n_groups; g++) {
+        /* balanced groups: p = 13 runs as 7 + 6, not 12 + 1 */
+        const Py_ssize_t width = (q->p - col) / (q->n_groups - g) + ((q->p - col) % (q->n_groups - g) != 0);
+        (rows > 1 ? block : single)[width](a + (i * n) * size, n, q->wt + (col * ldw) * size, ldw, n,
+                                           q->offset + col * size, q->z + (i * q->p + col) * size, q->p,
+                                           g == 0 && flags ? flags + i : NULL);
+        col += width;
+    }
+}
+
 PyObject *native_project(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *oA, *oW, *oC, *oZ, *oF;
+    PyObject *oA, *oW, *oC, *oZ, *oF, *oZ2 = NULL;
     Py_ssize_t start, stop;
-    if (!PyArg_ParseTuple(args, "OOOOOnn", &oA, &oW, &oC, &oZ, &oF, &start, &stop)) return NULL;
-    Py_buffer A = {0}, W = {0}, C = {0}, Z = {0}, F = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOnn|O", &oA, &oW, &oC, &oZ, &oF, &start, &stop, &oZ2)) return NULL;
+    if (oZ2 == Py_None) oZ2 = NULL;
+    Py_buffer A = {0}, W = {0}, C = {0}, Z = {0}, F = {0}, Z2 = {0};
     PyObject *result = NULL;
     const int ro = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT, rw = ro | PyBUF_WRITABLE;
     if (PyObject_GetBuffer(oA, &A, ro) < 0) goto done;
@@ -264,22 +319,26 @@ PyObject *native_project(PyObject *self, PyObject *args) {
     if (PyObject_GetBuffer(oC, &C, ro) < 0) goto done;
     if (PyObject_GetBuffer(oZ, &Z, rw) < 0) goto done;
     if (PyObject_GetBuffer(oF, &F, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) goto done;
+    if (oZ2 && PyObject_GetBuffer(oZ2, &Z2, rw) < 0) goto done;
     const int size = native_float_size(&A);
-    if (A.ndim != 2 || W.ndim != 2 || C.ndim != 1 || Z.ndim != 2 || F.ndim != 1 || F.itemsize != 1) {
-        PyErr_SetString(PyExc_ValueError, "project: A, WT, Z must be 2-D, offset 1-D and flags 1-D of bytes");
+    if (A.ndim != 2 || W.ndim != 2 || C.ndim != 1 || Z.ndim != 2 || F.ndim != 1 || F.itemsize != 1
+        || (oZ2 && Z2.ndim != 2)) {
+        PyErr_SetString(PyExc_ValueError, "project: A, WT, Z, Z2 must be 2-D, offset 1-D and flags 1-D of bytes");
         goto done;
     }
-    if (size == 0 || native_float_size(&W) != size || native_float_size(&C) != size || native_float_size(&Z) != size) {
-        PyErr_SetString(PyExc_TypeError, "project: A, WT, offset and Z must all be float32 or all float64");
+    if (size == 0 || native_float_size(&W) != size || native_float_size(&C) != size || native_float_size(&Z) != size
+        || (oZ2 && native_float_size(&Z2) != size)) {
+        PyErr_SetString(PyExc_TypeError, "project: A, WT, offset, Z and Z2 must all be float32 or all float64");
         goto done;
     }
-    const Py_ssize_t m = A.shape[0], n = A.shape[1], p = W.shape[0], ldw = W.shape[1];
+    const Py_ssize_t m = A.shape[0], n = A.shape[1], p = Z.shape[1], p2 = oZ2 ? Z2.shape[1] : 0, ldw = W.shape[1];
     const Py_ssize_t lanes = 64 / size;
-    if (ldw < (n + lanes - 1) / lanes * lanes || C.shape[0] != p || Z.shape[0] != m || Z.shape[1] != p || F.shape[0] != m || p < 1) {
+    if (ldw < (n + lanes - 1) / lanes * lanes || W.shape[0] != p + p2 || C.shape[0] != p + p2 || Z.shape[0] != m
+        || (oZ2 && (Z2.shape[0] != m || p2 < 1)) || F.shape[0] != m || p < 1) {
         PyErr_Format(PyExc_ValueError,
                      "project: shapes do not fit: A (%zd, %zd), WT (%zd, %zd) needs ldw >= n rounded up to 64 bytes, "
-                     "offset (%zd,) and Z (%zd, %zd) need (%zd,) and (%zd, %zd), flags (%zd,)",
-                     m, n, p, ldw, C.shape[0], Z.shape[0], Z.shape[1], p, m, p, F.shape[0]);
+                     "offset (%zd,) and Z (%zd, %zd) + Z2 (.., %zd) need %zd rows of WT and %zd offsets, flags (%zd,)",
+                     m, n, W.shape[0], ldw, C.shape[0], Z.shape[0], p, p2, p + p2, p + p2, F.shape[0]);
         goto done;
     }
     if (start < 0 || stop > m || start > stop) {
@@ -288,27 +347,23 @@ PyObject *native_project(PyObject *self, PyObject *args) {
     }
     {
         const isa_table *t = current;
-        const int blocked = t->block_rows > 1 && (size_t)(p * n * size) > W_IN_L1_BYTES;
-        const row_kernel *single = size == 4 ? t->single_f32 : t->single_f64;
-        const row_kernel *block = size == 4 ? t->block_f32 : t->block_f64;
-        const Py_ssize_t max_group = blocked ? t->block_group : MAX_GROUP;
-        const Py_ssize_t n_groups = (p + max_group - 1) / max_group;
         const char *a = (const char *)A.buf, *wt = (const char *)W.buf, *offset = (const char *)C.buf;
-        char *z = (char *)Z.buf;
+        const part first = make_part(t, p, n, size, wt, offset, (char *)Z.buf);
+        const part second = oZ2 ? make_part(t, p2, n, size, wt + p * ldw * size, offset + p * size, (char *)Z2.buf)
+                                : first;
+        const int any_blocked = first.blocked || (oZ2 && second.blocked);
         uint8_t *flags = (uint8_t *)F.buf;
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = start; i < stop;) {
-            const int in_block = blocked && stop - i >= t->block_rows;
-            Py_ssize_t col = 0;
-            for (Py_ssize_t g = 0; g < n_groups; g++) {
-                /* balanced groups: p = 13 runs as 7 + 6, not 12 + 1 */
-                const Py_ssize_t width = (p - col) / (n_groups - g) + ((p - col) % (n_groups - g) != 0);
-                (in_block ? block : single)[width](a + (i * n) * size, n, wt + (col * ldw) * size, ldw, n,
-                                                   offset + col * size, z + (i * p + col) * size, p,
-                                                   g == 0 ? flags + i : NULL);
-                col += width;
+            const int rows = any_blocked && stop - i >= t->block_rows ? t->block_rows : 1;
+            /* within a block of rows, a part that is not blocked runs them one by one (in cache) */
+            if (first.blocked || rows == 1) run_part(t, &first, size, a, n, ldw, i, rows, flags);
+            else for (int r = 0; r < rows; r++) run_part(t, &first, size, a, n, ldw, i + r, 1, flags);
+            if (oZ2) {
+                if (second.blocked || rows == 1) run_part(t, &second, size, a, n, ldw, i, rows, NULL);
+                else for (int r = 0; r < rows; r++) run_part(t, &second, size, a, n, ldw, i + r, 1, NULL);
             }
-            i += in_block ? t->block_rows : 1;
+            i += rows;
         }
         Py_END_ALLOW_THREADS
     }
@@ -320,6 +375,7 @@ done:
     if (Z.obj) PyBuffer_Release(&Z);
     if (F.obj) PyBuffer_Release(&F);
     if (C.obj) PyBuffer_Release(&C);
+    if (Z2.obj) PyBuffer_Release(&Z2);
     return result;
 }
 

@@ -44,10 +44,9 @@ from ..monitor.residuals import K0_RTOL, block_k0, k0_diagonal, landmark_trace, 
 from ..result import EmbeddingResult
 from ..trust.calibration import RadiusCalibration
 from . import range_guard
-from .block.batch import place_core_blocks
 from .dispatch import MapGeometry
 from .methods import route
-from .projection import ProjectionKernel
+from .projection import FusedProjection, ProjectionKernel
 from .restricted import restricted_arc
 
 __all__ = ["Placer"]
@@ -112,9 +111,8 @@ class Placer:
     def energy_limit(self, dtype: np.dtype) -> float:
         """``range_guard.energy_limit`` of this map's d-coordinate kernel for ``dtype`` (cached)."""
         dt = np.dtype(dtype)
-        return self.cached(("energy_limit", dt.str),
-                           lambda: range_guard.energy_limit(self.kernel(self.n_components, dt).W, self.n_components,
-                                                            dt))
+        d = self.n_components
+        return self.cached(("energy_limit", dt.str), lambda: range_guard.energy_limit(self.kernel(d, dt).W, d, dt))
 
     def range_limit(self, dtype: np.dtype) -> tuple[float, str]:
         """(the largest placeable mean squared dissimilarity in ``dtype``, what sets it: "precision" or "overflow")."""
@@ -277,7 +275,13 @@ class Placer:
         """Single objects from dissimilarities A_arr (m, n) the spectrum is built on."""
         d = self.n_components
         routine = route(method)
-        Z, suspect = self.kernel(d, A_arr.dtype)(A_arr)
+        cal = self.radius_calibration
+        radius_cols: tuple[np.ndarray, np.ndarray] | None = None
+        if cal is not None and cal.gives_radius(method):  # the radius's columns in the projection's pass
+            Z, suspect, at_landmark, Zr = _fused_kernel(self, cal, A_arr.dtype, method)(A_arr)
+            radius_cols = (Zr, at_landmark)
+        else:
+            Z, suspect = self.kernel(d, A_arr.dtype)(A_arr)
         m = A_arr.shape[0]
         valid = np.ones(m, dtype=bool) if valid is None else valid
         reasons = [None] * m if reasons is None else reasons
@@ -296,10 +300,11 @@ class Placer:
                 if errors == "raise":
                     raise InputError(f"row {i} of A is invalid: {Problem(ProblemCode.OUT_OF_RANGE, detail)}")
                 valid[i], reasons[i] = False, Problem(ProblemCode.OUT_OF_RANGE, detail)
-            return self._finish(A_arr, Z, valid, reasons, method, routine, k0_rows)
+            return self._finish(A_arr, Z, valid, reasons, method, routine, k0_rows, radius_cols)
 
     def _finish(self, A_arr: np.ndarray, Z: np.ndarray, valid: np.ndarray, reasons: list[Problem | None],
-                method: str, routine: Callable[..., Any], k0_rows: object) -> EmbeddingResult:
+                method: str, routine: Callable[..., Any], k0_rows: object,
+                radius_cols: tuple[np.ndarray, np.ndarray] | None = None) -> EmbeddingResult:
         d, m = self.n_components, A_arr.shape[0]
         y = Z[:, :d].astype(np.float64)
         beta = Z[:, d].astype(np.float64)
@@ -320,7 +325,10 @@ class Placer:
                                                   "the placement overflowed (non-finite result)")
         placed = None if method == "projection" else unexplained(beta, y)
         cal = self.radius_calibration
-        radius = np.full(m, np.nan) if cal is None else cal.radius(A_arr, method)
+        if cal is None or radius_cols is None:
+            radius = np.full(m, np.nan)
+        else:
+            radius = cal.radius_from(radius_cols[0], radius_cols[1], method)
         res = EmbeddingResult(y=y, beta=beta, unexplained=unexpl, k0=k0, t=t, flags=flags, valid=valid,
                               reasons=reasons, method=method, residual_rows=sample if sample.size else None,
                               residual_coords=coords, unexplained_placed=placed, radius=radius)
@@ -365,6 +373,8 @@ class Placer:
 
     def _core_blocks(self, A: np.ndarray, cross: list[Any], sizes: np.ndarray, k0_rows: object, errors: str,
                      max_block_rows: int | None = None, name: str = "cross") -> EmbeddingResult:
+        from .block.batch import place_core_blocks  # the block solver: imported by the first block
+
         return place_core_blocks(A, cross, sizes, spectrum=self.spectrum, n_components=self.n_components,
                                  limit=self.range_limit(A.dtype), project_r=self.project_r,
                                  negative_ratio=self.negative_ratio, n_threads=self.n_threads, k0_rows=k0_rows,
@@ -394,6 +404,13 @@ class Placer:
                     getattr(res, name)[~known] = np.nan
             res.flags[~known] &= ~FLAG_NON_EUCLIDEAN
         return res
+
+
+def _fused_kernel(placer: Placer, cal: RadiusCalibration, dtype: np.dtype, method: str) -> FusedProjection:
+    """The d-coordinate projection kernel with ``method``'s radius columns in the same pass (cached)."""
+    dt, d = np.dtype(dtype), placer.n_components
+    return placer.cached(("fused", d, dt.str, method),
+                         lambda: placer.kernel(d, dt).fused(cal.radius_kernel(method, dt)))
 
 
 def _k0_sample(k0_rows: object, valid_rows: np.ndarray) -> np.ndarray:

@@ -25,6 +25,13 @@ Two implementations compute the same numbers:
 
 Both split the rows over two Python threads (the work runs without the GIL).
 
+A second product on the same rows - the radius's d(B + 1) columns
+(``trust.calibration``) - is fused into the compiled pass
+(:meth:`ProjectionKernel.fused`): each row is read once for both, and the
+kernel notes the rows holding an entry equal to zero (objects at a landmark),
+where the radius used a second pass and a row minimum. Each product keeps the
+compiled kernels it would get alone, so their numbers are those of two calls.
+
 A kernel is shared by every thread that places rows with one model: each
 call writes only its own outputs, and the numpy path's squaring buffer belongs
 to the thread that uses it (``threading.local``: a pool worker or a caller
@@ -49,6 +56,8 @@ except ImportError:  # built without a C compiler (or off x86): the numpy path
 
 #: The implementations ``ProjectionKernel`` can use, best first.
 BACKENDS = ("compiled", "numpy")
+#: The compiled kernel's row flags: an entry with its sign bit set; an entry equal to zero.
+FLAG_SIGN, FLAG_ZERO = 1, 2
 
 
 def available_backends() -> tuple[str, ...]:
@@ -131,10 +140,12 @@ class ProjectionKernel:
         self.n_threads = resolve_threads(n_threads)
         self.block_rows = int(np.clip(BLOCK_ELEMENTS // n, 16, 1024))
         self._local = threading.local()  # per thread: the squaring buffer of the numpy path
+        self._fused: dict[int, tuple[ProjectionKernel, np.ndarray, np.ndarray]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["_local"]
+        state["_fused"] = {}
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -153,14 +164,20 @@ class ProjectionKernel:
         with np.errstate(invalid="ignore", over="ignore"):
             self._run_blocks(A, Z, blkmin, start, stop, buf)
 
-    def _compiled(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Z (constant included) and the per-row sign flags through ``_native.project``."""
+    def _compiled(self, A: np.ndarray, extra: ProjectionKernel | None = None) -> tuple[np.ndarray, np.ndarray,
+                                                                                           np.ndarray | None]:
+        """Z (constant included), the per-row flags (``FLAG_SIGN``, ``FLAG_ZERO``) and, with ``extra``, its Z
+        computed in the same pass, through ``_native.project``."""
         m = A.shape[0]
         Z = np.empty((m, self.n_coords + 1), dtype=self.dtype)
         flags = np.zeros(m, dtype=np.uint8)
+        WT, const, Z2 = self.WT, self.const, None
+        if extra is not None:
+            Z2 = np.empty((m, extra.n_coords + 1), dtype=self.dtype)
+            WT, const = self._stacked(extra)
         if (self.n_threads == 1 or m < 2 * COMPILED_ROWS_PER_TASK or m * self.n_landmarks < COMPILED_PARALLEL_ELEMENTS
                 or in_worker()):
-            _native.project(A, self.WT, self.const, Z, flags, 0, m)
+            _native.project(A, WT, const, Z, flags, 0, m, Z2)
         else:
             # Several tasks per thread, taken as threads come free (one stalled core on a shared machine
             # does not hold back the batch); the calling thread takes them too, so a batch costs
@@ -170,14 +187,30 @@ class ProjectionKernel:
 
             def work() -> None:
                 for s in starts:
-                    _native.project(A, self.WT, self.const, Z, flags, s, min(s + step, m))
+                    _native.project(A, WT, const, Z, flags, s, min(s + step, m), Z2)
 
             pool = worker_pool(self.n_threads)
             futures = [pool.submit(work) for _ in range(self.n_threads - 1)]
             work()
             for f in futures:
                 f.result()
-        return Z, flags.view(bool)
+        return Z, flags, Z2
+
+    def _stacked(self, extra: ProjectionKernel) -> tuple[np.ndarray, np.ndarray]:
+        """(Wᵀ of this kernel and ``extra`` stacked, their constants): the fused pass's operands (cached)."""
+        hit = self._fused.get(id(extra))
+        if hit is None or hit[0] is not extra:
+            hit = (extra, np.ascontiguousarray(np.vstack([self.WT, extra.WT])),
+                   np.ascontiguousarray(np.concatenate([self.const, extra.const])))
+            self._fused[id(extra)] = hit
+        return hit[1], hit[2]
+
+    def fused(self, extra: ProjectionKernel) -> FusedProjection:
+        """This kernel and ``extra`` (a kernel of the same rows: n landmarks, dtype) in one pass over each row."""
+        if extra.n_landmarks != self.n_landmarks or extra.dtype != self.dtype:
+            raise ValueError(f"a fused kernel needs the same landmarks and dtype: {extra.n_landmarks} "
+                             f"{extra.dtype} against {self.n_landmarks} {self.dtype}")
+        return FusedProjection(self, extra)
 
     def _run_blocks(self, A: np.ndarray, Z: np.ndarray, blkmin: np.ndarray, start: int, stop: int,
                     buf: np.ndarray) -> None:
@@ -209,7 +242,8 @@ class ProjectionKernel:
             raise TypeError(f"kernel built for {self.dtype}, got {A.dtype}")
         A = np.ascontiguousarray(A)
         if self.backend == "compiled":
-            Z, suspect = self._compiled(A)
+            Z, flags, _ = self._compiled(A)
+            suspect = (flags & FLAG_SIGN).view(bool)
             suspect |= ~np.isfinite(Z[:, self.n_coords])
             return Z, suspect
         m = A.shape[0]
@@ -236,3 +270,32 @@ class ProjectionKernel:
         for b in bad_blocks:
             suspect[b * bs : (b + 1) * bs] = True
         return Z, suspect
+
+
+class FusedProjection:
+    """Two kernels of the same rows (``ProjectionKernel.fused``): ``base`` and ``extra`` in one pass.
+
+    Calling it gives ``(Z, suspect, zero, Z2)``: ``base``'s outputs, whether each row holds an entry equal to
+    zero (m,) bool, and ``extra``'s Z (m, p2 + 1), the numbers of separate calls. The numpy backend runs them
+    one after the other and finds the zeros by a row minimum (as the radius did before the fused pass).
+    """
+
+    def __init__(self, base: ProjectionKernel, extra: ProjectionKernel) -> None:
+        self.base, self.extra = base, extra
+
+    def __call__(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        base = self.base
+        if A.dtype != base.dtype:
+            raise TypeError(f"kernel built for {base.dtype}, got {A.dtype}")
+        A = np.ascontiguousarray(A)
+        if base.backend != "compiled" or self.extra.backend != "compiled":
+            Z, suspect = base(A)
+            Z2 = self.extra(A)[0]
+            with np.errstate(invalid="ignore"):
+                zero = np.min(A, axis=1) == 0 if A.shape[1] else np.zeros(A.shape[0], dtype=bool)
+            return Z, suspect, zero, Z2
+        Z, flags, Zx = base._compiled(A, self.extra)
+        assert Zx is not None
+        suspect = (flags & FLAG_SIGN).view(bool)
+        suspect |= ~np.isfinite(Z[:, base.n_coords])
+        return Z, suspect, (flags & FLAG_ZERO) != 0, Zx

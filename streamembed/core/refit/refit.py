@@ -38,6 +38,7 @@ from ..inputs.metrics import DEFAULT_METRIC, resolve_metric
 from ..model import LandmarkModel, fit_model
 from ..options import DEFAULTS
 from .landmarks import LANDMARK_SELECTIONS, select_landmarks
+from .selections import DEFAULT_SELECTION, REFIT_SELECTIONS
 from .policy import assess, plan_refit
 from .procrustes import orthogonal_procrustes_align
 from .strategies import residual_pivoted_select
@@ -45,10 +46,8 @@ from .strategies import residual_pivoted_select
 __all__ = ["RefitResult", "CandidateSet", "candidate_dissimilarities", "residual_kernel", "choose_landmarks",
            "refit", "DEFAULT_SELECTION", "REFIT_SELECTIONS"]
 
-#: Names accepted by ``refit(selection=...)`` (config ``refit.selection``).
-REFIT_SELECTIONS = ("adaptive", "residual", *LANDMARK_SELECTIONS)
-#: ``refit.selection`` when none is given (measured by benchmarks/refit_policies.py; docs/refits.md).
-DEFAULT_SELECTION = "adaptive"
+# REFIT_SELECTIONS and DEFAULT_SELECTION live in core.refit.selections: the configuration lists them without
+# importing the refit code (docs/performance.md, start-up)
 
 
 @dataclass

@@ -4,7 +4,8 @@ option table (``core.options``) can list them without importing the selection co
 
 from __future__ import annotations
 
-__all__ = ["LANDMARK_SELECTIONS", "DEFAULT_LANDMARK_SELECTION", "SKELETON_SELECTION", "MAP_SELECTIONS"]
+__all__ = ["LANDMARK_SELECTIONS", "DEFAULT_LANDMARK_SELECTION", "SKELETON_SELECTION", "MAP_SELECTIONS",
+           "REFIT_SELECTIONS", "DEFAULT_SELECTION"]
 
 #: Strategies of ``core.refit.landmarks.select_landmarks``.
 LANDMARK_SELECTIONS = ("max-variance", "random", "rpcholesky", "kmeans++", "kmedoids", "maxmin")
@@ -15,3 +16,7 @@ DEFAULT_LANDMARK_SELECTION = "max-variance"
 SKELETON_SELECTION = "skeleton"
 #: Every value of the ``landmark_selection`` option: the strategies, and the skeleton.
 MAP_SELECTIONS = (*LANDMARK_SELECTIONS, SKELETON_SELECTION)
+#: Names accepted by ``core.refit.refit.refit(selection=...)`` (config ``refit.selection``).
+REFIT_SELECTIONS = ("adaptive", "residual", *LANDMARK_SELECTIONS)
+#: ``refit.selection`` when none is given (measured by benchmarks/refit_policies.py; docs/refits.md).
+DEFAULT_SELECTION = "adaptive"

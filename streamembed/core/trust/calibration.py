@@ -18,7 +18,10 @@ the calibration ratios ‖y_m(c) − t(c)‖ / s_m(c) of objects c that did not
 fit P_m. An object at dissimilarity 0 from a landmark is that landmark: the
 map puts it where the map is defined, and its radius is 0 (calibration
 objects get the same rule, so the stated coverage counts them honestly).
-Every term is affine in a2: on the hot path one (m, n)·(n, d(B + 1)) product.
+Every term is affine in a2: on the hot path one (m, n)·(n, d(B + 1)) product,
+fused into the projection's own pass over the rows (``core.place.projection``:
+:meth:`RadiusCalibration.radius_kernel` gives its columns, :meth:`radius_from`
+the radius from them and the kernel's zero-entry flags).
 """
 
 from __future__ import annotations
@@ -110,23 +113,43 @@ class RadiusCalibration:
         the d(B + 1) columns [P_m | G] in one pass, in the rows' precision.
         """
         dt = np.dtype(np.float32) if A.dtype == np.float32 else np.dtype(np.float64)
-        kernel, off, scale = self._affine(method, dt)
-        Z = kernel(np.ascontiguousarray(A, dtype=dt))[0][:, :-1]
+        kernel = self._affine(method, dt)[0]
+        return self._score_of(kernel(np.ascontiguousarray(A, dtype=dt))[0], method)
+
+    def _score_of(self, Z: np.ndarray, method: str) -> np.ndarray:
+        """s_m from the output Z (m, k + 1) of ``radius_kernel(method)`` (its last column unused; changed in place)."""
+        _, off, scale = self._affine(method, Z.dtype)
+        Z = Z[:, :-1]
         Z += off
         Z *= scale  # 1 on the predicted error's d columns, κ_m/√B on the B·d deviations
         return np.sqrt(np.einsum("ij,ij->i", Z, Z), dtype=np.float64)
+
+    def gives_radius(self, method: str) -> bool:
+        """Whether ``method`` gets radii (calibrated, with enough objects for the stated coverage)."""
+        return method in self.methods and bool(np.isfinite(self.quantile(method)))
 
     def radius(self, A: np.ndarray, method: str) -> np.ndarray:
         """r(z) = q̂_m · s_m(z) (m,) float64, map units; 0 at a landmark; NaN for an uncalibrated method or
         when the calibration has too few objects for the stated coverage."""
         m = A.shape[0]
-        if method not in self.methods:
+        if not self.gives_radius(method):
             return np.full(m, np.nan)
-        q = self.quantile(method)
-        if not np.isfinite(q):
-            return np.full(m, np.nan)
-        r = q * self.score(A, method)
+        r = self.quantile(method) * self.score(A, method)
         r[np.min(A, axis=1) == 0] = 0.0
+        return r
+
+    def radius_kernel(self, method: str, dtype: np.dtype) -> ProjectionKernel:
+        """The kernel of the score's columns for rows of ``dtype`` (fused into the projection's pass by the
+        placer: ``ProjectionKernel.fused``; cached)."""
+        return self._affine(method, np.dtype(dtype))[0]
+
+    def radius_from(self, Z: np.ndarray, at_landmark: np.ndarray, method: str) -> np.ndarray:
+        """:meth:`radius` from the output Z (m, k + 1) of :meth:`radius_kernel` (changed in place) and which rows
+        hold an entry equal to zero (m,) bool (a valid row's minimum is then 0: it is a landmark)."""
+        if not self.gives_radius(method):
+            return np.full(Z.shape[0], np.nan)
+        r = self.quantile(method) * self._score_of(Z, method)
+        r[at_landmark] = 0.0
         return r
 
     def _affine(self, method: str, dt: np.dtype) -> tuple[ProjectionKernel, np.ndarray, np.ndarray]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import glob
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from streamembed.stream.readers import FileChanged, ReadChunk, iter_file
 from streamembed.stream.sinks import safe_label
 from streamembed.stream.sources.base import SourceBatch
 
-__all__ = ["FileSource"]
+__all__ = ["FileSource", "expand_inputs"]
 
 
 class FileSource:
@@ -111,3 +112,32 @@ def _within(chunk: ReadChunk, end: int) -> ReadChunk | None:
     return dataclasses.replace(chunk, table=chunk.table.filter(booleans(keep)),
                                rows=rows[keep] if rows is not None else None,
                                dead=[d for d in chunk.dead if d.row is None or d.row < end])
+
+
+def expand_inputs(inputs: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Files named by ``inputs``: files as given, directories (their readable files, sorted), globs (sorted).
+
+    Hidden files (``.x``, ``_x``) and files of unknown extensions inside
+    directories are skipped; a named file is kept whatever its name (the
+    reader then says what is wrong with it). Raises FileNotFoundError for an
+    input that names nothing.
+    """
+    from streamembed.stream.readers import file_format
+
+    out: list[Path] = []
+    for item in inputs:
+        p = Path(item)
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith((".", "_"))
+                           and file_format(q) is not None)
+        elif p.exists():
+            found = [p]
+        else:
+            found = sorted(Path(q) for q in glob.glob(str(item), recursive=True) if Path(q).is_file())
+        if not found:
+            raise FileNotFoundError(f"{item}: no such file, directory or matching files")
+        out.extend(found)
+    unique: dict[Path, Path] = {}  # a file named twice (a file and its directory) is read once
+    for p in out:
+        unique.setdefault(p.resolve(), p)
+    return list(unique.values())

@@ -96,6 +96,43 @@ def test_compiled_projection_flags_every_bad_row_and_only_those(isa, dtype):
 
 
 @needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n, d, k", [(7, 2, 3), (37, 4, 12), (121, 10, 50), (200, 2, 10), (200, 10, 50),
+                                     (500, 10, 50), (1000, 3, 16)])
+def test_a_fused_second_product_gives_the_numbers_of_two_calls_and_flags_zero_entries(isa, dtype, n, d, k):
+    """The radius's columns in the projection's pass (``ProjectionKernel.fused``): both outputs equal, bit for
+    bit, what the two kernels give alone (each part keeps its own kernels: row blocks or single rows), and the
+    rows holding an entry equal to zero - in a full vector, in the tail, -0.0 - are exactly those flagged."""
+    spec = _spectrum(n, d)
+    rng = np.random.default_rng(n + d + k)
+    M = rng.standard_normal((n, k)) * 1e-3
+    from streamembed.core.fit.cmds import LandmarkSpectrum
+
+    frame = LandmarkSpectrum(eigenvalues=np.ones(k), eigenvectors=-2.0 * M, row_means=np.zeros(n), grand_mean=0.0,
+                             negative_share=0.0, exact=True)
+    base = ProjectionKernel(spec, d, np.dtype(dtype), backend="compiled")
+    extra = ProjectionKernel(frame, k, np.dtype(dtype), backend="compiled")
+    for m in (1, 3, 4, 5, 9, 2 * 1024 + 7, 5000):
+        A = _inputs(rng, m, n, dtype) + 0.1
+        zeros = {0: 0, m // 2: n - 1, m - 1: n // 2}
+        for i, j in zeros.items():
+            A[i, j] = 0.0
+        if m > 3:
+            A[1, n - 1] = -0.0
+            zeros[1] = n - 1
+        Z, suspect, zero, Z2 = base.fused(extra)(A)
+        Zb, sb = base(A)
+        Ze, _ = extra(A)
+        assert np.array_equal(Z, Zb) and np.array_equal(Z2, Ze) and np.array_equal(suspect, sb)
+        assert set(np.flatnonzero(zero)) == set(zeros), (m, sorted(np.flatnonzero(zero)))
+    slow = ProjectionKernel(spec, d, np.dtype(dtype), backend="numpy").fused(
+        ProjectionKernel(frame, k, np.dtype(dtype), backend="numpy"))
+    _, _, zero_slow, Z2s = slow(A)
+    assert np.array_equal(zero_slow, zero)
+    np.testing.assert_allclose(Z2s, Z2, rtol=0, atol=(2e-5 if dtype == np.float32 else 1e-12) * np.abs(Z2s).max())
+
+
+@needs_native
 def test_estimator_recheck_clears_negative_zero_and_names_real_problems():
     rng = np.random.default_rng(3)
     D, A, _ = landmark_problem(rng, 30, 3, 6)
@@ -122,10 +159,12 @@ def test_project_refuses_mismatched_buffers():
         native.project(A, WT.astype(np.float64), offset, Z, flags, 0, 4)
     with pytest.raises(ValueError, match="ldw >= n rounded up to 64 bytes"):
         native.project(A, np.zeros((3, 20), np.float32), offset, Z, flags, 0, 4)
-    with pytest.raises(ValueError, match="and Z \\(4, 2\\) need \\(3,\\) and \\(4, 3\\)"):
+    with pytest.raises(ValueError, match="and Z \\(4, 2\\) \\+ Z2 \\(.., 0\\) need 2 rows of WT and 2 offsets"):
         native.project(A, WT, offset, np.empty((4, 2), np.float32), flags, 0, 4)
     with pytest.raises(ValueError, match="offset \\(2,\\)"):
         native.project(A, WT, offset[:2], Z, flags, 0, 4)
+    with pytest.raises(ValueError, match="need 4 rows of WT"):  # Z2 takes rows of WT too
+        native.project(A, WT, offset, Z, flags, 0, 4, np.empty((4, 1), np.float32))
     with pytest.raises(ValueError, match="row range 0:5 outside 0:4"):
         native.project(A, WT, offset, Z, flags, 0, 5)
     with pytest.raises(ValueError, match="unknown kernel ISA 'neon'"):
