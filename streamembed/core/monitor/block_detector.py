@@ -20,7 +20,11 @@ over δ and log s. A daemon takes a new baseline after every refit, so its
 long-run false-alarm rate is that average: the stated run holds on average
 rather than for 95 % of baselines (the per-baseline margins of the
 off-map CUSUM made the measured run 3–6× the stated one here; docs/math.md
-§7.7 has the measurements). Calibration needs ``MIN_BASELINE_GROUPS``
+§7.7 has the measurements). The reference value k is at least
+``MEAN_ERRORS`` standard errors of the baseline's mean, 4/√G block sd: the
+baselines whose mean is off by more than k alarm in a time linear in h, and
+without that floor a baseline worth few blocks (a fit baseline) would be
+given a threshold in the thousands. Calibration needs ``MIN_BASELINE_GROUPS``
 blocks. ``halves_alarm`` is the check that a baseline holds no change: the
 detector calibrated on its first half, run on its second.
 """
@@ -35,10 +39,16 @@ from .cusum import (OVERSHOOT, CalibrationError, adjustment_coefficient, integra
                     normal_quantile, siegmund_arl)
 from .detector import MIN_BASELINE_GROUPS, MIN_EFFECTIVE_OBJECTS, Calibration, CusumDetector, Decision
 
-__all__ = ["BlockDetector", "halves_alarm", "average_threshold", "QUADRATURE_NODES", "AVERAGE_MARGIN"]
+__all__ = ["BlockDetector", "halves_alarm", "average_threshold", "QUADRATURE_NODES", "AVERAGE_MARGIN", "MEAN_ERRORS"]
 
 #: Gauss–Hermite nodes per dimension (mean, log scale) of ``average_threshold``.
 QUADRATURE_NODES = 12
+#: The reference value is at least this many standard errors of the baseline's mean (in block sd): a baseline
+#: that knows the mean only roughly (a fit baseline of N objects: N / M blocks' worth) would otherwise put the
+#: baselines whose mean is off by more than k, which alarm in a time linear in h, in charge of the averaged rate
+#: and set h in the thousands (measured: h ≈ 7,500 at 20 blocks' worth, no alarm in 10,000 objects of a switch
+#: the stream baseline alarms in 500; docs/math.md §7.8).
+MEAN_ERRORS = 4.0
 #: The threshold is set for this many times the stated run: Siegmund's approximation on block values (a few
 #: hundred baseline blocks) came out within ±20 % of the simulated run, and the stated run must hold.
 AVERAGE_MARGIN = 1.5
@@ -146,7 +156,6 @@ class BlockDetector:
         if G / phi < MIN_EFFECTIVE_OBJECTS:
             raise CalibrationError(f"the baseline's {G} block values are correlated over about {phi:.0f} blocks: too "
                                    f"few independent ones (drift.baseline_objects)", "drift.baseline_objects")
-        k = 0.5 * self.min_shift / math.sqrt(phi)
         target = AVERAGE_MARGIN * self.expected_run_objects / self.objects_per_value
         worth = float(G) if groups is None else float(groups)
         # the known level holds unless the baseline says otherwise: its mean reaches it, or falls short by less
@@ -156,6 +165,9 @@ class BlockDetector:
         if known:
             assert known_level is not None
             mean = max(mean, -float(known_level))
+        k = 0.5 * self.min_shift / math.sqrt(phi)
+        if not known:  # tuned to the smallest fall the baseline's mean supports (MEAN_ERRORS)
+            k = max(k, MEAN_ERRORS / math.sqrt(worth))
         h = average_threshold(y, k, math.inf if known else worth, phi, float(np.mean(y**4)), target)
         theta0 = adjustment_coefficient(y, 1.0 / phi, 1.0, k)
         cal = Calibration(
@@ -165,7 +177,7 @@ class BlockDetector:
             expected_run_objects=self.expected_run_objects,
             nominal_run_objects=siegmund_arl(h, theta0, k) * self.objects_per_value,
             delay_objects_at_min_shift=(h + OVERSHOOT) / k * self.objects_per_value, confidence=self.confidence,
-            effective_objects=worth / phi, min_shift=self.min_shift, effective_min_shift=self.min_shift)
+            effective_objects=worth / phi, min_shift=self.min_shift, effective_min_shift=2.0 * k * math.sqrt(phi))
         cusum = CusumDetector(self.expected_run_objects, self.min_shift, 1, self.confidence,
                               values_per_object=1.0 / self.objects_per_value, clip_quantile=1.0)
         cusum.calibration = cal
