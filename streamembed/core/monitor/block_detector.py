@@ -20,11 +20,16 @@ over δ and log s. A daemon takes a new baseline after every refit, so its
 long-run false-alarm rate is that average: the stated run holds on average
 rather than for 95 % of baselines (the per-baseline margins of the
 off-map CUSUM made the measured run 3–6× the stated one here; docs/math.md
-§7.7 has the measurements). The reference value k is at least
-``MEAN_ERRORS`` standard errors of the baseline's mean, 4/√G block sd: the
-baselines whose mean is off by more than k alarm in a time linear in h, and
-without that floor a baseline worth few blocks (a fit baseline) would be
-given a threshold in the thousands. Calibration needs ``MIN_BASELINE_GROUPS``
+§7.7 has the measurements). A baseline worth few blocks (``groups``: a
+fit baseline of N objects is worth N/M blocks) is treated as the off-map
+CUSUM treats every baseline (§7.3): its mean is moved by the margin
+e = z/√G block sd towards the alarm and the reference value is at least 2e,
+with h for that mean; averaging over its mean's error instead put the
+baselines whose mean is off by more than k, which alarm in a time linear in
+h, in charge of the rate and set h ≈ 7,500 at 20 blocks' worth (no alarm in
+10,000 objects of a switch the stream baseline alarms in 500), and a
+fit population's mean is off its stream's by up to 0.46 block sd on the real
+streams (docs/math.md §7.8). Calibration needs ``MIN_BASELINE_GROUPS``
 blocks. ``halves_alarm`` is the check that a baseline holds no change: the
 detector calibrated on its first half, run on its second.
 """
@@ -39,16 +44,10 @@ from .cusum import (OVERSHOOT, CalibrationError, adjustment_coefficient, integra
                     normal_quantile, siegmund_arl)
 from .detector import MIN_BASELINE_GROUPS, MIN_EFFECTIVE_OBJECTS, Calibration, CusumDetector, Decision
 
-__all__ = ["BlockDetector", "halves_alarm", "average_threshold", "QUADRATURE_NODES", "AVERAGE_MARGIN", "MEAN_ERRORS"]
+__all__ = ["BlockDetector", "halves_alarm", "average_threshold", "QUADRATURE_NODES", "AVERAGE_MARGIN"]
 
 #: Gauss–Hermite nodes per dimension (mean, log scale) of ``average_threshold``.
 QUADRATURE_NODES = 12
-#: The reference value is at least this many standard errors of the baseline's mean (in block sd): a baseline
-#: that knows the mean only roughly (a fit baseline of N objects: N / M blocks' worth) would otherwise put the
-#: baselines whose mean is off by more than k, which alarm in a time linear in h, in charge of the averaged rate
-#: and set h in the thousands (measured: h ≈ 7,500 at 20 blocks' worth, no alarm in 10,000 objects of a switch
-#: the stream baseline alarms in 500; docs/math.md §7.8).
-MEAN_ERRORS = 4.0
 #: The threshold is set for this many times the stated run: Siegmund's approximation on block values (a few
 #: hundred baseline blocks) came out within ±20 % of the simulated run, and the stated run must hold.
 AVERAGE_MARGIN = 1.5
@@ -135,7 +134,9 @@ class BlockDetector:
 
         ``groups``: how many independent blocks the baseline is worth, when the values are not that many
         independent blocks (a bootstrap of blocks from a fit population of N objects is worth N / block size;
-        default: the values' count over their autocorrelation time). It sets the spread of the mean's error.
+        default: the values' count over their autocorrelation time). Given, the mean is moved by the margin
+        z/√groups block sd and the reference is at least twice it (module doc); not given, h averages the
+        false-alarm rate over the mean's error (7.7.1).
         ``known_level``: a level the values' mean is known to hold on a stationary stream (the radius's stated
         coverage): when the baseline's mean reaches it or falls short by less than its standard error (at the
         confidence), the lower of the two is the reference and no error of the mean is averaged over; a baseline
@@ -166,18 +167,22 @@ class BlockDetector:
             assert known_level is not None
             mean = max(mean, -float(known_level))
         k = 0.5 * self.min_shift / math.sqrt(phi)
-        if not known:  # tuned to the smallest fall the baseline's mean supports (MEAN_ERRORS)
-            k = max(k, MEAN_ERRORS / math.sqrt(worth))
-        h = average_threshold(y, k, math.inf if known else worth, phi, float(np.mean(y**4)), target)
+        e = 0.0
+        if groups is not None and not known:  # worth few blocks: per-baseline margins (module doc)
+            e = normal_quantile(self.confidence) / math.sqrt(worth)
+            k = max(k, 2.0 * e)
+            mean += e * sd
+        averaged = not known and groups is None
+        h = average_threshold(y, k, worth if averaged else math.inf, phi, float(np.mean(y**4)), target)
         theta0 = adjustment_coefficient(y, 1.0 / phi, 1.0, k)
         cal = Calibration(
             baseline_objects=int(G), baseline_groups=int(G), group_objects=1, mean=mean, sd=sd,
             group_sd=sd * math.sqrt(phi), variance_inflation=phi, skewness=float(np.mean(y**3)), reference=k,
-            mean_margin=0.0, scale_margin=1.0, theta=theta0, threshold=h,
+            mean_margin=e, scale_margin=1.0, theta=theta0, threshold=h,
             expected_run_objects=self.expected_run_objects,
             nominal_run_objects=siegmund_arl(h, theta0, k) * self.objects_per_value,
             delay_objects_at_min_shift=(h + OVERSHOOT) / k * self.objects_per_value, confidence=self.confidence,
-            effective_objects=worth / phi, min_shift=self.min_shift, effective_min_shift=2.0 * k * math.sqrt(phi))
+            effective_objects=worth / phi, min_shift=self.min_shift, effective_min_shift=(e + 2.0 * k) * math.sqrt(phi))
         cusum = CusumDetector(self.expected_run_objects, self.min_shift, 1, self.confidence,
                               values_per_object=1.0 / self.objects_per_value, clip_quantile=1.0)
         cusum.calibration = cal

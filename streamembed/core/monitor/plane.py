@@ -156,9 +156,10 @@ class PlaneTrigger:
         """Calibrate on the fit population's projections (docs/math.md §7.8): ``FIT_BLOCKS`` blocks of at most
         ``block_objects`` objects (at least ``MIN_BLOCK``, at most N / ``FIT_BLOCK_SHARE``) drawn with replacement
         from its N objects give the shape of a block's share, and the mean's uncertainty is that of N / size
-        blocks, so the CUSUM is tuned to falls of at least 2·``MEAN_ERRORS`` standard errors of that mean
-        (``block_detector``; ``warning`` says so). Returns what it was armed with, or None (and why in
-        ``warning``). Until the stream baseline replaces it, the stream is watched in blocks of that size."""
+        blocks, so its mean is taken with a margin of z standard errors and the CUSUM is tuned to falls of at
+        least five times that (``block_detector``; ``warning`` says so). Returns what it was armed with, or None
+        (and why in ``warning``). Until the stream baseline replaces it, the stream is watched in blocks of that
+        size."""
         self._fit = baseline
         axes = np.asarray(baseline.axes, dtype=np.float64)
         d = int(baseline.info.get("n_components", 2))

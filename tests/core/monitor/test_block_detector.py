@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from streamembed.core.monitor.baseline import FitBaseline
-from streamembed.core.monitor.block_detector import MEAN_ERRORS, BlockDetector
+from streamembed.core.monitor.block_detector import BlockDetector
+from streamembed.core.monitor.cusum import normal_quantile
 from streamembed.core.monitor.plane import PlaneTrigger, block_shares
 
 SD = np.array([3.0, 2.5, 1.0, 0.9, 0.8, 0.7, 0.6, 0.5])
@@ -22,17 +23,20 @@ def _fit(rng: np.random.Generator, objects: int, seed: int = 0) -> FitBaseline:
 
 def test_a_baseline_worth_few_blocks_is_tuned_to_the_fall_its_mean_supports():
     """20 blocks' worth (a fit baseline of 800 objects in blocks of 40) know the mean to 1/√20 = 0.22 block sd:
-    the reference is 4 of those (not the 0.5 of drift.plane_min_shift = 1, which left h ≈ 7,500 and no alarm in
-    10,000 objects of a real switch), the threshold stays in the tens, and a fall of 4 block sd is alarmed
-    within 15 blocks (600 objects)."""
+    the mean is moved by z = 1.645 of those towards the alarm and the reference is twice that (averaging over the
+    mean's error at the 0.5 of drift.plane_min_shift = 1 left h ≈ 7,500 and no alarm in 10,000 objects of a
+    real switch), the threshold stays in the tens, and a fall of 4 block sd is alarmed within 15 blocks."""
     rng = np.random.default_rng(0)
     det = BlockDetector(1e8, 40, 1.0, 0.95)
-    cal = det.calibrate(block_shares(rng.normal(size=(2000 * 40, SD.size)) * SD, 2, 40), groups=20)
-    assert cal.reference == pytest.approx(MEAN_ERRORS / math.sqrt(20), rel=0.05)
-    assert cal.effective_min_shift == pytest.approx(2 * cal.reference * math.sqrt(cal.variance_inflation))
+    v = block_shares(rng.normal(size=(2000 * 40, SD.size)) * SD, 2, 40)
+    cal = det.calibrate(v, groups=20)
+    e = normal_quantile(0.95) / math.sqrt(20)
+    assert cal.mean_margin == pytest.approx(e) and cal.reference == pytest.approx(2 * e)
+    assert -cal.mean == pytest.approx(v.mean() - e * v.std(ddof=1))
+    assert cal.effective_min_shift == pytest.approx(5 * e * math.sqrt(cal.variance_inflation))
     assert 5 < cal.threshold < 60
     assert det.cusum is not None
-    fallen = np.full(15, -cal.mean - 4 * cal.sd)
+    fallen = np.full(15, v.mean() - 4 * cal.sd)
     assert det.cusum.alarm_positions(-fallen).size
 
 
@@ -40,7 +44,7 @@ def test_a_stream_baseline_keeps_the_configured_shift():
     """312 blocks (20,000 objects in blocks of 64): 4/√312 = 0.23 < 0.5, the reference of drift.plane_min_shift."""
     rng = np.random.default_rng(1)
     cal = BlockDetector(1e8, 64, 1.0, 0.95).calibrate(block_shares(rng.normal(size=(20_000, SD.size)) * SD, 2, 64))
-    assert cal.reference == pytest.approx(0.5 / math.sqrt(cal.variance_inflation))
+    assert cal.reference == pytest.approx(0.5 / math.sqrt(cal.variance_inflation)) and cal.mean_margin == 0
     assert cal.effective_min_shift == pytest.approx(1.0)
 
 
@@ -53,9 +57,8 @@ def test_a_fit_baseline_that_binds_says_what_it_is_tuned_to():
 @pytest.mark.slow  # 3.2 million objects
 def test_fit_armed_false_alarm_run_holds_on_average_over_fit_baselines():
     """16 fit baselines of 800 objects (blocks of 40, 20 blocks' worth), each run on 200,000 stationary objects
-    of their population at a stated run of 10^4: the pooled run is at least the stated one (Poisson slack).
-    Measured 5.1 times it (63 alarms): conservative beyond the factor 3 the stream baseline keeps; docs/math.md
-    §7.8 says so, and the bound here is what holds today."""
+    of their population at a stated run of 10^4: the pooled run is at least the stated one (Poisson slack); the
+    margins hold it for 95 % of baselines, so on average it is longer (measured: see the assertion's message)."""
     rng = np.random.default_rng(3)
     alarms = objects = 0
     for i in range(16):
@@ -65,4 +68,4 @@ def test_fit_armed_false_alarm_run_holds_on_average_over_fit_baselines():
         alarms += t.detector.cusum.alarm_positions(-block_shares(rng.normal(size=(200_000, 8)) * SD, 2, 40)).size
         objects += 200_000
     ratio = objects / max(alarms, 1) / 1e4
-    assert 0.85 <= ratio <= 8.0, (ratio, alarms)
+    assert ratio >= 0.85, (ratio, alarms)
