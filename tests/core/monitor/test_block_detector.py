@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from streamembed.core.monitor.baseline import FitBaseline
-from streamembed.core.monitor.block_detector import BlockDetector
+from streamembed.core.monitor.block_detector import FEW_BLOCKS_CONFIDENCE, BlockDetector
 from streamembed.core.monitor.cusum import normal_quantile
 from streamembed.core.monitor.plane import PlaneTrigger, block_shares
 
@@ -23,14 +23,15 @@ def _fit(rng: np.random.Generator, objects: int, seed: int = 0) -> FitBaseline:
 
 def test_a_baseline_worth_few_blocks_is_tuned_to_the_fall_its_mean_supports():
     """20 blocks' worth (a fit baseline of 800 objects in blocks of 40) know the mean to 1/√20 = 0.22 block sd:
-    the mean is moved by z = 1.645 of those towards the alarm and the reference is twice that (averaging over the
-    mean's error at the 0.5 of drift.plane_min_shift = 1 left h ≈ 7,500 and no alarm in 10,000 objects of a
-    real switch), the threshold stays in the tens, and a fall of 4 block sd is alarmed within 15 blocks."""
+    the mean is moved by z = 2.58 of those (99.5 %) towards the alarm and the reference is twice that
+    (averaging over the mean's error at the 0.5 of drift.plane_min_shift = 1 left h ≈ 7,500 and no alarm in
+    10,000 objects of a real switch), the threshold stays in the tens, and a fall of 4 block sd is alarmed
+    within 15 blocks."""
     rng = np.random.default_rng(0)
     det = BlockDetector(1e8, 40, 1.0, 0.95)
     v = block_shares(rng.normal(size=(2000 * 40, SD.size)) * SD, 2, 40)
     cal = det.calibrate(v, groups=20)
-    e = normal_quantile(0.95) / math.sqrt(20)
+    e = normal_quantile(FEW_BLOCKS_CONFIDENCE) / math.sqrt(20)
     assert cal.mean_margin == pytest.approx(e) and cal.reference == pytest.approx(2 * e)
     assert -cal.mean == pytest.approx(v.mean() - e * v.std(ddof=1))
     assert cal.effective_min_shift == pytest.approx(5 * e * math.sqrt(cal.variance_inflation))
