@@ -42,6 +42,7 @@ import numpy as np
 
 from .cusum import (OVERSHOOT, CalibrationError, adjustment_coefficient, integrated_autocorrelation_time,
                     normal_quantile, siegmund_arl)
+from ..runtime import single_blas_thread
 from .detector import MIN_BASELINE_GROUPS, MIN_EFFECTIVE_OBJECTS, Calibration, CusumDetector, Decision
 
 __all__ = ["BlockDetector", "halves_alarm", "average_threshold", "QUADRATURE_NODES", "AVERAGE_MARGIN",
@@ -71,6 +72,12 @@ def average_threshold(y: np.ndarray, k: float, groups: float, phi: float, kurtos
     """h with E_{δ,s}[1/ARL(h; δ, s)] = 1/target_groups (module doc): y (N,) the baseline's standardised values,
     k the reference value, ``groups`` the baseline's values G (inf: a known mean), φ their integrated
     autocorrelation time, κ their kurtosis; ARL in values (one per group)."""
+    with single_blas_thread():  # a loop of small products: one BLAS thread (core.runtime)
+        return _average_threshold(y, k, groups, phi, kurtosis, target_groups)
+
+
+def _average_threshold(y: np.ndarray, k: float, groups: float, phi: float, kurtosis: float,
+                       target_groups: float) -> float:
     from numpy.polynomial.hermite_e import hermegauss
 
     x, w = hermegauss(QUADRATURE_NODES)
