@@ -206,11 +206,11 @@ class DriftMonitor:
                     f"{alarm_phrase(self.trigger.kind)} ({self.trigger.kind}): {decision.reason}")
                 decision = replace(decision, reason=reason)
                 coverage = self._coverage_at_alarm(sample, features, block)
-                fired_by = getattr(self.trigger, "fired_by", None) or self.trigger.kind
+                detector = triggers.fired_by(self.trigger)
                 log.info("drift: alarm: %s; the refit waits for the reservoir to fill with post-change objects%s",
                          reason, "" if coverage is None else f" (the radius covers {100 * coverage:.0f}% of a checked "
                          f"sample now)", extra={"reason": reason, "objects_seen": self.objects_seen,
-                                                "detector": fired_by, "coverage": coverage})
+                                                "detector": detector, "coverage": coverage})
                 self._armed = (decision.reason, stats, self.objects_seen + self.settings.reservoir_objects)
                 self.triggered_at = self.objects_seen
         if self._armed is not None and self.objects_seen >= self._armed[2] and self.pending is None:
@@ -375,8 +375,9 @@ class DriftMonitor:
         for member in members(trig):
             m.drift_member_statistic.labels(kind=member.kind).set(member.statistic)
             m.drift_member_threshold.labels(kind=member.kind).set(member.threshold)
-            if member.kind == "plane":
-                m.drift_captured_share.set(getattr(member, "share", float("nan")))
+            share = getattr(member, "share", None)  # the in-map statistic's last block
+            if share is not None:
+                m.drift_captured_share.set(share)
         ert = trig.expected_run_objects
         if ert is not None:  # a calibrated detector states its guarantee: its statistic and threshold are exported
             m.drift_detector_statistic.set(trig.statistic)

@@ -51,7 +51,7 @@ from .observation import MonitorSample
 from .plane import PlaneTrigger
 from .trigger import SequentialTrigger
 
-__all__ = ["Trigger", "TriggerKind", "TRIGGERS", "AnyOf", "build_trigger", "check_trigger", "members",
+__all__ = ["Trigger", "TriggerKind", "TRIGGERS", "AnyOf", "build_trigger", "check_trigger", "members", "fired_by",
            "detector_choices", "DEFAULT_DETECTOR", "alarm_phrase", "arm_from_fit", "is_armed"]
 
 
@@ -201,6 +201,11 @@ def build_trigger(kind: str, settings: Mapping[str, Any]) -> Trigger:
 def members(trigger: Trigger) -> tuple[Trigger, ...]:
     """The triggers ``trigger`` is made of (its ``AnyOf`` members, or itself)."""
     return trigger.members if isinstance(trigger, AnyOf) else (trigger,)
+
+
+def fired_by(trigger: Trigger) -> str:
+    """Which kind fired: an ``AnyOf``'s member that fired last (its ``fired_by``), else the trigger's kind."""
+    return str(getattr(trigger, "fired_by", None) or trigger.kind)
 
 
 def is_armed(trigger: Trigger) -> bool:
