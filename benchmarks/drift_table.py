@@ -1,6 +1,7 @@
 """The drift table: population switches on real dissimilarity streams, default settings (docs/drift.md).
 
     python -m benchmarks.drift_table [--pools words,...] [--seeds 5] [--daemon words,sp500_dtw,code_to_prose]
+                                     [--daemon-seeds 1] [--coverage-seeds 5]
                                      [--out docs/drift-table.md]
 
 For each pool of ``benchmarks.drift_pools`` (six real switches, four of them
@@ -31,12 +32,13 @@ real ``monitors.drift.DriftMonitor`` with the default ``[drift]`` settings
   new objects: the map's captured share of their best 2-plane before and
   after, and whether it installs.
 
-``--daemon`` runs the first seed of the named pools through the real daemon
+``--daemon`` runs the first ``--daemon-seeds`` seeds (default 1) of the named pools through the real daemon
 (``streamembed fit`` then ``streamembed run`` on a directory in batch mode,
 default settings; the switch stream also carries one block of the 600 new
 objects with their mutual dissimilarities, the refit's candidates): objects
-to the alarm and its detector from the "drift: alarm" log line, the refit's
-outcome and captured shares from ``model-history.jsonl``, false alarms on the
+to the alarm and its detector from the "drift: alarm" log line (the switch at
+24,000 and, in a daemon of its own, the switch at 2,000), the refit's outcome
+and captured shares from ``model-history.jsonl``, false alarms on the
 stationary stream. In-process and daemon rows are marked.
 """
 
@@ -277,6 +279,15 @@ def through_daemon(name: str, seed: int = 0) -> Run:
                 run.refit = str(recs[0].get("status", ""))
                 run.share_before = float(recs[0].get("captured_share_before", math.nan))
                 run.share_after = float(recs[0].get("captured_share_after", run.share_before))
+        early = [("old", pool.old_rows[rng.integers(0, pool.old_rows.shape[0], EARLY)][:, lm]),
+                 ("new", pool.new_rows[rng.integers(0, pool.new_rows.shape[0], NEW - EARLY)][:, lm])]
+        _files(root / "early" / "incoming", early, None, 0)
+        code, records, _ = _daemon(root / "early", root / "model.npz", root / "early" / "incoming")
+        run.extra["early_exit"] = code
+        alarms = [r for r in records if str(r.get("msg", "")).startswith("drift: alarm")]
+        if alarms:
+            run.early_delay = float(alarms[0].get("objects_seen", math.nan)) - EARLY
+            run.early_detector = str(alarms[0].get("detector", ""))
         stationary = pool.old_rows[rng.integers(0, pool.old_rows.shape[0], STATIONARY)][:, lm]
         _files(root / "stationary" / "incoming", [("old", stationary)], None, 0)
         code, records, _ = _daemon(root / "stationary", root / "model.npz", root / "stationary" / "incoming")
@@ -352,7 +363,7 @@ def row(name: str, runs: list[Run], how: str) -> str:
     ok_delay = [r.delay for r in runs]
     shares = (f"{np.median([r.share_before for r in runs]):.0%} → {np.median([r.share_after for r in runs]):.0%} "
               f"({', '.join(sorted({r.refit for r in runs if r.refit}))})")
-    early = _delays([r.early_delay for r in runs]) if how == "in-process" else "–"
+    early = f"{_delays([r.early_delay for r in runs])} ({_detectors([r.early_detector for r in runs])})"
     fa = sum(r.false_alarms for r in runs)
     rows_ = sum(r.stationary_objects for r in runs)
     return (f"| {name} ({how}, {len(runs)} seed{'s' if len(runs) > 1 else ''}) | {pool[4]} | {pool[3]} | {proc} | "
@@ -367,11 +378,20 @@ HEADER = ("| stream | distance | switch | Procrustes to the new objects' full CM
           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 
 
+def _partial(args: argparse.Namespace, t0: float, lines: list[str], detail: dict[str, Any]) -> None:
+    """The rows so far, marked partial, to ``--out`` (a long run can be read while it runs)."""
+    if args.out:
+        Path(args.out).write_text(f"(partial, {time.time() - t0:.0f} s so far)\n\n" + "\n".join(lines) + "\n",
+                                  encoding="utf-8")
+        Path(args.out).with_suffix(".json").write_text(json.dumps(detail, indent=1, default=str), encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("--pools", default=",".join(POOLS))
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--daemon", default="words,sp500_dtw,code_to_prose")
+    ap.add_argument("--daemon-seeds", type=int, default=1)
     ap.add_argument("--coverage-seeds", type=int, default=5)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
@@ -394,15 +414,18 @@ def main(argv: list[str] | None = None) -> int:
         detail[name] = [r.__dict__ for r in runs]
         lines.append(row(name, runs, "in-process"))
         print(lines[-1], flush=True)
+        _partial(args, t0, lines, detail)
     for name in [x for x in args.daemon.split(",") if x]:
-        r = through_daemon(name)
-        detail[f"{name} (daemon)"] = [r.__dict__]
-        lines.append(row(name, [r], "daemon"))
+        druns = [through_daemon(name, s) for s in range(args.daemon_seeds)]
+        detail[f"{name} (daemon)"] = [r.__dict__ for r in druns]
+        lines.append(row(name, druns, "daemon"))
         print(lines[-1], flush=True)
-    text = ("\n".join(lines) + "\n\nThe coverage gauge at a switch (digits 0–4 → 5–9 as feature rows, in-process):\n\n"
-            + "\n".join(cov_lines) + "\n")
+        _partial(args, t0, lines, detail)
+    text = ("\n".join(lines) + "\n\nThe coverage gauge at a switch (digits 0–4 → 5–9 as feature rows, "
+            "in-process):\n\n" + "\n".join(cov_lines) + "\n")
     load = os.getloadavg()
-    head = (f"`python -m benchmarks.drift_table --pools {args.pools} --seeds {args.seeds} --daemon {args.daemon}` "
+    head = (f"`python -m benchmarks.drift_table --pools {args.pools} --seeds {args.seeds} --daemon {args.daemon} "
+            f"--daemon-seeds {args.daemon_seeds}` "
             f"({time.time() - t0:.0f} s, load {load[0]:.1f})\n\n")
     if args.out:
         Path(args.out).write_text(head + text, encoding="utf-8")

@@ -166,3 +166,19 @@ def test_demo_draws_both_plots_from_its_own_synthetic_stream(tmp_path) -> None:
     assert is_png(map_png) and is_png(drift_png)
     X, labels = plots.novel_cluster_points(n=50, seed=1)
     assert X.shape == (50, 10) and (labels == 4).sum() == 10 and (labels[:40] < 4).all()
+
+
+@pytest.mark.slow  # matplotlib, 3-6 s
+def test_the_map_states_what_it_explains_of_its_fit_population(tmp_path) -> None:
+    """The foot (and the PNG's Comment) say what the map explains of its fit population, with the WARNING of a
+    map that explains little (docs/math.md §4.9)."""
+    from PIL import Image
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 30))
+    D = np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1))
+    est = LandmarkMDS(2).fit(D)  # 30 equal dimensions: a 2-D map shows little of them
+    res = est.embed(D)
+    out = plots.plot_map(est, res.y, res.relative_unexplained, tmp_path / "m.png", color_label="relative unexplained")
+    comment = Image.open(out).info["Comment"]
+    assert comment.startswith("WARNING: the 2-D map explains") and "consider d = " in comment

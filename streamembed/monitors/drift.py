@@ -221,11 +221,11 @@ class DriftMonitor:
                     f"{alarm_phrase(self.trigger.kind)} ({self.trigger.kind}): {decision.reason}")
                 decision = replace(decision, reason=reason)
                 coverage = self._coverage_at_alarm(sample, features, block)
-                fired_by = triggers.fired_by(self.trigger)
+                detector = triggers.fired_by(self.trigger)
                 log.info("drift: alarm: %s; the refit waits for the reservoir to fill with post-change objects%s",
                          reason, "" if coverage is None else f" (the radius covers {100 * coverage:.0f}% of a checked "
                          f"sample now)", extra={"reason": reason, "objects_seen": self.objects_seen,
-                                                "detector": fired_by, "coverage": coverage})
+                                                "detector": detector, "coverage": coverage})
                 self._armed = (decision.reason, stats, self.objects_seen + self.settings.reservoir_objects)
                 self.triggered_at = self.objects_seen
         if self._armed is not None and self.objects_seen >= self._armed[2] and self.pending is None:

@@ -5,9 +5,8 @@ map fitted on them; a stationary stream keeps its map; (b) the same with a ``mod
 between time series; (c) a refit through the request protocol, the producer kit answering; (d) after that refit,
 unversioned rows measured against the old landmarks are never placed as the new version.
 
-The refits of (a)-(c) are asked for (``streamembed refit``): the drift alarm that would ask for them on string rows
-is issue 33's; ``test_a_population_switch_of_strings_refits_by_itself`` is that version: no refit asked for,
-the alarm does it.
+(a) refits by itself: the drift alarm on the switch starts the refit. The refits of (b) and (c) are asked for
+(``streamembed refit``), which keeps that command tested on rows carrying objects and on refit requests.
 """
 
 from __future__ import annotations
@@ -97,45 +96,6 @@ def strings() -> dict[str, list[str]]:
     return {"fit": code[:3000], "old": code[3000:7000], "new": prose[:2000], "test": prose[2000:3000]}
 
 
-def _switch_and_refit(tmp: Path, model: Path, strings: dict[str, list[str]], **env: str) -> tuple[Daemon, Path]:
-    """Old objects, then the new population, then ``streamembed refit``: returns the daemon (running) and its root."""
-    (tmp / "incoming").mkdir()
-    d = Daemon(tmp, _env(tmp, model, **env))
-    d.wait_port()
-    _publish(tmp, "old.parquet", _objects([f"old{i}" for i in range(len(strings["old"]))], strings["old"]))
-    wait_for(lambda: _processed(tmp, len(strings["old"])), 120, "the old population", d)
-    _publish(tmp, "new.parquet", _objects([f"new{i}" for i in range(len(strings["new"]))], strings["new"]))
-    wait_for(lambda: _processed(tmp, len(strings["old"]) + len(strings["new"])), 120, "the new population", d)
-    return d, tmp
-
-
-def test_a_population_switch_of_strings_is_fixed_by_a_refit_from_the_objects(tmp_path: Path,
-                                                                             strings: dict[str, list[str]]) -> None:
-    """(a) rows carrying strings, levenshtein-normalized: the refit computes every dissimilarity it needs."""
-    model = _fit(tmp_path, "code", strings["fit"], 200)
-    d, root = _switch_and_refit(tmp_path, model, strings)
-    try:
-        assert cli("refit", cwd=root, env={"STREAMEMBED_OUTPUT__ROOT": str(root / "out")}).returncode == 0
-        wait_for(lambda: (root / "out" / "models" / "model-v2.npz").exists(), 240, "the refit", d)
-        _publish(root, "test.parquet", _objects([f"test{i}" for i in range(len(strings["test"]))], strings["test"]))
-        total = len(strings["old"]) + len(strings["new"]) + len(strings["test"])
-        wait_for(lambda: _processed(root, total), 120, "the test objects", d)
-    finally:
-        assert d.terminate() == 0
-    ids, Y, versions = _placed(_output(root), "test")
-    assert set(versions) == {2}
-    order = [int(x[4:]) for x in ids]
-    objs = [strings["test"][i] for i in order]
-    from streamembed import LandmarkMDS
-
-    own = LandmarkMDS(n_components=2, n_landmarks=200, metric=METRIC).fit(strings["new"]).model_
-    shares = _gap_closed(objs, Y, model, own, resolve_metric(METRIC))
-    print("(a) Procrustes to the new objects' full CMDS:", shares)
-    assert shares["before"] - shares["after"] >= 0.5 * (shares["before"] - shares["own"]), shares
-    record = [json.loads(x) for x in (root / "out" / "model-history.jsonl").read_text().splitlines()][-1]
-    assert record["status"] == "installed" and load_model(root / "out" / "models" / "model-v2.npz").has_objects
-
-
 def test_a_stationary_stream_of_strings_keeps_its_map(tmp_path: Path, strings: dict[str, list[str]]) -> None:
     model = _fit(tmp_path, "code", strings["fit"], 200)
     (tmp_path / "incoming").mkdir()
@@ -148,15 +108,33 @@ def test_a_stationary_stream_of_strings_keeps_its_map(tmp_path: Path, strings: d
 
 
 def test_a_population_switch_of_strings_refits_by_itself(tmp_path: Path, strings: dict[str, list[str]]) -> None:
-    """(a) with the automatic refit: the alarm on the switch, the refit from the objects, the gap closed."""
+    """(a) rows carrying strings, levenshtein-normalized, default settings: the drift alarm on the switch, the refit
+    from the objects installed with no one asking, and the new objects' Procrustes share to their own full
+    classical MDS cut by at least half of the gap to a map fitted on them."""
     model = _fit(tmp_path, "code", strings["fit"], 200)
     (tmp_path / "incoming").mkdir()
     _publish(tmp_path, "a-old.parquet", _objects([f"old{i}" for i in range(len(strings["old"]))], strings["old"]))
     _publish(tmp_path, "b-new.parquet", _objects([f"new{i}" for i in range(len(strings["new"]))], strings["new"]))
-    r = cli("run", cwd=tmp_path, env={**_env(tmp_path, model), "STREAMEMBED_DIRECTORY__EXIT_WHEN_IDLE": "true",
-                                      "STREAMEMBED_METRICS__ENABLED": "false"}, timeout=600)
+    env = {**_env(tmp_path, model), "STREAMEMBED_DIRECTORY__EXIT_WHEN_IDLE": "true",
+           "STREAMEMBED_METRICS__ENABLED": "false"}
+    r = cli("run", cwd=tmp_path, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "drift: alarm" in r.stderr and (tmp_path / "out" / "models" / "model-v2.npz").exists(), r.stderr[-3000:]
+    # later objects of the new population, in a second batch run: it resumes the refitted model
+    _publish(tmp_path, "c-test.parquet", _objects([f"test{i}" for i in range(len(strings["test"]))], strings["test"]))
+    r = cli("run", cwd=tmp_path, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ids, Y, versions = _placed(_output(tmp_path), "test")
+    assert len(ids) == len(strings["test"]) and set(versions) == {2}
+    objs = [strings["test"][int(x[4:])] for x in ids]
+    from streamembed import LandmarkMDS
+
+    own = LandmarkMDS(n_components=2, n_landmarks=200, metric=METRIC).fit(strings["new"]).model_
+    shares = _gap_closed(objs, Y, model, own, resolve_metric(METRIC))
+    print("(a) Procrustes to the new objects' full CMDS:", shares)
+    assert shares["before"] - shares["after"] >= 0.5 * (shares["before"] - shares["own"]), shares
+    record = [json.loads(x) for x in (tmp_path / "out" / "model-history.jsonl").read_text().splitlines()][-1]
+    assert record["status"] == "installed" and load_model(tmp_path / "out" / "models" / "model-v2.npz").has_objects
 
 
 # ----------------------------------------------------------------------------- (b) a metric of our own for series

@@ -20,7 +20,16 @@ over δ and log s. A daemon takes a new baseline after every refit, so its
 long-run false-alarm rate is that average: the stated run holds on average
 rather than for 95 % of baselines (the per-baseline margins of the
 off-map CUSUM made the measured run 3–6× the stated one here; docs/math.md
-§7.7 has the measurements). Calibration needs ``MIN_BASELINE_GROUPS``
+§7.7 has the measurements). A baseline worth few blocks (``groups``: a
+fit baseline of N objects is worth N/M blocks) is treated as the off-map
+CUSUM treats every baseline (§7.3): its mean is moved by the margin
+e = z/√G block sd (z at ``FEW_BLOCKS_CONFIDENCE``) towards the alarm and the reference value is at least 2e,
+with h for that mean; averaging over its mean's error instead put the
+baselines whose mean is off by more than k, which alarm in a time linear in
+h, in charge of the rate and set h ≈ 7,500 at 20 blocks' worth (no alarm in
+10,000 objects of a switch the stream baseline alarms in 500), and a
+fit population's mean is off its stream's by up to 0.46 block sd on the real
+streams (docs/math.md §7.8). Calibration needs ``MIN_BASELINE_GROUPS``
 blocks. ``halves_alarm`` is the check that a baseline holds no change: the
 detector calibrated on its first half, run on its second.
 """
@@ -33,13 +42,18 @@ import numpy as np
 
 from .cusum import (OVERSHOOT, CalibrationError, adjustment_coefficient, integrated_autocorrelation_time,
                     normal_quantile, siegmund_arl)
-from .detector import MIN_BASELINE_GROUPS, MIN_EFFECTIVE_OBJECTS, Calibration, CusumDetector, Decision
 from ..runtime import single_blas_thread
+from .detector import MIN_BASELINE_GROUPS, MIN_EFFECTIVE_OBJECTS, Calibration, CusumDetector, Decision
 
-__all__ = ["BlockDetector", "halves_alarm", "average_threshold", "QUADRATURE_NODES", "AVERAGE_MARGIN"]
+__all__ = ["BlockDetector", "halves_alarm", "average_threshold", "QUADRATURE_NODES", "AVERAGE_MARGIN",
+           "FEW_BLOCKS_CONFIDENCE"]
 
 #: Gauss–Hermite nodes per dimension (mean, log scale) of ``average_threshold``.
 QUADRATURE_NODES = 12
+#: A baseline worth few blocks takes its mean's margin at this confidence: a fit population's mean share is off its
+#: stream's by up to 2.1 standard errors on the real streams (the landmark choice selects among the fit objects),
+#: and at 95 % the fit-armed run on stdlib code lines at a stated 10⁶ was 0.40 times it; at 99.5 %, 3.3 times.
+FEW_BLOCKS_CONFIDENCE = 0.995
 #: The threshold is set for this many times the stated run: Siegmund's approximation on block values (a few
 #: hundred baseline blocks) came out within ±20 % of the simulated run, and the stated run must hold.
 AVERAGE_MARGIN = 1.5
@@ -58,7 +72,7 @@ def average_threshold(y: np.ndarray, k: float, groups: float, phi: float, kurtos
     """h with E_{δ,s}[1/ARL(h; δ, s)] = 1/target_groups (module doc): y (N,) the baseline's standardised values,
     k the reference value, ``groups`` the baseline's values G (inf: a known mean), φ their integrated
     autocorrelation time, κ their kurtosis; ARL in values (one per group)."""
-    with single_blas_thread():  # a root search per quadrature node: one BLAS thread (core.runtime)
+    with single_blas_thread():  # a loop of small products: one BLAS thread (core.runtime)
         return _average_threshold(y, k, groups, phi, kurtosis, target_groups)
 
 
@@ -132,7 +146,9 @@ class BlockDetector:
 
         ``groups``: how many independent blocks the baseline is worth, when the values are not that many
         independent blocks (a bootstrap of blocks from a fit population of N objects is worth N / block size;
-        default: the values' count over their autocorrelation time). It sets the spread of the mean's error.
+        default: the values' count over their autocorrelation time). Given, the mean is moved by the margin
+        z/√groups block sd and the reference is at least twice it (module doc); not given, h averages the
+        false-alarm rate over the mean's error (7.7.1).
         ``known_level``: a level the values' mean is known to hold on a stationary stream (the radius's stated
         coverage): when the baseline's mean reaches it or falls short by less than its standard error (at the
         confidence), the lower of the two is the reference and no error of the mean is averaged over; a baseline
@@ -153,7 +169,6 @@ class BlockDetector:
         if G / phi < MIN_EFFECTIVE_OBJECTS:
             raise CalibrationError(f"the baseline's {G} block values are correlated over about {phi:.0f} blocks: too "
                                    f"few independent ones (drift.baseline_objects)", "drift.baseline_objects")
-        k = 0.5 * self.min_shift / math.sqrt(phi)
         target = AVERAGE_MARGIN * self.expected_run_objects / self.objects_per_value
         worth = float(G) if groups is None else float(groups)
         # the known level holds unless the baseline says otherwise: its mean reaches it, or falls short by less
@@ -163,17 +178,24 @@ class BlockDetector:
         if known:
             assert known_level is not None
             mean = max(mean, -float(known_level))
-        h = average_threshold(y, k, math.inf if known else worth, phi, float(np.mean(y**4)), target)
+        k = 0.5 * self.min_shift / math.sqrt(phi)
+        e = 0.0
+        if groups is not None and not known:  # worth few blocks: per-baseline margins (module doc)
+            e = normal_quantile(max(self.confidence, FEW_BLOCKS_CONFIDENCE)) / math.sqrt(worth)
+            k = max(k, 2.0 * e)
+            mean += e * sd
+        averaged = not known and groups is None
+        h = average_threshold(y, k, worth if averaged else math.inf, phi, float(np.mean(y**4)), target)
         with single_blas_thread():
             theta0 = adjustment_coefficient(y, 1.0 / phi, 1.0, k)
         cal = Calibration(
             baseline_objects=int(G), baseline_groups=int(G), group_objects=1, mean=mean, sd=sd,
             group_sd=sd * math.sqrt(phi), variance_inflation=phi, skewness=float(np.mean(y**3)), reference=k,
-            mean_margin=0.0, scale_margin=1.0, theta=theta0, threshold=h,
+            mean_margin=e, scale_margin=1.0, theta=theta0, threshold=h,
             expected_run_objects=self.expected_run_objects,
             nominal_run_objects=siegmund_arl(h, theta0, k) * self.objects_per_value,
             delay_objects_at_min_shift=(h + OVERSHOOT) / k * self.objects_per_value, confidence=self.confidence,
-            effective_objects=worth / phi, min_shift=self.min_shift, effective_min_shift=self.min_shift)
+            effective_objects=worth / phi, min_shift=self.min_shift, effective_min_shift=(e + 2.0 * k) * math.sqrt(phi))
         cusum = CusumDetector(self.expected_run_objects, self.min_shift, 1, self.confidence,
                               values_per_object=1.0 / self.objects_per_value, clip_quantile=1.0)
         cusum.calibration = cal

@@ -61,7 +61,9 @@ def fit_baseline(model: LandmarkModel, rows: np.ndarray, block: Block | None = N
     """The baseline of k non-landmark fit objects with model input rows ``rows`` (k, w) (module doc).
 
     ``block``: the dissimilarities among the landmarks and a sample of the objects (indices into ``rows``), for
-    the coverage samples (None: none). None when fewer than ``MIN_OBJECTS`` objects can be placed.
+    the coverage samples (None: none). None when fewer than ``MIN_OBJECTS`` objects can be placed, or for a
+    refined map (SMACOF, Sammon, non-metric: placed by a criterion, with no projection onto it), whose detectors
+    arm from the stream as before.
     """
     with single_blas_thread():
         return _fit_baseline(model, np.asarray(rows), block, random_state, coverage_samples, coverage_objects)
@@ -71,11 +73,10 @@ def _fit_baseline(model: LandmarkModel, rows: np.ndarray, block: Block | None, s
                   size: int) -> FitBaseline | None:
     rng = np.random.default_rng(seed)
     k = rows.shape[0]
-    if k < MIN_OBJECTS:
+    if k < MIN_OBJECTS or model.landmark_map is not None:  # a refined map has no projection: armed from the stream
         return None
     order = rng.permutation(k)[:MAX_BASELINE_OBJECTS]
-    # u and β come from the projection whatever the map (a refined map refuses it as a placement, not as a measure)
-    res = model.placer.place(rows[order], None, method="projection", errors="mask")
+    res = model.place(rows[order], method="projection", errors="mask")
     ok = res.valid & np.isfinite(res.unexplained) & np.isfinite(res.beta)
     order, u, beta = order[ok], res.unexplained[ok], res.beta[ok]
     if order.size < MIN_OBJECTS:

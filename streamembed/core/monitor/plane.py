@@ -157,8 +157,10 @@ class PlaneTrigger:
         """Calibrate on the fit population's projections (docs/math.md §7.8): ``FIT_BLOCKS`` blocks of at most
         ``block_objects`` objects (at least ``MIN_BLOCK``, at most N / ``FIT_BLOCK_SHARE``) drawn with replacement
         from its N objects give the shape of a block's share, and the mean's uncertainty is that of N / size
-        blocks. Returns what it was armed with, or None (and why in ``warning``). Until the stream baseline
-        replaces it, the stream is watched in blocks of that size."""
+        blocks, so its mean is taken with a margin of z standard errors and the CUSUM is tuned to falls of at
+        least five times that (``block_detector``; ``warning`` says so). Returns what it was armed with, or None
+        (and why in ``warning``). Until the stream baseline replaces it, the stream is watched in blocks of that
+        size."""
         self._fit = baseline
         axes = np.asarray(baseline.axes, dtype=np.float64)
         d = int(baseline.info.get("n_components", 2))
@@ -182,7 +184,11 @@ class PlaneTrigger:
         assert det.calibration is not None
         self.level = -det.calibration.mean
         self._fit_blocks = _Blocks(size)
-        self.warning = None
+        tuned = det.calibration.effective_min_shift
+        self.warning = None if tuned <= self.min_shift * (1 + 1e-6) else (
+            f"drift detector 'plane': armed from {N} fit objects, tuned to falls of {tuned:.3g} block sd of the "
+            f"captured share until the stream's {self.baseline_objects} baseline objects restore "
+            f"drift.plane_min_shift = {self.min_shift:g}")
         return f"{N} fit objects, blocks of {size}"
 
     def _stream_baseline(self, now: float) -> TriggerDecision | None:

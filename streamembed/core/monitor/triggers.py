@@ -205,15 +205,16 @@ def members(trigger: Trigger) -> tuple[Trigger, ...]:
 
 
 def fired_by(trigger: Trigger) -> str:
-    """The kind whose alarm was the last: an :class:`AnyOf`'s firing member, or the trigger's own kind."""
-    return getattr(trigger, "fired_by", None) or trigger.kind
+    """Which kind fired: an ``AnyOf``'s member that fired last (its ``fired_by``), else the trigger's kind."""
+    return str(getattr(trigger, "fired_by", None) or trigger.kind)
 
 
 def captured_share_watched(trigger: Trigger) -> float:
     """The captured share the in-map member (kind ``plane``) watches now; NaN without one."""
     for member in members(trigger):
         if member.kind == "plane":
-            return float(getattr(member, "share", math.nan))
+            share = getattr(member, "share", None)  # None before its first block
+            return math.nan if share is None else float(share)
     return math.nan
 
 
