@@ -45,7 +45,7 @@ from .cusum import (OVERSHOOT, CalibrationError, adjustment_coefficient, integra
 from ..runtime import single_blas_thread
 from .detector import MIN_BASELINE_GROUPS, MIN_EFFECTIVE_OBJECTS, Calibration, CusumDetector, Decision
 
-__all__ = ["BlockDetector", "halves_alarm", "average_threshold", "QUADRATURE_NODES", "AVERAGE_MARGIN",
+__all__ = ["BlockDetector", "BlockWatched", "halves_alarm", "average_threshold", "QUADRATURE_NODES", "AVERAGE_MARGIN",
            "FEW_BLOCKS_CONFIDENCE"]
 
 #: Gauss–Hermite nodes per dimension (mean, log scale) of ``average_threshold``.
@@ -233,3 +233,27 @@ def halves_alarm(values: np.ndarray, make: BlockDetector | CusumDetector) -> int
     else:
         pos = make.alarm_positions(v[half:])
     return int(half + pos[0]) if pos.size else None
+
+
+class BlockWatched:
+    """The ``Trigger`` protocol's questions for a trigger that decides by a :class:`BlockDetector` (``detector``,
+    None before its baseline) at a stated run of ``_ert`` objects (the in-map statistic, the coverage watch)."""
+
+    detector: BlockDetector | None
+    _ert: float
+
+    @property
+    def statistic(self) -> float:
+        return math.nan if self.detector is None else self.detector.statistic
+
+    @property
+    def threshold(self) -> float:
+        return math.nan if self.detector is None else self.detector.threshold
+
+    @property
+    def expected_run_objects(self) -> float | None:
+        return self._ert
+
+    @property
+    def armed(self) -> bool:
+        return self.detector is not None and self.detector.calibration is not None

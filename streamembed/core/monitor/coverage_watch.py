@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .baseline import FitBaseline
-from .block_detector import BlockDetector
+from .block_detector import BlockDetector, BlockWatched
 from .cusum import CalibrationError
 from .detector import CONFIDENCE, EXPECTED_RUN_OBJECTS, MIN_BASELINE_GROUPS
 from .drift import COOLDOWN_SECONDS, DriftStatistics, TriggerDecision
@@ -44,7 +44,7 @@ COVERAGE_EVERY_OBJECTS = 5000
 COVERAGE_MIN_SHIFT = 1.0
 
 
-class CoverageTrigger:
+class CoverageTrigger(BlockWatched):
     """Refit decisions from the radius's sample coverage (module doc); a ``core.monitor.triggers.Trigger``.
 
     Args:
@@ -83,22 +83,6 @@ class CoverageTrigger:
     @property
     def watches(self) -> str:
         return "CUSUM of the fall of the radius's coverage on checked samples"
-
-    @property
-    def statistic(self) -> float:
-        return math.nan if self.detector is None else self.detector.statistic
-
-    @property
-    def threshold(self) -> float:
-        return math.nan if self.detector is None else self.detector.threshold
-
-    @property
-    def expected_run_objects(self) -> float | None:
-        return self._ert
-
-    @property
-    def armed(self) -> bool:
-        return self.detector is not None and self.detector.calibration is not None
 
     def _calibrate(self, values: np.ndarray, source: str, groups: float | None = None,
                    stated: float | None = None) -> str | None:

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .baseline import FitBaseline
-from .block_detector import BlockDetector, halves_alarm
+from .block_detector import BlockDetector, BlockWatched, halves_alarm
 from .captured import NOT_ENOUGH, captured_share
 from .cusum import CalibrationError
 from .detector import CONFIDENCE, EXPECTED_RUN_OBJECTS
@@ -86,7 +86,7 @@ class _Blocks:
         return block_shares(buf[: G * self.size], d, self.size)
 
 
-class PlaneTrigger:
+class PlaneTrigger(BlockWatched):
     """Refit decisions from the captured share (module doc); a ``core.monitor.triggers.Trigger``.
 
     Args:
@@ -135,22 +135,6 @@ class PlaneTrigger:
     def watches(self) -> str:
         size = self._fit_blocks.size if self._fit_blocks is not None else self.block_objects
         return f"CUSUM of the fall of the map's captured share (blocks of {size} objects, {self.axes} axes)"
-
-    @property
-    def statistic(self) -> float:
-        return math.nan if self.detector is None else self.detector.statistic
-
-    @property
-    def threshold(self) -> float:
-        return math.nan if self.detector is None else self.detector.threshold
-
-    @property
-    def expected_run_objects(self) -> float | None:
-        return self._ert
-
-    @property
-    def armed(self) -> bool:
-        return self.detector is not None and self.detector.calibration is not None
 
     # ------------------------------------------------------------ baselines
     def arm_from_fit(self, baseline: FitBaseline) -> str | None:
