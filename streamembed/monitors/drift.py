@@ -83,7 +83,7 @@ class DriftMonitor:
         self.history_path = None if history_path is None else Path(history_path)
         self._history_at = -math.inf
         self._fired_since_record = False
-        self._warned: str | None = None
+        self._warned: set[str] = set()  # the members' warnings of the last batch: each is logged once
         self._armed: tuple[str, DriftStatistics | None, int] | None = None
         self.pending: tuple[str, DriftStatistics | None] | None = None
         #: set by the refit manager while a refit runs: no new trigger meanwhile
@@ -208,10 +208,10 @@ class DriftMonitor:
             block = (checkable[0], None, checkable[1])
         self.last_sample = sample = self._sample(A, res, features, block)
         decision = self.trigger.observe(now, stats, m, values=res.unexplained, result=res, sample=sample)
-        warning = self.trigger.warning
-        if warning and warning != self._warned:
-            log.warning("%s", warning)
-        self._warned = warning
+        warnings = {w for w in (member.warning for member in members(self.trigger)) if w}
+        for w in sorted(warnings - self._warned):
+            log.warning("%s", w)
+        self._warned = warnings
         if decision.fire:
             self._fired_since_record = True
             if self.metrics is not None:

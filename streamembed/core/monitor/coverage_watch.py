@@ -90,7 +90,8 @@ class CoverageTrigger(BlockWatched):
         try:
             cal = det.calibrate(values, groups=groups, known_level=stated)
         except CalibrationError as exc:
-            self.warning = f"drift detector 'coverage' cannot be calibrated on {source} ({exc})"
+            then = "; it takes its baseline from the stream's checks" if source == "the fit baseline" else ""
+            self.warning = f"drift detector 'coverage' cannot be calibrated on {source} ({exc}){then}"
             return None
         self.detector, self.source, self.level = det, source, -cal.mean
         self.warning = None
