@@ -98,7 +98,7 @@ def _run(cfg: Config, stop: threading.Event | None, metrics: Metrics | None) -> 
         try:
             stats = loop.run()
             if refits is not None and not stop.is_set():  # the input ended (batch mode): finish a pending refit
-                log.info("input exhausted: %s", refits.drain(cfg.refit.drain_seconds))
+                log.info("input exhausted: %s", refits.drain(cfg.refit.drain_seconds, stop))
             log.info("stopped", extra={"batches": stats.batches, "records_in": stats.records_in,
                                        "embedded": stats.embedded, "dead_letters": stats.dead,
                                        "commits": stats.commits})

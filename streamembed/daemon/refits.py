@@ -360,8 +360,9 @@ class RefitManager(RefitSources):
                     rec.get("detail", ""), "the drift detector takes a new baseline at the current level"
                     if measured else "the detector keeps its baseline and will ask again after its cooldown")
 
-    def drain(self, timeout: float) -> str:
-        """Input exhausted (batch mode): start the refit an alarm is waiting for, and finish it within ``timeout``.
+    def drain(self, timeout: float, stop: threading.Event | None = None) -> str:
+        """Input exhausted (batch mode): start the refit an alarm is waiting for, and finish it within ``timeout``
+        seconds, or until ``stop`` is set (a signal: the refit or request is given up at once, the map kept).
 
         Returns one line saying what happened, for the exit log.
         """
@@ -371,18 +372,24 @@ class RefitManager(RefitSources):
         if self._proc is None and self.monitor.pending is None and not self._manual.is_set() and not asking:
             return "no refit pending"
         self.poll()  # starts it
+        if self._asking():
+            log.info("input exhausted: waiting up to %g s for the producer's answer to the refit request "
+                     "(`streamembed producer answer`, docs/objects.md); a signal stops the wait",
+                     min(timeout, self.settings.request_seconds))
         deadline = time.monotonic() + timeout
-        while (self._proc is not None or self._asking()) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        stopped = stop if stop is not None else threading.Event()
+        while (self._proc is not None or self._asking()) and time.monotonic() < deadline and not stopped.is_set():
+            stopped.wait(0.05)
             self.poll()
+        why = "a signal" if stopped.is_set() else f"refit.drain_seconds = {timeout:g} s"
         if self._asking():
             self.requests.close()
-            return (f"a refit request was still unanswered after refit.drain_seconds = {timeout:g} s and was "
-                    f"withdrawn; the map stays at version {self.registry.current.version}")
+            return (f"a refit request was still unanswered at {why} and was withdrawn; the map stays at version "
+                    f"{self.registry.current.version}")
         if self._proc is not None:
             self.close()
-            return (f"a refit was still running after refit.drain_seconds = {timeout:g} s and was stopped; the map "
-                    f"stays at version {self.registry.current.version}")
+            return (f"a refit was still running at {why} and was stopped; the map stays at version "
+                    f"{self.registry.current.version}")
         return (f"the refit finished before exit: {self.completed} installed, {self.kept} kept the map, "
                 f"{self.failed} failed; model version {self.registry.current.version}")
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -124,3 +126,15 @@ def test_batch_mode_drains_an_alarm_that_waits_for_its_reservoir(tmp_path):
     line = mgr.drain(60)
     assert line.startswith("the refit finished before exit: 0 installed, 1 kept the map"), line
     assert [r["status"] for r in _history(tmp_path)] == ["kept"]
+
+
+def test_batch_mode_drain_gives_up_at_a_signal(tmp_path):
+    """A signal during the batch-mode drain stops the refit (or the request) at once and keeps the map."""
+    mgr, monitor, _ = _manager(tmp_path, _population(np.random.default_rng(5), 600), pending=False)
+    monitor.armed = True
+    stop = threading.Event()
+    stop.set()
+    t0 = time.monotonic()
+    line = mgr.drain(600, stop)
+    assert time.monotonic() - t0 < 10, line
+    assert "at a signal" in line and "stays at version 1" in line, line
