@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import gzip
 import importlib
-import inspect
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.dtw import dtw_cross
 from benchmarks.editdistance import encode_strings, levenshtein_pairs
 
 __all__ = ["DriftPool", "POOLS", "load_pool", "cross_levenshtein", "dtw_cross"]
@@ -106,28 +106,6 @@ def _pad(codes: np.ndarray, width: int) -> np.ndarray:
     return np.pad(codes, ((0, 0), (0, width - codes.shape[1])), constant_values=-1)
 
 
-def dtw_cross(S: np.ndarray, T: np.ndarray, chunk: int = 400_000) -> np.ndarray:
-    """(len(S), len(T)) DTW between the rows of S (a, L) and T (b, L): ``benchmarks.dtw.dtw_matrix``'s recursion
-    (absolute-difference cost, steps (1, 0), (0, 1), (1, 1), no window), vectorised over pairs."""
-    S, T = np.asarray(S, dtype=np.float64), np.asarray(T, dtype=np.float64)
-    L = S.shape[1]
-    P, Q = np.meshgrid(np.arange(S.shape[0]), np.arange(T.shape[0]), indexing="ij")
-    P, Q = P.ravel(), Q.ravel()
-    out = np.empty(P.size)
-    for s in range(0, P.size, chunk):
-        A, B = S[P[s:s + chunk]], T[Q[s:s + chunk]]
-        prev = np.full((A.shape[0], L + 1), np.inf)
-        prev[:, 0] = 0.0
-        for a in range(1, L + 1):
-            cur = np.full_like(prev, np.inf)
-            cost = np.abs(A[:, a - 1:a] - B)
-            for b in range(1, L + 1):
-                cur[:, b] = cost[:, b - 1] + np.minimum(np.minimum(prev[:, b], cur[:, b - 1]), prev[:, b - 1])
-            prev = cur
-        out[s:s + chunk] = prev[:, L]
-    return out.reshape(S.shape[0], T.shape[0])
-
-
 # --------------------------------------------------------------------------- the objects
 def _words() -> tuple[list[str], list[str]]:
     from benchmarks.datasets import _WORD, WORD_MODULES, _public_members
@@ -151,20 +129,9 @@ def _identifiers() -> tuple[list[str], list[str]]:
 
 
 def _code_lines() -> tuple[list[str], list[str]]:
-    from benchmarks.radius_datasets import CODE_MODULES
+    from benchmarks.radius_datasets import stdlib_code_lines
 
-    lines: list[tuple[int, str]] = []
-    seen: set[str] = set()
-    for label, name in enumerate(CODE_MODULES):
-        try:
-            src = inspect.getsource(importlib.import_module(name))
-        except (ImportError, OSError, TypeError):  # pragma: no cover - a Python without sources
-            continue
-        for raw in src.splitlines():
-            s = raw.strip()
-            if 20 <= len(s) <= 72 and not s.startswith("#") and s not in seen:
-                seen.add(s)
-                lines.append((label, s))
+    lines = stdlib_code_lines(20, 72)
     return [s for lab, s in lines if lab < 15], [s for lab, s in lines if 15 <= lab < 20]
 
 

@@ -16,15 +16,14 @@ import os
 
 import numpy as np
 
-__all__ = ["dtw_matrix", "eeg_series"]
+__all__ = ["dtw_pairs", "dtw_matrix", "dtw_cross", "eeg_series"]
 
 
-def dtw_matrix(S: np.ndarray) -> np.ndarray:
-    """(m, m) DTW dissimilarities between the rows of S (m, L), float64."""
-    S = np.asarray(S, dtype=np.float64)
-    m, L = S.shape
-    i, j = np.triu_indices(m, 1)
-    A, B = S[i], S[j]
+def dtw_pairs(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """(P,) DTW between row i of A (P, L) and row i of B (P, L): absolute-difference cost, steps (1, 0), (0, 1),
+    (1, 1), no window; L² steps of numpy work over the P pairs at once."""
+    A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    L = A.shape[1]
     prev = np.full((A.shape[0], L + 1), np.inf)
     prev[:, 0] = 0.0
     for a in range(1, L + 1):
@@ -33,9 +32,28 @@ def dtw_matrix(S: np.ndarray) -> np.ndarray:
         for b in range(1, L + 1):
             cur[:, b] = cost[:, b - 1] + np.minimum(np.minimum(prev[:, b], cur[:, b - 1]), prev[:, b - 1])
         prev = cur
+    return prev[:, L]
+
+
+def dtw_matrix(S: np.ndarray) -> np.ndarray:
+    """(m, m) DTW dissimilarities between the rows of S (m, L), float64."""
+    S = np.asarray(S, dtype=np.float64)
+    m = S.shape[0]
+    i, j = np.triu_indices(m, 1)
     D = np.zeros((m, m))
-    D[i, j] = D[j, i] = prev[:, L]
+    D[i, j] = D[j, i] = dtw_pairs(S[i], S[j])
     return D
+
+
+def dtw_cross(S: np.ndarray, T: np.ndarray, chunk: int = 400_000) -> np.ndarray:
+    """(len(S), len(T)) DTW between the rows of S (a, L) and T (b, L), ``chunk`` pairs at a time."""
+    S, T = np.asarray(S, dtype=np.float64), np.asarray(T, dtype=np.float64)
+    P, Q = np.meshgrid(np.arange(S.shape[0]), np.arange(T.shape[0]), indexing="ij")
+    P, Q = P.ravel(), Q.ravel()
+    out = np.empty(P.size)
+    for s in range(0, P.size, chunk):
+        out[s:s + chunk] = dtw_pairs(S[P[s:s + chunk]], T[Q[s:s + chunk]])
+    return out.reshape(S.shape[0], T.shape[0])
 
 
 def eeg_series(length: int = 40, eeg_step: int = 20, membrane_step: int = 120) -> np.ndarray:

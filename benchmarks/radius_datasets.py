@@ -26,10 +26,12 @@ import re
 import numpy as np
 import scipy.spatial.distance
 
+from benchmarks.dtw import dtw_matrix
 from benchmarks.datasets import WORD_MODULES, Dataset, DatasetUnavailable, _public_members
 from benchmarks.editdistance import normalized_levenshtein_matrix
 
-__all__ = ["docstring_jaccard", "code_lines_levenshtein", "sp500_dtw", "dtw_matrix", "RADIUS_DATASETS"]
+__all__ = ["docstring_jaccard", "code_lines_levenshtein", "stdlib_code_lines", "sp500_dtw", "dtw_matrix",
+           "RADIUS_DATASETS"]
 
 _WORDS = re.compile(r"[a-z]{3,}")
 
@@ -67,8 +69,9 @@ def docstring_jaccard(n: int = 900) -> Dataset:
                    description=f"{len(chosen)} stdlib docstrings as word sets, Jaccard distance", kind="real")
 
 
-def code_lines_levenshtein(n: int = 900, min_len: int = 20, max_len: int = 72) -> Dataset:
-    """n distinct stripped source lines of ``CODE_MODULES``, normalised edit distance; labels index the module."""
+def stdlib_code_lines(min_len: int = 20, max_len: int = 72) -> list[tuple[int, str]]:
+    """(module index in ``CODE_MODULES``, line) for every distinct stripped source line of those modules whose
+    length is in [min_len, max_len] and that is not a comment, in module then line order."""
     lines: list[tuple[int, str]] = []
     seen: set[str] = set()
     for label, name in enumerate(CODE_MODULES):
@@ -81,34 +84,18 @@ def code_lines_levenshtein(n: int = 900, min_len: int = 20, max_len: int = 72) -
             if min_len <= len(s) <= max_len and not s.startswith("#") and s not in seen:
                 seen.add(s)
                 lines.append((label, s))
+    return lines
+
+
+def code_lines_levenshtein(n: int = 900, min_len: int = 20, max_len: int = 72) -> Dataset:
+    """n distinct stripped source lines of ``CODE_MODULES``, normalised edit distance; labels index the module."""
+    lines = stdlib_code_lines(min_len, max_len)
     if len(lines) < 100:
         raise DatasetUnavailable("code_lines_levenshtein found fewer than 100 source lines")
     chosen = _evenly(lines, n)
     return Dataset("code_lines_levenshtein", D=normalized_levenshtein_matrix([s for _, s in chosen]),
                    labels=np.array([lab for lab, _ in chosen]),
                    description=f"{len(chosen)} stdlib source lines, normalised edit distance", kind="real")
-
-
-def dtw_matrix(series: np.ndarray) -> np.ndarray:
-    """(s, s) dynamic-time-warping distances between the rows of ``series`` (s, L): cost |x_i − y_j|, steps
-    (1, 0), (0, 1), (1, 1), no window; vectorised over all pairs, one cell (i, j) at a time."""
-    s, L = series.shape
-    iu, ju = np.triu_indices(s, 1)
-    a, b = series[iu], series[ju]
-    prev = np.full((iu.size, L + 1), np.inf)
-    prev[:, 0] = 0.0
-    for i in range(L):
-        cur = np.full_like(prev, np.inf)
-        cost = np.abs(a[:, i:i + 1] - b)  # (P, L)
-        for j in range(L):
-            best = np.minimum(np.minimum(prev[:, j], prev[:, j + 1]), cur[:, j])
-            cur[:, j + 1] = cost[:, j] + best
-        prev = cur
-        prev[:, 0] = np.inf
-    D = np.zeros((s, s))
-    D[iu, ju] = prev[:, L]
-    D[ju, iu] = prev[:, L]
-    return D
 
 
 def sp500_dtw(window: int = 30, stride: int = 10) -> Dataset:
