@@ -88,7 +88,7 @@ def atomic_file(path: str | os.PathLike[str], *, clean: bool = True) -> Iterator
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+            os.replace(tmp, path)  # while its flock is held: no other process's clean_temps can take it
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -92,7 +92,8 @@ def create_temp(directory: str | os.PathLike[str], final_name: str) -> tuple[Bin
 
     Created exclusively and without following links, with the file mode, and held under an exclusive
     ``flock`` while it is open, so that :func:`clean_temps` of another process sharing the directory
-    never removes it; the caller writes, fsyncs and renames it (``atomic.publish``), or unlinks it.
+    never removes it; the caller writes, fsyncs and renames it (``atomic.publish``) *before* closing it
+    (closed first, it is a leftover to another process's :func:`clean_temps` until renamed), or unlinks it.
     """
     d = Path(directory)
     for _ in range(16):
@@ -104,6 +105,9 @@ def create_temp(directory: str | os.PathLike[str], final_name: str) -> tuple[Bin
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # another process's clean_temps took it in between: it removes it
+            os.close(fd)
+            continue
+        if not _names(path, fd):  # a clean_temps took and removed it before the lock was ours: another name
             os.close(fd)
             continue
         try:
@@ -150,29 +154,43 @@ def clean_temps(directory: str | os.PathLike[str], final_name_glob: str, *, once
         found += [p for p in Path(directory).glob(f".{final_name_glob}.tmp") if p not in found]
     for p in found:
         try:
-            if p.is_file() and not p.is_symlink() and _held(p):
-                continue
-            if p.is_file() or p.is_symlink():
+            if p.is_symlink():
                 p.unlink()
                 n += 1
+            elif p.is_file():
+                n += _remove_unheld(p)
         except OSError:
             pass
     return n
 
 
-def _held(path: Path) -> bool:
-    """Whether another open file holds ``path``'s ``flock`` (a live writer's temporary file)."""
+def _remove_unheld(path: Path) -> int:
+    """Unlink ``path`` unless a live writer holds its ``flock``; 1 if removed. The unlink happens under the lock,
+    so a writer that creates the name meanwhile (:func:`create_temp`) either fails to lock it or finds it gone."""
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
     except OSError:
-        return False
+        return 0
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if not _names(path, fd):  # renamed or replaced since it was opened: not the file looked at
+            return 0
+        path.unlink()
+        return 1
     except BlockingIOError:
-        return True
+        return 0
     finally:
         os.close(fd)
-    return False
+
+
+def _names(path: Path, fd: int) -> bool:
+    """Whether ``path`` still names the file open as ``fd`` (not removed, renamed or replaced meanwhile)."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    own = os.fstat(fd)
+    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
 
 
 def _open_flags(path: Path, flags: int) -> int:

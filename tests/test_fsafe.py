@@ -126,3 +126,63 @@ def test_clean_temps_leaves_the_temporary_file_a_live_writer_holds(tmp_path):
     assert live.exists() and not crashed.exists()
     fh.close()  # the writer is gone (a crash closes its files too): now it is a leftover
     assert clean_temps(tmp_path, "part-*", once=False) == 1 and not live.exists()
+
+
+def _cleaner_runs_before(monkeypatch: pytest.MonkeyPatch, module: object, name: str, directory: Path,
+                         glob: str) -> list[int]:
+    """Make ``module.name`` (a rename) first run another writer's start-up clean of ``directory``: what it
+    removed is recorded. (``flock`` conflicts between two open files of one process as between processes.)"""
+    removed: list[int] = []
+    real = getattr(module, name)
+
+    def cleaned_then_renamed(*args: object, **kw: object) -> object:
+        removed.append(fsafe.clean_temps(directory, glob, once=False))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(module, name, cleaned_then_renamed)
+    return removed
+
+
+def test_a_temporary_file_is_renamed_while_its_writer_still_holds_it(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two daemons share an output directory and one restarts between another's close and rename: the file
+    must still be held (found by the shared-output soak: "No such file or directory" on the rename, exit 3)."""
+    import streamembed.atomic as atomic
+
+    removed = _cleaner_runs_before(monkeypatch, atomic.os, "replace", tmp_path, "*")
+    atomic_write_bytes(tmp_path / "state.json", b"{}", clean=False)
+    assert removed == [0] and (tmp_path / "state.json").read_bytes() == b"{}"
+
+
+def test_a_parquet_part_is_published_while_its_writer_still_holds_it(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import streamembed.stream.sinks.parquet as parquet_sink
+
+    removed = _cleaner_runs_before(monkeypatch, parquet_sink, "publish", tmp_path, "part-*")
+    sink = parquet_sink.ParquetSink(tmp_path)
+    sink.write(pa.table({"id": ["a", "b"]}), "batch-1")
+    path = sink.flush("batch-1")
+    assert removed == [0] and path is not None and pq.read_table(path).column("id").to_pylist() == ["a", "b"]
+
+
+def test_a_name_removed_by_a_cleaner_before_it_was_locked_is_not_returned(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``create_temp``'s window between creating a name and locking it: a cleaner that took the file and
+    removed it meanwhile must not leave the writer with an unlinked file (its rows would vanish on rename)."""
+    real_flock = fsafe.fcntl.flock
+    first: list[bool] = []
+
+    def cleaner_wins_once(fd: int, op: int) -> None:
+        if not first and op & fsafe.fcntl.LOCK_EX:
+            first.append(True)
+            for p in tmp_path.glob(".part-x.parquet.*.tmp"):
+                p.unlink()  # what clean_temps does holding the lock, just before this writer locks it
+        real_flock(fd, op)
+
+    monkeypatch.setattr(fsafe.fcntl, "flock", cleaner_wins_once)
+    fh, path = fsafe.create_temp(tmp_path, "part-x.parquet")
+    with fh:
+        assert first and path.exists() and os.fstat(fh.fileno()).st_ino == path.stat().st_ino

@@ -329,7 +329,8 @@ class CrashGuard:
         self._close_fd()
         with temporary_file(self.path.parent, self.path.name) as (fh, tmp), naming_path(tmp):
             fh.write(data)
-        os.replace(tmp, self.path)
+            fh.flush()
+            os.replace(tmp, self.path)  # while its flock is held (fsafe.create_temp)
         self._size = len(data)
 
     def _close_fd(self) -> None:

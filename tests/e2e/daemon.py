@@ -67,6 +67,10 @@ class Daemon:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
+        except urllib.error.URLError:
+            if self.dead():  # the daemon is gone: say how it ended, not only that its port is closed
+                pytest.fail(f"GET {path}: the daemon exited ({self.proc.returncode}):\n{self.log()}")
+            raise
 
     def metric(self, name: str, labels: str = "") -> float:
         """The value of one sample (0 if absent)."""

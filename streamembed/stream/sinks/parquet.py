@@ -224,8 +224,8 @@ class ParquetSink(OutputSink):
                 with naming_path(tmp):
                     writer.drain()
                     writer.close()
+                path = publish(tmp, final)  # before fh is closed: its flock keeps other processes' cleaners off
                 fh.close()
-                path = publish(tmp, final)
             except BaseException:
                 with contextlib.suppress(Exception):  # the file is dropped: its rows were not committed
                     writer.close()
