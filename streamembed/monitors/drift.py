@@ -248,7 +248,7 @@ class DriftMonitor:
         axes = None
         if self._watches("plane"):
             m = A.shape[0]
-            rows = A if m <= s.plane_rows else A[np.unique(np.linspace(0, m - 1, s.plane_rows).round().astype(int))]
+            rows = A if m <= s.plane_rows else A[_spaced_rows(m, s.plane_rows)]
             try:
                 core = rows if model.pipeline.identity else model.core_dissimilarities(rows)[0]
                 axes = leading_axes(model, core, s.plane_axes)
@@ -481,3 +481,10 @@ class _Ring:
         order = (self._next - self._size + np.arange(self._size)) % self.capacity
         rows = self._rows if self._rows is not None else np.empty((self.capacity, 0))  # nothing added yet
         return self._ids[order], rows[order]
+
+
+def _spaced_rows(m: int, k: int) -> np.ndarray:
+    """k evenly spaced row indices of m (k < m), each once and in order (``np.unique`` of the rounded linspace,
+    without ``np.unique``'s sort and its import of numpy.ma)."""
+    rows = np.linspace(0, m - 1, k).round().astype(np.intp)
+    return rows[np.concatenate(([True], rows[1:] != rows[:-1]))]

@@ -250,7 +250,9 @@ def vector_lengths(table: pa.Table | pa.RecordBatch, marks: RowMarks, kind: str,
         col = None
     else:
         lengths = list_lengths(col)
-        marks.mark(lengths < 0, Reason.MISSING_VECTOR, f"'{kind}' is null" + _near_miss(table, kind))
+        null = lengths < 0
+        if null.any():  # the near-miss hint (difflib) only for a batch that has null vectors
+            marks.mark(null, Reason.MISSING_VECTOR, f"'{kind}' is null" + _near_miss(table, kind))
         marks.mark(lengths != width, Reason.WRONG_LENGTH)
     return col, lengths, packed
 
@@ -263,7 +265,7 @@ def _packed_lengths(table: pa.Table | pa.RecordBatch, marks: RowMarks, kind: str
     lengths = np.full(m, bw // packed.itemsize if bw % packed.itemsize == 0 else -2, dtype=np.int64)
     if col.null_count:
         lengths[null_mask(col)] = -1
-    marks.mark(lengths == -1, Reason.MISSING_VECTOR, f"'{kind}' is null" + _near_miss(table, kind))
+        marks.mark(lengths == -1, Reason.MISSING_VECTOR, f"'{kind}' is null" + _near_miss(table, kind))
     if bw != width * packed.itemsize:
         marks.mark(lengths != -1, Reason.WRONG_LENGTH,
                    f"'{kind}' is fixed_size_binary({bw}): {bw / packed.itemsize:g} {packed.name} values per row, "

@@ -295,8 +295,6 @@ class EmbeddingLoop:
 
     # ----------------------------------------------------------------- metrics
     def _observe(self, batch: SourceBatch, done: Processed, dead: list[DeadRecord], seconds: float) -> None:
-        import pyarrow.compute as pc  # (0.1 s to import: only where it is used)
-
         m = self.metrics
         assert m is not None
         m.records_in.inc(batch.n_records)
@@ -308,7 +306,8 @@ class EmbeddingLoop:
         if out is not None and out.num_rows:
             m.records_embedded.labels(method=out.column("method")[0].as_py()).inc(out.num_rows)
             processed = out.column("processed_at")[0].value  # microseconds
-            et = to_numpy(pc.cast(out.column("event_time"), pa.int64()))  # NaN: no event_time
+            # a zero-copy view of the microseconds (pyarrow.compute's cast: 0.06 s to import); NaN: no event_time
+            et = to_numpy(out.column("event_time").view(pa.int64()))
             m.latency.observe_many((processed - et.astype(np.float64)) / 1e6)
             for res in done.results:
                 m.relative_unexplained.observe_many(res.relative_unexplained)

@@ -42,6 +42,7 @@ fixed_size_list<float64, d>, ``beta``/``unexplained``/``k0``/``t`` float64,
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Final
 from collections.abc import Sequence
@@ -122,7 +123,13 @@ def _float_type(dtype: Any) -> pa.DataType:
 
 def output_schema_v2(d: int, dtype: Any = np.float64, *, lineage: str | None = None) -> pa.Schema:
     """Version 2 for a d-dimensional map and rows of ``dtype`` (float32 or float64; see the module doc)."""
-    ft = _float_type(dtype)
+    return _schema_v2(int(d), str(_float_type(dtype)), None if not lineage else str(lineage))
+
+
+@functools.lru_cache(maxsize=64)
+def _schema_v2(d: int, float_name: str, lineage: str | None) -> pa.Schema:
+    """``output_schema_v2``, built once per map (a schema is immutable; every batch of a file shares it)."""
+    ft = pa.float32() if float_name == "float" else pa.float64()
     ys = [f"y{j}" for j in range(d)]
     meta = {SCHEMA_VERSION_KEY: "2", FLAG_BITS_KEY: _FLAG_BITS_JSON, Y_COLUMNS_KEY: json.dumps(ys)}
     if lineage:
@@ -235,12 +242,15 @@ def encode_output(
     if version != 2:
         raise ValueError(f"output schema version {version} is not one of {OUTPUT_VERSIONS}")
     dt = np.float32 if np.dtype(dtype) == np.float32 else np.float64
-    yt = np.asarray(y, dtype=dt).T  # (d, m): a contiguous copy per coordinate column below
+    yt = np.ascontiguousarray(np.asarray(y, dtype=dt).T)  # (d, m): one transposed copy, each column a view
     cols = [ids]
     cols += [numeric(yt[j]) for j in range(d)]
     for name, nullable in SCALAR_COLUMNS:
-        values = _scalar(result, name, m)
-        cols.append(_nullable(values, dt) if nullable else numeric(np.asarray(values, dtype=dt)))
+        values = getattr(result, name, None)
+        if values is None:  # a result without this number (``unexplained_placed``): all null
+            cols.append(pa.nulls(m, _float_type(dt)))
+        else:
+            cols.append(_nullable(values, dt) if nullable else numeric(np.asarray(values, dtype=dt)))
     cols += [
         numeric(np.asarray(result.flags).astype(np.int32)),
         numeric(np.full(m, model_version, dtype=np.int64)),

@@ -62,7 +62,7 @@ def iter_arrow(src: Input, batch_rows: int, start_row: int, max_block_rows: int,
         return
     rows = chunk_rows(schema, batch_rows, None, max_block_rows)
     if src.mapped is not None:
-        batches = small_columns_copied(batches, schema)
+        batches = small_columns_copied(batches, schema, mapped=True)
     end = start_row
     for chunk in rebatch(batches, schema, rows, start_row, start_row, name, final):
         end = chunk.end_row

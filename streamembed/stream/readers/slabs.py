@@ -21,6 +21,8 @@ import pyarrow as pa
 from streamembed.memlimit import read_budget
 from streamembed.stream.readers.base import VECTOR_FIELDS
 
+#: The memory page: the stride of :func:`touch_pages`.
+PAGE_BYTES = mmap.PAGESIZE
 #: Size of a pooled read buffer (a larger message gets a slab of its own size).
 SLAB_BYTES = 64 << 20
 
@@ -83,18 +85,33 @@ def shared_pool() -> SlabPool:
     return _POOL
 
 
-def small_columns_copied(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+def small_columns_copied(batches: Iterable[pa.RecordBatch], schema: pa.Schema,
+                         mapped: bool = False) -> Iterator[pa.RecordBatch]:
     """``batches`` with every column but the vectors copied out of the buffer they were decoded from.
 
     The vectors stay zero-copy views of the file's slab or mapping; the ids
     and other small columns (a few bytes a row) are copied, so that the
-    output, which keeps the ids, never refers to the input's memory.
+    output, which keeps the ids, never refers to the input's memory. With
+    ``mapped`` (the batches are views of a memory-mapped file) the vectors'
+    pages are faulted in here (:func:`touch_pages`), on the thread that reads,
+    and not by the projection kernel on the loop's thread.
     """
     small = [i for i, f in enumerate(schema) if f.name not in VECTOR_FIELDS]
+    vectors = [i for i, f in enumerate(schema) if f.name in VECTOR_FIELDS] if mapped else []
     for b in batches:
+        for i in vectors:
+            touch_pages(b.column(i))
         if small:
             cols = b.columns
             for i in small:
                 cols[i] = pa.concat_arrays([cols[i]])
             b = pa.RecordBatch.from_arrays(cols, schema=schema)
         yield b
+
+
+def touch_pages(col: pa.Array) -> None:
+    """Read one byte of every page of ``col``'s buffers: a mapped file's page faults (0.1 s per 800 MB here)
+    are taken now, by numpy's strided reduction, which runs without the GIL."""
+    for buf in col.buffers():
+        if buf is not None and buf.size > PAGE_BYTES:
+            np.frombuffer(buf, dtype=np.uint8)[::PAGE_BYTES].max()
