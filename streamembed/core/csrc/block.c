@@ -306,18 +306,93 @@ INLINE void newton(Block *B, int max_iter, int64_t *iterations, int64_t *cg_iter
     *converged = conv;
 }
 
-/* The duality bound on F(Y) − min F at the current state (certificate.py's optimality_gap); NaN when
- * R + (1 − share) λ_d I is not positive definite (the margin then needs λ_min(R), computed by the caller). */
+/* λ_min of the symmetric k×k matrix A (destroyed): Householder tridiagonalisation (the lower triangle; d, e
+ * k-vectors of workspace), then bisection on the Sturm count of the tridiagonal matrix to the last bit. Backward
+ * stable, as LAPACK's eigvalsh that certificate.py's numpy path calls: the two agree to a few ulps of ‖A‖. */
+static double smallest_eigenvalue(double *restrict A, Py_ssize_t k, double *restrict dg, double *restrict e,
+                                  double *restrict v, double *restrict p) {
+    for (Py_ssize_t j = 0; j + 2 < k; j++) {
+        const Py_ssize_t n = k - j - 1; /* the column below the diagonal, rows j+1 … k−1 */
+        double xx = 0.0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            v[i] = A[(j + 1 + i) * k + j];
+            xx += v[i] * v[i];
+        }
+        dg[j] = A[j * k + j];
+        if (xx == 0.0) {
+            e[j] = 0.0;
+            continue;
+        }
+        const double alpha = v[0] > 0 ? -sqrt(xx) : sqrt(xx);
+        e[j] = alpha;
+        v[0] -= alpha;
+        double vv = 0.0; /* ‖x − α e₁‖², no cancellation: α and x₀ have opposite signs */
+        for (Py_ssize_t i = 0; i < n; i++) vv += v[i] * v[i];
+        if (!(vv > 0)) continue;
+        const double tau = 2.0 / vv;
+        /* trailing block T ← H T H, H = I − τ v vᵀ: p = τ T v, q = p − (τ/2)(pᵀv) v, T −= v qᵀ + q vᵀ */
+        double pv = 0.0;
+        for (Py_ssize_t a = 0; a < n; a++) {
+            const double *ta = A + (j + 1 + a) * k + (j + 1);
+            double t = 0.0;
+            for (Py_ssize_t b = 0; b < n; b++) t += ta[b] * v[b];
+            p[a] = tau * t;
+            pv += p[a] * v[a];
+        }
+        const double K = 0.5 * tau * pv;
+        for (Py_ssize_t a = 0; a < n; a++) p[a] -= K * v[a];
+        for (Py_ssize_t a = 0; a < n; a++) {
+            double *ta = A + (j + 1 + a) * k + (j + 1);
+            for (Py_ssize_t b = 0; b < n; b++) ta[b] -= v[a] * p[b] + p[a] * v[b];
+        }
+    }
+    if (k >= 2) {
+        dg[k - 2] = A[(k - 2) * k + (k - 2)];
+        e[k - 2] = A[(k - 1) * k + (k - 2)];
+    }
+    dg[k - 1] = A[(k - 1) * k + (k - 1)];
+    /* Gershgorin interval, then bisection: count(x) = eigenvalues < x */
+    double lo = INFINITY, hi = -INFINITY, emax = 0.0;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        const double r = (i > 0 ? fabs(e[i - 1]) : 0.0) + (i + 1 < k ? fabs(e[i]) : 0.0);
+        if (dg[i] - r < lo) lo = dg[i] - r;
+        if (dg[i] + r > hi) hi = dg[i] + r;
+        if (i + 1 < k && fabs(e[i]) > emax) emax = fabs(e[i]);
+    }
+    if (!isfinite(lo) || !isfinite(hi)) return NAN;
+    const double pivmin = DBL_MIN * (emax * emax > 1.0 ? emax * emax : 1.0);
+    for (int it = 0; it < 256; it++) {
+        const double mid = 0.5 * (lo + hi);
+        if (!(mid > lo && mid < hi)) break;
+        int count = 0;
+        double q = 1.0;
+        for (Py_ssize_t i = 0; i < k; i++) {
+            q = dg[i] - mid - (i > 0 ? e[i - 1] * e[i - 1] / q : 0.0);
+            if (fabs(q) < pivmin) q = -pivmin;
+            count += q < 0;
+        }
+        if (count >= 1) hi = mid; else lo = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+/* The duality bound on F(Y) − min F at the current state (certificate.py's optimality_gap): the margin is
+ * share · λ_d where R + (1 − share) λ_d I is positive definite (a Cholesky test), else λ_d + λ_min(R); NaN when
+ * R is not finite (the caller's numpy then decides). */
 INLINE double gap(Block *B) {
     const Py_ssize_t k = B->k, d = B->d;
     const double lam_min = B->lam[d - 1];
     /* Cholesky of the shifted R, in place in Q */
     for (Py_ssize_t i = 0; i < k * k; i++) B->Q[i] = B->R[i];
     for (Py_ssize_t i = 0; i < k; i++) B->Q[i * k + i] += (1.0 - B->share) * lam_min;
-    for (Py_ssize_t j = 0; j < k; j++) {
+    int definite = 1;
+    for (Py_ssize_t j = 0; j < k && definite; j++) {
         double s = B->Q[j * k + j];
         for (Py_ssize_t l = 0; l < j; l++) s -= B->Q[j * k + l] * B->Q[j * k + l];
-        if (!(s > 0)) return NAN;
+        if (!(s > 0)) {
+            definite = 0;
+            break;
+        }
         const double ljj = sqrt(s);
         B->Q[j * k + j] = ljj;
         for (Py_ssize_t i = j + 1; i < k; i++) {
@@ -326,8 +401,16 @@ INLINE double gap(Block *B) {
             B->Q[i * k + j] = t / ljj;
         }
     }
+    double exact = B->share * lam_min;
+    if (!definite) {
+        for (Py_ssize_t i = 0; i < k * k; i++) B->Q[i] = B->R[i];
+        /* S, z, r, y (consecutive, 4kd ≥ 4k) are free once Newton has finished */
+        const double mu = smallest_eigenvalue(B->Q, k, B->S, B->S + k, B->S + 2 * k, B->S + 3 * k);
+        if (!isfinite(mu)) return NAN;
+        exact = lam_min + mu;
+    }
     const double y2 = B->y_norm * B->y_norm;
-    const double margin = B->share * lam_min - 64 * DBL_EPSILON * ((double)k * y2 + B->beta_norm + lam_min);
+    const double margin = exact - 64 * DBL_EPSILON * ((double)k * y2 + B->beta_norm + lam_min);
     const double g_norm = B->g_norm + 64 * DBL_EPSILON * B->g_scale;
     const double m_ref = lam_min > fabs(margin) ? lam_min : fabs(margin);
     double best = INFINITY;
