@@ -24,10 +24,8 @@
 
 #include "native.h"
 
-/* No fused multiply-adds here (setup.py asks for them everywhere else): a product rounded alone keeps the
- * solver's arithmetic symmetric between mirror-image members of a block, as numpy's is, so such members
- * come out exactly mirrored (the two-object reference case of docs/math.md §6). */
-#pragma GCC optimize("fp-contract=off")
+/* Fused multiply-adds (setup.py's -ffp-contract=fast) in the kernels of instruction sets that have them, except for
+ * small blocks (UNFUSED_BELOW_K, solve_range). */
 /* (the 32-byte vectors of the baseline clone are inlined: no call passes one, whatever the ABI warning says) */
 #pragma GCC diagnostic ignored "-Wpsabi"
 
@@ -35,13 +33,16 @@ typedef struct {
     Py_ssize_t k, d;
     const double *lam, *C, *Beta;
     double *CT; /* the block's C, transposed */
-    double *Yr; /* Y in (k, d) row layout, for the d×d products */
+    Py_ssize_t dp;  /* d rounded up to a multiple of 4 */
+    double *Yr;     /* Y in (k, dp) row layout, the padding zero */
+    double *Vr;     /* a direction in the same layout */
+    const double **rowsR, **rowsV, **rowsY, **rowsS, **rowsW; /* the rows of R (k), V, Y, S and Y + S (d each) */
     double grid[64]; /* 2^j, j = grid_lo, grid_lo + 2, … < grid_hi */
     int n_grid;
     double sl[256];
     double f0, c_scale, beta_norm, grad_rtol, step_rtol, cg_forcing, accept_ratio, share, grid_lo, grid_hi;
     /* workspace: k·d each unless noted */
-    double *Y, *E, *g, *R /* k·k */, *G /* d·d */, *T /* d·d */, *S, *z, *r, *y, *p, *Hp, *M, *Q /* k·k */;
+    double *Y, *E, *g, *R /* k·k */, *G /* d·dp */, *T /* d·dp */, *S, *z, *r, *y, *p, *Hp, *M, *Q /* k·k */;
     double f, g_norm, y_norm, g_scale;
 } Block;
 
@@ -61,11 +62,12 @@ INLINE double dot(const double *a, const double *b, Py_ssize_t n) {
 
 /* Layout: every (k, d) matrix of a block is held transposed, (d, k) row-major, so that the innermost loops
  * run along the block's k objects (contiguous, the longer dimension for small d); k×k and d×d are symmetric.
+ * Yr and Vr hold Y and a direction in (k, dp) row layout, dp = d rounded up to 4, the padding columns zero; G and
+ * Tt are (d, dp).
  *
- * The k²d products (R = YYᵀ − β, Vᵀ R, the change's Q) keep their accumulators in registers: a run of up to
- * 16 consecutive outputs is loaded once, summed into over the whole inner index, then stored (the sums were
- * read and written back at every step of it). Every output is still summed in the same order, one product
- * and one addition at a time: the numbers are unchanged, bit for bit. */
+ * Every product is a sum of rows times coefficients (add_rows) or a Gram matrix (gram), the outputs held in
+ * registers for the whole sum: a run of 16 consecutive outputs of two output rows at once (eight independent
+ * chains of fused multiply-adds sharing each row's loads), and a Gram row's partial sums in four chains. */
 typedef double v4 __attribute__((vector_size(32)));
 
 INLINE v4 load4(const double *p) {
@@ -76,15 +78,67 @@ INLINE v4 load4(const double *p) {
 
 INLINE void store4(double *p, v4 v) { memcpy(p, &v, sizeof v); }
 
-/* o[i] (i < k) += Σ_l v[l] M[l·k + i] over l = 0 … cnt−1 in order, o held in registers by runs of 16 / 4 / 1. */
-INLINE void add_rows(double *restrict o, const double *restrict v, const double *restrict M, Py_ssize_t k,
-                     Py_ssize_t cnt) {
+INLINE v4 bcast(double x) { return (v4){0, 0, 0, 0} + x; }
+
+/* o0[i] += Σ_l c0[l] rows[l][i] and o1[i] += Σ_l c1[l] rows[l][i] (i < k, l < cnt). */
+INLINE void add_rows2(double *restrict o0, double *restrict o1, const double *restrict c0, const double *restrict c1,
+                      const double *const *restrict rows, Py_ssize_t k, Py_ssize_t cnt) {
+    Py_ssize_t i = 0;
+    for (; i + 16 <= k; i += 16) {
+        v4 a0 = load4(o0 + i), a1 = load4(o0 + i + 4), a2 = load4(o0 + i + 8), a3 = load4(o0 + i + 12);
+        v4 b0 = load4(o1 + i), b1 = load4(o1 + i + 4), b2 = load4(o1 + i + 8), b3 = load4(o1 + i + 12);
+        for (Py_ssize_t l = 0; l < cnt; l++) {
+            const double *m = rows[l] + i;
+            const v4 m0 = load4(m), m1 = load4(m + 4), m2 = load4(m + 8), m3 = load4(m + 12);
+            const v4 s = bcast(c0[l]), t = bcast(c1[l]);
+            a0 += s * m0;
+            a1 += s * m1;
+            a2 += s * m2;
+            a3 += s * m3;
+            b0 += t * m0;
+            b1 += t * m1;
+            b2 += t * m2;
+            b3 += t * m3;
+        }
+        store4(o0 + i, a0);
+        store4(o0 + i + 4, a1);
+        store4(o0 + i + 8, a2);
+        store4(o0 + i + 12, a3);
+        store4(o1 + i, b0);
+        store4(o1 + i + 4, b1);
+        store4(o1 + i + 8, b2);
+        store4(o1 + i + 12, b3);
+    }
+    for (; i + 4 <= k; i += 4) {
+        v4 a0 = load4(o0 + i), b0 = load4(o1 + i);
+        for (Py_ssize_t l = 0; l < cnt; l++) {
+            const v4 m0 = load4(rows[l] + i);
+            a0 += bcast(c0[l]) * m0;
+            b0 += bcast(c1[l]) * m0;
+        }
+        store4(o0 + i, a0);
+        store4(o1 + i, b0);
+    }
+    for (; i < k; i++) {
+        double a = o0[i], b = o1[i];
+        for (Py_ssize_t l = 0; l < cnt; l++) {
+            a += c0[l] * rows[l][i];
+            b += c1[l] * rows[l][i];
+        }
+        o0[i] = a;
+        o1[i] = b;
+    }
+}
+
+/* o[i] += Σ_l c[l] rows[l][i]: add_rows2 for one output row. */
+INLINE void add_rows1(double *restrict o, const double *restrict c, const double *const *restrict rows, Py_ssize_t k,
+                      Py_ssize_t cnt) {
     Py_ssize_t i = 0;
     for (; i + 16 <= k; i += 16) {
         v4 a0 = load4(o + i), a1 = load4(o + i + 4), a2 = load4(o + i + 8), a3 = load4(o + i + 12);
         for (Py_ssize_t l = 0; l < cnt; l++) {
-            const double *m = M + l * k + i;
-            const v4 s = (v4){0, 0, 0, 0} + v[l];
+            const double *m = rows[l] + i;
+            const v4 s = bcast(c[l]);
             a0 += s * load4(m);
             a1 += s * load4(m + 4);
             a2 += s * load4(m + 8);
@@ -97,90 +151,95 @@ INLINE void add_rows(double *restrict o, const double *restrict v, const double 
     }
     for (; i + 4 <= k; i += 4) {
         v4 a0 = load4(o + i);
-        for (Py_ssize_t l = 0; l < cnt; l++) a0 += ((v4){0, 0, 0, 0} + v[l]) * load4(M + l * k + i);
+        for (Py_ssize_t l = 0; l < cnt; l++) a0 += bcast(c[l]) * load4(rows[l] + i);
         store4(o + i, a0);
     }
     for (; i < k; i++) {
         double a = o[i];
-        for (Py_ssize_t l = 0; l < cnt; l++) a += v[l] * M[l * k + i];
+        for (Py_ssize_t l = 0; l < cnt; l++) a += c[l] * rows[l][i];
         o[i] = a;
+    }
+}
+
+/* Output rows out[j] (j < nrow, stride k) += Σ_l coef(j)[l] rows[l] with coef(j) = coef + j · cstride: two rows at
+ * a time. */
+INLINE void add_rows(double *out, const double *coef, Py_ssize_t cstride, const double *const *rows, Py_ssize_t k,
+                     Py_ssize_t nrow, Py_ssize_t cnt) {
+    Py_ssize_t j = 0;
+    for (; j + 2 <= nrow; j += 2)
+        add_rows2(out + j * k, out + (j + 1) * k, coef + j * cstride, coef + (j + 1) * cstride, rows, k, cnt);
+    if (j < nrow) add_rows1(out + j * k, coef + j * cstride, rows, k, cnt);
+}
+
+/* T[a][b] = Σ_i X[a][i] Xr[i][b] for a < d, b < dp: X (d, k), Xr (k, dp), T (d, dp), four chains per run of 4. */
+INLINE void gram(const double *restrict X, const double *restrict Xr, double *restrict T, Py_ssize_t k, Py_ssize_t d,
+                 Py_ssize_t dp) {
+    for (Py_ssize_t a = 0; a < d; a++) {
+        const double *x = X + a * k;
+        for (Py_ssize_t b = 0; b < dp; b += 4) {
+            v4 s0 = {0, 0, 0, 0}, s1 = {0, 0, 0, 0}, s2 = {0, 0, 0, 0}, s3 = {0, 0, 0, 0};
+            Py_ssize_t i = 0;
+            for (; i + 4 <= k; i += 4) {
+                s0 += bcast(x[i]) * load4(Xr + i * dp + b);
+                s1 += bcast(x[i + 1]) * load4(Xr + (i + 1) * dp + b);
+                s2 += bcast(x[i + 2]) * load4(Xr + (i + 2) * dp + b);
+                s3 += bcast(x[i + 3]) * load4(Xr + (i + 3) * dp + b);
+            }
+            for (; i < k; i++) s0 += bcast(x[i]) * load4(Xr + i * dp + b);
+            store4(T + a * dp + b, (s0 + s1) + (s2 + s3));
+        }
     }
 }
 
 /* E, R, G, f, g, ‖g‖, ‖Y‖ and the gradient's scale at B->Y (newton.py's _State). */
 INLINE void evaluate(Block *B) {
-    const Py_ssize_t k = B->k, d = B->d;
+    const Py_ssize_t k = B->k, d = B->d, dp = B->dp;
     const double *restrict Y = B->Y, *restrict C = B->C;
-    double *restrict E = B->E, *restrict R = B->R, *restrict G = B->G, *restrict g = B->g, *restrict Yr = B->Yr;
+    double *restrict E = B->E, *restrict R = B->R, *restrict g = B->g, *restrict Yr = B->Yr;
     for (Py_ssize_t j = 0; j < d; j++)
         for (Py_ssize_t i = 0; i < k; i++) {
             E[j * k + i] = Y[j * k + i] * B->sl[j] - C[j * k + i];
-            Yr[i * d + j] = Y[j * k + i];
+            Yr[i * dp + j] = Y[j * k + i];
         }
-    /* R[i, :] = −β[i, :] + Σ_j Y[j, i] Y[j, :], over j in order */
-    double yi[256];
-    for (Py_ssize_t i = 0; i < k; i++) {
-        double *ri = R + i * k;
-        for (Py_ssize_t l = 0; l < k; l++) ri[l] = -B->Beta[i * k + l];
-        for (Py_ssize_t j = 0; j < d; j++) yi[j] = Y[j * k + i];
-        add_rows(ri, yi, Y, k, d);
-    }
-    for (Py_ssize_t a = 0; a < d * d; a++) G[a] = 0.0;
-    for (Py_ssize_t i = 0; i < k; i++) {
-        const double *yi = Yr + i * d;
-        for (Py_ssize_t a = 0; a < d; a++) {
-            const double y = yi[a];
-            double *ga = G + a * d;
-            for (Py_ssize_t b = 0; b < d; b++) ga[b] += y * yi[b];
-        }
-    }
+    /* R[i, :] = −β[i, :] + Σ_j Y[j, i] Y[j, :] */
+    for (Py_ssize_t a = 0; a < k * k; a++) R[a] = -B->Beta[a];
+    add_rows(R, Yr, dp, B->rowsY, k, k, d);
+    gram(Y, Yr, B->G, k, d, dp);
     B->f = 2.0 * dot(E, E, k * d) + dot(R, R, k * k) + B->f0;
-    for (Py_ssize_t j = 0; j < d; j++) {
-        double *gj = g + j * k;
-        const double *yj = Y + j * k;
-        for (Py_ssize_t i = 0; i < k; i++) gj[i] = E[j * k + i] * B->sl[j];
-        add_rows(gj, yj, R, k, k);
-        for (Py_ssize_t i = 0; i < k; i++) gj[i] *= 4.0;
-    }
+    /* g[j, :] = 4 (E[j, :] √λ_j + Σ_l Y[j, l] R[l, :]) */
+    for (Py_ssize_t j = 0; j < d; j++)
+        for (Py_ssize_t i = 0; i < k; i++) g[j * k + i] = E[j * k + i] * B->sl[j];
+    add_rows(g, Y, k, B->rowsR, k, d, k);
+    for (Py_ssize_t i = 0; i < k * d; i++) g[i] *= 4.0;
     B->g_norm = sqrt(dot(g, g, k * d));
     B->y_norm = sqrt(dot(Y, Y, k * d));
     B->g_scale = 4.0 * (B->lam[0] * B->y_norm + B->c_scale + (B->y_norm * B->y_norm + B->beta_norm) * B->y_norm);
 }
 
-/* out = H[V] = 4 (V Λ + R V + V G + Y (Vᵀ Y)) at the current state (all transposed: Vᵀ R + G Vᵀ + Tᵀ Yᵀ). */
+/* out = H[V] = 4 (V Λ + R V + V G + Y (Vᵀ Y)) at the current state (all transposed: Vᵀ R + G Vᵀ + Tt Yᵀ with
+ * Tt = Yᵀ V, d × d). */
 INLINE void hess(Block *B, const double *restrict V, double *restrict out) {
-    const Py_ssize_t k = B->k, d = B->d;
-    const double *restrict Y = B->Y, *restrict R = B->R, *restrict G = B->G, *restrict Yr = B->Yr;
-    double *restrict T = B->T;
-    for (Py_ssize_t a = 0; a < d * d; a++) T[a] = 0.0;
-    for (Py_ssize_t a = 0; a < d; a++) {
-        const double *va = V + a * k;
-        double *ta = T + a * d;
-        for (Py_ssize_t i = 0; i < k; i++) {
-            const double v = va[i];
-            const double *yi = Yr + i * d;
-            for (Py_ssize_t b = 0; b < d; b++) ta[b] += v * yi[b];
-        }
-    }
+    const Py_ssize_t k = B->k, d = B->d, dp = B->dp;
+    double *restrict Vr = B->Vr, *restrict Tt = B->T;
     for (Py_ssize_t j = 0; j < d; j++) {
-        double *oj = out + j * k;
-        const double *vj = V + j * k;
-        for (Py_ssize_t i = 0; i < k; i++) oj[i] = vj[i] * B->lam[j];
-        add_rows(oj, vj, R, k, k);
-        for (Py_ssize_t b = 0; b < d; b++) {
-            const double gjb = G[j * d + b], tbj = T[b * d + j];
-            const double *vb = V + b * k, *yb = Y + b * k;
-            for (Py_ssize_t i = 0; i < k; i++) oj[i] += gjb * vb[i] + tbj * yb[i];
-        }
-        for (Py_ssize_t i = 0; i < k; i++) oj[i] *= 4.0;
+        B->rowsV[j] = V + j * k;
+        for (Py_ssize_t i = 0; i < k; i++) Vr[i * dp + j] = V[j * k + i];
     }
+    gram(B->Y, Vr, Tt, k, d, dp);
+    for (Py_ssize_t j = 0; j < d; j++)
+        for (Py_ssize_t i = 0; i < k; i++) out[j * k + i] = V[j * k + i] * B->lam[j];
+    add_rows(out, V, k, B->rowsR, k, d, k);
+    add_rows(out, B->G, dp, B->rowsV, k, d, d);
+    add_rows(out, Tt, dp, B->rowsY, k, d, d);
+    for (Py_ssize_t i = 0; i < k * d; i++) out[i] *= 4.0;
 }
 
 /* F(Y + S) − F(Y), exactly (newton.py's _State.change): Q = Y Sᵀ + S (Y + S)ᵀ. */
 INLINE double change(Block *B, const double *restrict S) {
-    const Py_ssize_t k = B->k, d = B->d;
+    const Py_ssize_t k = B->k, d = B->d, dp = B->dp;
     const double *restrict Y = B->Y;
     double *restrict Q = B->Q, *restrict W = B->z; /* z is free between CG runs: Y + S */
+    double *restrict Sr = B->Vr;
     double es = 0.0, ss = 0.0;
     for (Py_ssize_t j = 0; j < d; j++)
         for (Py_ssize_t i = 0; i < k; i++) {
@@ -188,28 +247,12 @@ INLINE double change(Block *B, const double *restrict S) {
             es += B->E[j * k + i] * s;
             ss += s * s;
             W[j * k + i] = Y[j * k + i] + S[j * k + i];
+            Sr[i * dp + j] = S[j * k + i];
         }
-    /* Q[i, :] = Σ_j (Y[j, i] S[j, :] + S[j, i] W[j, :]), over j in order, each run of Q in registers */
-    for (Py_ssize_t i = 0; i < k; i++) {
-        double *qi = Q + i * k;
-        Py_ssize_t l = 0;
-        for (; l + 8 <= k; l += 8) {
-            v4 q0 = {0, 0, 0, 0}, q1 = {0, 0, 0, 0};
-            for (Py_ssize_t j = 0; j < d; j++) {
-                const v4 a = (v4){0, 0, 0, 0} + Y[j * k + i], b = (v4){0, 0, 0, 0} + S[j * k + i];
-                const double *sj = S + j * k + l, *wj = W + j * k + l;
-                q0 += a * load4(sj) + b * load4(wj);
-                q1 += a * load4(sj + 4) + b * load4(wj + 4);
-            }
-            store4(qi + l, q0);
-            store4(qi + l + 4, q1);
-        }
-        for (; l < k; l++) {
-            double q = 0.0;
-            for (Py_ssize_t j = 0; j < d; j++) q += Y[j * k + i] * S[j * k + l] + S[j * k + i] * W[j * k + l];
-            qi[l] = q;
-        }
-    }
+    /* Q[i, :] = Σ_j (Y[j, i] S[j, :] + S[j, i] W[j, :]) */
+    for (Py_ssize_t a = 0; a < k * k; a++) Q[a] = 0.0;
+    add_rows(Q, B->Yr, dp, B->rowsS, k, k, d);
+    add_rows(Q, Sr, dp, B->rowsW, k, k, d);
     return 4.0 * es + 2.0 * ss + 2.0 * dot(B->R, Q, k * k) + dot(Q, Q, k * k);
 }
 
@@ -278,7 +321,7 @@ INLINE void newton(Block *B, int max_iter, int64_t *iterations, int64_t *cg_iter
         }
         its++;
         for (Py_ssize_t j = 0; j < d; j++)
-            for (Py_ssize_t i = 0; i < k; i++) B->M[j * k + i] = 4.0 * (B->lam[j] + B->G[j * d + j]);
+            for (Py_ssize_t i = 0; i < k; i++) B->M[j * k + i] = 4.0 * (B->lam[j] + B->G[j * B->dp + j]);
         cg += steihaug(B, radius, n);
         hess(B, B->S, B->Hp);
         const double pred = -(dot(B->g, B->S, n) + 0.5 * dot(B->S, B->Hp, n));
@@ -361,17 +404,33 @@ static double smallest_eigenvalue(double *restrict A, Py_ssize_t k, double *rest
     }
     if (!isfinite(lo) || !isfinite(hi)) return NAN;
     const double pivmin = DBL_MIN * (emax * emax > 1.0 ? emax * emax : 1.0);
-    for (int it = 0; it < 256; it++) {
-        const double mid = 0.5 * (lo + hi);
-        if (!(mid > lo && mid < hi)) break;
-        int count = 0;
-        double q = 1.0;
+    /* stop at a few ulps of the matrix's size (LAPACK's abstol for eigenvalues of a backward stable reduction) */
+    const double atol = 4.0 * DBL_EPSILON * (fabs(lo) > fabs(hi) ? fabs(lo) : fabs(hi));
+    /* quadrisection: the Sturm counts at four points of [lo, hi] in one vector pass (five subintervals) */
+    for (int it = 0; it < 128 && hi - lo > atol; it++) {
+        const double w = (hi - lo) / 5.0;
+        const double xs[4] = {lo + w, lo + 2.0 * w, lo + 3.0 * w, lo + 4.0 * w};
+        double q[4] = {1.0, 1.0, 1.0, 1.0}, c[4] = {0, 0, 0, 0};
         for (Py_ssize_t i = 0; i < k; i++) {
-            q = dg[i] - mid - (i > 0 ? e[i - 1] * e[i - 1] / q : 0.0);
-            if (fabs(q) < pivmin) q = -pivmin;
-            count += q < 0;
+            const double e2 = i > 0 ? e[i - 1] * e[i - 1] : 0.0;
+            for (int j = 0; j < 4; j++) { /* four independent chains of divisions */
+                double t = dg[i] - xs[j] - (i > 0 ? e2 / q[j] : 0.0);
+                if (fabs(t) < pivmin) t = -pivmin;
+                q[j] = t;
+                c[j] += t < 0;
+            }
         }
-        if (count >= 1) hi = mid; else lo = mid;
+        /* count(x) = eigenvalues below x: the smallest lies below the first point whose count is ≥ 1 */
+        double nlo = xs[3], nhi = hi;
+        for (int j = 0; j < 4; j++)
+            if (c[j] >= 1.0) {
+                nhi = xs[j];
+                nlo = j > 0 ? xs[j - 1] : lo;
+                break;
+            }
+        if (!(nhi - nlo < hi - lo)) break;
+        lo = nlo;
+        hi = nhi;
     }
     return 0.5 * (lo + hi);
 }
@@ -429,8 +488,7 @@ INLINE double gap(Block *B) {
 
 /* The same code for three instruction sets (every helper above is inlined into each), the best one the CPU
  * runs picked at load time. */
-__attribute__((target_clones("avx2", "default")))
-static void solve_range(Block *B, double *Y, const double *C, const double *Beta, const double *f0, int max_iter,
+INLINE void solve_range_body(Block *B, double *Y, const double *C, const double *Beta, const double *f0, int max_iter,
                         double *f, double *g_norm, int64_t *its, int64_t *cg, uint8_t *conv, double *gaps,
                         Py_ssize_t start, Py_ssize_t stop) {
     const Py_ssize_t k = B->k, d = B->d, kd = k * d, kk = k * k;
@@ -454,6 +512,33 @@ static void solve_range(Block *B, double *Y, const double *C, const double *Beta
         g_norm[b] = B->g_norm;
         gaps[b] = gap(B);
     }
+}
+
+/* Blocks of fewer members are solved without fused multiply-adds: each product rounded alone keeps the
+ * arithmetic symmetric between mirror-image members, as numpy's is, so that such members come out exactly
+ * mirrored (the two-object reference case of docs/math.md §6). A fused a·b + c rounds once and breaks the tie
+ * between two sums taken in a different order. Larger blocks take the fused kernels (the k²d products dominate). */
+#define UNFUSED_BELOW_K 8
+#define SOLVE_RANGE_ARGS                                                                                            \
+    Block *B, double *Y, const double *C, const double *Beta, const double *f0, int max_iter, double *f,          \
+        double *g_norm, int64_t *its, int64_t *cg, uint8_t *conv, double *gaps, Py_ssize_t start, Py_ssize_t stop
+#define SOLVE_RANGE_CALL solve_range_body(B, Y, C, Beta, f0, max_iter, f, g_norm, its, cg, conv, gaps, start, stop)
+__attribute__((target("avx512f,avx512dq,avx512vl,fma"))) static void solve_range_avx512(SOLVE_RANGE_ARGS) { SOLVE_RANGE_CALL; }
+__attribute__((target("avx2,fma"))) static void solve_range_avx2(SOLVE_RANGE_ARGS) { SOLVE_RANGE_CALL; }
+__attribute__((target("avx2"))) static void solve_range_avx2_unfused(SOLVE_RANGE_ARGS) { SOLVE_RANGE_CALL; }
+static void solve_range_base(SOLVE_RANGE_ARGS) { SOLVE_RANGE_CALL; }
+
+static void solve_range(SOLVE_RANGE_ARGS) {
+    __builtin_cpu_init();
+    if (B->k < UNFUSED_BELOW_K && __builtin_cpu_supports("avx2"))
+        solve_range_avx2_unfused(B, Y, C, Beta, f0, max_iter, f, g_norm, its, cg, conv, gaps, start, stop);
+    else if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("fma"))
+        solve_range_avx512(B, Y, C, Beta, f0, max_iter, f, g_norm, its, cg, conv, gaps, start, stop);
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        solve_range_avx2(B, Y, C, Beta, f0, max_iter, f, g_norm, its, cg, conv, gaps, start, stop);
+    else
+        solve_range_base(B, Y, C, Beta, f0, max_iter, f, g_norm, its, cg, conv, gaps, start, stop);
 }
 
 static int get(PyObject *o, Py_buffer *b, int ndim, int itemsize, int writable, const char *name) {
@@ -480,6 +565,7 @@ PyObject *native_block_newton(PyObject *self, PyObject *args) {
               cv = {0}, gp = {0};
     PyObject *result = NULL;
     double *work = NULL;
+    const double **ptrs = NULL;
     if (get(oY, &Y, 3, 8, 1, "Y") < 0 || get(oC, &C, 3, 8, 0, "C") < 0 || get(oB, &Bt, 3, 8, 0, "Beta") < 0 ||
         get(ol, &lam, 1, 8, 0, "lam") < 0 || get(of0, &f0, 1, 8, 0, "f0") < 0 || get(oc, &cst, 1, 8, 0, "constants") < 0 ||
         get(of, &f, 1, 8, 1, "f") < 0 || get(og, &g, 1, 8, 1, "g_norm") < 0 || get(oi, &it, 1, 8, 1, "iterations") < 0 ||
@@ -497,9 +583,11 @@ PyObject *native_block_newton(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "block_newton: needs 1 ≤ d ≤ 256, k ≥ 1 and 0 ≤ start ≤ stop ≤ %zd", s);
         goto done;
     }
-    const Py_ssize_t kd = k * d, kk = k * k, dd = d * d;
-    work = malloc((size_t)(12 * kd + 2 * kk + 2 * dd) * sizeof(double));
-    if (work == NULL) {
+    const Py_ssize_t kd = k * d, kk = k * k;
+    const Py_ssize_t dp = (d + 3) / 4 * 4;
+    work = calloc((size_t)(11 * kd + 2 * k * dp + 2 * kk + 2 * d * dp), sizeof(double)); /* zero: the padding */
+    ptrs = malloc((size_t)(k + 4 * d) * sizeof(double *));
+    if (work == NULL || ptrs == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -530,11 +618,24 @@ PyObject *native_block_newton(PyObject *self, PyObject *args) {
     B.Hp = w, w += kd;
     B.M = w, w += kd;
     B.CT = w, w += kd;
-    B.Yr = w, w += kd;
+    B.dp = dp;
+    B.Yr = w, w += k * dp;
+    B.Vr = w, w += k * dp;
     B.R = w, w += kk;
     B.Q = w, w += kk;
-    B.G = w, w += dd;
+    B.G = w, w += d * dp;
     B.T = w;
+    B.rowsR = ptrs;
+    B.rowsV = ptrs + k;
+    B.rowsY = ptrs + k + d;
+    B.rowsS = ptrs + k + 2 * d;
+    B.rowsW = ptrs + k + 3 * d;
+    for (Py_ssize_t l = 0; l < k; l++) B.rowsR[l] = B.R + l * k;
+    for (Py_ssize_t j = 0; j < d; j++) {
+        B.rowsY[j] = B.Y + j * k;
+        B.rowsS[j] = B.S + j * k;
+        B.rowsW[j] = B.z + j * k;
+    }
     Py_BEGIN_ALLOW_THREADS
     solve_range(&B, (double *)Y.buf, (const double *)C.buf, (const double *)Bt.buf, (const double *)f0.buf, max_iter,
                 (double *)f.buf, (double *)g.buf, (int64_t *)it.buf, (int64_t *)cg.buf, (uint8_t *)cv.buf,
@@ -544,6 +645,7 @@ PyObject *native_block_newton(PyObject *self, PyObject *args) {
     Py_INCREF(result);
 done:
     free(work);
+    free(ptrs);
     for (Py_buffer **b = (Py_buffer *[]){&Y, &C, &Bt, &lam, &f0, &cst, &f, &g, &it, &cg, &cv, &gp, NULL}; *b; b++)
         if ((*b)->obj) PyBuffer_Release(*b);
     return result;
