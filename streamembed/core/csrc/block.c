@@ -776,3 +776,96 @@ done:
         if ((*b)->obj) PyBuffer_Release(*b);
     return result;
 }
+
+/*
+ * The inconsistent_block flag (block/consistency.py's inconsistent_blocks, docs/math.md §4.3), one block at a time in
+ * L1: per block b of k = sizes[b] members (rows of coords consecutive, its β the next k² entries of beta), whether
+ * K0 + shift[b] I, K0 = ½(β + βᵀ) − Ŷ_r Ŷ_rᵀ, has no Cholesky factor (an eigenvalue below −shift[b]) or a non-finite
+ * entry. Python API: block_consistency(coords (m, r), beta (Σ k²,), sizes (nb,) int64, shift (nb,), out (nb,) uint8),
+ * float64, C-contiguous, GIL released.
+ */
+static void consistency_range(const double *coords, Py_ssize_t r, const double *beta, const int64_t *sizes,
+                              const double *shift, uint8_t *out, Py_ssize_t nb, double *L) {
+    const double *y = coords, *bt = beta;
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        const Py_ssize_t k = (Py_ssize_t)sizes[b];
+        int bad = 0;
+        for (Py_ssize_t i = 0; i < k; i++)
+            for (Py_ssize_t j = 0; j <= i; j++) {
+                const double *yi = y + i * r, *yj = y + j * r;
+                double s = 0.0;
+                for (Py_ssize_t c = 0; c < r; c++) s += yi[c] * yj[c];
+                double v = 0.5 * (bt[i * k + j] + bt[j * k + i]) - s;
+                if (i == j) v += shift[b];
+                if (!isfinite(v)) bad = 1;
+                L[i * k + j] = v;
+            }
+        for (Py_ssize_t j = 0; j < k && !bad; j++) {
+            double s = L[j * k + j];
+            for (Py_ssize_t l = 0; l < j; l++) s -= L[j * k + l] * L[j * k + l];
+            if (!(s > 0)) {
+                bad = 1;
+                break;
+            }
+            const double ljj = sqrt(s);
+            L[j * k + j] = ljj;
+            for (Py_ssize_t i = j + 1; i < k; i++) {
+                double t = L[i * k + j];
+                for (Py_ssize_t l = 0; l < j; l++) t -= L[i * k + l] * L[j * k + l];
+                L[i * k + j] = t / ljj;
+            }
+        }
+        out[b] = (uint8_t)bad;
+        y += k * r;
+        bt += k * k;
+    }
+}
+
+PyObject *native_block_consistency(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *oc, *ob, *os, *osh, *oo;
+    if (!PyArg_ParseTuple(args, "OOOOO", &oc, &ob, &os, &osh, &oo)) return NULL;
+    Py_buffer c = {0}, bt = {0}, sz = {0}, sh = {0}, o = {0};
+    PyObject *result = NULL;
+    double *L = NULL;
+    if (get(oc, &c, 2, 8, 0, "coords") < 0 || get(ob, &bt, 1, 8, 0, "beta") < 0 || get(osh, &sh, 1, 8, 0, "shift") < 0 ||
+        get(oo, &o, 1, 1, 1, "out") < 0)
+        goto done;
+    if (PyObject_GetBuffer(os, &sz, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+    if (sz.ndim != 1 || sz.itemsize != 8 || (sz.format && strchr("qlQL", sz.format[strlen(sz.format) - 1]) == NULL)) {
+        PyErr_SetString(PyExc_TypeError, "block_consistency: sizes must be a 1-D int64 array");
+        goto done;
+    }
+    const Py_ssize_t nb = sz.shape[0], m = c.shape[0], r = c.shape[1];
+    const int64_t *sizes = (const int64_t *)sz.buf;
+    Py_ssize_t rows = 0, kk = 0, kmax = 0;
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        if (sizes[b] < 1) {
+            PyErr_SetString(PyExc_ValueError, "block_consistency: block sizes must be ≥ 1");
+            goto done;
+        }
+        rows += sizes[b];
+        kk += sizes[b] * sizes[b];
+        if (sizes[b] > kmax) kmax = sizes[b];
+    }
+    if (rows != m || kk != bt.shape[0] || sh.shape[0] != nb || o.shape[0] != nb) {
+        PyErr_SetString(PyExc_ValueError, "block_consistency: inconsistent shapes");
+        goto done;
+    }
+    L = malloc((size_t)(kmax * kmax > 0 ? kmax * kmax : 1) * sizeof(double));
+    if (L == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    consistency_range((const double *)c.buf, r, (const double *)bt.buf, sizes, (const double *)sh.buf,
+                      (uint8_t *)o.buf, nb, L);
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    free(L);
+    for (Py_buffer **b = (Py_buffer *[]){&c, &bt, &sz, &sh, &o, NULL}; *b; b++)
+        if ((*b)->obj) PyBuffer_Release(*b);
+    return result;
+}
