@@ -658,73 +658,71 @@ done:
  * Bout by the eigenvectors (BLAS). A float32 or float64 (m, n); shift (n,), Bout (≥ stop − start, n), b2, abar
  * (m,) float64; bad (m,) uint8. Python API: block_rows(A, shift, Bout, b2, abar, bad, start, stop), GIL released.
  */
-/* Each row's two sums (ā and ‖B‖²) are sequential chains of additions, as numpy's reference computes them:
- * one row at a time they run at the adder's latency. ROWS4 runs four rows side by side, their chains
- * interleaved (every row summed in its own order: the same numbers), at the adders' throughput. */
-#define ROW_SQUARES(T, r)                                                                                      \
-    const T *a##r = (const T *)A + (i + r) * n;                                                                \
-    double *row##r = Bout + (i + r - start) * n;                                                                 \
-    double s##r = 0.0;                                                                                         \
-    int bad##r = 0;
-#define ROW_FINISH(r)                                                                                          \
-    bad[i + r] = (uint8_t)bad##r;                                                                              \
-    const double ab##r = s##r / (double)n;                                                                     \
-    abar[i + r] = ab##r;
-#define ROW_CENTRE(r)                                                                                          \
-    if (bad##r) {                                                                                              \
-        for (Py_ssize_t j = 0; j < n; j++) row##r[j] = 0.0;                                                      \
-        b2[i + r] = NAN;                                                                                       \
-    } else {                                                                                                   \
-        double bb = 0.0;                                                                                       \
-        for (Py_ssize_t j = 0; j < n; j++) {                                                                   \
-            const double b = -0.5 * (row##r[j] - ab##r - shift[j]);                                              \
-            row##r[j] = b;                                                                                       \
-            bb += b * b;                                                                                       \
-        }                                                                                                      \
-        b2[i + r] = bb;                                                                                        \
-    }
-#define SQUARE_STEP(r)                                                                                         \
-    {                                                                                                          \
-        const double x = (double)a##r[j];                                                                      \
-        bad##r |= !(x >= 0) | (x == INFINITY);                                                                 \
-        row##r[j] = x * x;                                                                                       \
-        s##r += row##r[j];                                                                                       \
-    }
+/* Each row's two sums (ā and ‖B‖²) are taken in eight interleaved partial sums (as dot()), which the compiler
+ * keeps in vector registers: a sum taken in order is a chain of dependent additions at the adder's latency.
+ * numpy's reference sums pairwise, in another order: the two agree to round-off. */
+typedef long long i4 __attribute__((vector_size(32)));
+typedef float f4 __attribute__((vector_size(16)));
+INLINE v4 LOAD_ROW4_float(const float *p) {
+    f4 v;
+    memcpy(&v, p, sizeof v);
+    return __builtin_convertvector(v, v4);
+}
+INLINE v4 LOAD_ROW4_double(const double *p) { return load4(p); }
 #define ROWS_BODY(T)                                                                                           \
-    Py_ssize_t i = start;                                                                                      \
-    for (; i + 4 <= stop; i += 4) {                                                                            \
-        ROW_SQUARES(T, 0) ROW_SQUARES(T, 1) ROW_SQUARES(T, 2) ROW_SQUARES(T, 3)                                \
-        for (Py_ssize_t j = 0; j < n; j++) {                                                                   \
-            SQUARE_STEP(0) SQUARE_STEP(1) SQUARE_STEP(2) SQUARE_STEP(3)                                        \
+    for (Py_ssize_t i = start; i < stop; i++) {                                                                \
+        const T *a = (const T *)A + i * n;                                                                     \
+        double *row = Bout + (i - start) * n;                                                                  \
+        v4 s0 = {0, 0, 0, 0}, s1 = {0, 0, 0, 0};                                                               \
+        i4 bad_lanes = {0, 0, 0, 0};                                                                           \
+        const v4 zero = {0, 0, 0, 0}, inf = bcast(INFINITY);                                                   \
+        Py_ssize_t j = 0;                                                                                      \
+        for (; j + 8 <= n; j += 8) {                                                                           \
+            const v4 x0 = LOAD_ROW4_##T(a + j), x1 = LOAD_ROW4_##T(a + j + 4);                                 \
+            bad_lanes |= ~((x0 >= zero) & (x0 != inf)) | ~((x1 >= zero) & (x1 != inf));                        \
+            const v4 y0 = x0 * x0, y1 = x1 * x1;                                                               \
+            store4(row + j, y0);                                                                               \
+            store4(row + j + 4, y1);                                                                           \
+            s0 += y0;                                                                                          \
+            s1 += y1;                                                                                          \
         }                                                                                                      \
-        ROW_FINISH(0) ROW_FINISH(1) ROW_FINISH(2) ROW_FINISH(3)                                                \
-        if (bad0 | bad1 | bad2 | bad3) {                                                                       \
-            ROW_CENTRE(0) ROW_CENTRE(1) ROW_CENTRE(2) ROW_CENTRE(3)                                            \
+        double tail = 0.0;                                                                                     \
+        int row_bad = 0;                                                                                       \
+        for (; j < n; j++) {                                                                                   \
+            const double x = (double)a[j];                                                                     \
+            row_bad |= !(x >= 0) | (x == INFINITY);                                                            \
+            row[j] = x * x;                                                                                    \
+            tail += x * x;                                                                                     \
+        }                                                                                                      \
+        for (int q = 0; q < 4; q++) row_bad |= bad_lanes[q] != 0;                                              \
+        bad[i] = (uint8_t)row_bad;                                                                             \
+        const v4 s01 = s0 + s1;                                                                                \
+        const double ab = (((s01[0] + s01[2]) + (s01[1] + s01[3])) + tail) / (double)n;                        \
+        abar[i] = ab;                                                                                          \
+        if (row_bad) {                                                                                         \
+            for (Py_ssize_t l = 0; l < n; l++) row[l] = 0.0;                                                   \
+            b2[i] = NAN;                                                                                       \
             continue;                                                                                          \
         }                                                                                                      \
-        double bb0 = 0.0, bb1 = 0.0, bb2 = 0.0, bb3 = 0.0;                                                     \
-        for (Py_ssize_t j = 0; j < n; j++) {                                                                   \
-            const double c0 = -0.5 * (row0[j] - ab0 - shift[j]), c1 = -0.5 * (row1[j] - ab1 - shift[j]);           \
-            const double c2 = -0.5 * (row2[j] - ab2 - shift[j]), c3 = -0.5 * (row3[j] - ab3 - shift[j]);          \
-            row0[j] = c0;                                                                                        \
-            row1[j] = c1;                                                                                        \
-            row2[j] = c2;                                                                                       \
-            row3[j] = c3;                                                                                        \
-            bb0 += c0 * c0;                                                                                    \
-            bb1 += c1 * c1;                                                                                    \
-            bb2 += c2 * c2;                                                                                    \
-            bb3 += c3 * c3;                                                                                    \
+        v4 t0 = {0, 0, 0, 0}, t1 = {0, 0, 0, 0};                                                               \
+        const v4 vab = bcast(ab), half = bcast(-0.5);                                                          \
+        j = 0;                                                                                                 \
+        for (; j + 8 <= n; j += 8) {                                                                           \
+            const v4 c0 = half * (load4(row + j) - vab - load4(shift + j));                                    \
+            const v4 c1 = half * (load4(row + j + 4) - vab - load4(shift + j + 4));                            \
+            store4(row + j, c0);                                                                               \
+            store4(row + j + 4, c1);                                                                           \
+            t0 += c0 * c0;                                                                                     \
+            t1 += c1 * c1;                                                                                     \
         }                                                                                                      \
-        b2[i] = bb0;                                                                                           \
-        b2[i + 1] = bb1;                                                                                       \
-        b2[i + 2] = bb2;                                                                                       \
-        b2[i + 3] = bb3;                                                                                       \
-    }                                                                                                          \
-    for (; i < stop; i++) {                                                                                    \
-        ROW_SQUARES(T, 0)                                                                                      \
-        for (Py_ssize_t j = 0; j < n; j++) SQUARE_STEP(0)                                                      \
-        ROW_FINISH(0)                                                                                          \
-        ROW_CENTRE(0)                                                                                          \
+        double tt = 0.0;                                                                                       \
+        for (; j < n; j++) {                                                                                   \
+            const double c = -0.5 * (row[j] - ab - shift[j]);                                                  \
+            row[j] = c;                                                                                        \
+            tt += c * c;                                                                                       \
+        }                                                                                                      \
+        const v4 t01 = t0 + t1;                                                                                \
+        b2[i] = ((t01[0] + t01[2]) + (t01[1] + t01[3])) + tt;                                                  \
     }
 
 __attribute__((target_clones("avx2", "default")))
