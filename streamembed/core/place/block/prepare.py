@@ -293,10 +293,26 @@ def _betas(groups: list[tuple[int, np.ndarray, np.ndarray]], keep: np.ndarray, s
         sel = pos >= 0
         if not sel.any():
             continue
-        ab = abar[row_off[idx[sel]][:, None] + np.arange(k)]  # (s, k)
-        Xk = X[sel]
-        Bk = -0.5 * (Xk * Xk - ab[:, :, None] - ab[:, None, :] + grand_mean)
-        beta[beta_off[pos[sel]][:, None] + np.arange(k * k)] = Bk.reshape(-1, k * k)
+        every = bool(sel.all())
+        chosen = idx if every else idx[sel]
+        p = pos if every else pos[sel]
+        n_sel = chosen.size
+        if int(chosen[-1]) - int(chosen[0]) == n_sel - 1:  # consecutive blocks: their rows are a slice of abar
+            r0 = int(row_off[chosen[0]])
+            ab = abar[r0 : r0 + n_sel * k].reshape(n_sel, k)
+        else:
+            ab = abar[row_off[chosen][:, None] + np.arange(k)]  # (s, k)
+        contiguous = int(p[-1]) - int(p[0]) == n_sel - 1
+        b0 = int(beta_off[p[0]])
+        Bk = beta[b0 : b0 + n_sel * k * k].reshape(n_sel, k, k) if contiguous else np.empty((n_sel, k, k))
+        # B = −½ (X² − ā_p − ā_q + g), in place
+        np.square(X if every else X[sel], out=Bk)
+        Bk -= ab[:, :, None]
+        Bk -= ab[:, None, :]
+        Bk += grand_mean
+        Bk *= -0.5
+        if not contiguous:
+            beta[beta_off[p][:, None] + np.arange(k * k)] = Bk.reshape(-1, k * k)
     return beta
 
 
