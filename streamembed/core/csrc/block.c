@@ -36,12 +36,13 @@ typedef struct {
     Py_ssize_t dp;  /* d rounded up to a multiple of 4 */
     double *Yr;     /* Y in (k, dp) row layout, the padding zero */
     double *Vr;     /* a direction in the same layout */
-    const double **rowsR, **rowsV, **rowsY, **rowsS, **rowsW; /* the rows of R (k), V, Y, S and Y + S (d each) */
+    const double **rowsR, **rowsV, **rowsY, **rowsS; /* the rows of R (k), V, Y and S (d each) */
     double grid[64]; /* 2^j, j = grid_lo, grid_lo + 2, … < grid_hi */
     int n_grid;
     double sl[256];
     double f0, c_scale, beta_norm, grad_rtol, step_rtol, cg_forcing, accept_ratio, share, grid_lo, grid_hi;
     /* workspace: k·d each unless noted */
+    double *RY /* k·d */, *P /* d·dp */;
     double *Y, *E, *g, *R /* k·k */, *G /* d·dp */, *T /* d·dp */, *S, *z, *r, *y, *p, *Hp, *M, *Q /* k·k */;
     double f, g_norm, y_norm, g_scale;
 } Block;
@@ -206,11 +207,12 @@ INLINE void evaluate(Block *B) {
     add_rows(R, Yr, dp, B->rowsY, k, k, d);
     gram(Y, Yr, B->G, k, d, dp);
     B->f = 2.0 * dot(E, E, k * d) + dot(R, R, k * k) + B->f0;
-    /* g[j, :] = 4 (E[j, :] √λ_j + Σ_l Y[j, l] R[l, :]) */
+    /* g[j, :] = 4 (E[j, :] √λ_j + (RY)[j, :]), (RY)[j, :] = Σ_l Y[j, l] R[l, :] (kept for change()) */
+    double *restrict RY = B->RY;
+    for (Py_ssize_t i = 0; i < k * d; i++) RY[i] = 0.0;
+    add_rows(RY, Y, k, B->rowsR, k, d, k);
     for (Py_ssize_t j = 0; j < d; j++)
-        for (Py_ssize_t i = 0; i < k; i++) g[j * k + i] = E[j * k + i] * B->sl[j];
-    add_rows(g, Y, k, B->rowsR, k, d, k);
-    for (Py_ssize_t i = 0; i < k * d; i++) g[i] *= 4.0;
+        for (Py_ssize_t i = 0; i < k; i++) g[j * k + i] = 4.0 * (E[j * k + i] * B->sl[j] + RY[j * k + i]);
     B->g_norm = sqrt(dot(g, g, k * d));
     B->y_norm = sqrt(dot(Y, Y, k * d));
     B->g_scale = 4.0 * (B->lam[0] * B->y_norm + B->c_scale + (B->y_norm * B->y_norm + B->beta_norm) * B->y_norm);
@@ -218,7 +220,7 @@ INLINE void evaluate(Block *B) {
 
 /* out = H[V] = 4 (V Λ + R V + V G + Y (Vᵀ Y)) at the current state (all transposed: Vᵀ R + G Vᵀ + Tt Yᵀ with
  * Tt = Yᵀ V, d × d). */
-INLINE void hess(Block *B, const double *restrict V, double *restrict out) {
+INLINE void hess(Block *B, const double *restrict V, double *restrict out, double *restrict RV) {
     const Py_ssize_t k = B->k, d = B->d, dp = B->dp;
     double *restrict Vr = B->Vr, *restrict Tt = B->T;
     for (Py_ssize_t j = 0; j < d; j++) {
@@ -226,34 +228,51 @@ INLINE void hess(Block *B, const double *restrict V, double *restrict out) {
         for (Py_ssize_t i = 0; i < k; i++) Vr[i * dp + j] = V[j * k + i];
     }
     gram(B->Y, Vr, Tt, k, d, dp);
-    for (Py_ssize_t j = 0; j < d; j++)
-        for (Py_ssize_t i = 0; i < k; i++) out[j * k + i] = V[j * k + i] * B->lam[j];
-    add_rows(out, V, k, B->rowsR, k, d, k);
+    if (RV != NULL) { /* R V on its own as well (change() uses it) */
+        for (Py_ssize_t i = 0; i < k * d; i++) RV[i] = 0.0;
+        add_rows(RV, V, k, B->rowsR, k, d, k);
+        for (Py_ssize_t j = 0; j < d; j++)
+            for (Py_ssize_t i = 0; i < k; i++) out[j * k + i] = V[j * k + i] * B->lam[j] + RV[j * k + i];
+    } else {
+        for (Py_ssize_t j = 0; j < d; j++)
+            for (Py_ssize_t i = 0; i < k; i++) out[j * k + i] = V[j * k + i] * B->lam[j];
+        add_rows(out, V, k, B->rowsR, k, d, k);
+    }
     add_rows(out, B->G, dp, B->rowsV, k, d, d);
     add_rows(out, Tt, dp, B->rowsY, k, d, d);
     for (Py_ssize_t i = 0; i < k * d; i++) out[i] *= 4.0;
 }
 
-/* F(Y + S) − F(Y), exactly (newton.py's _State.change): Q = Y Sᵀ + S (Y + S)ᵀ. */
-INLINE double change(Block *B, const double *restrict S) {
+/* F(Y + S) − F(Y) (newton.py's _State.change) without a k×k product: with Q = Y Sᵀ + S Yᵀ + S Sᵀ,
+ *   ⟨R, Q⟩ = 2⟨R Y, S⟩ + ⟨R S, S⟩   (R Y from evaluate(), R S = RS from the step's Hessian product),
+ *   ‖Q‖²   = 2⟨G, P⟩ + 2 tr(M²) + 4⟨M, P⟩ + ‖P‖²,   P = Sᵀ S, M = Sᵀ Y (d × d);
+ * no difference of two values of F, so the acceptance ratio stays meaningful down to round-off (‖Q‖²'s terms are
+ * of the size of ‖Y‖² ‖S‖², below the 2‖S Λ^{1/2}‖² ≥ 2 λ_d ‖S‖² of ΔF by the factor λ_d / ‖Y‖² at worst). */
+INLINE double change(Block *B, const double *restrict S, const double *restrict RS) {
     const Py_ssize_t k = B->k, d = B->d, dp = B->dp;
-    const double *restrict Y = B->Y;
-    double *restrict Q = B->Q, *restrict W = B->z; /* z is free between CG runs: Y + S */
-    double *restrict Sr = B->Vr;
+    double *restrict Sr = B->Vr, *restrict M = B->T, *restrict P = B->P;
     double es = 0.0, ss = 0.0;
     for (Py_ssize_t j = 0; j < d; j++)
         for (Py_ssize_t i = 0; i < k; i++) {
             const double s = S[j * k + i] * B->sl[j];
             es += B->E[j * k + i] * s;
             ss += s * s;
-            W[j * k + i] = Y[j * k + i] + S[j * k + i];
             Sr[i * dp + j] = S[j * k + i];
         }
-    /* Q[i, :] = Σ_j (Y[j, i] S[j, :] + S[j, i] W[j, :]) */
-    for (Py_ssize_t a = 0; a < k * k; a++) Q[a] = 0.0;
-    add_rows(Q, B->Yr, dp, B->rowsS, k, k, d);
-    add_rows(Q, Sr, dp, B->rowsW, k, k, d);
-    return 4.0 * es + 2.0 * ss + 2.0 * dot(B->R, Q, k * k) + dot(Q, Q, k * k);
+    const double rq = 2.0 * dot(B->RY, S, k * d) + dot(RS, S, k * d);
+    gram(S, Sr, P, k, d, dp);
+    gram(S, B->Yr, M, k, d, dp);
+    double gp = 0.0, mm = 0.0, mp = 0.0, pp = 0.0;
+    for (Py_ssize_t a = 0; a < d; a++)
+        for (Py_ssize_t b = 0; b < d; b++) {
+            const double pab = P[a * dp + b];
+            gp += B->G[a * dp + b] * pab;
+            mm += M[a * dp + b] * M[b * dp + a];
+            mp += M[a * dp + b] * pab;
+            pp += pab * pab;
+        }
+    const double qq = 2.0 * gp + 2.0 * mm + 4.0 * mp + pp;
+    return 4.0 * es + 2.0 * ss + 2.0 * rq + qq;
 }
 
 /* Steihaug's truncated preconditioned CG within ‖s‖_M ≤ radius: the step into B->S; the CG iterations. */
@@ -273,7 +292,7 @@ INLINE int64_t steihaug(Block *B, double radius, Py_ssize_t max_cg) {
     double ry = dot(r, y, n), zMz = 0.0, zMp = 0.0, pMp = ry;
     int64_t its = 0;
     for (Py_ssize_t it = 0; it < max_cg; it++) {
-        hess(B, p, Hp);
+        hess(B, p, Hp, NULL);
         const double kappa = dot(p, Hp, n), alpha = ry / kappa;
         const double zMz_new = zMz + 2.0 * alpha * zMp + alpha * alpha * pMp;
         its++;
@@ -323,9 +342,9 @@ INLINE void newton(Block *B, int max_iter, int64_t *iterations, int64_t *cg_iter
         for (Py_ssize_t j = 0; j < d; j++)
             for (Py_ssize_t i = 0; i < k; i++) B->M[j * k + i] = 4.0 * (B->lam[j] + B->G[j * B->dp + j]);
         cg += steihaug(B, radius, n);
-        hess(B, B->S, B->Hp);
+        hess(B, B->S, B->Hp, B->y); /* y (CG's) is free: R S, for change() */
         const double pred = -(dot(B->g, B->S, n) + 0.5 * dot(B->S, B->Hp, n));
-        const double actual = -change(B, B->S);
+        const double actual = -change(B, B->S, B->y);
         const double rho = pred > 0 ? actual / pred : -1.0;
         double smM = 0.0;
         for (Py_ssize_t i = 0; i < n; i++) smM += B->S[i] * B->M[i] * B->S[i];
@@ -585,8 +604,8 @@ PyObject *native_block_newton(PyObject *self, PyObject *args) {
     }
     const Py_ssize_t kd = k * d, kk = k * k;
     const Py_ssize_t dp = (d + 3) / 4 * 4;
-    work = calloc((size_t)(11 * kd + 2 * k * dp + 2 * kk + 2 * d * dp), sizeof(double)); /* zero: the padding */
-    ptrs = malloc((size_t)(k + 4 * d) * sizeof(double *));
+    work = calloc((size_t)(12 * kd + 2 * k * dp + 2 * kk + 3 * d * dp), sizeof(double)); /* zero: the padding */
+    ptrs = malloc((size_t)(k + 3 * d) * sizeof(double *));
     if (work == NULL || ptrs == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -624,17 +643,17 @@ PyObject *native_block_newton(PyObject *self, PyObject *args) {
     B.R = w, w += kk;
     B.Q = w, w += kk;
     B.G = w, w += d * dp;
+    B.P = w, w += d * dp;
+    B.RY = w, w += kd;
     B.T = w;
     B.rowsR = ptrs;
     B.rowsV = ptrs + k;
     B.rowsY = ptrs + k + d;
     B.rowsS = ptrs + k + 2 * d;
-    B.rowsW = ptrs + k + 3 * d;
     for (Py_ssize_t l = 0; l < k; l++) B.rowsR[l] = B.R + l * k;
     for (Py_ssize_t j = 0; j < d; j++) {
         B.rowsY[j] = B.Y + j * k;
         B.rowsS[j] = B.S + j * k;
-        B.rowsW[j] = B.z + j * k;
     }
     Py_BEGIN_ALLOW_THREADS
     solve_range(&B, (double *)Y.buf, (const double *)C.buf, (const double *)Bt.buf, (const double *)f0.buf, max_iter,
