@@ -35,14 +35,14 @@ typedef struct {
     double *CT; /* the block's C, transposed */
     Py_ssize_t dp;  /* d rounded up to a multiple of 4 */
     double *Yr;     /* Y in (k, dp) row layout, the padding zero */
-    double *Vr;     /* a direction in the same layout */
-    const double **rowsR, **rowsV, **rowsY, **rowsS; /* the rows of R (k), V, Y and S (d each) */
+    double *Vr;     /* a step in the same layout (change()) */
+    const double **rowsR, **rowsV, **rowsY; /* the rows of R (k), V and Y (d each) */
     double grid[64]; /* 2^j, j = grid_lo, grid_lo + 2, … < grid_hi */
     int n_grid;
     double sl[256];
     double f0, c_scale, beta_norm, grad_rtol, step_rtol, cg_forcing, accept_ratio, share, grid_lo, grid_hi;
     /* workspace: k·d each unless noted */
-    double *RY /* k·d */, *P /* d·dp */;
+    double *RY /* k·d */, *P /* d·dp */, *Minv /* k·d: 1 / M */;
     double *Y, *E, *g, *R /* k·k */, *G /* d·dp */, *T /* d·dp */, *S, *z, *r, *y, *p, *Hp, *M, *Q /* k·k */;
     double f, g_norm, y_norm, g_scale;
 } Block;
@@ -63,7 +63,7 @@ INLINE double dot(const double *a, const double *b, Py_ssize_t n) {
 
 /* Layout: every (k, d) matrix of a block is held transposed, (d, k) row-major, so that the innermost loops
  * run along the block's k objects (contiguous, the longer dimension for small d); k×k and d×d are symmetric.
- * Yr and Vr hold Y and a direction in (k, dp) row layout, dp = d rounded up to 4, the padding columns zero; G and
+ * Yr and Vr hold Y and a step in (k, dp) row layout, dp = d rounded up to 4, the padding columns zero; G and
  * Tt are (d, dp).
  *
  * Every product is a sum of rows times coefficients (add_rows) or a Gram matrix (gram), the outputs held in
@@ -222,12 +222,11 @@ INLINE void evaluate(Block *B) {
  * Tt = Yᵀ V, d × d). */
 INLINE void hess(Block *B, const double *restrict V, double *restrict out, double *restrict RV) {
     const Py_ssize_t k = B->k, d = B->d, dp = B->dp;
-    double *restrict Vr = B->Vr, *restrict Tt = B->T;
-    for (Py_ssize_t j = 0; j < d; j++) {
-        B->rowsV[j] = V + j * k;
-        for (Py_ssize_t i = 0; i < k; i++) Vr[i * dp + j] = V[j * k + i];
-    }
-    gram(B->Y, Vr, Tt, k, d, dp);
+    double *restrict T = B->P, *restrict Tt = B->T; /* P is free until change() */
+    for (Py_ssize_t j = 0; j < d; j++) B->rowsV[j] = V + j * k;
+    gram(V, B->Yr, T, k, d, dp); /* T = Vᵀ Y, then Tt = Tᵀ = Yᵀ V */
+    for (Py_ssize_t a = 0; a < d; a++)
+        for (Py_ssize_t b = 0; b < d; b++) Tt[a * dp + b] = T[b * dp + a];
     if (RV != NULL) { /* R V on its own as well (change() uses it) */
         for (Py_ssize_t i = 0; i < k * d; i++) RV[i] = 0.0;
         add_rows(RV, V, k, B->rowsR, k, d, k);
@@ -278,7 +277,8 @@ INLINE double change(Block *B, const double *restrict S, const double *restrict 
 /* Steihaug's truncated preconditioned CG within ‖s‖_M ≤ radius: the step into B->S; the CG iterations. */
 INLINE int64_t steihaug(Block *B, double radius, Py_ssize_t max_cg) {
     const Py_ssize_t n = B->k * B->d;
-    double *z = B->z, *r = B->r, *y = B->y, *p = B->p, *Hp = B->Hp, *M = B->M;
+    double *z = B->z, *r = B->r, *y = B->y, *p = B->p, *Hp = B->Hp;
+    const double *Minv = B->Minv;
     const double scale = B->g_scale > DBL_MIN ? B->g_scale : DBL_MIN;
     double eta = sqrt(B->g_norm / scale);
     if (B->cg_forcing < eta) eta = B->cg_forcing;
@@ -286,7 +286,7 @@ INLINE int64_t steihaug(Block *B, double radius, Py_ssize_t max_cg) {
     for (Py_ssize_t i = 0; i < n; i++) {
         z[i] = 0.0;
         r[i] = B->g[i];
-        y[i] = r[i] / M[i];
+        y[i] = r[i] * Minv[i];
         p[i] = -y[i];
     }
     double ry = dot(r, y, n), zMz = 0.0, zMp = 0.0, pMp = ry;
@@ -310,7 +310,7 @@ INLINE int64_t steihaug(Block *B, double radius, Py_ssize_t max_cg) {
             memcpy(B->S, z, (size_t)n * sizeof(double));
             return its;
         }
-        for (Py_ssize_t i = 0; i < n; i++) y[i] = r[i] / M[i];
+        for (Py_ssize_t i = 0; i < n; i++) y[i] = r[i] * Minv[i];
         const double ry_new = dot(r, y, n), beta = ry_new / ry;
         zMp = beta * (zMp + alpha * pMp);
         pMp = ry_new + beta * beta * pMp;
@@ -340,7 +340,10 @@ INLINE void newton(Block *B, int max_iter, int64_t *iterations, int64_t *cg_iter
         }
         its++;
         for (Py_ssize_t j = 0; j < d; j++)
-            for (Py_ssize_t i = 0; i < k; i++) B->M[j * k + i] = 4.0 * (B->lam[j] + B->G[j * B->dp + j]);
+            for (Py_ssize_t i = 0; i < k; i++) {
+                B->M[j * k + i] = 4.0 * (B->lam[j] + B->G[j * B->dp + j]);
+                B->Minv[j * k + i] = 1.0 / B->M[j * k + i];
+            }
         cg += steihaug(B, radius, n);
         hess(B, B->S, B->Hp, B->y); /* y (CG's) is free: R S, for change() */
         const double pred = -(dot(B->g, B->S, n) + 0.5 * dot(B->S, B->Hp, n));
@@ -604,8 +607,8 @@ PyObject *native_block_newton(PyObject *self, PyObject *args) {
     }
     const Py_ssize_t kd = k * d, kk = k * k;
     const Py_ssize_t dp = (d + 3) / 4 * 4;
-    work = calloc((size_t)(12 * kd + 2 * k * dp + 2 * kk + 3 * d * dp), sizeof(double)); /* zero: the padding */
-    ptrs = malloc((size_t)(k + 3 * d) * sizeof(double *));
+    work = calloc((size_t)(13 * kd + 2 * k * dp + 2 * kk + 3 * d * dp), sizeof(double)); /* zero: the padding */
+    ptrs = malloc((size_t)(k + 2 * d) * sizeof(double *));
     if (work == NULL || ptrs == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -645,16 +648,13 @@ PyObject *native_block_newton(PyObject *self, PyObject *args) {
     B.G = w, w += d * dp;
     B.P = w, w += d * dp;
     B.RY = w, w += kd;
+    B.Minv = w, w += kd;
     B.T = w;
     B.rowsR = ptrs;
     B.rowsV = ptrs + k;
     B.rowsY = ptrs + k + d;
-    B.rowsS = ptrs + k + 2 * d;
     for (Py_ssize_t l = 0; l < k; l++) B.rowsR[l] = B.R + l * k;
-    for (Py_ssize_t j = 0; j < d; j++) {
-        B.rowsY[j] = B.Y + j * k;
-        B.rowsS[j] = B.S + j * k;
-    }
+    for (Py_ssize_t j = 0; j < d; j++) B.rowsY[j] = B.Y + j * k;
     Py_BEGIN_ALLOW_THREADS
     solve_range(&B, (double *)Y.buf, (const double *)C.buf, (const double *)Bt.buf, (const double *)f0.buf, max_iter,
                 (double *)f.buf, (double *)g.buf, (int64_t *)it.buf, (int64_t *)cg.buf, (uint8_t *)cv.buf,
