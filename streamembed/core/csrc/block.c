@@ -13,7 +13,7 @@
  * products of k×k and d×d matrices far too small for BLAS; here a block's matrices stay in L1.
  *
  * Python API: block_newton(Y (s, k, d) in/out, C (s, k, d), Beta (s, k, k), lam (d,), f0 (s,), max_iter,
- * constants (7,): [grad_rtol, step_rtol, cg_forcing, accept_ratio, cholesky_share, grid_lo, grid_hi],
+ * constants (8,): [grad_rtol, step_rtol, cg_forcing, accept_ratio, cholesky_share, grid_lo, grid_hi, cg_floor],
  * f (s,) out, g_norm (s,) out, iterations (s,) int64 out, cg_iterations (s,) int64 out, converged (s,) uint8
  * out, gap (s,) out (NaN: the margin needs the smallest eigenvalue, which the caller computes), start, stop).
  * All floats are float64, C-contiguous.
@@ -40,7 +40,7 @@ typedef struct {
     double grid[64]; /* 2^j, j = grid_lo, grid_lo + 2, … < grid_hi */
     int n_grid;
     double sl[256];
-    double f0, c_scale, beta_norm, grad_rtol, step_rtol, cg_forcing, accept_ratio, share, grid_lo, grid_hi;
+    double f0, c_scale, beta_norm, grad_rtol, step_rtol, cg_forcing, accept_ratio, share, grid_lo, grid_hi, cg_floor;
     /* workspace: k·d each unless noted */
     double *RY /* k·d */, *P /* d·dp */, *Minv /* k·d: 1 / M */;
     double *Y, *E, *g, *R /* k·k */, *G /* d·dp */, *T /* d·dp */, *S, *z, *r, *y, *p, *Hp, *M, *Q /* k·k */;
@@ -280,7 +280,9 @@ INLINE int64_t steihaug(Block *B, double radius, Py_ssize_t max_cg) {
     double *z = B->z, *r = B->r, *y = B->y, *p = B->p, *Hp = B->Hp;
     const double *Minv = B->Minv;
     const double scale = B->g_scale > DBL_MIN ? B->g_scale : DBL_MIN;
-    double eta = sqrt(B->g_norm / scale);
+    const double rel = B->g_norm / scale, floor_eta = B->cg_floor * B->grad_rtol / (rel > DBL_MIN ? rel : DBL_MIN);
+    double eta = sqrt(rel);
+    if (floor_eta > eta) eta = floor_eta;
     if (B->cg_forcing < eta) eta = B->cg_forcing;
     const double r_stop = eta * B->g_norm, rad2 = radius * radius;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -596,7 +598,7 @@ PyObject *native_block_newton(PyObject *self, PyObject *args) {
         goto done;
     const Py_ssize_t s = Y.shape[0], k = Y.shape[1], d = Y.shape[2];
     if (C.shape[0] != s || C.shape[1] != k || C.shape[2] != d || Bt.shape[0] != s || Bt.shape[1] != k ||
-        Bt.shape[2] != k || lam.shape[0] != d || f0.shape[0] != s || cst.shape[0] != 7 || f.shape[0] != s ||
+        Bt.shape[2] != k || lam.shape[0] != d || f0.shape[0] != s || cst.shape[0] != 8 || f.shape[0] != s ||
         g.shape[0] != s || it.shape[0] != s || cg.shape[0] != s || cv.shape[0] != s || gp.shape[0] != s) {
         PyErr_SetString(PyExc_ValueError, "block_newton: inconsistent shapes");
         goto done;
@@ -627,6 +629,7 @@ PyObject *native_block_newton(PyObject *self, PyObject *args) {
     B.share = c[4];
     B.grid_lo = c[5];
     B.grid_hi = c[6];
+    B.cg_floor = c[7];
     for (double e = B.grid_lo; e < B.grid_hi && B.n_grid < 64; e += 2.0) B.grid[B.n_grid++] = exp2(e);
     double *w = work;
     B.Y = w, w += kd;
