@@ -26,6 +26,10 @@ def block_consistency(coords: np.ndarray, beta: np.ndarray, sizes: np.ndarray, s
     """out[b] = 1 (uint8) where K0 + shift[b] I of block b (K0 = ½(β + βᵀ) − Ŷ Ŷᵀ) has no Cholesky factor or a
     non-finite entry; sizes int64, blocks consecutive in coords (m, r) and beta (Σ k²,)."""
 
+def block_cross(M: np.ndarray, rtol: float, bad: np.ndarray, largest: np.ndarray, /) -> None:
+    """Per matrix of M (s, k, k): bad (uint8) = a NaN/inf/negative entry, a diagonal entry or an asymmetry beyond
+    rtol · max |x|; largest = the largest |x| of a finite entry."""
+
 def exit_on_sigbus(message: bytes, code: int, /) -> None:
     """From now on a SIGBUS (a mapped file truncated) writes ``message`` to stderr and exits with ``code``."""
 

@@ -889,3 +889,61 @@ done:
         if ((*b)->obj) PyBuffer_Release(*b);
     return result;
 }
+
+/*
+ * The entry checks of a stack of mutual dissimilarity matrices (block/prepare.py's _entry_problems) in one pass
+ * each: bad[b] = 1 if M[b] has a NaN, infinite or negative entry, a diagonal entry or an asymmetry |x_ij − x_ji|
+ * beyond rtol · max |x| (the caller then describes the first problem); largest[b] = the largest |x| of a finite
+ * entry (block/prepare.py's _out_of_range squares it). Python API: block_cross(M (s, k, k) float64, rtol,
+ * bad (s,) uint8, largest (s,) float64), GIL released.
+ */
+static void cross_range(const double *M, Py_ssize_t s, Py_ssize_t k, double rtol, uint8_t *bad, double *worst) {
+    for (Py_ssize_t b = 0; b < s; b++) {
+        const double *x = M + b * k * k;
+        double hi = 0.0;
+        int suspect = 0;
+        for (Py_ssize_t a = 0; a < k * k; a++) {
+            const double v = x[a];
+            suspect |= !(v >= 0) | (v == INFINITY);
+            const double av = fabs(v);
+            if (isfinite(av) && av > hi) hi = av;
+        }
+        worst[b] = hi;
+        if (suspect) {
+            bad[b] = 1;
+            continue;
+        }
+        const double tol = rtol * hi;
+        int off = 0;
+        for (Py_ssize_t i = 0; i < k && !off; i++) {
+            off |= fabs(x[i * k + i]) > tol;
+            for (Py_ssize_t j = 0; j < i; j++) off |= fabs(x[i * k + j] - x[j * k + i]) > tol;
+        }
+        bad[b] = (uint8_t)off;
+    }
+}
+
+PyObject *native_block_cross(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *oM, *ob, *ow;
+    double rtol;
+    if (!PyArg_ParseTuple(args, "OdOO", &oM, &rtol, &ob, &ow)) return NULL;
+    Py_buffer M = {0}, bd = {0}, w = {0};
+    PyObject *result = NULL;
+    if (get(oM, &M, 3, 8, 0, "M") < 0 || get(ob, &bd, 1, 1, 1, "bad") < 0 || get(ow, &w, 1, 8, 1, "worst") < 0)
+        goto done;
+    const Py_ssize_t s = M.shape[0], k = M.shape[1];
+    if (M.shape[2] != k || bd.shape[0] != s || w.shape[0] != s) {
+        PyErr_SetString(PyExc_ValueError, "block_cross: inconsistent shapes");
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    cross_range((const double *)M.buf, s, k, rtol, (uint8_t *)bd.buf, (double *)w.buf);
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (Py_buffer **b = (Py_buffer *[]){&M, &bd, &w, NULL}; *b; b++)
+        if ((*b)->obj) PyBuffer_Release(*b);
+    return result;
+}

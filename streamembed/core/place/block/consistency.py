@@ -95,7 +95,8 @@ def inconsistent_blocks(batch: BlockBatch, coords: np.ndarray, negative_ratio: f
         _native.block_consistency(np.ascontiguousarray(coords, dtype=np.float64),
                                   np.ascontiguousarray(batch.beta, dtype=np.float64),
                                   np.ascontiguousarray(sizes, dtype=np.int64),
-                                  np.ascontiguousarray((float(negative_ratio) + tol) * scale, dtype=np.float64), flagged)
+                                  np.ascontiguousarray((float(negative_ratio) + tol) * scale, dtype=np.float64),
+                                  flagged)
         return flagged.view(bool)
     if _cholesky_lo is None:  # pragma: no cover - a numpy without it
         lam_min, scale = block_min_eigenvalues(batch, coords)

@@ -101,3 +101,27 @@ def test_the_compiled_consistency_flag_is_the_numpy_flag(k: int) -> None:
     got = inconsistent_blocks(batch, coords, 0.01, np.dtype(np.float64), backend="compiled")
     assert 0 < want.sum() < nb and want[0]
     np.testing.assert_array_equal(got, want)
+
+
+def test_the_compiled_cross_checks_find_the_numpy_problems() -> None:
+    from streamembed.core import _native
+    from streamembed.core.place.block.prepare import CROSS_RTOL, _entry_problems
+
+    rng = np.random.default_rng(5)
+    M = rng.random((60, 6, 6)) * 10
+    M = M + M.transpose(0, 2, 1)
+    M[:, np.arange(6), np.arange(6)] = 0.0
+    M[1, 2, 3] = -1.0
+    M[2, 0, 5] = np.nan
+    M[3, 4, 4] = 1e-3
+    M[4, 1, 2] += 1e-3
+    M[5, 1, 2] += 1e-9  # within CROSS_RTOL of the largest entry: fine
+    M[6, 3, 1] = np.inf
+    with np.errstate(invalid="ignore"):
+        want = _entry_problems(M, CROSS_RTOL, "cross")
+    bad = np.zeros(60, dtype=np.uint8)
+    largest = np.empty(60)
+    _native.block_cross(M, CROSS_RTOL, bad, largest)
+    assert np.flatnonzero(bad).tolist() == [j for j, _ in want] == [1, 2, 3, 4, 6]
+    finite = np.where(np.isfinite(M), np.abs(M), 0.0).reshape(60, -1).max(axis=1)
+    np.testing.assert_array_equal(largest, finite)
