@@ -318,8 +318,9 @@ def first_start(Y0: np.ndarray, C: np.ndarray, Beta: np.ndarray, lam: np.ndarray
     """``trust_region_newton`` from Y0 and, compiled, the certificate's gap of each result (else None).
 
     ``compiled`` (``csrc/block.c``): the same iteration one block at a time in L1, the duality bound of
-    ``certificate.optimality_gap`` with it (NaN where the margin needs λ_min(R): the caller's numpy computes
-    those); the batch's time budget (``runtime.spent``) is not looked at inside a call, only between the
+    ``certificate.optimality_gap`` with it, λ_min(R) computed in the kernel where the Cholesky test fails
+    (NaN only where R is not finite: the caller's numpy decides those); the batch's time budget
+    (``runtime.spent``) is not looked at inside a call, only between the
     calls of a batch's chunks. ``numpy``: ``trust_region_newton``.
     """
     if backend == "numpy" or lam.size > 256:

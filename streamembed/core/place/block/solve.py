@@ -263,7 +263,7 @@ def _solve_group(C: np.ndarray, Beta: np.ndarray, Y1: np.ndarray, lam: np.ndarra
     n_best = np.ones(s, dtype=np.int64)
     if first_gap is None:
         gap = _gap(best_y, C, Beta, lam)
-    else:  # the compiled bound, and numpy's where its margin needs the smallest eigenvalue
+    else:  # the compiled bound, and numpy's where R overflowed (NaN)
         gap = first_gap
         exact = np.flatnonzero(np.isnan(gap))
         if exact.size:
