@@ -15,11 +15,20 @@ def secular(aT: np.ndarray, beta: np.ndarray, proj_norm2: np.ndarray, gap: np.nd
 def block_newton(Y: np.ndarray, C: np.ndarray, Beta: np.ndarray, lam: np.ndarray, f0: np.ndarray, max_iter: int,
                  constants: np.ndarray, f: np.ndarray, g_norm: np.ndarray, iterations: np.ndarray,
                  cg_iterations: np.ndarray, converged: np.ndarray, gap: np.ndarray, start: int, stop: int, /) -> None:
-    """Trust-region Newton from Y (in place) and the optimality gap (NaN: margin needs λ_min) of blocks start:stop."""
+    """Trust-region Newton from Y (in place) and the optimality gap (NaN: R not finite) of blocks start:stop."""
 
 def block_rows(A: np.ndarray, shift: np.ndarray, Bout: np.ndarray, b2: np.ndarray, abar: np.ndarray, bad: np.ndarray,
                start: int, stop: int, /) -> None:
     """Rows start:stop centred into Bout (B = −½ (a² − ā − shift)), ‖B‖², mean a² and a bad-entry flag per row."""
+
+def block_consistency(coords: np.ndarray, beta: np.ndarray, sizes: np.ndarray, shift: np.ndarray, out: np.ndarray,
+                      /) -> None:
+    """out[b] = 1 (uint8) where K0 + shift[b] I of block b (K0 = ½(β + βᵀ) − Ŷ Ŷᵀ) has no Cholesky factor or a
+    non-finite entry; sizes int64, blocks consecutive in coords (m, r) and beta (Σ k²,)."""
+
+def block_cross(M: np.ndarray, rtol: float, bad: np.ndarray, largest: np.ndarray, /) -> None:
+    """Per matrix of M (s, k, k): bad (uint8) = a NaN/inf/negative entry, a diagonal entry or an asymmetry beyond
+    rtol · max |x|; largest = the largest |x| of a finite entry."""
 
 def exit_on_sigbus(message: bytes, code: int, /) -> None:
     """From now on a SIGBUS (a mapped file truncated) writes ``message`` to stderr and exits with ``code``."""

@@ -60,6 +60,12 @@ static PyMethodDef methods[] = {
     {"block_rows", native_block_rows, METH_VARARGS,
      "block_rows(A, shift, Bout, b2, abar, bad, start, stop): the rows start:stop of a batch of blocks centred "
      "into Bout and checked, GIL released (block/prepare.py)."},
+    {"block_consistency", native_block_consistency, METH_VARARGS,
+     "block_consistency(coords, beta, sizes, shift, out): out[b] = 1 where K0 + shift[b] I of block b has no Cholesky "
+     "factor or a non-finite entry, GIL released (block/consistency.py)."},
+    {"block_cross", native_block_cross, METH_VARARGS,
+     "block_cross(M, rtol, bad, largest): per matrix of the stack M, bad = a NaN/inf/negative entry, diagonal or "
+     "asymmetry beyond rtol · max |x|, largest = the largest finite |x|, GIL released (block/prepare.py)."},
     {"exit_on_sigbus", native_exit_on_sigbus, METH_VARARGS,
      "exit_on_sigbus(message: bytes, code): from now on a SIGBUS writes message to stderr and exits with code "
      "(stream/mapped.py)."},

@@ -25,5 +25,7 @@ PyObject *native_secular(PyObject *self, PyObject *args);
 /* block.c */
 PyObject *native_block_newton(PyObject *self, PyObject *args);
 PyObject *native_block_rows(PyObject *self, PyObject *args);
+PyObject *native_block_consistency(PyObject *self, PyObject *args);
+PyObject *native_block_cross(PyObject *self, PyObject *args);
 
 #endif

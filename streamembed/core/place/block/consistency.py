@@ -36,6 +36,11 @@ import numpy as np
 from ...runtime import single_blas_thread
 from .prepare import BlockBatch
 
+try:
+    from ... import _native
+except ImportError:  # built without a C compiler (or off x86): the numpy path
+    _native = None  # type: ignore[assignment]
+
 _cholesky_lo: np.ufunc | None
 try:  # numpy's stacked Cholesky, which marks a failed matrix with NaN instead of raising for the stack
     from numpy.linalg import _umath_linalg
@@ -69,14 +74,30 @@ def block_min_eigenvalues(batch: BlockBatch, coords: np.ndarray) -> tuple[np.nda
     return lam_min, scale
 
 
-def inconsistent_blocks(batch: BlockBatch, coords: np.ndarray, negative_ratio: float, dtype: np.dtype) -> np.ndarray:
+def inconsistent_blocks(batch: BlockBatch, coords: np.ndarray, negative_ratio: float, dtype: np.dtype,
+                        backend: str | None = None) -> np.ndarray:
     """(nb,) bool: blocks whose K0 has an eigenvalue below −(ρ + round-off)·s (module doc).
+
+    ``backend``: "compiled" (``csrc/block.c``, one block at a time, the default where built) or "numpy" (the
+    stacked factorisation below); both decide the same way except on round-off at the threshold.
 
     Decided by a batched Cholesky factorisation of K0 + (ρ + round-off)·s·I, which exists exactly when
     no eigenvalue is below the threshold (9× fewer operations than the eigenvalues at k = 32); a numpy
     without the stacked factorisation takes the eigenvalues (``block_min_eigenvalues``).
     """
     tol = INCONSISTENT_RTOL.get(np.dtype(dtype), 1e-7)
+    if _native is not None and backend != "numpy":  # the same test one block at a time in L1 (csrc/block.c)
+        sizes = batch.sizes
+        row_off = np.concatenate([[0], np.cumsum(sizes)])
+        norm2 = np.einsum("ij,ij->i", coords, coords)
+        scale = np.add.reduceat(np.abs(batch.beta_self) + norm2, row_off[:-1]) if sizes.size else np.empty(0)
+        flagged = np.zeros(sizes.size, dtype=np.uint8)
+        _native.block_consistency(np.ascontiguousarray(coords, dtype=np.float64),
+                                  np.ascontiguousarray(batch.beta, dtype=np.float64),
+                                  np.ascontiguousarray(sizes, dtype=np.int64),
+                                  np.ascontiguousarray((float(negative_ratio) + tol) * scale, dtype=np.float64),
+                                  flagged)
+        return flagged.view(bool)
     if _cholesky_lo is None:  # pragma: no cover - a numpy without it
         lam_min, scale = block_min_eigenvalues(batch, coords)
         return lam_min < -(float(negative_ratio) + tol) * scale

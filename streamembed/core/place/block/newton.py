@@ -51,8 +51,11 @@ BACKENDS = ("compiled", "numpy")
 GRAD_RTOL = 1e-13
 #: ... or when an accepted step changed Y by at most this share of ‖Y‖.
 STEP_RTOL = 1e-12
-#: Truncated CG stops at ‖r‖ ≤ min(CG_FORCING, √(‖∇F‖/scale)) ‖∇F‖ (superlinear).
+#: Truncated CG stops at ‖r‖ ≤ η ‖∇F‖, η = min(CG_FORCING, max(√ρ, CG_FLOOR · GRAD_RTOL / ρ)), ρ = ‖∇F‖/scale:
+#: superlinear, and never tighter than CG_FLOOR × the stopping test needs (the last step then takes about half
+#: the CG iterations; the point it reaches meets GRAD_RTOL all the same).
 CG_FORCING = 0.1
+CG_FLOOR = 0.1
 #: Steps whose actual decrease is below this share of the predicted one are rejected.
 ACCEPT_RATIO = 1e-4
 
@@ -158,7 +161,8 @@ def _steihaug(P: _Problems, st: _State, M: np.ndarray, radius: np.ndarray,
     M: (s, k, d) positive diagonal preconditioner. Returns (step (s, k, d), CG iterations (s,)).
     """
     s = st.Y.shape[0]
-    eta = np.minimum(CG_FORCING, np.sqrt(st.g_norm / np.maximum(st.g_scale, np.finfo(float).tiny)))
+    rel = st.g_norm / np.maximum(st.g_scale, np.finfo(float).tiny)
+    eta = np.minimum(CG_FORCING, np.maximum(np.sqrt(rel), CG_FLOOR * GRAD_RTOL / np.maximum(rel, np.finfo(float).tiny)))
     r_stop = eta * st.g_norm
     z_out = np.zeros_like(st.Y)
     its = np.zeros(s, dtype=np.int64)
@@ -314,8 +318,9 @@ def first_start(Y0: np.ndarray, C: np.ndarray, Beta: np.ndarray, lam: np.ndarray
     """``trust_region_newton`` from Y0 and, compiled, the certificate's gap of each result (else None).
 
     ``compiled`` (``csrc/block.c``): the same iteration one block at a time in L1, the duality bound of
-    ``certificate.optimality_gap`` with it (NaN where the margin needs λ_min(R): the caller's numpy computes
-    those); the batch's time budget (``runtime.spent``) is not looked at inside a call, only between the
+    ``certificate.optimality_gap`` with it, λ_min(R) computed in the kernel where the Cholesky test fails
+    (NaN only where R is not finite: the caller's numpy decides those); the batch's time budget
+    (``runtime.spent``) is not looked at inside a call, only between the
     calls of a batch's chunks. ``numpy``: ``trust_region_newton``.
     """
     if backend == "numpy" or lam.size > 256:
@@ -325,7 +330,7 @@ def first_start(Y0: np.ndarray, C: np.ndarray, Beta: np.ndarray, lam: np.ndarray
     f, g_norm, gap = np.empty(s), np.empty(s), np.empty(s)
     its, cg = np.zeros(s, dtype=np.int64), np.zeros(s, dtype=np.int64)
     conv = np.zeros(s, dtype=np.uint8)
-    constants = np.array([GRAD_RTOL, STEP_RTOL, CG_FORCING, ACCEPT_RATIO, CHOLESKY_SHARE, GRID_LO, GRID_HI],
+    constants = np.array([GRAD_RTOL, STEP_RTOL, CG_FORCING, ACCEPT_RATIO, CHOLESKY_SHARE, GRID_LO, GRID_HI, CG_FLOOR],
                          dtype=np.float64)
     _native.block_newton(Y, np.ascontiguousarray(C, dtype=np.float64), np.ascontiguousarray(Beta, dtype=np.float64),
                          np.ascontiguousarray(lam, dtype=np.float64), np.ascontiguousarray(f0, dtype=np.float64),

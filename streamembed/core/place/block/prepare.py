@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -90,6 +91,16 @@ class PreparedBlocks:
     row_reasons: list[Problem | None] | None = None
 
 
+class CrossGroup(NamedTuple):
+    """The blocks of one size k with a usable matrix: their indices (s,), their matrices stacked (s, k, k) float64
+    (entries checked by ``stack_blocks``, not corrected), and each one's largest finite |entry| when known."""
+
+    k: int
+    idx: np.ndarray
+    M: np.ndarray
+    largest: np.ndarray | None
+
+
 def _fmt(x: float) -> str:
     return repr(float(x))
 
@@ -123,9 +134,9 @@ def check_blocks(
 def stack_blocks(
     cross: Sequence[object], sizes: Sequence[int] | np.ndarray, max_block_rows: int | None = None,
     rtol: float = CROSS_RTOL, name: str = "cross",
-) -> tuple[list[BlockProblem | None], list[tuple[int, np.ndarray, np.ndarray]]]:
-    """(``check_blocks``' problems, and per block size k the blocks of a usable shape: (k, their indices,
-    their matrices stacked (s, k, k) float64, entries unchecked)); never raises."""
+) -> tuple[list[BlockProblem | None], list[CrossGroup]]:
+    """(``check_blocks``' problems, and per block size k the blocks of a usable shape (``CrossGroup``)); never
+    raises."""
     nb = len(cross)
     if len(sizes) != nb:
         raise ValueError(f"{nb} cross matrices but {len(sizes)} block sizes")
@@ -146,10 +157,17 @@ def stack_blocks(
     groups = []
     for k in np.unique(ks[ks > 0]).tolist():
         idx = np.flatnonzero(ks == k)
-        M = np.stack([arrays[i] for i in idx.tolist()]).astype(np.float64, copy=False)  # (s, k, k)
-        for j, why in _entry_problems(M, rtol, name):
+        M = np.stack([arrays[i] for i in idx.tolist()], dtype=np.float64)  # (s, k, k)
+        if _native is not None:  # one pass per matrix (csrc/block.c); the details from numpy, for the bad ones
+            bad = np.zeros(idx.size, dtype=np.uint8)
+            largest = np.empty(idx.size)
+            _native.block_cross(M, float(rtol), bad, largest)
+            found = [(int(j), _describe(M[j], float(rtol * largest[j]), name)) for j in np.flatnonzero(bad).tolist()]
+        else:
+            found, largest = _entry_problems(M, rtol, name), None
+        for j, why in found:
             problems[int(idx[j])] = BlockProblem(BAD_BLOCK, why)
-        groups.append((k, idx, M))
+        groups.append(CrossGroup(k, idx, M, largest))
     return problems, groups
 
 
@@ -278,7 +296,7 @@ def _centre_chunks(A: np.ndarray, U: np.ndarray, shift: np.ndarray, c: np.ndarra
         b2[s:e][rows_bad] = np.nan
 
 
-def _betas(groups: list[tuple[int, np.ndarray, np.ndarray]], keep: np.ndarray, sizes: np.ndarray, abar: np.ndarray,
+def _betas(groups: list[CrossGroup], keep: np.ndarray, sizes: np.ndarray, abar: np.ndarray,
            grand_mean: float) -> np.ndarray:
     """The β matrices (Σ k², flat) of the blocks ``keep`` (sorted block indices), in that order, from the stacks of
     ``stack_blocks``; ``abar`` (m,) the mean squared dissimilarity of every row of every block."""
@@ -288,15 +306,31 @@ def _betas(groups: list[tuple[int, np.ndarray, np.ndarray]], keep: np.ndarray, s
     ks = sizes[keep]
     beta_off = np.concatenate([[0], np.cumsum(ks * ks)])
     beta = np.empty(int(beta_off[-1]))
-    for k, idx, X in groups:
+    for k, idx, X, _ in groups:
         pos = pos_of[idx]
         sel = pos >= 0
         if not sel.any():
             continue
-        ab = abar[row_off[idx[sel]][:, None] + np.arange(k)]  # (s, k)
-        Xk = X[sel]
-        Bk = -0.5 * (Xk * Xk - ab[:, :, None] - ab[:, None, :] + grand_mean)
-        beta[beta_off[pos[sel]][:, None] + np.arange(k * k)] = Bk.reshape(-1, k * k)
+        every = bool(sel.all())
+        chosen = idx if every else idx[sel]
+        p = pos if every else pos[sel]
+        n_sel = chosen.size
+        if int(chosen[-1]) - int(chosen[0]) == n_sel - 1:  # consecutive blocks: their rows are a slice of abar
+            r0 = int(row_off[chosen[0]])
+            ab = abar[r0 : r0 + n_sel * k].reshape(n_sel, k)
+        else:
+            ab = abar[row_off[chosen][:, None] + np.arange(k)]  # (s, k)
+        contiguous = int(p[-1]) - int(p[0]) == n_sel - 1
+        b0 = int(beta_off[p[0]])
+        Bk = beta[b0 : b0 + n_sel * k * k].reshape(n_sel, k, k) if contiguous else np.empty((n_sel, k, k))
+        # B = −½ (X² − ā_p − ā_q + g), in place
+        np.square(X if every else X[sel], out=Bk)
+        Bk -= ab[:, :, None]
+        Bk -= ab[:, None, :]
+        Bk += grand_mean
+        Bk *= -0.5
+        if not contiguous:
+            beta[beta_off[p][:, None] + np.arange(k * k)] = Bk.reshape(-1, k * k)
     return beta
 
 
@@ -376,7 +410,7 @@ def prepare_blocks(
                           row_reasons=row_reasons)
 
 
-def _out_of_range(problems: list[BlockProblem | None], groups: list[tuple[int, np.ndarray, np.ndarray]],
+def _out_of_range(problems: list[BlockProblem | None], groups: list[CrossGroup],
                   abar: np.ndarray, row_off: np.ndarray, sizes: np.ndarray, limit: tuple[float, str], dtype: np.dtype,
                   grand_mean: float) -> None:
     """Refuse (in ``problems``) the blocks with a member row, or a mutual dissimilarity, beyond the placeable range:
@@ -386,9 +420,12 @@ def _out_of_range(problems: list[BlockProblem | None], groups: list[tuple[int, n
     if nonempty.any():
         with np.errstate(invalid="ignore"):
             worst[nonempty] = np.fmax.reduceat(abar, row_off[:-1][nonempty])
-    for _, idx, X in groups:
+    for _, idx, X, largest in groups:
         with np.errstate(over="ignore", invalid="ignore"):
-            big = np.where(np.isfinite(X), np.square(X), 0.0).reshape(idx.size, -1).max(axis=1)
+            if largest is not None:
+                big = np.square(largest)
+            else:
+                big = np.where(np.isfinite(X), np.square(X), 0.0).reshape(idx.size, -1).max(axis=1)
         worst[idx] = np.fmax(worst[idx], big)
     bound, why = limit
     for b in np.flatnonzero(worst > bound).tolist():

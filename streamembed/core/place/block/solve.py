@@ -76,6 +76,9 @@ MAX_ITER = 200
 #: Blocks per chunk: about CHUNK_ELEMENTS float64 of (k, k + d) data, so a chunk's
 #: working arrays stay in cache; chunks are shared between threads.
 CHUNK_ELEMENTS = 1 << 16
+#: ... and at least this many chunks per thread when there are enough blocks (5 chunks on 2 threads took 3/5 of
+#: the time of one thread; 8 take about half).
+TASKS_PER_THREAD = 4
 
 
 @dataclass
@@ -199,13 +202,14 @@ def solve_blocks(
         n_starts=np.zeros(nb, dtype=np.int64), n_best_starts=np.zeros(nb, dtype=np.int64),
         iterations=np.zeros(nb, dtype=np.int64), flags=np.zeros(m, dtype=np.uint32),
     )
+    threads = resolve_threads(n_threads)
     tasks = []
     for k in np.unique(sizes).tolist():
         blocks = np.flatnonzero(sizes == k)
-        per_chunk = max(1, CHUNK_ELEMENTS // (k * (k + d)))
+        # cache-sized chunks, and at least TASKS_PER_THREAD per thread so that the threads finish together
+        per_chunk = max(1, min(CHUNK_ELEMENTS // (k * (k + d)), -(-blocks.size // (TASKS_PER_THREAD * threads))))
         tasks += [(k, blocks[i : i + per_chunk]) for i in range(0, blocks.size, per_chunk)]
     shared = (c, beta, lam, b_norm2, row_off, beta_off, single, ambiguity_rtol, out, backend)
-    threads = resolve_threads(n_threads)
     if threads > 1 and len(tasks) > 1 and not in_worker():
         # each task runs in a copy of this context: the batch's time budget (core.runtime) applies there too
         for f in [worker_pool(threads).submit(contextvars.copy_context().run,
@@ -222,15 +226,23 @@ def _solve_task(k: int, blocks: np.ndarray, c: np.ndarray, beta: np.ndarray, lam
                 row_off: np.ndarray, beta_off: np.ndarray, single: RestrictedSolution, ambiguity_rtol: float,
                 out: BlocksSolution, backend: str) -> None:
     """Solve the blocks ``blocks`` (all of size k) and write their results into ``out``."""
-    rows = row_off[blocks][:, None] + np.arange(k)  # (s, k)
-    C = c[rows]
-    Beta = beta[beta_off[blocks][:, None] + np.arange(k * k)].reshape(-1, k, k)
-    Beta = 0.5 * (Beta + Beta.transpose(0, 2, 1))  # F sees only the symmetric part of β
+    s = blocks.size
+    if int(blocks[-1]) - int(blocks[0]) == s - 1:  # consecutive blocks (the usual case): their rows are a slice
+        r0, b0 = int(row_off[blocks[0]]), int(beta_off[blocks[0]])
+        rows: np.ndarray | slice = slice(r0, r0 + s * k)
+        C = c[rows].reshape(s, k, -1)
+        Beta = beta[b0 : b0 + s * k * k].reshape(s, k, k)
+    else:
+        rows = (row_off[blocks][:, None] + np.arange(k)).ravel()
+        C = c[rows].reshape(s, k, -1)
+        Beta = beta[beta_off[blocks][:, None] + np.arange(k * k)].reshape(-1, k, k)
+    Beta = Beta + Beta.transpose(0, 2, 1)
+    Beta *= 0.5  # F sees only the symmetric part of β
     with single_blas_thread():
-        g = _solve_group(C, Beta, single.y[rows], lam, b_norm2[blocks], ambiguity_rtol, backend)
+        g = _solve_group(C, Beta, single.y[rows].reshape(s, k, -1), lam, b_norm2[blocks], ambiguity_rtol, backend)
     y, flags = g.pop("y"), g.pop("flags")
-    out.y[rows] = y
-    flags = flags[:, None] | np.zeros((1, k), dtype=np.uint32)
+    out.y[rows] = y.reshape(s * k, -1)
+    flags = np.repeat(flags, k)
     if k == 1:
         flags |= single.flags[rows] & FLAG_AMBIGUOUS
     out.flags[rows] = flags
@@ -242,7 +254,6 @@ def _solve_group(C: np.ndarray, Beta: np.ndarray, Y1: np.ndarray, lam: np.ndarra
                  ambiguity_rtol: float, backend: str = "numpy") -> dict[str, np.ndarray]:
     """The staged multi-start solve of s blocks of equal size (module docstring)."""
     s, k, d = C.shape
-    sl = np.sqrt(lam)
     f0 = _out_of_span(b_norm2, C)
     scale = 2.0 * b_norm2 + (Beta * Beta).reshape(s, -1).sum(axis=1)  # F(0)
     first, first_gap = first_start(Y1, C, Beta, lam, f0, MAX_ITER, backend)
@@ -252,7 +263,7 @@ def _solve_group(C: np.ndarray, Beta: np.ndarray, Y1: np.ndarray, lam: np.ndarra
     n_best = np.ones(s, dtype=np.int64)
     if first_gap is None:
         gap = _gap(best_y, C, Beta, lam)
-    else:  # the compiled bound, and numpy's where its margin needs the smallest eigenvalue
+    else:  # the compiled bound, and numpy's where R overflowed (NaN)
         gap = first_gap
         exact = np.flatnonzero(np.isnan(gap))
         if exact.size:
@@ -288,7 +299,7 @@ def _solve_group(C: np.ndarray, Beta: np.ndarray, Y1: np.ndarray, lam: np.ndarra
     flags = np.where(certified, 0, FLAG_UNCERTIFIED).astype(np.uint32)
     flags[~converged] |= FLAG_NOT_CONVERGED
     flags[ambiguous] |= FLAG_AMBIGUOUS
-    objective = _objective(y, C, Beta, sl, f0)
+    objective = _objective(y, C, Beta, np.sqrt(lam), f0)
     return dict(y=y, flags=flags, objective=objective, gap=gap, certified=certified, n_starts=n_starts,
                 n_best_starts=n_best, iterations=iterations)
 

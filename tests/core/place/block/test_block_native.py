@@ -78,3 +78,50 @@ def test_the_compiled_rows_are_the_numpy_rows(dtype: type) -> None:
     ok = ~ref[3]
     for x, y in zip(got[:3], ref[:3], strict=True):
         np.testing.assert_allclose(x[ok], y[ok], rtol=1e-12, atol=1e-12 * float(np.abs(y[ok]).max()))
+
+
+@pytest.mark.parametrize("k", [1, 2, 7, 32])
+def test_the_compiled_consistency_flag_is_the_numpy_flag(k: int) -> None:
+    from streamembed.core.place.block.consistency import inconsistent_blocks
+    from streamembed.core.place.block.prepare import BlockBatch
+
+    rng = np.random.default_rng(k)
+    nb, r = 200, 6
+    Y = rng.normal(size=(nb, k, r))
+    Z = rng.normal(size=(nb, k, 3))
+    noise = rng.normal(size=(nb, k, k)) * rng.uniform(0, 0.5, size=(nb, 1, 1))  # consistent to contradicted
+    beta = Y @ Y.transpose(0, 2, 1) + Z @ Z.transpose(0, 2, 1) + noise + noise.transpose(0, 2, 1)
+    beta[0, 0, 0] = np.inf  # a non-finite block is flagged
+    sizes = np.full(nb, k)
+    batch = BlockBatch(c=Y.reshape(-1, r)[:, :3].copy(), beta=beta.ravel(), sizes=sizes, b_norm2=np.ones(nb),
+                       beta_self=np.diagonal(beta, axis1=1, axis2=2).ravel())
+    coords = Y.reshape(-1, r)
+    with np.errstate(invalid="ignore"):  # numpy's path multiplies the infinite entry by the identity's zeros
+        want = inconsistent_blocks(batch, coords, 0.01, np.dtype(np.float64), backend="numpy")
+    got = inconsistent_blocks(batch, coords, 0.01, np.dtype(np.float64), backend="compiled")
+    assert 0 < want.sum() < nb and want[0]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_the_compiled_cross_checks_find_the_numpy_problems() -> None:
+    from streamembed.core import _native
+    from streamembed.core.place.block.prepare import CROSS_RTOL, _entry_problems
+
+    rng = np.random.default_rng(5)
+    M = rng.random((60, 6, 6)) * 10
+    M = M + M.transpose(0, 2, 1)
+    M[:, np.arange(6), np.arange(6)] = 0.0
+    M[1, 2, 3] = -1.0
+    M[2, 0, 5] = np.nan
+    M[3, 4, 4] = 1e-3
+    M[4, 1, 2] += 1e-3
+    M[5, 1, 2] += 1e-9  # within CROSS_RTOL of the largest entry: fine
+    M[6, 3, 1] = np.inf
+    with np.errstate(invalid="ignore"):
+        want = _entry_problems(M, CROSS_RTOL, "cross")
+    bad = np.zeros(60, dtype=np.uint8)
+    largest = np.empty(60)
+    _native.block_cross(M, CROSS_RTOL, bad, largest)
+    assert np.flatnonzero(bad).tolist() == [j for j, _ in want] == [1, 2, 3, 4, 6]
+    finite = np.where(np.isfinite(M), np.abs(M), 0.0).reshape(60, -1).max(axis=1)
+    np.testing.assert_array_equal(largest, finite)
