@@ -35,6 +35,7 @@ import numpy as np
 
 from streamembed.core.flags import FLAG_IMPLAUSIBLE_SCALE, FLAG_NEGATIVE_UNEXPLAINED
 from streamembed.core.monitor.consistency import ProfileCheck, profile_check
+from streamembed.monitors.reservoir import ring_write
 from streamembed.config.schema import ConsistencyConfig
 
 __all__ = ["ConsistencyMonitor", "HEALTH_PROBLEM"]
@@ -144,9 +145,7 @@ class ConsistencyMonitor:
         cap = self._implausible.size
         bad = bad[-cap:]
         if bad.size:
-            at = (self._inext + np.arange(bad.size)) % cap
-            self._implausible[at] = bad
-            self._inext = int((at[-1] + 1) % cap)
+            self._inext = ring_write(self._implausible, self._inext, bad)
             self._isize = min(cap, self._isize + bad.size)
         if self._isize == 0:
             return
@@ -197,9 +196,7 @@ class ConsistencyMonitor:
         k = scores.size
         if k == 0:
             return
-        at = (self._next + np.arange(k)) % cap
-        self._scores[at] = scores
-        self._next = int((at[-1] + 1) % cap)
+        self._next = ring_write(self._scores, self._next, scores)
         self._size = min(cap, self._size + k)
 
     def _raise(self, check: ProfileCheck, model: Any, file: str | None) -> None:

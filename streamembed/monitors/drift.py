@@ -92,7 +92,7 @@ class DriftMonitor:
         #: objects observed since start (the trigger's position in the stream)
         self.objects_seen = 0
         self.triggered_at: int | None = None
-        self._features = _Ring(settings.reservoir_objects)
+        self._features = RecentRows(settings.reservoir_objects)
         self._block: Candidates | None = None
         self._recent = RecentRows(settings.reservoir_objects)
         #: keep the dissimilarity rows themselves (a refit request asks for their mutual dissimilarities)
@@ -369,8 +369,8 @@ class DriftMonitor:
         """The reservoir as refit candidates (None when there are none): feature vectors, else recent objects,
         else the last block, else recent rows whose mutual dissimilarities a refit request asks for."""
         if len(self._features):
-            ids, feats = self._features.contents()
-            return Candidates(ids=[str(x) for x in ids], features=feats)
+            kept = self._features.contents()
+            return Candidates(ids=[str(x) for x in kept.ids], features=kept.rows)
         recent = self._recent.contents() if len(self._recent) else None
         if recent is not None and recent.objects is not None and len(recent.ids):
             return Candidates(ids=[str(x) for x in recent.ids], cross_to_landmarks=recent.rows,
@@ -449,38 +449,6 @@ def _finite(doc: dict[str, Any]) -> dict[str, Any]:
     """NaN and ±inf as null: the history is strict JSON."""
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in doc.items()}
 
-
-class _Ring:
-    """The most recent ``capacity`` (id, feature row) pairs, stored in arrays (no per-object Python)."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = int(capacity)
-        self._ids = np.empty(self.capacity, dtype=object)
-        self._rows: np.ndarray | None = None
-        self._next = 0
-        self._size = 0
-
-    def __len__(self) -> int:
-        return self._size
-
-    def add(self, ids: np.ndarray, rows: np.ndarray) -> None:
-        if self.capacity == 0 or rows.shape[0] == 0:
-            return
-        ids, rows = ids[-self.capacity:], rows[-self.capacity:]
-        if self._rows is None or self._rows.shape[1] != rows.shape[1]:
-            self._rows = np.empty((self.capacity, rows.shape[1]))
-            self._next = self._size = 0
-        at = (self._next + np.arange(rows.shape[0])) % self.capacity
-        self._ids[at] = ids
-        self._rows[at] = rows
-        self._next = int((at[-1] + 1) % self.capacity)
-        self._size = min(self.capacity, self._size + rows.shape[0])
-
-    def contents(self) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, rows), oldest first."""
-        order = (self._next - self._size + np.arange(self._size)) % self.capacity
-        rows = self._rows if self._rows is not None else np.empty((self.capacity, 0))  # nothing added yet
-        return self._ids[order], rows[order]
 
 
 def _spaced_rows(m: int, k: int) -> np.ndarray:

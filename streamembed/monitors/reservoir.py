@@ -1,7 +1,8 @@
 """The recent rows a refit can choose landmarks from when the stream carries objects or plain dissimilarity rows.
 
-``DriftMonitor`` keeps, beside its feature ring and its last block, the most
-recent ``drift.reservoir_objects`` rows of the stream: their ids, their
+``DriftMonitor`` keeps two of these (beside its last block): one of feature
+vectors (features input), and one of the most recent
+``drift.reservoir_objects`` rows of the stream: their ids, their
 dissimilarities to the current landmarks (the row itself) and, when rows
 carry them, their objects (``stream.objects``). What a refit can do with them
 (``candidates``):
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RecentRows", "RecentContents"]
+__all__ = ["RecentRows", "RecentContents", "ring_write"]
 
 
 @dataclass
@@ -71,20 +72,11 @@ class RecentRows:
             self._objects = None if objects is None else np.empty((self.capacity, *np.shape(objects)[1:]),
                                                                   dtype=objects.dtype)
         k, start = len(ids), self._next
-        # at most two contiguous pieces of the ring (a batch of capacity rows or more: the whole ring from 0),
-        # slice assignments rather than a modular fancy index: a batch of 8,192 rows of 200 costs a copy, not 1.5 ms
-        if k == self.capacity:
-            start = 0
-        first = min(k, self.capacity - start)
-        for lo, hi, at in ((0, first, start), (first, k, 0)):
-            if hi <= lo:
-                continue
-            self._ids[at:at + hi - lo] = ids[lo:hi]
-            if self._rows is not None and rows is not None:
-                self._rows[at:at + hi - lo] = rows[lo:hi]
-            if self._objects is not None and objects is not None:
-                self._objects[at:at + hi - lo] = objects[lo:hi]
-        self._next = (start + k) % self.capacity
+        self._next = ring_write(self._ids, start, ids)
+        if self._rows is not None and rows is not None:
+            ring_write(self._rows, start, rows)
+        if self._objects is not None and objects is not None:
+            ring_write(self._objects, start, objects)
         self._size = min(self.capacity, self._size + k)
 
     def _same_layout(self, rows: np.ndarray | None, objects: Any) -> bool:
@@ -110,3 +102,15 @@ class RecentRows:
                 ids, objects = ids[has], objects[has]
                 rows = None if rows is None else rows[has]
         return RecentContents(ids, rows, objects)
+
+
+def ring_write(ring: np.ndarray, start: int, values: np.ndarray) -> int:
+    """Write ``values`` (k ≤ len(ring) items along axis 0) into the circular buffer ``ring`` from position
+    ``start`` on, wrapping at its end; returns the position after the last written. At most two slice
+    assignments: a modular fancy index over a batch of 8,192 rows of 200 costs 1.5 ms, a copy a fraction."""
+    cap, k = ring.shape[0], values.shape[0]
+    first = min(k, cap - start)
+    ring[start:start + first] = values[:first]
+    if k > first:
+        ring[:k - first] = values[first:]
+    return (start + k) % cap

@@ -6,19 +6,22 @@ import numpy as np
 
 from streamembed.core.monitor.drift import RefitTrigger
 from streamembed.config.schema import DriftConfig
-from streamembed.monitors.drift import DriftMonitor, _Ring
+from streamembed.monitors.drift import DriftMonitor
+from streamembed.monitors.reservoir import RecentRows
 
 from tests.stream.helpers import fitted, landmark_points, objects
 
 
-def test_ring_keeps_the_most_recent_rows_oldest_first():
-    r = _Ring(5)
+def test_the_feature_ring_keeps_the_most_recent_rows_oldest_first():
+    r = RecentRows(5)  # the monitor's feature vectors (``DriftMonitor._features``)
     r.add(np.array(["a", "b", "c"], dtype=object), np.arange(3.0)[:, None])
     r.add(np.array(["d", "e", "f", "g"], dtype=object), np.arange(3.0, 7.0)[:, None])
-    ids, rows = r.contents()
+    kept = r.contents()
+    ids, rows = kept.ids, kept.rows
+    assert rows is not None
     assert ids.tolist() == ["c", "d", "e", "f", "g"] and rows[:, 0].tolist() == [2, 3, 4, 5, 6]
     r.add(np.array([f"x{i}" for i in range(9)], dtype=object), np.arange(9.0)[:, None])  # more than fits
-    assert r.contents()[0].tolist() == ["x4", "x5", "x6", "x7", "x8"] and len(r) == 5
+    assert r.contents().ids.tolist() == ["x4", "x5", "x6", "x7", "x8"] and len(r) == 5
 
 
 def test_feature_candidates_and_statistics_cadence():

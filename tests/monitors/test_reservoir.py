@@ -28,3 +28,16 @@ def test_recent_rows_are_the_last_capacity_rows_of_the_stream_in_order(capacity:
         assert got.rows is not None
         np.testing.assert_array_equal(got.rows, np.concatenate(rows_all)[-capacity:].astype(np.float64))
         assert len(ring) == len(want_ids)
+
+
+@pytest.mark.parametrize("capacity", [1, 5, 8])
+def test_ring_write_matches_a_modular_index_at_every_start_and_length(capacity: int) -> None:
+    from streamembed.monitors.reservoir import ring_write
+
+    for start in range(capacity):
+        for k in range(capacity + 1):
+            ring, want = np.full(capacity, -1.0), np.full(capacity, -1.0)
+            values = np.arange(1.0, k + 1.0)
+            want[(start + np.arange(k)) % capacity] = values
+            assert ring_write(ring, start, values) == (start + k) % capacity
+            np.testing.assert_array_equal(ring, want)
