@@ -45,16 +45,9 @@ def read_matrix(path: str, column: str) -> tuple[np.ndarray, list[str] | None]:
         if suffix == ".csv":
             table = _read_csv(p)
         else:
-            from streamembed.stream.readers import iter_file
+            from streamembed.cli.fit_objects import read_table
 
-            chunks = list(iter_file(p, batch_rows=1 << 30, max_block_rows=1 << 30))
-            dead = [d for c in chunks for d in c.dead]
-            if dead:
-                raise Refused(f"{path}: {dead[0].reason}: {dead[0].detail}")
-            tables = [c.table for c in chunks if c.table is not None]
-            if not tables:
-                raise Refused(f"{path} holds no rows")
-            table = pa.concat_tables(tables)
+            table = read_table(path)
     except Refused:
         raise
     except Exception as exc:  # any unreadable input refuses with the reason

@@ -27,7 +27,7 @@ import numpy as np
 
 from streamembed.cli.common import EXIT_OK, Refused
 
-__all__ = ["read_objects", "run_objects"]
+__all__ = ["read_objects", "read_table", "run_objects"]
 
 #: Suffixes read as tables (an ``object`` column); anything else is text lines.
 _TABLES = (".parquet", ".pq", ".arrow", ".arrows", ".ipc", ".feather", ".jsonl", ".ndjson", ".json")
@@ -44,7 +44,7 @@ def read_objects(path: str, metric: Any, max_length: int | None = None) -> tuple
     if not p.is_file():
         raise Refused(f"--objects {path} does not exist" if not p.exists() else f"--objects {path} is not a file")
     if p.suffix.lower() in _TABLES:
-        table = _read_table(p)
+        table = read_table(path)
         if "object" not in table.schema.names:
             raise Refused(f"{path} has no 'object' column (columns: {', '.join(table.schema.names)})")
     else:
@@ -70,21 +70,23 @@ def read_objects(path: str, metric: Any, max_length: int | None = None) -> tuple
     return rows.objects, ids
 
 
-def _read_table(p: Path) -> Any:
+def read_table(path: str) -> Any:
+    """The whole of a Parquet, Arrow IPC or JSON lines file as one ``pyarrow.Table`` (the stream's readers, so
+    the same formats and checks); Refused with the reason when it cannot be read, has a bad row or no rows."""
     import pyarrow as pa
 
     from streamembed.stream.readers import iter_file
 
     try:
-        chunks = list(iter_file(p, batch_rows=1 << 30, max_block_rows=1 << 30))
+        chunks = list(iter_file(Path(path), batch_rows=1 << 30, max_block_rows=1 << 30))
     except Exception as exc:  # any unreadable input refuses with the reason
-        raise Refused(f"cannot read {p}: {exc}") from None
+        raise Refused(f"cannot read {path}: {exc}") from None
     dead = [d for c in chunks for d in c.dead]
     if dead:
-        raise Refused(f"{p}: {dead[0].reason}: {dead[0].detail}")
+        raise Refused(f"{path}: {dead[0].reason}: {dead[0].detail}")
     tables = [c.table for c in chunks if c.table is not None]
     if not tables:
-        raise Refused(f"{p} holds no rows")
+        raise Refused(f"{path} holds no rows")
     return pa.concat_tables(tables)
 
 
