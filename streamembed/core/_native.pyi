@@ -34,10 +34,10 @@ def exit_on_sigbus(message: bytes, code: int, /) -> None:
     """From now on a SIGBUS (a mapped file truncated) writes ``message`` to stderr and exits with ``code``."""
 
 def isa() -> str:
-    """The instruction set of the projection kernels in use."""
+    """The instruction set of the projection and block-solver kernels in use."""
 
 def supported_isas() -> list[str]:
-    """The projection kernel instruction sets this CPU runs."""
+    """The kernel instruction sets this CPU runs."""
 
 def set_isa(name: str, /) -> None:
-    """Use the avx512, avx2 or sse2 projection kernels."""
+    """Use the avx512, avx2 or sse2 kernels (the projection's and the block solver's)."""

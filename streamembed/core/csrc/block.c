@@ -552,14 +552,16 @@ __attribute__((target("avx2,fma"))) static void solve_range_avx2(SOLVE_RANGE_ARG
 __attribute__((target("avx2"))) static void solve_range_avx2_unfused(SOLVE_RANGE_ARGS) { SOLVE_RANGE_CALL; }
 static void solve_range_base(SOLVE_RANGE_ARGS) { SOLVE_RANGE_CALL; }
 
+/* The kernels of the instruction set set_isa chose (the best this CPU runs unless a test chose another),
+ * so that every variant can be run and checked on one machine. */
 static void solve_range(SOLVE_RANGE_ARGS) {
-    __builtin_cpu_init();
-    if (B->k < UNFUSED_BELOW_K && __builtin_cpu_supports("avx2"))
+    const char *isa = native_kernel_isa();
+    const int avx512 = strcmp(isa, "avx512") == 0, avx2 = avx512 || strcmp(isa, "avx2") == 0;
+    if (B->k < UNFUSED_BELOW_K && avx2)
         solve_range_avx2_unfused(B, Y, C, Beta, f0, max_iter, f, g_norm, its, cg, conv, gaps, start, stop);
-    else if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("fma"))
+    else if (avx512)
         solve_range_avx512(B, Y, C, Beta, f0, max_iter, f, g_norm, its, cg, conv, gaps, start, stop);
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    else if (avx2)
         solve_range_avx2(B, Y, C, Beta, f0, max_iter, f, g_norm, its, cg, conv, gaps, start, stop);
     else
         solve_range_base(B, Y, C, Beta, f0, max_iter, f, g_norm, its, cg, conv, gaps, start, stop);

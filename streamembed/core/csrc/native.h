@@ -16,6 +16,8 @@ int native_float_size(const Py_buffer *b);
 void native_projection_init(void);
 PyObject *native_project(PyObject *self, PyObject *args);
 PyObject *native_isa(PyObject *self, PyObject *args);
+/* The instruction set chosen for the kernels (set_isa; the best the CPU runs by default): "avx512", "avx2" or "sse2". */
+const char *native_kernel_isa(void);
 PyObject *native_supported_isas(PyObject *self, PyObject *args);
 PyObject *native_set_isa(PyObject *self, PyObject *args);
 

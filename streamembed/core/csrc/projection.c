@@ -231,6 +231,8 @@ static int isa_supported(const isa_table *t) {
     return 1;
 }
 
+const char *native_kernel_isa(void) { return current != NULL ? current->name : "sse2"; }
+
 PyObject *native_isa(PyObject *self, PyObject *args) {
     (void)self;
     (void)args;

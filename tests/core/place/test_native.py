@@ -41,15 +41,6 @@ def _spectrum(n: int, d: int, seed: int = 0):
     return fit_spectrum(D, n_residual=d, n_components=d)
 
 
-@pytest.fixture(params=native.supported_isas() if native is not None else [])
-def isa(request):
-    """Each instruction set this CPU runs; the best one is restored afterwards."""
-    best = native.isa()
-    native.set_isa(request.param)
-    yield request.param
-    native.set_isa(best)
-
-
 def _inputs(rng, m: int, n: int, dtype) -> np.ndarray:
     return (rng.uniform(0.0, 3.0, size=(m, n))).astype(dtype)
 

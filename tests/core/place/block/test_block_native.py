@@ -18,7 +18,9 @@ pytestmark = pytest.mark.skipif("compiled" not in newton.available_backends(),
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("k, d", [(1, 2), (2, 1), (5, 3), (8, 10), (32, 2)])
-def test_the_compiled_block_solver_is_the_numpy_solver(kind: str, k: int, d: int) -> None:
+def test_the_compiled_block_solver_is_the_numpy_solver(kind: str, k: int, d: int, isa: str) -> None:
+    """In every instruction set this CPU runs (the ``isa`` fixture): AVX-512, AVX2 with and without fused
+    multiply-adds (below ``UNFUSED_BELOW_K`` members), and the baseline build."""
     rng = np.random.default_rng(1000 * k + d)
     problems = [block_problem(rng, k, d, kind) for _ in range(12)]
     lam = problems[0][2]
@@ -125,3 +127,32 @@ def test_the_compiled_cross_checks_find_the_numpy_problems() -> None:
     assert np.flatnonzero(bad).tolist() == [j for j, _ in want] == [1, 2, 3, 4, 6]
     finite = np.where(np.isfinite(M), np.abs(M), 0.0).reshape(60, -1).max(axis=1)
     np.testing.assert_array_equal(largest, finite)
+
+
+def test_the_chosen_instruction_set_reaches_the_block_solver() -> None:
+    """``set_isa`` picks the block solver's kernels too: the baseline build (no fused multiply-add) rounds a block
+    of ``UNFUSED_BELOW_K`` or more members differently from the fused kernels, and a smaller block, which the
+    vector kernels solve unfused, exactly as they do."""
+    from streamembed.core.place import projection
+
+    nat = projection._native
+    assert nat is not None
+    fused = [i for i in nat.supported_isas() if i != "sse2"]
+    if not fused:
+        pytest.skip("this CPU runs the baseline kernels only")
+    best = nat.isa()
+    try:
+        for k, d, differs in ((8, 10, True), (32, 2, True), (5, 3, False)):
+            rng = np.random.default_rng(1000 * k + d)
+            problems = [block_problem(rng, k, d, "normal") for _ in range(12)]
+            c = np.concatenate([p[0] for p in problems])
+            beta = np.concatenate([p[1].ravel() for p in problems])
+            b_norm2 = np.array([max(p[3], float((p[0] ** 2).sum())) for p in problems])
+            got = {}
+            for isa in (fused[0], "sse2"):
+                nat.set_isa(isa)
+                got[isa] = solve_blocks(c, beta, np.full(len(problems), k), problems[0][2], b_norm2, n_threads=1,
+                                        backend="compiled").y
+            assert bool((got[fused[0]] != got["sse2"]).any()) is differs, (k, d)
+    finally:
+        nat.set_isa(best)
