@@ -36,7 +36,7 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 
-from streamembed.core.runtime import Cancelled
+from streamembed.core.runtime import Cancelled, single_blas_thread
 from streamembed.core.flags import FLAG_NAMES
 from streamembed.config.schema import OutputConfig, RunConfig
 from streamembed.stream.arrow_build import to_numpy
@@ -168,6 +168,13 @@ class EmbeddingLoop:
         """Process batches until stopped, limits reached or the source is exhausted."""
         r = self.run_cfg
         self._set_state("running")
+        # one BLAS thread while the loop runs: its products are narrow (a batch by d + 1 columns), the loop has
+        # threads of its own (read-ahead, the Parquet writer, the projection's workers), and an OpenBLAS worker
+        # woken by a product spins for a while after it (5 % of embed's CPU); refits run in processes of their own
+        with single_blas_thread():
+            return self._run_batches(r)
+
+    def _run_batches(self, r: RunConfig) -> LoopStats:
         try:
             while not self.stop.is_set():
                 if self._behind is not None and self._behind.done:  # counted, and its error raised, at once

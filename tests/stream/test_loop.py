@@ -238,3 +238,22 @@ def test_on_batch_sees_each_batch_after_its_rows_went_to_the_sinks(tmp_path: Pat
     hooked = [i for d in seen if d.output is not None for i in d.output.column("id").to_pylist()]
     assert Counter(hooked) == Counter(read_ids(tmp_path / "out" / "emb", "*.parquet"))
     assert len(hooked) == stats.embedded and sum(len(d.dead) for d in seen) == stats.dead == 2
+
+
+def test_blas_runs_on_one_thread_while_the_loop_runs_and_as_before_after(tmp_path: Path) -> None:
+    """The loop's narrow products on one BLAS thread (a woken OpenBLAS worker spins after each), restored after."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads() -> set[int]:
+        return {int(lib["num_threads"]) for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+    _corpus(tmp_path / "in")
+    loop = _loop(tmp_path / "in", tmp_path / "out")
+    inside: list[set[int]] = []
+    loop.on_batch = lambda done: inside.append(blas_threads())
+    with threadpool_limits(2, user_api="blas"):
+        before = blas_threads()
+        loop.run()
+        after = blas_threads()
+    assert inside and all(t == {1} for t in inside)
+    assert before == after == {2}
