@@ -175,6 +175,7 @@ class EmbeddingLoop:
             return self._run_batches(r)
 
     def _run_batches(self, r: RunConfig) -> LoopStats:
+        """``run``'s body: poll, handle and commit until stopped, the limits ``r`` reached or the source exhausted."""
         try:
             while not self.stop.is_set():
                 if self._behind is not None and self._behind.done:  # counted, and its error raised, at once
