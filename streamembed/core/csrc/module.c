@@ -71,7 +71,7 @@ static PyMethodDef methods[] = {
      "(stream/mapped.py)."},
     {"isa", native_isa, METH_NOARGS, "isa() -> the instruction set of the projection and block-solver kernels in use."},
     {"supported_isas", native_supported_isas, METH_NOARGS,
-     "supported_isas() -> the projection kernel instruction sets this CPU runs."},
+     "supported_isas() -> the kernel instruction sets this CPU runs."},
     {"set_isa", native_set_isa, METH_VARARGS, "set_isa(name): use the avx512, avx2 or sse2 kernels (projection and block solver)."},
     {NULL, NULL, 0, NULL},
 };

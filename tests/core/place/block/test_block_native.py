@@ -16,20 +16,24 @@ pytestmark = pytest.mark.skipif("compiled" not in newton.available_backends(),
                                 reason="built without the compiled kernels")
 
 
+def _twelve_blocks(kind: str, k: int, d: int) -> tuple[np.ndarray, ...]:
+    """``solve_blocks``' first five arguments for twelve blocks of ``kind`` with k members, every block against
+    the first one's spectrum: one call, one size."""
+    rng = np.random.default_rng(1000 * k + d)
+    problems = [block_problem(rng, k, d, kind) for _ in range(12)]
+    c = np.concatenate([p[0] for p in problems])
+    beta = np.concatenate([p[1].ravel() for p in problems])
+    b_norm2 = np.array([max(p[3], float((p[0] ** 2).sum())) for p in problems])
+    return c, beta, np.full(len(problems), k), problems[0][2], b_norm2
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("k, d", [(1, 2), (2, 1), (5, 3), (8, 10), (32, 2)])
 def test_the_compiled_block_solver_is_the_numpy_solver(kind: str, k: int, d: int, isa: str) -> None:
     """In every instruction set this CPU runs (the ``isa`` fixture): AVX-512, AVX2 with and without fused
     multiply-adds (below ``UNFUSED_BELOW_K`` members), and the baseline build."""
-    rng = np.random.default_rng(1000 * k + d)
-    problems = [block_problem(rng, k, d, kind) for _ in range(12)]
-    lam = problems[0][2]
-    # every block against the first one's spectrum: one call, one size
-    c = np.concatenate([p[0] for p in problems])
-    beta = np.concatenate([p[1].ravel() for p in problems])
-    b_norm2 = np.array([max(p[3], float((p[0] ** 2).sum())) for p in problems])
-    sizes = np.full(len(problems), k)
-    got = {be: solve_blocks(c, beta, sizes, lam, b_norm2, n_threads=1, backend=be) for be in ("numpy", "compiled")}
+    args = _twelve_blocks(kind, k, d)
+    got = {be: solve_blocks(*args, n_threads=1, backend=be) for be in ("numpy", "compiled")}
     a, b = got["numpy"], got["compiled"]
     scale = max(float(np.abs(a.y).max()), 1e-300)
     # an ambiguous block's column whose C_:j is round-off (not exactly 0) takes the sign round-off gives it
@@ -143,16 +147,11 @@ def test_the_chosen_instruction_set_reaches_the_block_solver() -> None:
     best = nat.isa()
     try:
         for k, d, differs in ((8, 10, True), (32, 2, True), (5, 3, False)):
-            rng = np.random.default_rng(1000 * k + d)
-            problems = [block_problem(rng, k, d, "normal") for _ in range(12)]
-            c = np.concatenate([p[0] for p in problems])
-            beta = np.concatenate([p[1].ravel() for p in problems])
-            b_norm2 = np.array([max(p[3], float((p[0] ** 2).sum())) for p in problems])
+            args = _twelve_blocks("normal", k, d)
             got = {}
             for isa in (fused[0], "sse2"):
                 nat.set_isa(isa)
-                got[isa] = solve_blocks(c, beta, np.full(len(problems), k), problems[0][2], b_norm2, n_threads=1,
-                                        backend="compiled").y
+                got[isa] = solve_blocks(*args, n_threads=1, backend="compiled").y
             assert bool((got[fused[0]] != got["sse2"]).any()) is differs, (k, d)
     finally:
         nat.set_isa(best)
