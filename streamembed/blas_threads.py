@@ -10,9 +10,11 @@ pure cost. The count can only be chosen before the library loads: through
 ``OPENBLAS_NUM_THREADS``, which this sets - unless the user set a BLAS thread
 count of their own (any of :data:`THREAD_VARIABLES`), which is kept.
 
-The daemon (``run``) keeps BLAS's default: its refits run in processes of
-their own, which inherit the environment and do use more threads; so do
-``fit`` and ``refit``.
+The other commands keep BLAS's default: ``fit`` and ``refit`` factorise
+matrices where a second thread pays; the daemon (``run``) runs its loop on
+one BLAS thread already and starts its refit workers with one thread of their
+own (``daemon.refits``), but serves more than the loop (the ops pages), so it
+is left as it was.
 """
 
 from __future__ import annotations
