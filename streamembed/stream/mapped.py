@@ -34,29 +34,21 @@ modification time and inode, by ``fstat`` between chunks and at the end), as
 copied files are: a change raises ``readers.FileChanged`` and the reader deals
 with the rest as before. JSON lines are always copied (their parser copies
 anyway).
-
-The pages of a mapping are mapped in ahead of the reader, on a thread of its
-own (:func:`prefault`), up to the readers' budget for one file.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import mmap
 import os
-import sys
-import threading
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 
 from streamembed.config.schema import choices
-from streamembed.memlimit import read_budget
 
-__all__ = ["MAP_MODES", "published_by_rename", "should_map", "map_file", "MappedFile", "exit_on_truncation",
-           "prefault"]
+__all__ = ["MAP_MODES", "published_by_rename", "should_map", "map_file", "MappedFile", "exit_on_truncation"]
 
 #: Values of ``embed --mmap`` and ``directory.mmap`` (the schema's choices).
 MAP_MODES: Final[tuple[str, ...]] = choices("directory.mmap")
@@ -132,54 +124,4 @@ def map_file(path: str | os.PathLike[str]) -> tuple[MappedFile, os.stat_result]:
             if hasattr(mmap, advice):
                 with contextlib.suppress(OSError):  # advice is a hint
                     mm.madvise(getattr(mmap, advice))
-    data = np.frombuffer(mm, dtype=np.uint8)
-    prefault(data, read_budget())
-    return MappedFile(fd, data), st
-
-
-#: ``madvise(MADV_POPULATE_READ)`` (Linux 5.14): map the pages of a range in, reading what is not cached.
-MADV_POPULATE_READ: Final = 22
-#: Bytes prefaulted per ``madvise`` call (each runs without the GIL; a failed one ends the thread).
-PREFAULT_CHUNK: Final = 32 << 20
-
-
-def prefault(data: np.ndarray, limit: int) -> threading.Thread | None:
-    """Map the first ``limit`` bytes of the mapping under ``data`` (a uint8 array over it) in, on a thread.
-
-    Without it, every 4 KiB page of a mapped file costs a page fault on the thread that first touches it
-    (the embedding loop's: 0.06-0.1 CPU-s per 800 MB even from the page cache); one ``madvise`` per 32 MiB on
-    a thread of its own maps them while the command starts and the loop runs. The thread holds ``data`` (the
-    mapping stays mapped until it is done). A page that a truncation removed is not read (the call fails with
-    EFAULT, where reading it would raise SIGBUS), and a kernel without the call (before 5.14) or a platform
-    without ``madvise`` just skips it: a hint. None when nothing is prefaulted.
-    """
-    size = min(int(data.size), int(limit))
-    madvise = _libc_madvise()
-    if size <= 0 or madvise is None:
-        return None
-
-    def run() -> None:
-        base = int(data.ctypes.data)
-        for lo in range(0, size, PREFAULT_CHUNK):
-            if madvise(base + lo, min(PREFAULT_CHUNK, size - lo), MADV_POPULATE_READ) != 0:
-                return  # EINVAL (an older kernel), EFAULT (truncated), ENOMEM, EINTR: the pages fault as before
-
-    t = threading.Thread(target=run, name="streamembed-prefault", daemon=True)
-    t.start()
-    return t
-
-
-@functools.cache
-def _libc_madvise() -> Any:
-    """libc's ``madvise(addr, length, advice)`` through ctypes (which releases the GIL), or None."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).madvise
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    fn.restype = ctypes.c_int
-    return fn
+    return MappedFile(fd, np.frombuffer(mm, dtype=np.uint8)), st

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -117,26 +115,24 @@ def test_a_published_file_truncated_later_is_copied_not_mapped(tmp_path: Path) -
     assert not should_map(published, published.stat(), "auto") and should_map(published, published.stat(), "always")
 
 
-def _child_on_a_file(tmp_path: Path, size: int, code: str) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` (``os`` and ``sys`` imported) in a fresh interpreter with ``sys.argv[1]`` a file of ``size``
-    bytes: a SIGBUS there cannot take the test run with it."""
-    path = tmp_path / "in.arrows"
-    path.write_bytes(b"\1" * size)
-    return subprocess.run([sys.executable, "-c", "import os, sys\n" + code, str(path)], capture_output=True,
-                          text=True, timeout=60)
-
-
 def test_a_file_truncated_under_a_mapping_ends_a_one_shot_command_with_a_message(tmp_path: Path) -> None:
     """``embed --mmap auto`` maps files written in place too; the SIGBUS of one truncated under the mapping is
     turned into a message and exit 2 (``mapped.exit_on_truncation``), never a bare signal."""
+    import subprocess
+    import sys
+
     pytest.importorskip("streamembed.core._native")
-    r = _child_on_a_file(tmp_path, 1 << 16, (
+    path = tmp_path / "in.arrows"
+    path.write_bytes(b"\1" * (1 << 16))
+    child = (
+        "import os, sys\n"
         "from streamembed.stream.mapped import exit_on_truncation, map_file\n"
         "assert exit_on_truncation('the input was truncated\\n', 2)\n"
         "mf, _ = map_file(sys.argv[1])\n"
         "os.truncate(sys.argv[1], 0)\n"
         "print(int(mf.data[-1]))\n"
-    ))
+    )
+    r = subprocess.run([sys.executable, "-c", child, str(path)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr == "the input was truncated\n" and r.stdout == ""
 
 
@@ -155,65 +151,3 @@ def test_embed_maps_a_file_written_in_place(tmp_path: Path, monkeypatch: pytest.
     assert should_map(path, st, _mapping("auto"))
     monkeypatch.setattr(mapped, "exit_on_truncation", lambda message, code: False)  # no compiled extension
     assert _mapping("auto") == "auto"
-
-
-def _mapped_rss(address: int) -> int:
-    """Bytes of the mapping that holds ``address`` that are mapped into this process (its ``Rss`` in smaps)."""
-    inside = False
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        head = line.split()
-        if "-" in head[0] and len(head) >= 5:  # a mapping's first line: lo-hi perms offset dev inode [path]
-            lo, hi = (int(x, 16) for x in head[0].split("-"))
-            inside = lo <= address < hi
-        elif inside and head[0] == "Rss:":
-            return int(head[1]) * 1024
-    raise AssertionError(f"no mapping holds {address:#x}")
-
-
-def _fresh_mapping(path: Path, size: int) -> np.ndarray:
-    import mmap
-
-    path.write_bytes(np.random.default_rng(0).integers(0, 255, size, dtype=np.uint8).tobytes())
-    with open(path, "rb") as fh:
-        mm = mmap.mmap(fh.fileno(), size, prot=mmap.PROT_READ)
-    return np.frombuffer(mm, dtype=np.uint8)
-
-
-@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads /proc/self/smaps (Linux)")
-def test_prefault_maps_the_pages_of_a_mapping_in_up_to_its_limit(tmp_path: Path) -> None:
-    """The pages of a mapped input are mapped in on a thread of their own (none faults on the loop's thread), and
-    only up to the limit (the readers' budget: a file larger than memory is not read ahead whole)."""
-    from streamembed.stream.mapped import PREFAULT_CHUNK, prefault
-
-    size, limit = 3 * PREFAULT_CHUNK // 2, PREFAULT_CHUNK // 2
-    untouched = _fresh_mapping(tmp_path / "a.bin", size)
-    assert _mapped_rss(untouched.ctypes.data) < limit // 4  # a new mapping holds (almost) no page yet
-    data = _fresh_mapping(tmp_path / "b.bin", size)
-    release = tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2])
-    if release < (5, 14):
-        pytest.skip("MADV_POPULATE_READ came with Linux 5.14")
-    thread = prefault(data, limit)
-    assert thread is not None
-    thread.join(timeout=60)
-    assert not thread.is_alive()
-    assert limit <= _mapped_rss(data.ctypes.data) < size
-    whole = prefault(data, size)
-    assert whole is not None
-    whole.join(timeout=60)
-    assert _mapped_rss(data.ctypes.data) >= size
-    assert prefault(data, 0) is None
-
-
-def test_prefault_of_a_file_truncated_under_its_mapping_stops_without_a_signal(tmp_path: Path) -> None:
-    """A page a truncation removed is not read (reading it would raise SIGBUS): the thread just ends."""
-    r = _child_on_a_file(tmp_path, 4 << 20, (
-        "import numpy as np, mmap\n"
-        "from streamembed.stream.mapped import prefault\n"
-        "fh = open(sys.argv[1], 'rb')\n"
-        "data = np.frombuffer(mmap.mmap(fh.fileno(), 4 << 20, prot=mmap.PROT_READ), dtype=np.uint8)\n"
-        "os.truncate(sys.argv[1], 0)\n"
-        "t = prefault(data, 4 << 20)\n"
-        "t is None or t.join(60)\n"
-        "print('alive')\n"
-    ))
-    assert r.returncode == 0 and r.stdout == "alive\n", r.stderr
