@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,8 +31,6 @@ def _child(argv: list[str], env: dict[str, str]) -> dict[str, object]:
 
 
 def _env_without_thread_counts() -> dict[str, str]:
-    import os
-
     return {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
 
 

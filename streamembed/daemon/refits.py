@@ -36,6 +36,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from streamembed.blas_threads import THREAD_VARIABLES
 from streamembed.core.errors import InputError
 from streamembed.core.inputs.metrics import DEFAULT_METRIC
 from streamembed.core.refit.refit import candidate_dissimilarities
@@ -80,7 +81,7 @@ def worker_environment() -> dict[str, str]:
     home = str(Path(streamembed.__file__).resolve().parents[1])
     rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != home]
     env["PYTHONPATH"] = os.pathsep.join([home, *rest])
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    for var in THREAD_VARIABLES:
         env[var] = "1"
     env["STREAMEMBED_REFIT_PARENT"] = str(os.getpid())  # the worker dies with this process (refit_worker)
     return env
