@@ -61,9 +61,17 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
     fsync_file(path)
 
 
-def publish(tmp: str | os.PathLike[str], final: str | os.PathLike[str]) -> Path:
-    """Make the finished temporary file ``tmp`` durable under ``final`` (same directory)."""
-    fsync_file(tmp)
+def publish(fh: BinaryIO, tmp: str | os.PathLike[str], final: str | os.PathLike[str]) -> Path:
+    """Make the finished temporary file ``tmp``, still open as ``fh``, durable under ``final`` (same directory).
+
+    ``fh`` is flushed and fsynced before the rename, so every byte written
+    through it (a Parquet footer still in its buffer) is under the final name
+    the moment it appears; it stays open, and its ``flock`` held, until the
+    caller closes it after the rename (``fsafe.create_temp``).
+    """
+    with naming_path(tmp):
+        fh.flush()
+        os.fsync(fh.fileno())
     os.replace(tmp, final)
     fsync_dir(Path(final).parent)
     return Path(final)

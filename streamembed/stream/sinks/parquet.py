@@ -224,7 +224,7 @@ class ParquetSink(OutputSink):
                 with naming_path(tmp):
                     writer.drain()
                     writer.close()
-                path = publish(tmp, final)  # before fh is closed: its flock keeps other processes' cleaners off
+                path = publish(fh, tmp, final)  # before fh is closed: its flock keeps other processes' cleaners off
                 fh.close()
             except BaseException:
                 with contextlib.suppress(Exception):  # the file is dropped: its rows were not committed

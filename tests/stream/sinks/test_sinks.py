@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -34,6 +35,33 @@ def test_nothing_is_visible_before_flush_and_everything_after(tmp_path: Path) ->
     assert pq.ParquetFile(path).metadata.metadata[SCHEMA_VERSION_KEY.encode()] == b"1"
     assert sink.pending_rows == 0 and sink.flush("again") is None
     assert [p.name for p in tmp_path.iterdir()] == ["part-files-x-r000.parquet"]
+
+
+def test_a_published_file_is_whole_the_moment_its_name_appears(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # a reader listing the directory (another daemon, a dashboard) may open the file right after the
+    # rename, before the writer closes its handle: the footer must already be on disk, and fsynced
+    import streamembed.atomic as atomic
+
+    seen: list[list[str]] = []
+    synced: list[int] = []
+    real_replace, real_fsync = atomic.os.replace, atomic.os.fsync
+
+    def replace(src: str, dst: str) -> None:
+        seen.append(pq.read_table(src).column("id").to_pylist())  # raises on a missing footer
+        real_replace(src, dst)
+
+    def fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_size)
+        real_fsync(fd)
+
+    monkeypatch.setattr(atomic.os, "replace", replace)
+    monkeypatch.setattr(atomic.os, "fsync", fsync)
+    sink = ParquetSink(tmp_path)
+    sink.write(_batch(["a", "b"]), "files-x-r000")
+    path = sink.flush("files-x-r000")
+    assert path is not None and seen == [["a", "b"]]
+    assert path.stat().st_size in synced  # the fsync covered every byte
 
 
 def test_rewriting_the_same_label_replaces_the_file(tmp_path: Path) -> None:
