@@ -3,7 +3,7 @@
 ``streamembed run`` must catch SIGTERM, SIGINT, SIGHUP and SIGUSR1 from its first moments (a supervisor or
 ``streamembed refit`` can signal it while it imports), so the command line, whose imports take a few tenths of a
 second, is imported only after ``daemon.signals.install_early_if_daemon``; ``embed`` chooses its one BLAS thread
-before numpy is loaded (``blas_threads``).
+before numpy is loaded (``blas_threads``) and ends without the interpreter's teardown (``quick_exit``).
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ import sys
 __all__ = ["main"]
 
 
-def main() -> int:
+def main() -> int | None:
     from streamembed.blas_threads import one_blas_thread_for
     from streamembed.daemon.signals import install_early_if_daemon
 
     install_early_if_daemon(sys.argv[1:])
     one_blas_thread_for(sys.argv[1:])
     from streamembed.cli import main as cli_main
+    from streamembed.quick_exit import finish
 
-    return cli_main()
+    return finish(cli_main(), sys.argv[1:])

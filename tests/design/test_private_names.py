@@ -30,6 +30,8 @@ ALLOWED = frozenset({"_native"})
 #: Private attributes of third-party objects used on purpose, and why.
 FOREIGN_ATTRIBUTES = {
     "_collector_to_names": "prometheus_client has no public way to list a registry's collectors (ops/metrics.py)",
+    "_exit": "os._exit is the standard library's documented way to end a process without its teardown (quick_exit.py)",
+    "_run_exitfuncs": "atexit's one way to run its handlers before os._exit skips them (quick_exit.py)",
 }
 
 
