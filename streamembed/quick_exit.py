@@ -8,12 +8,15 @@ sixth of it on a small file. Nothing is left to do by then: ``embed``
 publishes its output and dead letters (fsynced and renamed) before its
 ``main`` returns, and closes its sources, sinks and threads.
 
-So for :data:`QUICK_EXIT_COMMANDS` the entry points hand ``main``'s exit code
-to :func:`finish`, which flushes what Python buffers (``sys.stdout``,
+So ``embed``, once its loop has ended and its sinks are closed, says so
+(:func:`allow`; its ``--dask`` path does not), the entry points hand
+``main``'s exit code to :func:`finish`, and for :data:`QUICK_EXIT_COMMANDS`
+that were allowed :func:`finish` flushes what Python buffers (``sys.stdout``,
 ``sys.stderr``), runs the ``atexit`` handlers (``logging.shutdown`` among
 them) and ends the process with ``os._exit(code)``. Anything else returns the
 code to ``sys.exit`` as before: the other commands, an ``embed`` on a dask
-cluster (its client's own clean-up is left to run), an exit raised rather
+cluster (its client's own clean-up is left to run) or one that stopped before
+its loop ended, an exit raised rather
 than returned (``--help``, a usage error), and a flush that fails (a closed
 pipe: Python's own exit reports it as usual).
 """
@@ -25,10 +28,18 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-__all__ = ["QUICK_EXIT_COMMANDS", "finish", "quick"]
+__all__ = ["QUICK_EXIT_COMMANDS", "allow", "finish", "quick"]
 
 #: Commands (the first word of the command line) that end through :func:`finish`.
 QUICK_EXIT_COMMANDS = ("embed",)
+
+
+_ALLOWED = [False]
+
+
+def allow() -> None:
+    """Say that nothing this command started is left running or unwritten: :func:`finish` may end the process."""
+    _ALLOWED[0] = True
 
 
 def quick(argv: Sequence[str]) -> bool:
@@ -38,11 +49,12 @@ def quick(argv: Sequence[str]) -> bool:
 
 
 def finish(code: int | None, argv: Sequence[str], *, exit_now: Callable[[int], object] = os._exit) -> int | None:
-    """End the process with ``code`` at once for a command :func:`quick` names; else return ``code``.
+    """End the process with ``code`` at once for a command :func:`quick` names that called :func:`allow`; else
+    return ``code``.
 
     ``exit_now``: what ends the process (tests pass a recorder).
     """
-    if not quick(argv) or not isinstance(code, int):
+    if not _ALLOWED[0] or not quick(argv) or not isinstance(code, int):
         return code
     if not _flushed():
         return code

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from streamembed import quick_exit
 from streamembed.quick_exit import finish, quick
 
 from .stream.helpers import dissimilarities, fitted_model, input_table, objects
@@ -40,7 +41,8 @@ def test_only_a_local_embed_exits_quickly(argv: list[str], expected: bool) -> No
 
 
 def test_the_process_ends_at_once_with_its_code_its_output_flushed_and_atexit_run() -> None:
-    r = _child("from streamembed.quick_exit import finish\n"
+    r = _child("from streamembed.quick_exit import allow, finish\n"
+               "allow()\n"
                "print('partial line', end='')\n"
                "sys.stderr.write('no newline either')\n"
                "sys.exit(finish(3, ['embed', 'in.arrows']))\n")
@@ -50,11 +52,21 @@ def test_the_process_ends_at_once_with_its_code_its_output_flushed_and_atexit_ru
 
 
 def test_another_command_returns_its_code_to_the_usual_exit() -> None:
-    r = _child("from streamembed.quick_exit import finish\n"
+    r = _child("from streamembed.quick_exit import allow, finish\n"
+               "allow()\n"
                "code = finish(4, ['run'])\n"
                "print('returned', code)\n"
                "import os; os._exit(code)\n")  # (the prelude's thread would hold a normal exit for 120 s)
     assert r.returncode == 4 and r.stdout == "returned 4\n" and "atexit ran" not in r.stderr
+
+
+def test_an_embed_that_did_not_say_it_is_done_returns_its_code_to_the_usual_exit() -> None:
+    # e.g. `embed --das local` (argparse's abbreviation of --dask): the dask path never calls allow()
+    r = _child("from streamembed.quick_exit import finish\n"
+               "code = finish(5, ['embed', 'in', '--das', 'local'])\n"
+               "print('returned', code)\n"
+               "import os; os._exit(code)\n")
+    assert r.returncode == 5 and r.stdout == "returned 5\n" and "atexit ran" not in r.stderr
 
 
 def test_a_stream_that_cannot_be_flushed_leaves_the_exit_to_python(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,13 +75,15 @@ def test_a_stream_that_cannot_be_flushed_leaves_the_exit_to_python(monkeypatch: 
             raise BrokenPipeError(32, "Broken pipe")
 
     ended: list[int] = []
+    monkeypatch.setattr(quick_exit, "_ALLOWED", [True])
     monkeypatch.setattr(sys, "stdout", Closed())
     assert finish(0, ["embed", "in.arrows"], exit_now=ended.append) == 0
     assert ended == []  # the usual exit reports the closed pipe as Python does
 
 
-def test_a_code_that_is_not_a_number_is_left_to_sys_exit() -> None:
+def test_a_code_that_is_not_a_number_is_left_to_sys_exit(monkeypatch: pytest.MonkeyPatch) -> None:
     ended: list[int] = []
+    monkeypatch.setattr(quick_exit, "_ALLOWED", [True])
     assert finish(None, ["embed"], exit_now=ended.append) is None
     assert ended == []
 

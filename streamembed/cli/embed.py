@@ -182,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
     from streamembed.stream.records import Reason
     from streamembed.stream.sinks import DeadLetterSink, ParquetSink
     from streamembed.stream.sources import FileSource
+    from streamembed import quick_exit
 
     paths = _inputs(args.input)
     try:
@@ -229,6 +230,7 @@ def run(args: argparse.Namespace) -> int:
         ahead.close()
         output.close()
         dead.close()
+    quick_exit.allow()  # published and closed: the process may end without the interpreter's teardown
     progress.update(stats.records_in, final=True)
     where = f" -> {dead_dir}/" if stats.dead else ""
     src = paths[0] if len(paths) == 1 else f"{len(paths)} inputs"
